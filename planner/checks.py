@@ -1,0 +1,158 @@
+"""The Checks sheet: each check a live formula counting offending rows, with its Python count.
+
+Errors (the model cannot be trusted) feed the master check; warnings are listed apart.
+The Python counts are what the planner found when it wrote the file; the formulas
+recount after any edit of the input sheets.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from . import schema
+from .schema import FRACTION, INT, NUMBER, TEXT
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    kind: str         # "error" or "warning"
+    description: str
+    formula: str      # Excel, without "="; counts offending rows
+    count: int        # the same count in Python
+
+
+def _n(name: str) -> str:
+    """Named range of a table column (see writer.range_name)."""
+    from .writer import range_name
+
+    sheet, col = name.split(".")
+    return range_name(sheet, col)
+
+
+def _sum(parts: list[str]) -> str:
+    return "+".join(parts) if parts else "0"
+
+
+@dataclass
+class CheckSheet:
+    checks: list[Check]
+    warnings: list
+
+    def write(self, wb, ws, fm) -> None:
+        from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
+
+        first, last = 5, 5 + len(self.checks) - 1
+        kinds = xl_range_abs(first, 1, last, 1)
+        counts = xl_range_abs(first, 2, last, 2)
+        errors = sum(c.count for c in self.checks if c.kind == "error")
+        warns = sum(c.count for c in self.checks if c.kind == "warning")
+        ws.set_column(0, 0, 44)
+        ws.set_column(1, 1, 10)
+        ws.set_column(2, 2, 10)
+        ws.set_column(3, 3, 10)
+        ws.set_column(4, 4, 90)
+        ws.write_string(0, 0, "Master check (every error check is 0)", fm("title"))
+        ws.write_formula(0, 1, f'=IF(IFERROR(SUMIF({kinds},"error",{counts}),1)=0,"OK","ERROR")',
+                         fm("ok" if errors == 0 else "bad"), "OK" if errors == 0 else "ERROR")
+        wb.define_name("master_check", "=Checks!" + xl_rowcol_to_cell(0, 1, True, True))
+        ws.write_string(1, 0, "Warnings (rows flagged by warning checks)", fm("title"))
+        ws.write_formula(1, 1, f'=SUMIF({kinds},"warning",{counts})', None, warns)
+        ws.write_string(2, 0, "Each count recalculates from the input sheets; edit them and recalculate.",
+                        fm("note"))
+        for j, h in enumerate(("check", "kind", "count", "status", "what it checks")):
+            ws.write_string(4, j, h, fm("header"))
+        for i, c in enumerate(self.checks):
+            r = first + i
+            ws.write_string(r, 0, c.name)
+            ws.write_string(r, 1, c.kind)
+            ws.write_formula(r, 2, "=" + c.formula, None, c.count)
+            cnt = xl_rowcol_to_cell(r, 2)
+            status = "OK" if c.count == 0 else ("FAIL" if c.kind == "error" else "WARN")
+            ws.write_formula(r, 3, f'=IF({cnt}=0,"OK",IF({xl_rowcol_to_cell(r, 1)}="error","FAIL","WARN"))',
+                             None, status)
+            ws.write_string(r, 4, c.description, fm("note"))
+        ws.conditional_format(first, 3, last, 3, {"type": "cell", "criteria": "==", "value": '"OK"',
+                                                  "format": fm("ok")})
+        ws.conditional_format(first, 3, last, 3, {"type": "cell", "criteria": "!=", "value": '"OK"',
+                                                  "format": fm("bad")})
+        r = last + 2
+        ws.write_string(r, 0, f"Warnings found when the planner ran ({len(self.warnings)})", fm("title"))
+        for i, w in enumerate(self.warnings):
+            ws.write_string(r + 1 + i, 0, w.place)
+            ws.write_string(r + 1 + i, 4, w.message)
+
+
+def checks_for(plan, layout) -> CheckSheet:
+    wl, res, out = plan.workloads, plan.resolved, plan.results
+
+    def num(series) -> np.ndarray:
+        return pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
+
+    numeric = [c for c in schema.COLUMNS if c.kind in (INT, NUMBER, FRACTION)]
+    required_wl = [c for c in schema.columns("Workloads") if c.required is True]
+    fractions = [c for c in schema.columns("Workloads") if c.kind == FRACTION]
+    nonneg = [c for c in schema.columns("Workloads") if c.kind in (NUMBER, INT) and c.minimum is not None]
+    kv, tp = res["kv_heads"].to_numpy(dtype=float), res["tp"].to_numpy(dtype=float)
+    gqa = res["attention"].to_numpy() == "gqa"
+    kv_safe = np.where(kv == 0, 1, kv)
+    uneven = gqa & (np.mod(kv, tp) != 0) & (np.mod(tp, kv_safe) != 0)
+    checks = [
+        Check("model references resolve", "error",
+              "every Workloads.model names a row of Models",
+              f"SUMPRODUCT(--ISNA(MATCH({_n('Workloads.model')},{_n('Models.model')},0)))", 0),
+        Check("gpu references resolve", "error",
+              "every Workloads.gpu names a row of GPUs",
+              f"SUMPRODUCT(--ISNA(MATCH({_n('Workloads.gpu')},{_n('GPUs.gpu')},0)))", 0),
+        Check("model names unique", "error", "no model name appears twice in Models",
+              f"SUMPRODUCT(--(COUNTIF({_n('Models.model')},{_n('Models.model')})>1))", 0),
+        Check("gpu names unique", "error", "no GPU name appears twice in GPUs",
+              f"SUMPRODUCT(--(COUNTIF({_n('GPUs.gpu')},{_n('GPUs.gpu')})>1))", 0),
+        Check("required workload cells filled", "error",
+              "blank cells in required Workloads columns: " + ", ".join(c.name for c in required_wl),
+              _sum([f"COUNTBLANK({_n('Workloads.' + c.name)})" for c in required_wl]), 0),
+        Check("numeric cells hold numbers", "error",
+              "text in numeric columns of Models, GPUs and Workloads",
+              _sum([f"(COUNTA({_n(c.sheet + '.' + c.name)})-COUNT({_n(c.sheet + '.' + c.name)}))"
+                    for c in numeric]), 0),
+        Check("ratios within [0, 1]", "error",
+              "hit_measured, hit_target and alpha between 0 and 1",
+              _sum([f'COUNTIF({_n("Workloads." + c.name)},"<0")+COUNTIF({_n("Workloads." + c.name)},">1")'
+                    for c in fractions]), 0),
+        Check("lengths and times not negative", "error",
+              "Workloads lengths, times and TPM at or above their minimum",
+              _sum([f'COUNTIF({_n("Workloads." + c.name)},"<{c.minimum:g}")' for c in nonneg]), 0),
+        Check("input length positive", "error", "isl above 0",
+              f'COUNTIF({_n("Workloads.isl")},"<=0")', 0),
+        Check("tp is a whole number >= 1", "error", "tensor-parallel size is a positive integer",
+              f'COUNTIF({_n("Workloads.tp")},"<1")+SUMPRODUCT(--(MOD({_n("Workloads.tp")},1)<>0))', 0),
+        Check("results free of errors", "error", "no #DIV/0!, #N/A or other error in Results",
+              f"SUMPRODUCT(--ISERROR(Results!{_results_block(layout)}))", 0),
+        Check("KV fits in HBM", "warning", "rows whose weights + peak KV exceed device memory",
+              f'COUNTIF({_n("Results.hbm_headroom_gib")},"<0")', int((out["hbm_headroom_gib"] < 0).sum())),
+        Check("hit_target within break-even h*", "warning",
+              "rows whose hit_target is beyond h*, where more hits make prefill slower",
+              f"SUMPRODUCT(--({_n('Resolved.hit_target')}>{_n('Results.h_star')}))",
+              int((res["hit_target"].to_numpy(dtype=float) > out["h_star"].to_numpy()).sum())),
+        Check("kv_heads and tp divide", "warning",
+              "GQA rows where neither kv_heads/tp nor tp/kv_heads is whole (uneven head split)",
+              f"SUMPRODUCT(({_n('Resolved.attention')}=\"gqa\")*(MOD({_n('Resolved.kv_heads')},"
+              f"{_n('Resolved.tp')})<>0)*(MOD({_n('Resolved.tp')},{_n('Resolved.kv_heads')}"
+              f"+({_n('Resolved.kv_heads')}=0))<>0))", int(uneven.sum())),
+        Check("params_b given", "warning", "models without params_b: weights taken as 0 in the HBM check",
+              f"COUNTBLANK({_n('Models.params_b')})", int(plan.models["params_b"].isna().sum())),
+        Check("tpm_measured has hit_measured", "warning",
+              "rows with tpm_measured but no hit_measured (taken as measured at 0 hit)",
+              f"SUMPRODUCT(ISNUMBER({_n('Workloads.tpm_measured')})*NOT(ISNUMBER({_n('Workloads.hit_measured')})))",
+              int((~np.isnan(num(wl["tpm_measured"])) & np.isnan(num(wl["hit_measured"]))).sum())),
+    ]
+    return CheckSheet(checks, plan.warnings)
+
+
+def _results_block(layout) -> str:
+    from xlsxwriter.utility import xl_range_abs
+
+    return xl_range_abs(1, 0, max(layout.n, 1), len(layout.pos["Results"]) - 1)

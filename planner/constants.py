@@ -1,0 +1,54 @@
+"""Named constants of the model.
+
+Each constant lives once here, with the name it carries as a defined name in the output
+workbook (sheet ``Constants``), its value, unit and meaning. Python code uses
+``C.<attr>`` for the value; the Excel formula builders use ``N.<attr>`` for the defined
+name, so no number is ever typed into a formula.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Constant:
+    attr: str  # Python attribute name
+    name: str  # Excel defined name
+    value: float
+    unit: str
+    description: str
+    editable: bool = False  # an assumption the user may change (styled as input)
+
+
+CONSTANTS: tuple[Constant, ...] = (
+    Constant("BYTES_PER_GIB", "c_bytes_per_gib", 2.0**30, "B/GiB", "bytes in one GiB (2^30)"),
+    Constant("BYTES_PER_GB", "c_bytes_per_gb", 1e9, "B/GB", "bytes in one GB (10^9), the unit of PCIe bandwidth"),
+    Constant("MS_PER_S", "c_ms_per_s", 1000.0, "ms/s", "milliseconds per second"),
+    Constant("MS_PER_MIN", "c_ms_per_min", 60000.0, "ms/min", "milliseconds per minute"),
+    Constant("MIN_PER_HOUR", "c_min_per_hour", 60.0, "min/h", "minutes per hour"),
+    Constant("TOKENS_PER_MTOK", "c_tokens_per_mtok", 1e6, "tokens", "tokens in one million tokens"),
+    Constant("PARAMS_PER_B", "c_params_per_b", 1e9, "params", "parameters in one billion (unit of params_b)"),
+    Constant("KV_TENSORS", "c_kv_tensors", 2.0, "count", "tensors cached per layer for GQA/MHA: one K and one V"),
+    Constant("PCIE_GEN4_GBPS", "c_pcie_gen4_gbps", 25.0, "GB/s",
+             "effective host-to-device bandwidth of PCIe Gen4 x16, used when pcie_gbps is blank", True),
+    Constant("PCIE_GEN5_GBPS", "c_pcie_gen5_gbps", 50.0, "GB/s",
+             "effective host-to-device bandwidth of PCIe Gen5 x16, used when pcie_gbps is blank", True),
+)
+
+
+class _Values:
+    """Numeric values: ``C.BYTES_PER_GIB`` is 1073741824.0."""
+
+
+class _Names:
+    """Excel defined names: ``N.BYTES_PER_GIB`` is ``'c_bytes_per_gib'``."""
+
+
+C = _Values()
+N = _Names()
+for _c in CONSTANTS:
+    setattr(C, _c.attr, _c.value)
+    setattr(N, _c.attr, _c.name)
+
+PCIE_GEN_GBPS = {4: C.PCIE_GEN4_GBPS, 5: C.PCIE_GEN5_GBPS}

@@ -1,0 +1,58 @@
+"""The bundled example input and the blank template.
+
+``python -m planner.example`` rewrites ``workbooks/example.xlsx`` and
+``workbooks/template.xlsx`` from :mod:`planner.example_data` and the schema.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from . import example_data, schema
+from .writer import save_atomic, write_input_workbook
+
+REPO_WORKBOOKS = Path(__file__).resolve().parent.parent / "workbooks"
+
+
+def _settings(rows) -> dict:
+    return {r["key"]: r["value"] for r in rows}
+
+
+def write_example(path: Path) -> None:
+    write_input_workbook(path, example_data.MODELS, example_data.GPUS, example_data.WORKLOADS,
+                         _settings(example_data.SETTINGS),
+                         title="KV-hit capacity planner: example input (illustrative numbers; sources "
+                               "in the source/note columns)")
+
+
+def _template_rows() -> tuple[list[dict], list[dict], list[dict]]:
+    """One example row per sheet, taken from the example data."""
+    wl = dict(example_data.WORKLOADS[0])
+    model = next(m for m in example_data.MODELS if m["model"] == wl["model"])
+    gpu = next(g for g in example_data.GPUS if g["gpu"] == wl["gpu"])
+    keep = lambda rec, sheet: {k: v for k, v in rec.items() if k in {c.name for c in schema.columns(sheet)}}
+    return [keep(model, "Models")], [keep(gpu, "GPUs")], [keep(wl, "Workloads")]
+
+
+def write_template(path: Path) -> None:
+    m, g, w = _template_rows()
+    write_input_workbook(path, m, g, w, {s.key: s.default for s in schema.SETTING_KEYS},
+                         title="KV-hit capacity planner: input template (replace the example rows)")
+
+
+def example_path() -> Path:
+    """The bundled example workbook; rebuilt into a temporary folder when the package is
+    installed without the repository's ``workbooks/`` folder."""
+    p = REPO_WORKBOOKS / "example.xlsx"
+    if p.exists():
+        return p
+    tmp = Path(tempfile.mkdtemp(prefix="planner-example-")) / "example.xlsx"
+    write_example(tmp)
+    return tmp
+
+
+if __name__ == "__main__":  # pragma: no cover
+    REPO_WORKBOOKS.mkdir(exist_ok=True)
+    print(save_atomic(REPO_WORKBOOKS / "example.xlsx", write_example))
+    print(save_atomic(REPO_WORKBOOKS / "template.xlsx", write_template))

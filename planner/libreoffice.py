@@ -1,0 +1,66 @@
+"""Recalculate a workbook in LibreOffice headless (used by the tests and the benchmark).
+
+LibreOffice normally trusts the values cached in an .xlsx. A private profile whose
+``registrymodifications.xcu`` sets ``OOXMLRecalcMode`` to 0 ("always recalculate")
+forces every formula to be computed on load; converting the file to .xlsx again then
+stores LibreOffice's own values, which the caller reads back with openpyxl.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+_XCU = """<?xml version="1.0" encoding="UTF-8"?>
+<oor:items xmlns:oor="http://openoffice.org/2001/registry" xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">
+<item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="OOXMLRecalcMode" oor:op="fuse"><value>0</value></prop></item>
+<item oor:path="/org.openoffice.Office.Calc/Formula/Load"><prop oor:name="ODFRecalcMode" oor:op="fuse"><value>0</value></prop></item>
+<item oor:path="/org.openoffice.Office.Common/Misc"><prop oor:name="FirstRun" oor:op="fuse"><value>false</value></prop></item>
+</oor:items>
+"""
+
+
+def soffice() -> str | None:
+    """Path of the LibreOffice binary, or None."""
+    for name in ("soffice", "libreoffice"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+def make_profile(folder: Path) -> Path:
+    """A LibreOffice user profile that recalculates every formula on load."""
+    user = folder / "user"
+    user.mkdir(parents=True, exist_ok=True)
+    (user / "registrymodifications.xcu").write_text(_XCU, encoding="utf-8")
+    return folder
+
+
+def recalculate(src: Path, out_dir: Path, profile: Path | None = None, timeout: float = 300) -> Path:
+    """Load ``src`` in LibreOffice with forced recalculation and save it as .xlsx in ``out_dir``.
+
+    Returns the path of the recalculated copy (same file name). ``src`` is not modified.
+    """
+    binary = soffice()
+    if binary is None:
+        raise RuntimeError("LibreOffice (soffice) is not installed")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    own_profile = profile is None
+    if own_profile:
+        profile = make_profile(Path(tempfile.mkdtemp(prefix="lo-profile-")))
+    cmd = [binary, f"-env:UserInstallation={profile.resolve().as_uri()}", "--headless", "--norestore",
+           "--convert-to", "xlsx:Calc MS Excel 2007 XML", "--outdir", str(out_dir), str(src)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+                              env={**os.environ, "HOME": str(profile)})
+    finally:
+        if own_profile:
+            shutil.rmtree(profile, ignore_errors=True)
+    result = out_dir / (src.stem + ".xlsx")
+    if proc.returncode != 0 or not result.exists():
+        raise RuntimeError(f"LibreOffice failed ({proc.returncode}): {proc.stdout} {proc.stderr}")
+    return result

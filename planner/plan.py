@@ -1,0 +1,125 @@
+"""The library API: read an input workbook, evaluate the model, write the outputs.
+
+>>> from planner.plan import build_plan, write_plan
+>>> p = build_plan("workbooks/example.xlsx")          # doctest: +SKIP
+>>> p.results[["workload", "ttft_ms", "tpm_delivered_target"]]  # doctest: +SKIP
+>>> write_plan(p, "out/example-plan.xlsx")            # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from . import schema, sheets
+from .reader import PlanInput, Table, read_input
+
+
+@dataclass
+class Warning_:
+    place: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.place}: {self.message}"
+
+
+@dataclass
+class Plan:
+    input: PlanInput
+    models: pd.DataFrame
+    gpus: pd.DataFrame
+    workloads: pd.DataFrame
+    resolved: pd.DataFrame
+    results: pd.DataFrame
+    hit_grid: np.ndarray
+    sensitivity_hit: pd.DataFrame
+    warnings: list[Warning_] = field(default_factory=list)
+    created: _dt.datetime = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc))
+
+    @property
+    def settings(self) -> dict:
+        return self.input.settings
+
+
+def table_frame(t: Table, sheet: str) -> pd.DataFrame:
+    """Canonical columns (every schema column, blank as None) then the extra columns."""
+    names = [c.name for c in schema.columns(sheet)] + list(t.extras)
+    return pd.DataFrame([[r.get(n) for n in names] for r in t.records], columns=names, dtype=object)
+
+
+def hit_grid(step: float) -> np.ndarray:
+    """0, step, 2 step, ... up to 1, with 1 always the last point."""
+    n = int(np.floor(1.0 / step + 1e-9))
+    grid = np.round(np.arange(n + 1) * step, 12)
+    return grid if np.isclose(grid[-1], 1.0) else np.append(grid, 1.0)
+
+
+def _base(resolved: pd.DataFrame) -> dict[str, np.ndarray]:
+    base = {}
+    for c in resolved.columns:
+        col = resolved[c]
+        base[c] = col.to_numpy(dtype=float) if pd.api.types.is_numeric_dtype(col) else col.to_numpy()
+    return base
+
+
+def evaluate_results(resolved: pd.DataFrame) -> pd.DataFrame:
+    return sheets.evaluate(sheets.RESULTS, _base(resolved), len(resolved))
+
+
+def evaluate_sensitivity(resolved: pd.DataFrame, results: pd.DataFrame, grid: np.ndarray) -> pd.DataFrame:
+    n, k = len(resolved), len(grid)
+    base = {c: np.repeat(v, k) for c, v in _base(resolved).items()}
+    for c in ("kv_bytes_per_token_gpu", "delta"):
+        base[c] = np.repeat(results[c].to_numpy(dtype=float), k)
+    base["hit"] = np.tile(grid, n)
+    frame = sheets.evaluate(sheets.SENSITIVITY_HIT, base, n * k)
+    frame.insert(0, "hit", base["hit"])
+    frame.insert(0, "workload", base["workload"])
+    return frame
+
+
+def _warnings(p_in: PlanInput, models: pd.DataFrame, resolved: pd.DataFrame,
+              results: pd.DataFrame) -> list[Warning_]:
+    out: list[Warning_] = []
+    wl_rows = p_in.workloads.rows
+    for i, r in results.iterrows():
+        place = f"Workloads row {wl_rows[i]} ({r['workload']})"
+        if r["hbm_headroom_gib"] < 0:
+            out.append(Warning_(place, f"KV does not fit in HBM: weights {r['weights_gib_per_gpu']:,.1f} GiB + "
+                                       f"peak KV {r['kv_peak_gib']:,.1f} GiB exceed {resolved['hbm_gib'][i]:,.1f} "
+                                       f"GiB by {-r['hbm_headroom_gib']:,.1f} GiB"))
+        if resolved["hit_target"][i] > r["h_star"]:
+            out.append(Warning_(place, f"hit_target {resolved['hit_target'][i]:.1%} is beyond the break-even "
+                                       f"h* {r['h_star']:.1%}: more hits make prefill slower here"))
+        if resolved["attention"][i] == "gqa":
+            kv, tp = resolved["kv_heads"][i], resolved["tp"][i]
+            if kv % tp and tp % kv:
+                out.append(Warning_(place, f"kv_heads {kv:g} and tp {tp:g} do not divide either way: "
+                                           f"KV heads are spread unevenly over GPUs"))
+        raw = p_in.workloads.records[i]
+        if raw.get("tpm_measured") is not None and raw.get("hit_measured") is None:
+            out.append(Warning_(place, "tpm_measured is given without hit_measured: taken as measured at 0 hit"))
+    for j, rec in enumerate(p_in.models.records):
+        if rec.get("params_b") is None:
+            out.append(Warning_(f"Models row {p_in.models.rows[j]} ({rec.get('model')})",
+                                "params_b is blank: weights taken as 0 GiB in the HBM check"))
+    return out
+
+
+def build_plan(source: str | Path | PlanInput) -> Plan:
+    """Read (unless given a :class:`PlanInput`) and evaluate every workload."""
+    p_in = source if isinstance(source, PlanInput) else read_input(source)
+    models = table_frame(p_in.models, "Models")
+    gpus = table_frame(p_in.gpus, "GPUs")
+    workloads = table_frame(p_in.workloads, "Workloads")
+    resolved = sheets.resolve(models, gpus, workloads)
+    results = evaluate_results(resolved)
+    grid = hit_grid(float(p_in.settings["hit_step"]))
+    sens = evaluate_sensitivity(resolved, results, grid)
+    warns = _warnings(p_in, models, resolved, results)
+    return Plan(p_in, models, gpus, workloads, resolved, results, grid, sens, warns)

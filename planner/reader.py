@@ -1,0 +1,379 @@
+"""Read and validate an input workbook (openpyxl, cached values, no macros).
+
+The header rules of SPEC §3: header row 1; names match case-insensitively, ignoring
+surrounding spaces and a trailing unit in brackets or parentheses; extra columns are
+kept; blank rows are skipped. Cells are read with openpyxl (not ``pandas.read_excel``,
+which turns ``#DIV/0!`` into NaN silently). Every problem is collected and raised at once
+as :class:`~planner.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import openpyxl
+from openpyxl.utils import get_column_letter
+
+from . import schema
+from .errors import InputError, Problem
+from .schema import CHOICE, FRACTION, INT, NUMBER, TEXT, Column
+
+EXCEL_ERRORS = frozenset({"#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!",
+                          "#GETTING_DATA", "#SPILL!", "#CALC!", "#FIELD!", "#BLOCKED!"})
+_UNIT_SUFFIX = re.compile(r"\s*[\[(][^\[\]()]*[\])]\s*$")
+
+
+def normalise_header(text: Any) -> str:
+    """``' ISL (tokens) '`` -> ``'isl'``; inner spaces become underscores."""
+    if text is None:
+        return ""
+    h = _UNIT_SUFFIX.sub("", str(text).strip()).strip().lower()
+    return re.sub(r"\s+", "_", h)
+
+
+def _show(v: Any) -> str:
+    """A value as a person would type it: 85 not 85.0, text quoted."""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    if isinstance(v, str):
+        return repr(v)
+    return str(v)
+
+
+@dataclass
+class Table:
+    """One input sheet: canonical columns first, then the extra columns passed through."""
+
+    sheet: str                        # sheet name as found in the workbook
+    records: list[dict[str, Any]]     # parsed canonical values (None for blank) + extras
+    rows: list[int]                   # Excel row of each record
+    extras: list[str] = field(default_factory=list)  # headers of extra columns, in order
+    positions: dict[str, int] = field(default_factory=dict)  # canonical column -> 0-based index
+
+    def column(self, name: str) -> list[Any]:
+        return [r.get(name) for r in self.records]
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
+@dataclass
+class PlanInput:
+    path: Path
+    sha256: str
+    models: Table
+    gpus: Table
+    workloads: Table
+    settings: dict[str, Any]
+    settings_extra: list[tuple[Any, Any]]
+    notes: list[str] = field(default_factory=list)  # accepted with a remark (said once)
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------- cell parsing
+def parse_value(col: Column, raw: Any, number_format: str | None) -> tuple[Any, str | None]:
+    """Parse one cell for ``col``. Returns ``(value, problem_message)``; value None = blank."""
+    if raw is None or (isinstance(raw, str) and raw.strip() == ""):
+        return None, None
+    if isinstance(raw, str) and raw.strip().upper() in EXCEL_ERRORS:
+        return None, f"{col.name} holds the Excel error {raw.strip().upper()}: fix the formula or type the value"
+    if col.kind == TEXT:
+        if isinstance(raw, float) and raw.is_integer():
+            raw = int(raw)
+        return str(raw).strip(), None
+    if col.kind == CHOICE:
+        allowed = ", ".join(str(c) for c in col.choices)
+        if all(isinstance(c, int) for c in col.choices):
+            v, err = _number(col, raw, number_format)
+            if err is None and v not in col.choices:
+                err = f"{col.name} {_show(raw)} is not one of {allowed}"
+            return (int(v) if err is None else None), err
+        text = str(raw).strip().lower()
+        if text not in col.choices:
+            return None, f"{col.name} {_show(raw)} is not one of {allowed}"
+        return text, None
+    v, err = _number(col, raw, number_format)
+    if err:
+        return None, err
+    if col.kind == INT and not float(v).is_integer():
+        return None, f"{col.name} {_show(v)} is not a whole number"
+    rng = col.range_text()
+    if col.minimum is not None and (v < col.minimum or (col.min_open and v == col.minimum)):
+        need = "positive" if col.min_open and col.minimum == 0 else f"within {rng}"
+        return None, f"{col.name} {_show(v)} is outside {rng}: it must be {need}"
+    if col.maximum is not None and v > col.maximum:
+        hint = ""
+        if col.kind == FRACTION and 1 < v <= 100:
+            hint = f" (a ratio: write {_show(v / 100)} or {_show(v)}%)"
+        return None, f"{col.name} {_show(v)} is outside {rng}{hint}"
+    if col.kind == INT:
+        v = int(v)
+    return v, None
+
+
+def _number(col: Column, raw: Any, number_format: str | None) -> tuple[Any, str | None]:
+    if isinstance(raw, bool):
+        return None, f"{col.name} {raw} is not a number"
+    if isinstance(raw, (int, float)):
+        v = float(raw)
+    elif isinstance(raw, str):
+        text = raw.strip()
+        try:
+            if text.endswith("%") and col.kind == FRACTION:
+                v = float(text[:-1].strip()) / 100.0
+            else:  # numbers stored as text, "1,024" included
+                v = float(text.replace(",", ""))
+        except ValueError:
+            return None, f"{col.name} {_show(raw)} is not a number"
+    else:  # dates, times
+        return None, f"{col.name} {_show(raw)} is not a number"
+    if not math.isfinite(v):
+        return None, f"{col.name} {_show(raw)} is not a finite number"
+    return v, None
+
+
+# --------------------------------------------------------------------------- sheets
+def _find_sheet(wb, name: str):
+    for ws_name in wb.sheetnames:
+        if ws_name.strip().lower() == name.lower():
+            return wb[ws_name]
+    return None
+
+
+def _read_table(ws, sheet: str, problems: list[Problem]) -> Table | None:
+    cols = schema.columns(sheet)
+    by_name = {c.name: c for c in cols}
+    rows_iter = ws.iter_rows()
+    header = next(rows_iter, None)
+    if header is None:
+        problems.append(Problem(f"{ws.title}!A1", f"the sheet is empty: it needs a header row "
+                                                  f"({', '.join(c.name for c in cols)})"))
+        return None
+    col_of: dict[str, int] = {}
+    extras: list[tuple[int, str]] = []
+    seen: dict[str, str] = {}
+    for j, cell in enumerate(header):
+        raw = getattr(cell, "value", None)
+        if raw is None or str(raw).strip() == "":
+            continue
+        key = normalise_header(raw)
+        coord = f"{get_column_letter(j + 1)}1"
+        if key in seen:
+            problems.append(Problem(f"{ws.title}!{coord}", f"column {key!r} appears twice "
+                                                           f"(also {seen[key]})"))
+            continue
+        seen[key] = coord
+        if key in by_name:
+            col_of[key] = j
+        else:
+            extras.append((j, str(raw).strip()))
+    for c in cols:
+        if c.required is True and c.name not in col_of:
+            problems.append(Problem(f"{ws.title} row 1", f"required column {c.name!r} is missing"))
+    records: list[dict[str, Any]] = []
+    rows: list[int] = []
+    for cells in rows_iter:
+        values = [getattr(c, "value", None) for c in cells]
+        if all(v is None or (isinstance(v, str) and v.strip() == "") for v in values):
+            continue
+        excel_row = next((c.row for c in cells if getattr(c, "row", None)), None)
+        if excel_row is None:
+            continue
+        rec: dict[str, Any] = {}
+        for name, j in col_of.items():
+            cell = cells[j] if j < len(cells) else None
+            raw = getattr(cell, "value", None)
+            fmt = getattr(cell, "number_format", None)
+            v, err = parse_value(by_name[name], raw, fmt)
+            if err:
+                problems.append(Problem(f"{ws.title}!{get_column_letter(j + 1)}{excel_row}", err))
+            rec[name] = v
+        for j, head in extras:
+            rec[head] = values[j] if j < len(values) else None
+        records.append(rec)
+        rows.append(excel_row)
+    return Table(ws.title, records, rows, [h for _, h in extras], col_of)
+
+
+def _cell(table: Table, ws_cols: dict[str, int], name: str, i: int) -> str:
+    if name in ws_cols:
+        return f"{table.sheet}!{get_column_letter(ws_cols[name] + 1)}{table.rows[i]}"
+    return f"{table.sheet} row {table.rows[i]}"
+
+
+def _check_keys(table: Table, pos: dict[str, int], key: str, problems: list[Problem]) -> dict[str, str]:
+    """Unique names (case and surrounding spaces ignored); returns folded -> canonical name."""
+    first: dict[str, int] = {}
+    canon: dict[str, str] = {}
+    for i, rec in enumerate(table.records):
+        name = rec.get(key)
+        where = _cell(table, pos, key, i)
+        if name is None:
+            if key in pos:
+                problems.append(Problem(where, f"{key} is required"))
+            continue
+        folded = name.strip().lower()
+        if folded in first:
+            problems.append(Problem(where, f"{key} {name!r} duplicates row {table.rows[first[folded]]}"))
+            continue
+        first[folded] = i
+        canon[folded] = name
+    return canon
+
+
+def _check_required(table: Table, sheet: str, pos: dict[str, int], problems: list[Problem],
+                    skip: set[str]) -> None:
+    for c in schema.columns(sheet):
+        if c.required is True and c.name in pos and c.name not in skip:
+            for i, rec in enumerate(table.records):
+                if rec.get(c.name) is None and not _had_error(problems, _cell(table, pos, c.name, i)):
+                    problems.append(Problem(_cell(table, pos, c.name, i), f"{c.name} is required"))
+
+
+def _had_error(problems: list[Problem], place: str) -> bool:
+    return any(p.place == place for p in problems)
+
+
+def read_input(path: str | Path) -> PlanInput:
+    """Read, parse and validate ``path``; raise :class:`InputError` listing every problem."""
+    path = Path(path)
+    problems: list[Problem] = []
+    if not path.exists():
+        raise InputError([Problem(str(path), "no such file")])
+    if not zipfile.is_zipfile(path):
+        raise InputError([Problem(path.name, "is not an .xlsx workbook (not a zip archive); "
+                                             "save it from Excel as .xlsx")])
+    try:
+        wb = openpyxl.load_workbook(path, read_only=True, data_only=True, keep_links=False,
+                                    keep_vba=False)
+    except Exception as exc:  # openpyxl raises many kinds for a damaged file
+        raise InputError([Problem(path.name, f"cannot be read as an .xlsx workbook ({type(exc).__name__}: "
+                                             f"{exc})")]) from None
+    try:
+        tables: dict[str, Table | None] = {}
+        positions: dict[str, dict[str, int]] = {}
+        for sheet in schema.SHEETS:
+            ws = _find_sheet(wb, sheet)
+            if ws is None:
+                problems.append(Problem(sheet, f"the sheet is missing (the workbook has: "
+                                               f"{', '.join(wb.sheetnames)})"))
+                tables[sheet] = None
+                continue
+            t = _read_table(ws, sheet, problems)
+            if t is not None and not t.records:
+                problems.append(Problem(f"{ws.title} row 2", f"no {sheet.lower()} rows: add at least one"))
+            tables[sheet] = t
+            positions[sheet] = t.positions if t is not None else {}
+        settings, settings_extra = _read_settings(wb, problems)
+    finally:
+        wb.close()
+
+    notes: list[str] = []
+    m, g, w = (tables[s] for s in schema.SHEETS)
+    canon: dict[str, dict[str, str]] = {}
+    for t, key, sheet in ((m, "model", "Models"), (g, "gpu", "GPUs"), (w, "workload", "Workloads")):
+        if t is not None:
+            canon[sheet] = _check_keys(t, positions[sheet], key, problems)
+            _check_required(t, sheet, positions[sheet], problems, skip={key})
+    if m is not None:
+        _check_models(m, positions["Models"], problems)
+    if g is not None:
+        _check_gpus(g, positions["GPUs"], problems)
+    if w is not None:
+        _check_workloads(w, positions["Workloads"], canon, problems, notes)
+    if problems:
+        raise InputError(problems)
+    return PlanInput(path, sha256_of(path), m, g, w, settings, settings_extra, notes)
+
+
+def _check_models(t: Table, pos: dict[str, int], problems: list[Problem]) -> None:
+    for i, rec in enumerate(t.records):
+        att = rec.get("attention") or "gqa"
+        needs = ("kv_heads", "head_dim") if att == "gqa" else ("mla_kv_dim",)
+        for name in needs:
+            where = _cell(t, pos, name, i)
+            if rec.get(name) is None and not _had_error(problems, where):
+                problems.append(Problem(where, f"{name} is required for attention {att}"))
+
+
+def _check_gpus(t: Table, pos: dict[str, int], problems: list[Problem]) -> None:
+    for i, rec in enumerate(t.records):
+        if rec.get("pcie_gbps") is None and rec.get("pcie_gen") is None:
+            where = _cell(t, pos, "pcie_gbps", i)
+            if not _had_error(problems, where) and not _had_error(problems, _cell(t, pos, "pcie_gen", i)):
+                problems.append(Problem(where, "pcie_gbps and pcie_gen are both blank: give the "
+                                               "bandwidth in GB/s or the PCIe generation (4 or 5)"))
+
+
+def _check_workloads(t: Table, pos: dict[str, int], canon: dict[str, dict[str, str]],
+                     problems: list[Problem], notes: list[str]) -> None:
+    fuzzy: list[str] = []
+    for i, rec in enumerate(t.records):
+        for col, sheet in (("model", "Models"), ("gpu", "GPUs")):
+            name = rec.get(col)
+            if name is None or sheet not in canon:
+                continue
+            target = canon[sheet].get(name.strip().lower())
+            where = _cell(t, pos, col, i)
+            if target is None:
+                problems.append(Problem(where, f"{col} {name!r} is not in {sheet}"))
+            else:
+                if target != name:
+                    fuzzy.append(f"{where} {name!r} -> {target!r}")
+                rec[col] = target
+        times = [rec.get(k) for k in ("t_attn0_ms", "t_ffn0_ms", "t_other0_ms")]
+        if all(v is not None for v in times[:2]) and not any((v or 0) > 0 for v in times):
+            problems.append(Problem(f"{t.sheet} row {t.rows[i]}", "t_attn0_ms, t_ffn0_ms and "
+                                    "t_other0_ms are all 0: at least one 0-hit time must be positive"))
+    if fuzzy:
+        more = f" (and {len(fuzzy) - 3} more)" if len(fuzzy) > 3 else ""
+        notes.append(f"{t.sheet}: {len(fuzzy)} model/gpu reference(s) differ from their names only in "
+                     f"case or surrounding spaces; matched them: {'; '.join(fuzzy[:3])}{more}")
+
+
+def _read_settings(wb, problems: list[Problem]) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
+    values = {s.key: s.default for s in schema.SETTING_KEYS}
+    extra: list[tuple[Any, Any]] = []
+    ws = _find_sheet(wb, schema.SETTINGS)
+    if ws is None:
+        return values, extra
+    spec = {s.key: s for s in schema.SETTING_KEYS}
+    rows = ws.iter_rows()
+    header = next(rows, None)
+    heads = [normalise_header(getattr(c, "value", None)) for c in (header or ())]
+    if "key" not in heads or "value" not in heads:
+        problems.append(Problem(f"{ws.title} row 1", "needs the two columns 'key' and 'value'"))
+        return values, extra
+    jk, jv = heads.index("key"), heads.index("value")
+    for cells in rows:
+        kcell = cells[jk] if jk < len(cells) else None
+        vcell = cells[jv] if jv < len(cells) else None
+        key = normalise_header(getattr(kcell, "value", None))
+        raw = getattr(vcell, "value", None)
+        if not key:
+            continue
+        if key not in spec:
+            extra.append((getattr(kcell, "value", None), raw))
+            continue
+        s = spec[key]
+        col = Column(schema.SETTINGS, key, "", s.kind, s.description, minimum=s.minimum,
+                     maximum=s.maximum, min_open=s.min_open)
+        v, err = parse_value(col, raw, getattr(vcell, "number_format", None))
+        if err:
+            problems.append(Problem(f"{ws.title}!{get_column_letter(jv + 1)}{kcell.row}", err))
+        elif v is not None:
+            values[key] = v
+    return values, extra

@@ -1,0 +1,192 @@
+"""The one schema table of every input column.
+
+It drives reading and validation (:mod:`planner.reader`), the blank template and the
+units/notes of the output's input sheets (:mod:`planner.writer`), the named default
+cells of the output workbook, and the README's column reference
+(``python -m planner.schema`` prints it as Markdown).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# kinds of value
+TEXT = "text"        # free text (names)
+INT = "int"          # whole number
+NUMBER = "number"    # real number
+FRACTION = "fraction"  # real number in [0, 1]; percent cells and "85%" text accepted
+CHOICE = "choice"    # one of `choices` (case-insensitive text, or numbers)
+
+# number formats used for inputs and outputs (also by the writer)
+FMT_INT = "#,##0"
+FMT_NUM = "#,##0.00"
+FMT_PCT = "0.0%"
+FMT_BYTES = "#,##0.###"
+
+
+@dataclass(frozen=True)
+class Column:
+    sheet: str
+    name: str
+    unit: str
+    kind: str
+    description: str
+    required: bool | str = False  # True, False, or a condition label ("gqa", "mla", "pcie")
+    default: Any = None           # value used when blank; "isl+osl" for max_seq_len
+    minimum: float | None = None
+    maximum: float | None = None
+    min_open: bool = False        # minimum excluded (value must be > minimum)
+    choices: tuple = ()
+    key: bool = False             # unique name of its sheet
+    ref: str | None = None        # sheet whose key this column names
+    fmt: str | None = None        # number format in the workbook
+
+    @property
+    def header(self) -> str:
+        """Header as written to workbooks: the name with its unit in brackets."""
+        return f"{self.name} [{self.unit}]" if self.unit else self.name
+
+    @property
+    def default_name(self) -> str:
+        """Excel defined name holding the default (``d_<name>``)."""
+        return f"d_{self.name}"
+
+    def range_text(self) -> str:
+        if self.kind == CHOICE:
+            return " / ".join(str(c) for c in self.choices)
+        if self.minimum is None and self.maximum is None:
+            return ""
+        lo = "(" if self.min_open else "["
+        lo_v = _fmt_bound(self.minimum) if self.minimum is not None else "-inf"
+        hi_v = _fmt_bound(self.maximum) if self.maximum is not None else "inf"
+        hi = "]" if self.maximum is not None else ")"
+        return f"{lo}{lo_v}, {hi_v}{hi}"
+
+
+def _fmt_bound(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else str(v)
+
+
+M, G, W = "Models", "GPUs", "Workloads"
+
+COLUMNS: tuple[Column, ...] = (
+    # ---------------------------------------------------------------- Models
+    Column(M, "model", "", TEXT, "unique model name", True, key=True),
+    Column(M, "layers", "count", INT, "transformer layers L", True, minimum=1, fmt=FMT_INT),
+    Column(M, "kv_heads", "count", INT, "KV heads (= attention heads for MHA, 1 for MQA)", "gqa",
+           minimum=1, fmt=FMT_INT),
+    Column(M, "head_dim", "count", INT, "head dimension d_head", "gqa", minimum=1, fmt=FMT_INT),
+    Column(M, "kv_bytes", "B", NUMBER, "bytes per cached KV element: 2 BF16/FP16, 1 FP8, 0.5 4-bit",
+           True, minimum=0, min_open=True, maximum=8, fmt=FMT_BYTES),
+    Column(M, "attention", "", CHOICE, "gqa (GQA/MHA/MQA) or mla (DeepSeek-style latent)",
+           default="gqa", choices=("gqa", "mla")),
+    Column(M, "mla_kv_dim", "count", INT, "MLA: latent + rope width per token per layer "
+           "(kv_lora_rank + qk_rope_head_dim)", "mla", minimum=1, fmt=FMT_INT),
+    Column(M, "params_b", "1e9", NUMBER, "total parameters in billions (blank: weights taken as 0)",
+           minimum=0, min_open=True, fmt=FMT_NUM),
+    Column(M, "weight_bytes", "B", NUMBER, "bytes per weight: 2 BF16, 1 FP8, 0.5 4-bit", default=2,
+           minimum=0, min_open=True, maximum=8, fmt=FMT_BYTES),
+    # ---------------------------------------------------------------- GPUs
+    Column(G, "gpu", "", TEXT, "unique GPU type name", True, key=True),
+    Column(G, "hbm_gib", "GiB", NUMBER, "device memory", True, minimum=0, min_open=True, fmt=FMT_NUM),
+    Column(G, "pcie_gbps", "GB/s", NUMBER, "effective host-to-device bandwidth per GPU "
+           "(blank: from pcie_gen)", "pcie", minimum=0, min_open=True, fmt=FMT_NUM),
+    Column(G, "pcie_gen", "", CHOICE, "PCIe generation, 4 (25 GB/s) or 5 (50 GB/s), used when "
+           "pcie_gbps is blank", "pcie", choices=(4, 5), fmt=FMT_INT),
+    Column(G, "hourly_cost", "currency/h", NUMBER, "price of one GPU-hour (blank: no cost columns)",
+           minimum=0, fmt=FMT_NUM),
+    # ---------------------------------------------------------------- Workloads
+    Column(W, "workload", "", TEXT, "unique workload name", True, key=True),
+    Column(W, "model", "", TEXT, "a model of the Models sheet", True, ref=M),
+    Column(W, "gpu", "", TEXT, "a GPU of the GPUs sheet", True, ref=G),
+    Column(W, "tp", "count", INT, "tensor-parallel size: GPUs per serving instance", True,
+           minimum=1, fmt=FMT_INT),
+    Column(W, "isl", "tokens", NUMBER, "input length per request", True, minimum=0, min_open=True,
+           fmt=FMT_INT),
+    Column(W, "osl", "tokens", NUMBER, "output length per request", True, minimum=0, fmt=FMT_INT),
+    Column(W, "batch", "count", INT, "concurrent requests for peak KV", default=1, minimum=1,
+           fmt=FMT_INT),
+    Column(W, "max_seq_len", "tokens", NUMBER, "maximum sequence length N_max (blank: isl + osl)",
+           default="isl+osl", minimum=0, min_open=True, fmt=FMT_INT),
+    Column(W, "hit_measured", "fraction", FRACTION, "hit ratio during the load test", default=0,
+           minimum=0, maximum=1, fmt=FMT_PCT),
+    Column(W, "hit_target", "fraction", FRACTION, "planning hit ratio", True, minimum=0, maximum=1,
+           fmt=FMT_PCT),
+    Column(W, "t_attn0_ms", "ms", NUMBER, "attention prefill time at 0 hit", True, minimum=0,
+           fmt=FMT_NUM),
+    Column(W, "t_ffn0_ms", "ms", NUMBER, "FFN/GEMM prefill time at 0 hit", True, minimum=0,
+           fmt=FMT_NUM),
+    Column(W, "t_other0_ms", "ms", NUMBER, "other variable prefill time at 0 hit", default=0,
+           minimum=0, fmt=FMT_NUM),
+    Column(W, "other_scaling", "", CHOICE, "how t_other0_ms scales: const (1), linear (1-h), "
+           "quadratic (1-h^2)", default="const", choices=("const", "linear", "quadratic")),
+    Column(W, "t_fixed_ms", "ms", NUMBER, "non-scaling prefill overhead (dispatch, communication)",
+           default=0, minimum=0, fmt=FMT_NUM),
+    Column(W, "t_decode_ms", "ms", NUMBER, "decode chip time per request (unaffected by hits)",
+           default=0, minimum=0, fmt=FMT_NUM),
+    Column(W, "alpha", "fraction", FRACTION, "overlap of KV load and compute: 0 none, 1 full",
+           default=0, minimum=0, maximum=1, fmt=FMT_PCT),
+    Column(W, "tpm_measured", "tokens/min", NUMBER, "delivered TPM of one instance measured at "
+           "hit_measured (blank: model value)", minimum=0, min_open=True, fmt=FMT_INT),
+    Column(W, "demand_tpm", "tokens/min", NUMBER, "delivered tokens/min the fleet must serve "
+           "(blank: no GPU count)", minimum=0, fmt=FMT_INT),
+)
+
+SHEETS = (M, G, W)
+SETTINGS = "Settings"
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str
+    kind: str
+    default: Any
+    description: str
+    minimum: float | None = None
+    maximum: float | None = None
+    min_open: bool = False
+
+
+SETTING_KEYS: tuple[Setting, ...] = (
+    Setting("quarter", TEXT, "", "label of the planning run, e.g. 2026-Q4"),
+    Setting("hit_step", FRACTION, 0.05, "step of the hit-ratio sensitivity grid", 0, 1, True),
+    Setting("currency", TEXT, "USD", "currency of hourly_cost and the cost columns"),
+)
+
+
+def columns(sheet: str) -> tuple[Column, ...]:
+    return tuple(c for c in COLUMNS if c.sheet == sheet)
+
+
+def column(sheet: str, name: str) -> Column:
+    for c in COLUMNS:
+        if c.sheet == sheet and c.name == name:
+            return c
+    raise KeyError(f"{sheet}.{name}")
+
+
+def markdown() -> str:
+    """The column reference as Markdown tables (used in README.md)."""
+    out = []
+    for sheet in SHEETS:
+        out.append(f"`{sheet}`\n")
+        out.append("| column | unit | type | range | default | required | description |")
+        out.append("|---|---|---|---|---|---|---|")
+        for c in columns(sheet):
+            req = {True: "yes", False: "no", "gqa": "gqa", "mla": "mla",
+                   "pcie": "pcie_gbps or pcie_gen"}[c.required]
+            default = "" if c.default is None else str(c.default)
+            out.append(f"| {c.name} | {c.unit} | {c.kind} | {c.range_text()} | {default} | {req} "
+                       f"| {c.description} |")
+        out.append("")
+    out.append(f"`{SETTINGS}` (optional; columns `key`, `value`)\n")
+    out.append("| key | type | default | description |")
+    out.append("|---|---|---|---|")
+    for s in SETTING_KEYS:
+        out.append(f"| {s.key} | {s.kind} | {s.default} | {s.description} |")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(markdown())
