@@ -1,0 +1,63 @@
+"""Shared fixtures: LibreOffice recalculation and reading workbooks back."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from planner.libreoffice import make_profile, recalculate, soffice
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLE = REPO / "workbooks" / "example.xlsx"
+
+
+@pytest.fixture(scope="session")
+def lo_profile(tmp_path_factory) -> Path:
+    # Not a skip: without LibreOffice the recalculation tests must fail (.ci/run installs it).
+    assert soffice() is not None, "LibreOffice (soffice) is required: apt-get install libreoffice-calc-nogui"
+    return make_profile(tmp_path_factory.mktemp("lo-profile"))
+
+
+@pytest.fixture
+def recalc(lo_profile, tmp_path):
+    """recalc(path) -> path of a copy recalculated by LibreOffice headless."""
+    counter = iter(range(1000))
+
+    def run(path: Path) -> Path:
+        return recalculate(Path(path), tmp_path / f"recalc-{next(counter)}", profile=lo_profile)
+
+    return run
+
+
+def header_index(ws) -> dict[str, int]:
+    """Column name (the part before ' [unit]') -> 1-based column index, from row 1."""
+    out = {}
+    for cell in next(ws.iter_rows(min_row=1, max_row=1)):
+        if cell.value is not None:
+            out[str(cell.value).split(" [")[0]] = cell.column
+    return out
+
+
+def sheet_values(path: Path, sheet: str) -> list[dict]:
+    """Rows of a table sheet (header row 1) as dicts of cached values."""
+    wb = openpyxl.load_workbook(path, data_only=True)
+    ws = wb[sheet]
+    idx = header_index(ws)
+    rows = []
+    for r in range(2, ws.max_row + 1):
+        rows.append({name: ws.cell(r, j).value for name, j in idx.items()})
+    wb.close()
+    return rows
+
+
+def same_value(expected, got, rel: float = 1e-9) -> bool:
+    """Python value vs spreadsheet value: numbers to rel 1e-9, NaN/None/'' as blank."""
+    blank = lambda v: v is None or v == "" or (isinstance(v, float) and math.isnan(v))
+    if blank(expected) or blank(got):
+        return blank(expected) and blank(got)
+    if isinstance(expected, str) or isinstance(got, str):
+        return str(expected) == str(got)
+    return math.isclose(float(expected), float(got), rel_tol=rel, abs_tol=1e-9)

@@ -1,0 +1,223 @@
+"""The Excel formulas compute what Python computes: LibreOffice headless recalculates the
+output workbooks (profile with OOXMLRecalcMode = 0) and every derived cell is compared."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import openpyxl
+import pytest
+
+from conftest import EXAMPLE, header_index, same_value, sheet_values
+from planner.plan import build_plan
+from planner.writer import write_output
+
+pytestmark = pytest.mark.libreoffice
+
+
+def compare_sheet(path: Path, sheet: str, frame, label: str = "") -> int:
+    """Every column of ``frame`` against the sheet's cached values; returns cells compared."""
+    rows = sheet_values(path, sheet)
+    assert len(rows) == len(frame), f"{sheet}: {len(rows)} rows, Python has {len(frame)}"
+    bad, n = [], 0
+    for i, rec in enumerate(frame.to_dict("records")):
+        for name, expected in rec.items():
+            if name in ("model_row", "gpu_row"):
+                continue
+            assert name in rows[i], f"{sheet} has no column {name}"
+            n += 1
+            if not same_value(expected, rows[i][name]):
+                bad.append(f"{sheet} row {i + 2} {name}: python {expected!r} sheet {rows[i][name]!r}")
+    assert not bad, f"{label}{len(bad)} cells differ:\n" + "\n".join(bad[:30])
+    return n
+
+
+def compare_all(path: Path, plan) -> int:
+    n = compare_sheet(path, "Results", plan.results)
+    n += compare_sheet(path, "Resolved", plan.resolved.drop(columns=["model_row", "gpu_row"]))
+    n += compare_sheet(path, "Sensitivity_Hit", plan.sensitivity_hit)
+    return n
+
+
+def checks_counts(path: Path) -> dict[str, tuple]:
+    wb = openpyxl.load_workbook(path, data_only=True)
+    ws = wb["Checks"]
+    out = {"master": (ws["B1"].value,)}
+    for r in range(6, ws.max_row + 1):
+        name, kind, count = ws.cell(r, 1).value, ws.cell(r, 2).value, ws.cell(r, 3).value
+        if kind in ("error", "warning"):
+            out[name] = (kind, count)
+    return out
+
+
+def corrupt_cached_value(path: Path, sheet_xml: str, cell: str, value: str) -> None:
+    """Replace the cached <v> of a formula cell inside the xlsx zip."""
+    tmp = path.with_suffix(".tmp")
+    with zipfile.ZipFile(path) as zin, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zout:
+        for item in zin.infolist():
+            data = zin.read(item.filename)
+            if item.filename == sheet_xml:
+                text = data.decode("utf-8")
+                pat = re.compile(rf'(<c r="{cell}"[^>]*>\s*<f>[^<]*</f>\s*<v>)([^<]*)(</v>)')
+                text, k = pat.subn(rf"\g<1>{value}\g<3>", text)
+                assert k == 1, f"cell {cell} not found in {sheet_xml}"
+                data = text.encode("utf-8")
+            zout.writestr(item, data)
+    shutil.move(tmp, path)
+
+
+def results_sheet_xml(path: Path) -> str:
+    with zipfile.ZipFile(path) as z:
+        wbxml = z.read("xl/workbook.xml").decode()
+        rels = z.read("xl/_rels/workbook.xml.rels").decode()
+    rid = re.search(r'<sheet [^>]*name="Results"[^>]*r:id="(rId\d+)"', wbxml).group(1)
+    target = re.search(rf'<Relationship [^>]*Id="{rid}"[^>]*Target="([^"]+)"', rels) or \
+        re.search(rf'<Relationship [^>]*Target="([^"]+)"[^>]*Id="{rid}"', rels)
+    return "xl/" + target.group(1).lstrip("/").removeprefix("xl/")
+
+
+# ----------------------------------------------------------------------------- the example
+def test_example_values_before_and_after_recalculation(tmp_path, recalc):
+    plan = build_plan(EXAMPLE)
+    out = tmp_path / "example-plan.xlsx"
+    write_output(plan, out)
+    # before: the cached values a non-calculating viewer shows
+    n_before = compare_all(out, plan)
+    # canary: a deliberately wrong cached value must come back right after recalculation
+    wb = openpyxl.load_workbook(out, data_only=True)
+    col = header_index(wb["Results"])["ttft_ms"]
+    wb.close()
+    cell = openpyxl.utils.get_column_letter(col) + "3"
+    corrupt_cached_value(out, results_sheet_xml(out), cell, "987654321")
+    assert openpyxl.load_workbook(out, data_only=True)["Results"][cell].value == 987654321
+    again = recalc(out)
+    assert openpyxl.load_workbook(again, data_only=True)["Results"][cell].value == pytest.approx(
+        plan.results["ttft_ms"].iat[1], rel=1e-12)
+    n_after = compare_all(again, plan)
+    assert n_before == n_after > 3000
+    counts = checks_counts(again)
+    assert counts == checks_counts(out)
+    assert counts["master"] == ("OK",)
+    assert counts["hit_target within break-even h*"] == ("warning", 1)
+
+
+# ----------------------------------------------------------------------------- every feature
+def write_feature_input(path: Path) -> None:
+    """An input workbook written by openpyxl (not by the planner) using every feature:
+    MLA, tp > kv_heads, FP8 and 4-bit KV, percent text and percent cells, every
+    other_scaling, blanks taking defaults, units in headers, extra columns, a blank row,
+    pcie_gen without bandwidth, references differing in case and spaces."""
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Models"
+    ws.append(["Model", "layers", "KV_HEADS", "head_dim (count)", "kv_bytes [B]", "attention", "mla_kv_dim",
+               "params_b", "weight_bytes", "source"])
+    ws.append(["Qwen2.5-72B", 80, 8, 128, 2, "gqa", None, 72.7, 2, "config.json"])
+    ws.append(["DeepSeek-V3", 61, None, None, 2, "MLA", 576, 671, 1, "config.json"])
+    ws.append(["Llama-8B-4bit", 32, 8, 128, 0.5, None, None, None, None, "no params: weights 0"])
+    ws.append(["Odd-MHA-FP8", 24, 6, 64, 1, "gqa", None, 3, 2, "6 heads, tp 4: uneven"])
+    ws = wb.create_sheet("GPUs")
+    ws.append(["gpu", "hbm_gib (GiB)", "pcie_gbps", "pcie_gen", "hourly_cost"])
+    ws.append(["H100", 80, None, 5, 2.5])
+    ws.append(["A100", 80, None, 4, None])
+    ws.append(["C2C", 96, 200, None, 4.0])
+    ws = wb.create_sheet("Workloads")
+    ws.append(["workload", "model", "gpu", "tp", "isl (tokens)", "osl", "batch", "max_seq_len", "hit_measured",
+               "hit_target", "t_attn0_ms", "t_ffn0_ms", "t_other0_ms", "other_scaling", "t_fixed_ms",
+               "t_decode_ms", "alpha", "tpm_measured", "demand_tpm", "owner"])
+    rows = [
+        ["w-const-16tp", "qwen2.5-72b", "H100", 16, 8192, 512, 8, None, 0.2, "85%", 120, 300, 20, "const",
+         10, 900, 0.5, 900000, 5e6, "team a"],
+        ["w-mla", " DeepSeek-V3 ", "h100 ", 8, 32768, 1000, None, 40000, None, 0.6, 800, 900, 50, "linear",
+         None, 2000, None, None, 1e7, "team b"],
+        [None] * 20,  # blank row: skipped
+        ["w-4bit", "Llama-8B-4bit", "A100", 1, 4000, 300, 64, None, 0.1, 0.95, 10, 40, 5, "quadratic", 3,
+         None, 1, 200000, None, None],
+        ["w-blank-scaling", "Odd-MHA-FP8", "C2C", 4, 1500.5, 0, None, None, None, 0, 2, 3, None, None, None,
+         50, 0.25, None, 123456, "team c"],
+        ["w-hit-one", "Qwen2.5-72B", "C2C", 2, 2048, 256, 4, 4096, 0.5, 1, 20, 80, 0, "linear", 5, 400, 1,
+         750000, 3e6, None],
+    ]
+    for r in rows:
+        ws.append(r)
+    ws["I2"].number_format = "0%"  # a percent cell holds the fraction already
+    ws = wb.create_sheet("Settings")
+    ws.append(["key", "value"])
+    ws.append(["quarter", "2026-Q4"])
+    ws.append(["hit_step", "10%"])
+    ws.append(["owner", "capacity team"])  # unknown key: passed through
+    wb.save(path)
+
+
+def test_every_feature_workbook_recalculates_to_python(tmp_path, recalc):
+    src = tmp_path / "features.xlsx"
+    write_feature_input(src)
+    plan = build_plan(src)
+    assert list(plan.results["workload"]) == ["w-const-16tp", "w-mla", "w-4bit", "w-blank-scaling", "w-hit-one"]
+    r = plan.results.set_index("workload")
+    res = plan.resolved.set_index("workload")
+    # independent spot values
+    assert r.at["w-const-16tp", "kv_bytes_per_token_gpu"] == 2 * 80 * 1 * 128 * 2   # replicated: 1 head/GPU
+    assert r.at["w-mla", "kv_bytes_per_token_gpu"] == 61 * 576 * 2                  # MLA, any tp
+    assert r.at["w-4bit", "kv_bytes_per_token_gpu"] == 2 * 32 * 8 * 128 * 0.5       # 4-bit
+    assert r.at["w-blank-scaling", "kv_bytes_per_token_gpu"] == 2 * 24 * 2 * 64 * 1  # ceil(6/4)=2, FP8
+    assert res.at["w-const-16tp", "hit_target"] == 0.85                              # "85%" text
+    assert res.at["w-const-16tp", "hit_measured"] == 0.2                             # percent cell
+    assert res.at["w-mla", "pcie_gbps"] == 50 and res.at["w-4bit", "pcie_gbps"] == 25  # from pcie_gen
+    assert res.at["w-mla", "max_seq_len"] == 40000 and res.at["w-4bit", "max_seq_len"] == 4300
+    assert res.at["w-mla", "batch"] == 1 and res.at["w-mla", "alpha"] == 0 and res.at["w-mla", "t_fixed_ms"] == 0
+    assert res.at["w-blank-scaling", "other_scaling"] == "const"
+    assert res.at["w-4bit", "weight_bytes"] == 2 and res.at["w-4bit", "params_b"] == 0
+    assert np.isnan(r.at["w-4bit", "gpus_needed"]) and np.isnan(r.at["w-4bit", "cost_per_mtok_delivered"])
+    assert np.isnan(r.at["w-mla", "tpm_measured"] if "tpm_measured" in r else res.at["w-mla", "tpm_measured"])
+    assert r.at["w-mla", "tpm_delivered_target"] == r.at["w-mla", "tpm_delivered_model"]
+    assert len(plan.hit_grid) == 11  # hit_step "10%"
+    assert plan.input.notes and "case or surrounding spaces" in plan.input.notes[0]
+
+    out = tmp_path / "features-plan.xlsx"
+    write_output(plan, out)
+    n_before = compare_all(out, plan)
+    again = recalc(out)
+    assert compare_all(again, plan) == n_before
+    counts = checks_counts(again)
+    assert counts == checks_counts(out)
+    assert counts["master"] == ("OK",)
+    assert counts["params_b given"] == ("warning", 1)
+    assert counts["kv_heads and tp divide"] == ("warning", 1)
+    # the extra column and the unknown setting are passed through
+    wl = sheet_values(again, "Workloads")
+    assert [w["owner"] for w in wl] == ["team a", "team b", None, "team c", None]
+
+
+# ----------------------------------------------------------------------------- live edit
+def _set_by_header(ws, row: int, name: str, value) -> None:
+    ws.cell(row, header_index(ws)[name]).value = value
+
+
+def test_live_edit_of_output_matches_fresh_run(tmp_path, recalc):
+    plan = build_plan(EXAMPLE)
+    out = tmp_path / "plan.xlsx"
+    write_output(plan, out)
+    # edit hit_target and tp of the third workload (row 4) inside the output
+    wb = openpyxl.load_workbook(out)
+    _set_by_header(wb["Workloads"], 4, "hit_target", 0.33)
+    _set_by_header(wb["Workloads"], 4, "tp", 8)
+    _set_by_header(wb["Workloads"], 6, "hit_target", 0.99)
+    edited_out = tmp_path / "plan-edited.xlsx"
+    wb.save(edited_out)
+    # the same edit in the input, planned afresh
+    wb = openpyxl.load_workbook(EXAMPLE)
+    _set_by_header(wb["Workloads"], 4, "hit_target", 0.33)
+    _set_by_header(wb["Workloads"], 4, "tp", 8)
+    _set_by_header(wb["Workloads"], 6, "hit_target", 0.99)
+    edited_in = tmp_path / "input-edited.xlsx"
+    wb.save(edited_in)
+    fresh = build_plan(edited_in)
+    assert fresh.results["tp" if "tp" in fresh.results else "workload"].size == plan.results["workload"].size
+    assert not np.allclose(fresh.results["ttft_ms"], plan.results["ttft_ms"])  # the edit matters
+    again = recalc(edited_out)
+    compare_all(again, fresh)
