@@ -156,6 +156,10 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as err:
         print(f"planner: {err}", file=sys.stderr)
         return EXIT_INPUT
+    except OSError as err:  # the output folder cannot be made or written
+        where = err.filename or ""
+        print(f"planner: cannot write {where}: {err.strerror or err}; nothing was written", file=sys.stderr)
+        return EXIT_ERROR
     except KeyboardInterrupt:
         print("planner: interrupted; nothing was written", file=sys.stderr)
         return 130

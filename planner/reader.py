@@ -26,6 +26,7 @@ from .schema import CHOICE, FRACTION, INT, NUMBER, TEXT, Column
 
 EXCEL_ERRORS = frozenset({"#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!",
                           "#GETTING_DATA", "#SPILL!", "#CALC!", "#FIELD!", "#BLOCKED!"})
+_THOUSANDS = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d+)?")
 _UNIT_SUFFIX = re.compile(r"\s*[\[(][^\[\]()]*[\])]\s*$")
 
 
@@ -112,12 +113,13 @@ def parse_value(col: Column, raw: Any, number_format: str | None) -> tuple[Any, 
         return None, f"{col.name} {_show(v)} is not a whole number"
     rng = col.range_text()
     if col.minimum is not None and (v < col.minimum or (col.min_open and v == col.minimum)):
-        need = "positive" if col.min_open and col.minimum == 0 else f"within {rng}"
-        return None, f"{col.name} {_show(v)} is outside {rng}: it must be {need}"
+        if col.min_open and col.minimum == 0:
+            return None, f"{col.name} {_show(v)} is outside {rng}: it must be positive"
+        return None, f"{col.name} {_show(v)} is outside {rng}"
     if col.maximum is not None and v > col.maximum:
         hint = ""
-        if col.kind == FRACTION and 1 < v <= 100:
-            hint = f" (a ratio: write {_show(v / 100)} or {_show(v)}%)"
+        if col.kind == FRACTION and 2 <= v <= 100:  # 85 most likely meant 85%
+            hint = f" (a ratio: write {v / 100:g} or {v:g}%)"
         return None, f"{col.name} {_show(v)} is outside {rng}{hint}"
     if col.kind == INT:
         v = int(v)
@@ -134,8 +136,10 @@ def _number(col: Column, raw: Any, number_format: str | None) -> tuple[Any, str 
         try:
             if text.endswith("%") and col.kind == FRACTION:
                 v = float(text[:-1].strip()) / 100.0
-            else:  # numbers stored as text, "1,024" included
+            elif _THOUSANDS.fullmatch(text):  # "1,024": commas that group thousands
                 v = float(text.replace(",", ""))
+            else:  # a decimal comma ("2,5") is not guessed at: float() refuses it
+                v = float(text)
         except ValueError:
             return None, f"{col.name} {_show(raw)} is not a number"
     else:  # dates, times
@@ -247,6 +251,20 @@ def _had_error(problems: list[Problem], place: str) -> bool:
     return any(p.place == place for p in problems)
 
 
+_PLACE = re.compile(r"^(?P<sheet>[^!]+?)(?:!(?P<col>[A-Z]+)(?P<row>\d+)| row (?P<row2>\d+))?$")
+
+
+def _place_order(p: Problem) -> tuple:
+    """Problems in reading order: sheet (Models, GPUs, Workloads, Settings), row, column."""
+    m = _PLACE.match(p.place)
+    order = {s.lower(): i for i, s in enumerate(schema.SHEETS + (schema.SETTINGS,))}
+    if not m:
+        return (-1, 0, "", p.place)
+    row = int(m.group("row") or m.group("row2") or 0)
+    col = m.group("col") or ""
+    return (order.get(m.group("sheet").lower(), len(order)), row, (len(col), col), "")
+
+
 def read_input(path: str | Path) -> PlanInput:
     """Read, parse and validate ``path``; raise :class:`InputError` listing every problem."""
     path = Path(path)
@@ -295,7 +313,7 @@ def read_input(path: str | Path) -> PlanInput:
     if w is not None:
         _check_workloads(w, positions["Workloads"], canon, problems, notes)
     if problems:
-        raise InputError(problems)
+        raise InputError(sorted(problems, key=_place_order))
     return PlanInput(path, sha256_of(path), m, g, w, settings, settings_extra, notes)
 
 

@@ -403,6 +403,14 @@ def _write_run(ws, fm: Formats, plan, info: dict) -> None:
 
 
 # --------------------------------------------------------------------------- atomic save
+def _file_mode(target: Path) -> int:
+    if target.exists():
+        return target.stat().st_mode & 0o777
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
 def save_atomic(target: str | Path, write: Callable[[Path], None]) -> Path:
     """Run ``write(tmp)`` on a temporary file beside ``target``, then rename it into place.
 
@@ -417,6 +425,7 @@ def save_atomic(target: str | Path, write: Callable[[Path], None]) -> Path:
     tmp = Path(tmp_name)
     try:
         write(tmp)
+        os.chmod(tmp, _file_mode(target))  # mkstemp makes 0600; follow the umask or the old file
         os.replace(tmp, target)
     except BaseException:
         tmp.unlink(missing_ok=True)
