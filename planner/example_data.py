@@ -556,4 +556,11 @@ SETTINGS: List[Dict[str, Any]] = [
         "value": "USD",
         "note": "Currency of GPUS.hourly_cost.",
     },
+    {
+        "key": "pcie_sweep_gbps",
+        # NVLink-C2C (Grace Hopper) is marketed at 900 GB/s total, 450 GB/s per direction;
+        # 200 GB/s stands for a CXL / Gen6 x16-class link. Both are sweep points, not plans.
+        "value": "200; 450",
+        "note": "Extra host-to-device bandwidths for the PCIe sweep (GB/s).",
+    },
 ]

@@ -17,6 +17,7 @@ import pandas as pd
 
 from . import schema, sheets
 from .reader import PlanInput, Table, read_input
+from .sensitivity import Sensitivities, evaluate_all
 
 
 @dataclass
@@ -37,13 +38,17 @@ class Plan:
     resolved: pd.DataFrame
     results: pd.DataFrame
     hit_grid: np.ndarray
-    sensitivity_hit: pd.DataFrame
+    sens: Sensitivities
     warnings: list[Warning_] = field(default_factory=list)
     created: _dt.datetime = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc))
 
     @property
     def settings(self) -> dict:
         return self.input.settings
+
+    @property
+    def sensitivity_hit(self) -> pd.DataFrame:
+        return self.sens.frames["Sensitivity_Hit"]
 
 
 def table_frame(t: Table, sheet: str) -> pd.DataFrame:
@@ -69,18 +74,6 @@ def _base(resolved: pd.DataFrame) -> dict[str, np.ndarray]:
 
 def evaluate_results(resolved: pd.DataFrame) -> pd.DataFrame:
     return sheets.evaluate(sheets.RESULTS, _base(resolved), len(resolved))
-
-
-def evaluate_sensitivity(resolved: pd.DataFrame, results: pd.DataFrame, grid: np.ndarray) -> pd.DataFrame:
-    n, k = len(resolved), len(grid)
-    base = {c: np.repeat(v, k) for c, v in _base(resolved).items()}
-    for c in ("kv_bytes_per_token_gpu", "delta"):
-        base[c] = np.repeat(results[c].to_numpy(dtype=float), k)
-    base["hit"] = np.tile(grid, n)
-    frame = sheets.evaluate(sheets.SENSITIVITY_HIT, base, n * k)
-    frame.insert(0, "hit", base["hit"])
-    frame.insert(0, "workload", base["workload"])
-    return frame
 
 
 def _warnings(p_in: PlanInput, models: pd.DataFrame, resolved: pd.DataFrame,
@@ -120,6 +113,6 @@ def build_plan(source: str | Path | PlanInput) -> Plan:
     resolved = sheets.resolve(models, gpus, workloads)
     results = evaluate_results(resolved)
     grid = hit_grid(float(p_in.settings["hit_step"]))
-    sens = evaluate_sensitivity(resolved, results, grid)
+    sens = evaluate_all(resolved, results, grid, tuple(p_in.settings.get("pcie_sweep_gbps") or ()))
     warns = _warnings(p_in, models, resolved, results)
     return Plan(p_in, models, gpus, workloads, resolved, results, grid, sens, warns)

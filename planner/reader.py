@@ -387,11 +387,38 @@ def _read_settings(wb, problems: list[Problem]) -> tuple[dict[str, Any], list[tu
             extra.append((getattr(kcell, "value", None), raw))
             continue
         s = spec[key]
+        where = f"{ws.title}!{get_column_letter(jv + 1)}{kcell.row}"
+        if s.kind == schema.NUMBERS:
+            values[key], errs = _parse_numbers(key, raw)
+            problems.extend(Problem(where, e) for e in errs)
+            continue
         col = Column(schema.SETTINGS, key, "", s.kind, s.description, minimum=s.minimum,
                      maximum=s.maximum, min_open=s.min_open)
         v, err = parse_value(col, raw, getattr(vcell, "number_format", None))
         if err:
-            problems.append(Problem(f"{ws.title}!{get_column_letter(jv + 1)}{kcell.row}", err))
+            problems.append(Problem(where, err))
         elif v is not None:
             values[key] = v
     return values, extra
+
+
+def _parse_numbers(key: str, raw: Any) -> tuple[tuple[float, ...], list[str]]:
+    """``"200; 450"`` (or one number) -> (200.0, 450.0); each must be a positive number."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return (), []
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        parts = [raw]
+    else:
+        parts = [p for p in re.split(r"[;\s]+", str(raw).strip()) if p]
+    out, errs = [], []
+    for p in parts:
+        try:
+            v = float(p)
+        except (TypeError, ValueError):
+            errs.append(f"{key} {_show(p)} is not a number (separate bandwidths with ';')")
+            continue
+        if not math.isfinite(v) or v <= 0:
+            errs.append(f"{key} {_show(v)} must be a positive bandwidth in GB/s")
+        else:
+            out.append(v)
+    return tuple(out), errs

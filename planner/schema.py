@@ -17,6 +17,7 @@ INT = "int"          # whole number
 NUMBER = "number"    # real number
 FRACTION = "fraction"  # real number in [0, 1]; percent cells and "85%" text accepted
 CHOICE = "choice"    # one of `choices` (case-insensitive text, or numbers)
+NUMBERS = "numbers"  # a list of positive numbers in one cell: "200; 900" (Settings only)
 
 # number formats used for inputs and outputs (also by the writer)
 FMT_INT = "#,##0"
@@ -152,6 +153,8 @@ SETTING_KEYS: tuple[Setting, ...] = (
     Setting("quarter", TEXT, "", "label of the planning run, e.g. 2026-Q4"),
     Setting("hit_step", FRACTION, 0.05, "step of the hit-ratio sensitivity grid", 0, 1, True),
     Setting("currency", TEXT, "USD", "currency of hourly_cost and the cost columns"),
+    Setting("pcie_sweep_gbps", NUMBERS, (), "further host-to-device bandwidths for the PCIe sweep beside "
+            "Gen4 and Gen5, in GB/s, separated by ';' (e.g. '200; 450' for C2C-class links)"),
 )
 
 
@@ -184,7 +187,8 @@ def markdown() -> str:
     out.append("| key | type | default | description |")
     out.append("|---|---|---|---|")
     for s in SETTING_KEYS:
-        out.append(f"| {s.key} | {s.kind} | {s.default} | {s.description} |")
+        default = "; ".join(map(str, s.default)) if isinstance(s.default, tuple) else s.default
+        out.append(f"| {s.key} | {s.kind} | {default} | {s.description} |")
     return "\n".join(out) + "\n"
 
 

@@ -169,8 +169,28 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
     out("first_order_gain", "ratio", FMT_RATIO, m.first_order_gain, "hit", "delta"),
 )
 
-# Names that are not columns but named cells of the Constants sheet.
-NAMED_VALUES = {"alpha_none": (_ALPHA0, 0.0), "alpha_full": (_ALPHA1, 1.0)}
+# Names that are not columns but named cells of the Constants sheet: name -> (Excel name,
+# value, unit, description, editable).
+ALPHA_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)  # columns of the hit x alpha table
+NAMED_VALUES = {
+    "alpha_none": (_ALPHA0, 0.0, "fraction", "overlap alpha of the no-overlap columns", False),
+    "alpha_full": (_ALPHA1, 1.0, "fraction", "overlap alpha of the full-overlap columns", False),
+    "tornado_swing": ("c_tornado_swing", 0.2, "fraction",
+                      "relative move of each driver in the Tornado sheet (clamped to its valid range)", True),
+    **{f"alpha_g{int(a * 100)}": (f"c_alpha_g{int(a * 100)}", a, "fraction",
+                                  f"alpha of the hit x alpha table column {a:g}", True) for a in ALPHA_GRID},
+}
+
+
+@dataclass(frozen=True)
+class Lit:
+    """A literal argument (a driver name compared in a formula), not a reference."""
+
+    value: object
+
+    @property
+    def xl(self) -> str:
+        return f'"{self.value}"' if isinstance(self.value, str) else repr(self.value)
 
 
 # --------------------------------------------------------------------------- Resolved
@@ -289,9 +309,13 @@ class Values:
     def __getitem__(self, name: str) -> np.ndarray:
         return self.get(name)
 
-    def get(self, name: str, skip: str = "") -> np.ndarray:
+    def get(self, name, skip: str = "") -> np.ndarray:
         """Value of ``name``; a column's argument of its own name (``workload`` copied
-        from Resolved) skips the sheet's own columns."""
+        from Resolved) and a name written ``@name`` skip the sheet's own columns."""
+        if isinstance(name, Lit):
+            return np.asarray(name.value)
+        if name.startswith("@"):
+            name = skip = name[1:]
         if name in self.values and name != skip:
             return self.values[name]
         if name in self._cols and name != skip:

@@ -166,7 +166,10 @@ def write_settings_sheet(wb, fm: Formats, settings: dict, extra: Iterable[tuple[
     r = 1
     for s in schema.SETTING_KEYS:
         ws.write_string(r, 0, s.key)
-        write_cell(ws, r, 1, settings.get(s.key, s.default), fm("input", schema.FMT_PCT if s.kind == FRACTION else None))
+        value = settings.get(s.key, s.default)
+        if s.kind == schema.NUMBERS and not isinstance(value, str):
+            value = "; ".join(f"{v:g}" for v in value) or None
+        write_cell(ws, r, 1, value, fm("input", schema.FMT_PCT if s.kind == FRACTION else None))
         ws.write_string(r, 2, s.description, fm("note"))
         where[s.key] = r
         r += 1
@@ -219,6 +222,11 @@ def write_input_workbook(path: str | Path, models: list[dict], gpus: list[dict],
 
 
 # --------------------------------------------------------------------------- output model
+MAX_DATA_ROWS = 1_048_575      # Excel: 1,048,576 rows a sheet, less the header row
+MAX_COLUMNS = 16_384
+MAX_CHART_WORKLOADS = 20       # per-workload charts up to this count; beyond it the Explorer
+
+
 @dataclass
 class Layout:
     """Where every column of every sheet is, so references come from one place."""
@@ -232,22 +240,12 @@ class Layout:
     def other(self, sheet: str, name: str, row: int) -> str:
         return sheet_ref(sheet, row, self.pos[sheet][name])
 
-
-def _derived_ref(layout: Layout, sheet: str, row: int, wl_row: int, column: str) -> Callable[[str], str]:
-    """Reference resolver for one row of a derived sheet: own column (not ``column``
-    itself), named value, Resolved or Results (at the row's workload)."""
-
-    def ref(name: str) -> str:
-        if name in layout.pos[sheet] and name != column:
-            return layout.own(sheet, name, row)
-        if name in sheets.NAMED_VALUES:
-            return sheets.NAMED_VALUES[name][0]
+    def base(self, name: str, wl_row: int) -> str:
+        """A Resolved or Results cell of the workload on sheet row ``wl_row``."""
         for other in ("Resolved", "Results"):
-            if name in layout.pos[other]:
-                return layout.other(other, name, wl_row)
+            if name in self.pos[other]:
+                return self.other(other, name, wl_row)
         raise KeyError(name)
-
-    return ref
 
 
 def _value(x: Any, text: bool) -> Any:
@@ -257,43 +255,198 @@ def _value(x: Any, text: bool) -> Any:
     return "" if math.isnan(x) else x
 
 
-def _write_derived(ws, fm: Formats, layout: Layout, sheet: str, cols: tuple, frame, first_col: int,
-                   wl_row_of: Callable[[int], int]) -> None:
-    values = {c.name: frame[c.name].to_numpy() for c in cols}
+def write_rows(ws, fm: Formats, first_row: int, own: dict[str, int], cols: tuple, frame,
+               base_ref: Callable[[str, int], str], start: int = 0) -> None:
+    """Write the derived columns ``cols`` for rows ``start..start+len(frame)`` of a block
+    whose first data row is sheet row ``first_row``.
+
+    An argument resolves to: a literal; ``@name`` -> ``base_ref(name, i)``; a column of
+    the block (``own``, except the column itself) in the same row; a named value of the
+    Constants sheet; else ``base_ref(name, i)`` (Resolved/Results of the row's workload,
+    or the Explorer's input cells).
+    """
     for c in cols:
-        j = layout.pos[sheet][c.name]
+        j = own[c.name]
         fmt = fm("calc", c.fmt)
-        vals = values[c.name]
+        vals = frame[c.name].to_numpy()
         for i in range(len(frame)):
-            ref = _derived_ref(layout, sheet, i + 1, wl_row_of(i), c.name)
-            formula = c.func.xl(*(ref(a) for a in c.args))
-            ws.write_formula(i + 1, j, "=" + formula, fmt, _value(vals[i], c.text))
+            r = first_row + i
+
+            def ref(a, r=r, i=i, col=c.name):
+                if isinstance(a, sheets.Lit):
+                    return a.xl
+                if a.startswith("@"):
+                    return base_ref(a[1:], start + i)
+                if a in own and a != col:
+                    return xl_rowcol_to_cell(r, own[a], col_abs=True)
+                if a in sheets.NAMED_VALUES:
+                    return sheets.NAMED_VALUES[a][0]
+                return base_ref(a, start + i)
+
+            ws.write_formula(r, j, "=" + c.func.xl(*(ref(a) for a in c.args)), fmt, _value(vals[i], c.text))
 
 
-def _header(ws, fm: Formats, headers: list[str], widths: list[float]) -> None:
+def _header(ws, fm: Formats, headers: list[str], widths: list[float], top: int = 0, left: int = 0,
+            freeze: bool = True) -> None:
     for j, h in enumerate(headers):
-        ws.write_string(0, j, h, fm("header"))
-        ws.set_column(j, j, widths[j])
-    ws.set_row(0, 30)
-    ws.freeze_panes(1, 1)
+        ws.write_string(top, left + j, h, fm("header"))
+        ws.set_column(left + j, left + j, widths[j])
+    ws.set_row(top, 30)
+    if freeze:
+        ws.freeze_panes(top + 1, left + 1)
 
 
-def write_output(plan, path: str | Path, *, run_info: dict | None = None) -> None:
-    """Write the live output workbook of ``plan`` to ``path`` (not atomic: see save_atomic)."""
+def _print_setup(ws, landscape: bool = True) -> None:
+    if landscape:
+        ws.set_landscape()
+    ws.set_paper(9)  # A4
+    ws.fit_to_pages(1, 0)
+    ws.repeat_rows(0)
+
+
+@dataclass
+class Chunks:
+    """A long table cut into sheets of at most MAX_DATA_ROWS rows, on workload boundaries."""
+
+    base: str
+    k: int          # rows per workload
+    total: int      # rows in all
+    per_sheet: int  # rows per sheet
+
+    @classmethod
+    def of(cls, base: str, k: int, total: int, max_rows: int | None = None) -> "Chunks":
+        max_rows = MAX_DATA_ROWS if max_rows is None else max_rows
+        per = (max_rows // k) * k
+        if per == 0:
+            raise ValueError(f"{base}: {k} rows per workload exceed a sheet")
+        return cls(base, k, total, per)
+
+    def name(self, idx: int) -> str:
+        return self.base if idx == 0 else f"{self.base}_{idx + 1}"
+
+    def where(self, i: int) -> tuple[str, int]:
+        """Sheet name and sheet row of global data row i."""
+        return self.name(i // self.per_sheet), i % self.per_sheet + 1
+
+    def sheets(self) -> list[tuple[str, int, int]]:
+        """(name, first global row, rows) of each sheet."""
+        out = []
+        for idx, start in enumerate(range(0, max(self.total, 1), self.per_sheet)):
+            out.append((self.name(idx), start, min(self.per_sheet, self.total - start)))
+        return out
+
+
+def write_long_table(wb, fm: Formats, layout: Layout, table, frame, max_rows: int | None = None) -> Chunks:
+    """A long sensitivity table, continued on numbered sheets past Excel's row limit."""
+    k = table.k
+    chunks = Chunks.of(table.sheet, k, len(frame), max_rows)
+    own = {name: j for j, name in enumerate(table.names)}
+    if len(own) > MAX_COLUMNS:
+        raise ValueError(f"{table.sheet}: {len(own)} columns exceed Excel's {MAX_COLUMNS}")
+    layout.pos[table.sheet] = own
+    widths = [_width(h, j == 0 or h in ("driver", "case", "link")) for j, h in enumerate(table.headers)]
+    base_ref = lambda name, i: layout.base(name, i // k + 1)
+    for name, start, rows in chunks.sheets():
+        ws = wb.add_worksheet(name)
+        _header(ws, fm, table.headers, widths)
+        part = frame.iloc[start:start + rows]
+        wnames = part["workload"].to_numpy()
+        for i in range(rows):
+            ws.write_formula(i + 1, 0, "=" + layout.base("workload", (start + i) // k + 1), None, str(wnames[i]))
+        for ld in table.leads:
+            j = own[ld.name]
+            vals = part[ld.name].to_numpy()
+            for i in range(rows):
+                g = start + i
+                f = ld.formulas[g % k] if ld.formulas is not None else None
+                if f is None:
+                    write_cell(ws, i + 1, j, vals[i], fm("const", ld.fmt))
+                else:
+                    f = base_ref(f[1:], g) if f.startswith("@") else f
+                    ws.write_formula(i + 1, j, "=" + f, fm("calc", ld.fmt), _value(vals[i], ld.text))
+        write_rows(ws, fm, 1, own, table.cols, part, base_ref, start=start)
+        ws.autofilter(0, 0, rows, len(own) - 1)
+    return chunks
+
+
+TORNADO_COLS = ("workload", "driver", "base_value", "low_value", "high_value", "tpm_base", "tpm_low",
+                "tpm_high", "swing", "rank")
+
+
+def write_tornado(wb, fm: Formats, layout: Layout, tornado, calc: Chunks) -> None:
+    """Tornado: per workload x driver, TPM at the driver's low and high value, swing, rank."""
+    from .sensitivity import DRIVERS
+
+    k = len(DRIVERS)
+    if len(tornado) > MAX_DATA_ROWS:
+        raise ValueError(f"Tornado: {len(tornado):,} rows ({k} drivers x {len(tornado) // k:,} workloads) exceed "
+                         f"Excel's {MAX_DATA_ROWS + 1:,}-row sheet; split the workloads over several input workbooks")
+    ws = wb.add_worksheet("Tornado")
+    headers = ["workload", "driver", "base_value", "low_value", "high_value", "tpm_base [tokens/min]",
+               "tpm_low [tokens/min]", "tpm_high [tokens/min]", "swing [tokens/min]", "rank"]
+    _header(ws, fm, headers, [24, 14, 12, 12, 12, 16, 16, 16, 16, 8])
+    own = {name: j for j, name in enumerate(TORNADO_COLS)}
+    layout.pos["Tornado"] = own
+    vals = {c: tornado[c].to_numpy() for c in TORNADO_COLS}
+    num = "#,##0.####"
+    for i in range(len(tornado)):
+        r, w = i + 1, i // k
+        lo_sheet, lo_row = calc.where(2 * i)
+        hi_sheet, hi_row = calc.where(2 * i + 1)
+        cref = lambda sheet, name, row: sheet_ref(sheet, row, layout.pos["Tornado_Calc"][name])
+        block = xl_range_abs(1 + w * k, own["swing"], (w + 1) * k, own["swing"])
+        me = xl_rowcol_to_cell(r, own["swing"])
+        formulas = {
+            "workload": (layout.base("workload", w + 1), None),
+            "driver": (cref(lo_sheet, "driver", lo_row), None),
+            "base_value": (cref(lo_sheet, "base_value", lo_row), num),
+            "low_value": (cref(lo_sheet, "value", lo_row), num),
+            "high_value": (cref(hi_sheet, "value", hi_row), num),
+            "tpm_base": (layout.base("tpm_delivered_target", w + 1), FMT_INT_),
+            "tpm_low": (cref(lo_sheet, "tpm_delivered_target", lo_row), FMT_INT_),
+            "tpm_high": (cref(hi_sheet, "tpm_delivered_target", hi_row), FMT_INT_),
+            "swing": (f"ABS({xl_rowcol_to_cell(r, own['tpm_high'])}-{xl_rowcol_to_cell(r, own['tpm_low'])})", FMT_INT_),
+            "rank": (f"1+SUMPRODUCT(({block}>{me})+({block}={me})*(ROW({block})<ROW({me})))", "0"),
+        }
+        for name, (f, nf) in formulas.items():
+            ws.write_formula(r, own[name], "=" + f, fm("calc", nf), _value(vals[name][i], name in ("workload", "driver")))
+    ws.autofilter(0, 0, len(tornado), len(TORNADO_COLS) - 1)
+
+
+FMT_INT_ = schema.FMT_INT
+
+
+def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_rows: int | None = None) -> None:
+    """Write the live output workbook of ``plan`` to ``path`` (not atomic: see save_atomic).
+
+    ``max_rows`` lowers the rows-per-sheet limit (tests of the continuation sheets).
+    """
     from .checks import checks_for  # local: checks need the layout defined here
 
     n = len(plan.results)
     wb = xlsxwriter.Workbook(str(path), WB_OPTIONS)
+    wb.set_properties({"title": f"KV-hit capacity plan {plan.settings.get('quarter') or ''}".strip(),
+                       "subject": f"planned from {plan.input.path.name}", "comments": f"planner {__version__}"})
     fm = Formats(wb)
     ws_results = wb.add_worksheet("Results")
     ws_checks = wb.add_worksheet("Checks")
-    ws_sens = wb.add_worksheet("Sensitivity_Hit")
+    ws_explorer = wb.add_worksheet("Explorer")
+    ws_charts = wb.add_worksheet("Charts") if 0 < n <= MAX_CHART_WORKLOADS else None
     pos: dict[str, dict[str, int]] = {}
     p_in = plan.input
+    layout = Layout(n, pos)
+    pos["Resolved"] = {rc.name: j for j, rc in enumerate(sheets.RESOLVED)}
+    pos["Results"] = {c.name: j for j, c in enumerate(sheets.RESULTS)}
+
+    # sensitivity sheets (written first: Tornado, Explorer and charts refer to them)
+    chunks: dict[str, Chunks] = {}
+    for table in plan.sens.tables:
+        chunks[table.sheet] = write_long_table(wb, fm, layout, table, plan.sens.frames[table.sheet], max_rows)
+    write_tornado(wb, fm, layout, plan.sens.tornado, chunks["Tornado_Calc"])
+
     for sheet, table in (("Workloads", p_in.workloads), ("Models", p_in.models), ("GPUs", p_in.gpus)):
         frame = {"Workloads": plan.workloads, "Models": plan.models, "GPUs": plan.gpus}[sheet]
-        records = frame.to_dict("records")
-        pos[sheet] = write_input_sheet(wb, fm, sheet, records, list(table.extras))
+        pos[sheet] = write_input_sheet(wb, fm, sheet, frame.to_dict("records"), list(table.extras))
     write_settings_sheet(wb, fm, plan.settings, p_in.settings_extra)
     ws_const = wb.add_worksheet("Constants")
     ws_res = wb.add_worksheet("Resolved")
@@ -305,27 +458,9 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None) -> Non
         for c in schema.columns(sheet):
             wb.define_name(range_name(sheet, c.name), "=" + col_range(sheet, pos[sheet][c.name], counts[sheet]))
 
-    # Constants: unit conversions, PCIe defaults, schema defaults, alpha 0/1
-    _header(ws_const, fm, ["name", "value", "unit", "description"], [22, 16, 10, 80])
-    rows = [(c.name, c.value, c.unit, c.description, c.editable) for c in CONSTANTS]
-    for key, (name, value) in sheets.NAMED_VALUES.items():
-        rows.append((name, value, "fraction", f"overlap alpha for the {key.split('_')[1]}-overlap columns", False))
-    for c in schema.COLUMNS:
-        if c.default is not None and not (isinstance(c.default, str) and "+" in c.default):
-            rows.append((c.default_name, c.default, c.unit, f"default of {c.sheet}.{c.name} when blank", True))
-    for i, (name, value, unit, desc, editable) in enumerate(rows):
-        ws_const.write_string(i + 1, 0, name)
-        write_cell(ws_const, i + 1, 1, value, fm("input" if editable else "const"))
-        ws_const.write_string(i + 1, 2, unit)
-        ws_const.write_string(i + 1, 3, desc, fm("note"))
-        wb.define_name(name, "=" + sheet_ref("Constants", i + 1, 1, row_abs=True))
+    _write_constants(wb, ws_const, fm)
 
     # Resolved: inputs with defaults applied and lookups done, row-aligned with Workloads
-    pos["Resolved"] = {rc.name: j for j, rc in enumerate(sheets.RESOLVED)}
-    pos["Results"] = {c.name: j for j, c in enumerate(sheets.RESULTS)}
-    sens_names = ["workload", "hit"] + [c.name for c in sheets.SENSITIVITY_HIT]
-    pos["Sensitivity_Hit"] = {name: j for j, name in enumerate(sens_names)}
-    layout = Layout(n, pos)
     _header(ws_res, fm, [f"{rc.name} [{rc.unit}]" if rc.unit else rc.name for rc in sheets.RESOLVED],
             [_width(rc.name, rc.text) for rc in sheets.RESOLVED])
     for rc in sheets.RESOLVED:
@@ -343,32 +478,320 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None) -> Non
         wb.define_name(range_name("Resolved", rc.name), "=" + col_range("Resolved", j, n))
 
     # Results
-    _header(ws_results, fm, [c.header for c in sheets.RESULTS],
-            [_width(c.header, c.text) for c in sheets.RESULTS])
-    _write_derived(ws_results, fm, layout, "Results", sheets.RESULTS, plan.results, 0, lambda i: i + 1)
+    _header(ws_results, fm, [c.header for c in sheets.RESULTS], [_width(c.header, c.text) for c in sheets.RESULTS])
+    write_rows(ws_results, fm, 1, pos["Results"], sheets.RESULTS, plan.results,
+               lambda name, i: layout.base(name, i + 1))
     for c in sheets.RESULTS:
         wb.define_name(range_name("Results", c.name), "=" + col_range("Results", pos["Results"][c.name], n))
         if c.description:
             ws_results.write_comment(0, pos["Results"][c.name], c.description, {"x_scale": 1.6})
     ws_results.autofilter(0, 0, n, len(sheets.RESULTS) - 1)
-
-    # Sensitivity_Hit: long format, one block of grid points per workload
-    k = len(plan.hit_grid)
-    sens_headers = ["workload", "hit [fraction]"] + [c.header for c in sheets.SENSITIVITY_HIT]
-    _header(ws_sens, fm, sens_headers, [_width(h, j == 0) for j, h in enumerate(sens_headers)])
-    sens = plan.sensitivity_hit
-    wnames = sens["workload"].to_numpy()
-    for i in range(len(sens)):
-        w_row = i // k + 1
-        ws_sens.write_formula(i + 1, 0, "=" + layout.other("Resolved", "workload", w_row), None, str(wnames[i]))
-        ws_sens.write_number(i + 1, 1, float(sens["hit"].iat[i]), fm("const", schema.FMT_PCT))
-    _write_derived(ws_sens, fm, layout, "Sensitivity_Hit", sheets.SENSITIVITY_HIT, sens, 2,
-                   lambda i: i // k + 1)
-    ws_sens.autofilter(0, 0, len(sens), len(sens_headers) - 1)
+    _print_setup(ws_results)
 
     checks_for(plan, layout).write(wb, ws_checks, fm)
+    _print_setup(ws_checks)
+    write_explorer(wb, ws_explorer, fm, layout, plan)
+    if ws_charts is not None:
+        write_charts(wb, ws_charts, fm, layout, plan, chunks)
     _write_run(ws_run, fm, plan, run_info or {})
+    ws_results.activate()
     wb.close()
+
+
+def _write_constants(wb, ws, fm: Formats) -> None:
+    """Unit conversions, PCIe defaults, schema defaults and sweep constants as named cells."""
+    _header(ws, fm, ["name", "value", "unit", "description"], [22, 16, 12, 80])
+    rows = [(c.name, c.value, c.unit, c.description, c.editable) for c in CONSTANTS]
+    rows += list(sheets.NAMED_VALUES.values())
+    for c in schema.COLUMNS:
+        if c.default is not None and not (isinstance(c.default, str) and "+" in c.default):
+            rows.append((c.default_name, c.default, c.unit, f"default of {c.sheet}.{c.name} when blank", True))
+    for i, (name, value, unit, desc, editable) in enumerate(rows):
+        ws.write_string(i + 1, 0, name)
+        write_cell(ws, i + 1, 1, value, fm("input" if editable else "const"))
+        ws.write_string(i + 1, 2, unit)
+        ws.write_string(i + 1, 3, desc, fm("note"))
+        wb.define_name(name, "=" + sheet_ref("Constants", i + 1, 1, row_abs=True))
+
+
+# --------------------------------------------------------------------------- explorer and charts
+EXPLORER_SELECT = (2, 1)     # B3: the chosen workload
+EXPLORER_INDEX = (3, 1)      # B4: its row in Resolved/Results
+EXPLORER_INPUTS_TOP = 6      # first row of the name/value block
+
+
+def _explorer_inputs() -> list[tuple[str, str]]:
+    """(sheet, name) of every Resolved and Results value the Explorer pulls."""
+    out = [("Resolved", rc.name) for rc in sheets.RESOLVED if rc.name not in ("workload", "model_row", "gpu_row")]
+    have = {n for _s, n in out}
+    out += [("Results", c.name) for c in sheets.RESULTS if c.name not in have]
+    return out
+
+
+def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
+    """One workload at a time: a dropdown of workload names drives the tables and charts."""
+    from .sensitivity import DRIVERS, hit_table, tornado_calc_table
+
+    n = layout.n
+    first = plan.results["workload"].iat[0]
+    ws.write_string(0, 0, "Explorer: choose a workload in the yellow cell; the tables and charts follow",
+                    fm("title"))
+    ws.write_string(EXPLORER_SELECT[0], 0, "workload", fm("header"))
+    ws.write_string(*EXPLORER_SELECT, str(first), fm("input"))
+    ws.data_validation(*EXPLORER_SELECT, *EXPLORER_SELECT,
+                       {"validate": "list", "source": "=" + range_name("Workloads", "workload"),
+                        "error_message": "choose one of the workloads"})
+    wb.define_name("explorer_workload", "=Explorer!" + xl_rowcol_to_cell(*EXPLORER_SELECT, True, True))
+    ws.write_string(EXPLORER_INDEX[0], 0, "row", fm("header"))
+    sel = xl_rowcol_to_cell(*EXPLORER_SELECT, True, True)
+    idx = xl_rowcol_to_cell(*EXPLORER_INDEX, True, True)
+    ws.write_formula(*EXPLORER_INDEX, f"=MATCH({sel},{range_name('Resolved', 'workload')},0)", None, 1)
+    ws.set_column(0, 0, 26)
+    ws.set_column(1, 1, 16)
+    # the chosen workload's inputs and results (absolute cells the tables refer to)
+    cell_of: dict[str, str] = {"workload": sel}
+    ws.write_string(EXPLORER_INPUTS_TOP - 1, 0, "quantity", fm("header"))
+    ws.write_string(EXPLORER_INPUTS_TOP - 1, 1, "value", fm("header"))
+    for i, (sheet, name) in enumerate(_explorer_inputs()):
+        r = EXPLORER_INPUTS_TOP + i
+        frame = plan.resolved if sheet == "Resolved" else plan.results
+        text = not pd_numeric(frame[name])
+        fmt = {"Resolved": {rc.name: rc.fmt for rc in sheets.RESOLVED},
+               "Results": {c.name: c.fmt for c in sheets.RESULTS}}[sheet].get(name)
+        ws.write_string(r, 0, name)
+        ws.write_formula(r, 1, f"=INDEX({range_name(sheet, name)},{idx})", fm("calc", fmt),
+                         _value(frame[name].iat[0], text))
+        cell_of[name] = xl_rowcol_to_cell(r, 1, True, True)
+    base_ref = lambda name, i: cell_of[name]
+
+    # hit sweep of the chosen workload
+    ht = hit_table(plan.hit_grid)
+    k = ht.k
+    top, left = 2, 3
+    names = ["hit"] + [c.name for c in ht.cols]
+    own = {nm: left + j for j, nm in enumerate(names)}
+    _header(ws, fm, ["hit [fraction]"] + [c.header for c in ht.cols], [11] * len(names), top, left, freeze=False)
+    frame = plan.sens.frames["Sensitivity_Hit"].iloc[:k].reset_index(drop=True)
+    for i, h in enumerate(plan.hit_grid):
+        ws.write_number(top + 1 + i, left, float(h), fm("const", schema.FMT_PCT))
+    write_rows(ws, fm, top + 1, own, ht.cols, frame, base_ref)
+    hit_rows = (top + 1, top + k)
+    # markers for h* and the target, and the tornado, below the sweep
+    mk_top = top + k + 3
+    ttft_col = own["ttft_alpha0_ms"]
+    _markers(ws, fm, mk_top, left, xl_range_abs(hit_rows[0], ttft_col, hit_rows[1], ttft_col),
+             cell_of["h_star"], cell_of["hit_target"], float(plan.results["h_star"].iat[0]),
+             float(plan.resolved["hit_target"].iat[0]), float(np.nanmax(frame["ttft_alpha0_ms"].to_numpy(dtype=float))))
+    tc = tornado_calc_table()
+    t_top = mk_top + 8
+    tnames = ["driver", "case", "driver_no", "direction", "upper"] + [c.name for c in tc.cols]
+    t_own = {nm: left + j for j, nm in enumerate(tnames)}
+    ws.write_string(t_top - 1, left, "Tornado of the chosen workload (each driver moved by c_tornado_swing)",
+                    fm("title"))
+    _header(ws, fm, tnames, [11] * len(tnames), t_top, left, freeze=False)
+    calc = plan.sens.frames["Tornado_Calc"].iloc[:tc.k].reset_index(drop=True)
+    for ld in tc.leads:
+        for i, v in enumerate(ld.values):
+            write_cell(ws, t_top + 1 + i, t_own[ld.name], v, fm("const", ld.fmt))
+    write_rows(ws, fm, t_top + 1, t_own, tc.cols, calc, base_ref)
+    summary = plan.sens.tornado.iloc[:len(DRIVERS)].reset_index(drop=True)
+    s_top = t_top + tc.k + 3
+    sorted_block = _tornado_sorted(ws, fm, s_top, left, summary, cell_of["tpm_delivered_target"],
+                                   lambda d, case, name: xl_rowcol_to_cell(t_top + 1 + 2 * d + case, t_own[name]),
+                                   "Explorer")
+    # charts beside the tables
+    charts = _charts_for(wb, "Explorer", own, hit_rows, mk_top, left, sorted_block, "chosen workload")
+    for j, ch in enumerate(charts):
+        ws.insert_chart(2 + (j // 2) * 18, left + len(names) + 1 + (j % 2) * 8, ch)
+    ws.freeze_panes(4, 0)
+    last_col = left + len(names) + 1 + 16
+    ws.print_area(0, 0, s_top + len(DRIVERS) + 1, last_col)
+    ws.set_landscape()
+    ws.set_paper(9)
+    ws.fit_to_pages(1, 1)
+
+
+def pd_numeric(series) -> bool:
+    import pandas as pd
+
+    return pd.api.types.is_numeric_dtype(series)
+
+
+def _markers(ws, fm: Formats, top: int, left: int, ttft_range: str, h_star: str, target: str,
+             h_star_v: float, target_v: float, y_top_v: float) -> None:
+    """Vertical marker lines (h* and the target) for the TTFT chart: x twice, y 0 and the top
+    of the TTFT curve (``ttft_range``)."""
+    for j, h in enumerate(("marker", "x", "y")):
+        ws.write_string(top, left + j, h, fm("header"))
+    for i, (label, x, xv) in enumerate((("h* (break-even)", h_star, h_star_v), ("target", target, target_v))):
+        for end in (0, 1):
+            r = top + 1 + 2 * i + end
+            ws.write_string(r, left, label)
+            ws.write_formula(r, left + 1, "=" + x, fm("calc", schema.FMT_PCT), xv)
+            if end == 0:
+                ws.write_number(r, left + 2, 0.0, fm("const"))
+            else:
+                ws.write_formula(r, left + 2, f"=MAX({ttft_range})", fm("calc", "#,##0.0"), y_top_v)
+
+
+def _tornado_sorted(ws, fm: Formats, top: int, left: int, summary, base_cell: str,
+                    calc_cell: Callable[[int, int, str], str], sheet: str) -> tuple[int, int, int]:
+    """Drivers in rank order (widest bar first): driver, TPM change at low and high.
+    Returns (first row, last row, first column)."""
+    k = len(summary)
+    headers = ["rank", "driver", "low - base [tokens/min]", "high - base [tokens/min]", "swing [tokens/min]"]
+    _header(ws, fm, headers, [8, 14, 16, 16, 16], top, left, freeze=False)
+    swings = [f"ABS({calc_cell(d, 1, 'tpm_delivered_target')}-{calc_cell(d, 0, 'tpm_delivered_target')})"
+              for d in range(k)]
+    # swing per driver in driver order (col left+4 of rows top+1..top+k) ...
+    sw_col = left + 6
+    ws.write_string(top, sw_col, "swing by driver", fm("header"))
+    ws.write_string(top, sw_col + 1, "rank by driver", fm("header"))
+    ws.set_column(sw_col, sw_col + 1, 14)
+    sw_rng = xl_range_abs(top + 1, sw_col, top + k, sw_col)
+    rk_rng = xl_range_abs(top + 1, sw_col + 1, top + k, sw_col + 1)
+    for d in range(k):
+        r = top + 1 + d
+        ws.write_formula(r, sw_col, "=" + swings[d], fm("calc", FMT_INT_), float(summary["swing"].iat[d]))
+        me = xl_rowcol_to_cell(r, sw_col)
+        ws.write_formula(r, sw_col + 1, f"=1+SUMPRODUCT(({sw_rng}>{me})+({sw_rng}={me})*(ROW({sw_rng})<ROW({me})))",
+                         fm("calc", "0"), float(summary["rank"].iat[d]))
+    order = np.argsort(summary["rank"].to_numpy())
+    drivers = [f"{calc_cell(d, 0, 'driver')}" for d in range(k)]
+    for p in range(k):
+        r = top + 1 + p
+        d = int(order[p])
+        ws.write_number(r, left, p + 1, fm("const", "0"))
+        match = f"MATCH({xl_rowcol_to_cell(r, left, col_abs=True)},{rk_rng},0)"
+        drv_rng = xl_range_abs(top + 1, sw_col + 2, top + k, sw_col + 2)
+        ws.write_formula(r, left + 1, f"=INDEX({drv_rng},{match})", None, str(summary["driver"].iat[d]))
+        lo_rng = xl_range_abs(top + 1, sw_col + 3, top + k, sw_col + 3)
+        hi_rng = xl_range_abs(top + 1, sw_col + 4, top + k, sw_col + 4)
+        base_v = float(summary["tpm_base"].iat[d])
+        ws.write_formula(r, left + 2, f"=INDEX({lo_rng},{match})-{base_cell}", fm("calc", FMT_INT_),
+                         float(summary["tpm_low"].iat[d]) - base_v)
+        ws.write_formula(r, left + 3, f"=INDEX({hi_rng},{match})-{base_cell}", fm("calc", FMT_INT_),
+                         float(summary["tpm_high"].iat[d]) - base_v)
+        ws.write_formula(r, left + 4, f"=INDEX({sw_rng},{match})", fm("calc", FMT_INT_), float(summary["swing"].iat[d]))
+    # driver names, TPM low and high in driver order (what the INDEX/MATCH above reads)
+    for j, h in enumerate(("driver", "tpm_low", "tpm_high")):
+        ws.write_string(top, sw_col + 2 + j, h, fm("header"))
+    for d in range(k):
+        r = top + 1 + d
+        ws.write_formula(r, sw_col + 2, "=" + drivers[d], None, str(summary["driver"].iat[d]))
+        ws.write_formula(r, sw_col + 3, "=" + calc_cell(d, 0, "tpm_delivered_target"), fm("calc", FMT_INT_),
+                         float(summary["tpm_low"].iat[d]))
+        ws.write_formula(r, sw_col + 4, "=" + calc_cell(d, 1, "tpm_delivered_target"), fm("calc", FMT_INT_),
+                         float(summary["tpm_high"].iat[d]))
+    return top + 1, top + k, left
+
+
+def _charts_for(wb, sheet: str, own: dict, hit_rows: tuple[int, int], mk_top: int, mk_left: int,
+                sorted_block: tuple[int, int, int], label: str, data_sheet: str | None = None,
+                mk_sheet: str | None = None) -> list:
+    """The four charts of one workload: TTFT vs hit (α=0/1, h* and target marked), load vs
+    compute, delivered vs physical TPM vs hit, tornado bars."""
+    data_sheet = data_sheet or sheet
+    mk_sheet = mk_sheet or sheet
+    r0, r1 = hit_rows
+    x = [data_sheet, r0, own["hit"], r1, own["hit"]]
+    col = lambda name: [data_sheet, r0, own[name], r1, own[name]]
+    title = f"{label}"
+
+    def line_chart(name: str, series: list[tuple[str, str, str]], ytitle: str):
+        ch = wb.add_chart({"type": "scatter", "subtype": "straight"})
+        for sname, cname, color in series:
+            ch.add_series({"name": sname, "categories": x, "values": col(cname),
+                           "line": {"color": color, "width": 2}})
+        ch.set_title({"name": f"{name}: {title}", "name_font": {"size": 10}})
+        ch.set_x_axis({"name": "hit ratio", "min": 0, "max": 1, "num_format": "0%", "major_gridlines": {"visible": False}})
+        ch.set_y_axis({"name": ytitle, "num_format": "#,##0"})
+        ch.set_legend({"position": "bottom"})
+        ch.set_size({"width": 520, "height": 320})
+        return ch
+
+    ttft = line_chart("TTFT vs hit", [("TTFT α=0 [ms]", "ttft_alpha0_ms", "#C00000"),
+                                      ("TTFT α=1 [ms]", "ttft_alpha1_ms", "#2F5597")], "ms")
+    for i, (name, color) in enumerate((("h* (break-even)", "#7F7F7F"), ("target", "#00B050"))):
+        rr = mk_top + 1 + 2 * i
+        ttft.add_series({"name": name, "categories": [mk_sheet, rr, mk_left + 1, rr + 1, mk_left + 1],
+                         "values": [mk_sheet, rr, mk_left + 2, rr + 1, mk_left + 2],
+                         "line": {"color": color, "width": 1.5, "dash_type": "dash"}, "marker": {"type": "none"}})
+    load = line_chart("Load vs compute", [("KV load [ms]", "load_ms", "#ED7D31"),
+                                          ("compute [ms]", "compute_ms", "#4472C4")], "ms")
+    tpm = line_chart("TPM vs hit", [("delivered [tokens/min]", "tpm_delivered", "#2F5597"),
+                                    ("physical [tokens/min]", "tpm_physical", "#70AD47")], "tokens/min")
+    t0, t1, tl = sorted_block
+    bars = wb.add_chart({"type": "bar"})
+    for j, (name, color) in enumerate((("driver low", "#C00000"), ("driver high", "#2F5597"))):
+        bars.add_series({"name": name, "categories": [mk_sheet, t0, tl + 1, t1, tl + 1],
+                         "values": [mk_sheet, t0, tl + 2 + j, t1, tl + 2 + j], "fill": {"color": color},
+                         "gap": 40, "overlap": 100})
+    bars.set_title({"name": f"Tornado: delivered TPM change, {title}", "name_font": {"size": 10}})
+    bars.set_y_axis({"reverse": True, "label_position": "low"})
+    bars.set_x_axis({"num_format": "#,##0", "name": "tokens/min vs plan"})
+    bars.set_legend({"position": "bottom"})
+    bars.set_size({"width": 520, "height": 320})
+    return [ttft, load, tpm, bars]
+
+
+def write_charts(wb, ws, fm: Formats, layout: Layout, plan, chunks: dict) -> None:
+    """Per-workload charts (up to MAX_CHART_WORKLOADS workloads), data helpers beside them."""
+    from .sensitivity import DRIVERS
+
+    hit = chunks["Sensitivity_Hit"]
+    own = layout.pos["Sensitivity_Hit"]
+    k = hit.k
+    kd = len(DRIVERS)
+    ws.write_string(0, 0, "Charts per workload (live: they read Sensitivity_Hit and Tornado); "
+                          "for any workload use the Explorer", fm("title"))
+    helper_left = 40  # helper tables to the right of the charts
+    ws.set_column(helper_left, helper_left + 12, 12)
+    for w in range(layout.n):
+        name = plan.results["workload"].iat[w]
+        band = 2 + w * 18
+        ws.write_string(band - 1, 0, str(name), fm("title"))
+        sheet, row = hit.where(w * k)
+        frame = plan.sens.frames["Sensitivity_Hit"].iloc[w * k:(w + 1) * k]
+        ttft_rng = f"{quote_sheetname(sheet)}!" + xl_range_abs(row, own["ttft_alpha0_ms"], row + k - 1,
+                                                                own["ttft_alpha0_ms"])
+        _markers(ws, fm, band, helper_left, ttft_rng, layout.base("h_star", w + 1),
+                 layout.base("hit_target", w + 1), float(plan.results["h_star"].iat[w]),
+                 float(plan.resolved["hit_target"].iat[w]), float(np.nanmax(frame["ttft_alpha0_ms"].to_numpy(dtype=float))))
+        summary = plan.sens.tornado.iloc[w * kd:(w + 1) * kd].reset_index(drop=True)
+        t_own = layout.pos["Tornado"]
+        sorted_block = _tornado_sorted_from_summary(ws, fm, band, helper_left + 4, summary, w, t_own)
+        charts = _charts_for(wb, "Charts", own, (row, row + k - 1), band, helper_left, sorted_block, str(name),
+                             data_sheet=sheet, mk_sheet="Charts")
+        for j, ch in enumerate(charts):
+            ch.set_size({"width": 470, "height": 300})
+            ws.insert_chart(band, j * 8, ch)
+    ws.print_area(0, 0, 2 + layout.n * 18, 31)
+    ws.set_landscape()
+    ws.set_paper(9)
+    ws.fit_to_pages(1, 0)
+
+
+def _tornado_sorted_from_summary(ws, fm: Formats, top: int, left: int, summary, w: int, t_own: dict):
+    """Drivers of workload w in rank order, read from the Tornado sheet by rank."""
+    k = len(summary)
+    rows = (1 + w * k, (w + 1) * k)
+    rng = lambda name: "Tornado!" + xl_range_abs(rows[0], t_own[name], rows[1], t_own[name])
+    for j, h in enumerate(("rank", "driver", "low - base", "high - base")):
+        ws.write_string(top, left + j, h, fm("header"))
+    order = np.argsort(summary["rank"].to_numpy())
+    for p in range(k):
+        r = top + 1 + p
+        d = int(order[p])
+        ws.write_number(r, left, p + 1, fm("const", "0"))
+        match = f"MATCH({xl_rowcol_to_cell(r, left, col_abs=True)},{rng('rank')},0)"
+        ws.write_formula(r, left + 1, f"=INDEX({rng('driver')},{match})", None, str(summary["driver"].iat[d]))
+        base = float(summary["tpm_base"].iat[d])
+        ws.write_formula(r, left + 2, f"=INDEX({rng('tpm_low')},{match})-INDEX({rng('tpm_base')},{match})",
+                         fm("calc", FMT_INT_), float(summary["tpm_low"].iat[d]) - base)
+        ws.write_formula(r, left + 3, f"=INDEX({rng('tpm_high')},{match})-INDEX({rng('tpm_base')},{match})",
+                         fm("calc", FMT_INT_), float(summary["tpm_high"].iat[d]) - base)
+    return top + 1, top + k, left
 
 
 def _write_run(ws, fm: Formats, plan, info: dict) -> None:

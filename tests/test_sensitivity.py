@@ -1,0 +1,260 @@
+"""Sensitivity sheets, tornado, Explorer and charts: live, correct, pointing where they say."""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import openpyxl
+import pytest
+
+from conftest import EXAMPLE, header_index, same_value, sheet_values
+from planner import model as m
+from planner.plan import build_plan, hit_grid
+from planner.sensitivity import ALPHA_STEPS, DRIVERS
+from planner.writer import EXPLORER_INPUTS_TOP, EXPLORER_SELECT, write_output
+from test_recalc import compare_all, compare_sheet
+
+PLAN = build_plan(EXAMPLE)
+
+
+@pytest.fixture(scope="module")
+def example_out(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("sens") / "plan.xlsx"
+    write_output(PLAN, out)
+    return out
+
+
+# ----------------------------------------------------------------------------- shapes and values
+def test_hit_grid():
+    assert list(hit_grid(0.25)) == [0, 0.25, 0.5, 0.75, 1]
+    assert list(hit_grid(0.3)) == [0, 0.3, 0.6, 0.9, 1.0]  # 1 is always the last point
+    assert len(hit_grid(0.05)) == 21
+
+
+def test_tables_have_every_workload_and_point():
+    n = len(PLAN.results)
+    f = PLAN.sens.frames
+    assert len(f["Sensitivity_Hit"]) == n * 21
+    assert len(f["Sensitivity_Alpha"]) == n * len(ALPHA_STEPS) == n * 11
+    assert len(f["Sensitivity_PCIe"]) == n * 5  # as planned, Gen4, Gen5, 200 and 450 GB/s from Settings
+    assert list(f["Sensitivity_PCIe"]["pcie_gbps"].iloc[1:5]) == [25, 50, 200, 450]
+    assert len(PLAN.sens.tornado) == n * len(DRIVERS)
+
+
+def test_alpha_sweep_matches_results_at_row_alpha_and_bounds():
+    a = PLAN.sens.frames["Sensitivity_Alpha"]
+    r = PLAN.results.set_index("workload")
+    for w, block in a.groupby("workload", sort=False):
+        at0 = block[block["alpha"] == 0]["ttft_ms"].iat[0]
+        at1 = block[block["alpha"] == 1]["ttft_ms"].iat[0]
+        assert at0 == pytest.approx(r.at[w, "ttft_alpha0_ms"]) and at1 == pytest.approx(r.at[w, "ttft_alpha1_ms"])
+        assert np.all(np.diff(block["ttft_ms"].to_numpy()) <= 1e-9)  # more overlap never slower
+
+
+def test_pcie_sweep_first_row_is_the_plan():
+    p = PLAN.sens.frames["Sensitivity_PCIe"]
+    planned = p[p["link"] == "as planned"].reset_index(drop=True)
+    for c in ("load_ms", "ttft_ms", "delta", "h_star"):
+        np.testing.assert_allclose(planned[c], PLAN.results[c], rtol=1e-12)
+    # hand check: h* = 1/(1 + isl*S/(B*1e6*T0)) for Gen4 of the first workload
+    r, res = PLAN.results.iloc[0], PLAN.resolved.iloc[0]
+    gen4 = p[(p["workload"] == r["workload"]) & (p["pcie_gbps"] == 25)].iloc[0]
+    assert gen4["h_star"] == pytest.approx(1 / (1 + res["isl"] * r["kv_bytes_per_token_gpu"] / (25e6 * r["t0_ms"])))
+
+
+def test_tornado_against_direct_model_evaluation():
+    """Independent check of two bars: recompute TPM at target with one input moved."""
+    t = PLAN.sens.tornado
+    for w in range(len(PLAN.results)):
+        res = PLAN.resolved.iloc[w]
+        r = PLAN.results.iloc[w]
+
+        def tpm(**kw):
+            x = {**res.to_dict(), **kw}
+            s = r["kv_bytes_per_token_gpu"]
+            ttft = lambda h: m.ttft_ms(x["t_fixed_ms"], m.kv_load_ms(h, x["isl"], s, x["pcie_gbps"]),
+                                      m.compute_ms(h, x["t_attn0_ms"], x["t_ffn0_ms"], x["t_other0_ms"],
+                                                   x["other_scaling"]), x["alpha"])
+            ct, cm = ttft(x["hit_target"]) + x["t_decode_ms"], ttft(x["hit_measured"]) + x["t_decode_ms"]
+            model = m.tpm_delivered(x["isl"], x["osl"], ct)
+            return float(m.tpm_delivered_target(x["tpm_measured"], cm, ct, model))
+
+        rows = t.iloc[w * len(DRIVERS):(w + 1) * len(DRIVERS)].set_index("driver")
+        h = res["hit_target"]
+        assert rows.at["hit_target", "tpm_low"] == pytest.approx(tpm(hit_target=h * 0.8), rel=1e-12)
+        assert rows.at["hit_target", "tpm_high"] == pytest.approx(tpm(hit_target=min(1.0, h * 1.2)), rel=1e-12)
+        assert rows.at["isl", "tpm_high"] == pytest.approx(tpm(isl=res["isl"] * 1.2), rel=1e-12)
+        assert rows.at["alpha", "high_value"] == min(1.0, res["alpha"] * 1.2)
+        assert sorted(rows["rank"]) == list(range(1, len(DRIVERS) + 1))
+        widest = rows["swing"].idxmax()
+        assert rows.at[widest, "rank"] == 1
+
+
+# ----------------------------------------------------------------------------- live: explorer and edits
+@pytest.mark.libreoffice
+def test_explorer_follows_the_chosen_workload(example_out, tmp_path, recalc):
+    pick = 6
+    name = PLAN.results["workload"].iat[pick]
+    wb = openpyxl.load_workbook(example_out)
+    ws = wb["Explorer"]
+    ws.cell(EXPLORER_SELECT[0] + 1, EXPLORER_SELECT[1] + 1).value = name
+    edited = tmp_path / "explorer.xlsx"
+    wb.save(edited)
+    again = recalc(edited)
+    ws = openpyxl.load_workbook(again, data_only=True)["Explorer"]
+    # the name/value block is that workload's Results and Resolved row
+    got = {}
+    r = EXPLORER_INPUTS_TOP + 1
+    while ws.cell(r, 1).value:
+        got[ws.cell(r, 1).value] = ws.cell(r, 2).value
+        r += 1
+    want = {**PLAN.resolved.iloc[pick].to_dict(), **PLAN.results.iloc[pick].to_dict()}
+    assert len(got) > 50
+    for k, v in got.items():
+        assert same_value(want[k], v), (k, want[k], v)
+    # the hit sweep block: header row at sheet row 3 from column D
+    hit_block = PLAN.sensitivity_hit[PLAN.sensitivity_hit["workload"] == name].reset_index(drop=True)
+    heads = {ws.cell(3, j).value.split(" [")[0]: j for j in range(4, 4 + 12) if ws.cell(3, j).value}
+    for i in range(len(hit_block)):
+        for col in ("hit", "ttft_alpha0_ms", "ttft_alpha1_ms", "tpm_delivered", "tpm_physical"):
+            assert same_value(hit_block[col].iat[i], ws.cell(4 + i, heads[col]).value), (i, col)
+    # charts on the Explorer read these cells
+    with zipfile.ZipFile(again) as z:
+        assert any(n.startswith("xl/charts/") for n in z.namelist())
+
+
+@pytest.mark.libreoffice
+def test_input_edit_moves_every_sensitivity_table(tmp_path, recalc):
+    """Edit inputs inside the output (a GPU's bandwidth, a model's layers, a workload's
+    isl and the tornado swing); after recalculation every table equals a fresh run."""
+    out = tmp_path / "plan.xlsx"
+    write_output(PLAN, out)
+    edits = [("GPUs", 3, "pcie_gbps", 12.5), ("Models", 2, "layers", 40), ("Workloads", 5, "isl", 20000)]
+    wb_out, wb_in = openpyxl.load_workbook(out), openpyxl.load_workbook(EXAMPLE)
+    for sheet, row, col, value in edits:
+        for wb in (wb_out, wb_in):
+            wb[sheet].cell(row, header_index(wb[sheet])[col]).value = value
+    edited_out, edited_in = tmp_path / "out-edited.xlsx", tmp_path / "in-edited.xlsx"
+    wb_out.save(edited_out)
+    wb_in.save(edited_in)
+    fresh = build_plan(edited_in)
+    assert not np.allclose(fresh.sens.frames["Sensitivity_PCIe"]["h_star"], PLAN.sens.frames["Sensitivity_PCIe"]["h_star"])
+    again = recalc(edited_out)
+    compare_all(again, fresh)
+
+
+# ----------------------------------------------------------------------------- charts
+def _chart_refs(path: Path) -> dict[str, list[dict]]:
+    """Chart file -> its series: name and the formulas of x/categories and y/values."""
+    out = {}
+    with zipfile.ZipFile(path) as z:
+        for name in sorted(n for n in z.namelist() if re.match(r"xl/charts/chart\d+\.xml$", n)):
+            xml = z.read(name).decode("utf-8")
+            title = " ".join(re.findall(r"<a:t>([^<]*)</a:t>", xml.split("<c:plotArea>")[0]))
+            series = []
+            for ser in re.findall(r"<c:ser>(.*?)</c:ser>", xml, re.S):
+                sname = re.search(r"<c:tx>.*?<c:v>([^<]*)</c:v>", ser, re.S)
+                refs = re.findall(r"<c:(cat|xVal|val|yVal)>.*?<c:f>([^<]*)</c:f>", ser, re.S)
+                series.append({"name": sname.group(1) if sname else "", **{k: f for k, f in refs}})
+            out[title] = series
+    return out
+
+
+def _range_values(wb, ref: str) -> list:
+    sheet, rng = ref.rsplit("!", 1)
+    ws = wb[sheet.strip("'")]
+    cells = ws[rng.replace("$", "")]
+    return [c.value for row in cells for c in row]
+
+
+def _column_of(wb, ref: str) -> str:
+    sheet, rng = ref.rsplit("!", 1)
+    ws = wb[sheet.strip("'")]
+    first = ws[rng.replace("$", "").split(":")[0]]
+    return str(ws.cell(1, first.column).value).split(" [")[0]
+
+
+def test_chart_series_point_at_the_advertised_quantities(example_out):
+    charts = _chart_refs(example_out)
+    wb = openpyxl.load_workbook(example_out, data_only=True)
+    n = len(PLAN.results)
+    assert len(charts) == 4 * n + 4  # four per workload (12 <= 20) and four on the Explorer
+    sens = PLAN.sensitivity_hit
+    for w, name in enumerate(PLAN.results["workload"]):
+        block = sens[sens["workload"] == name]
+        ttft = charts[f"TTFT vs hit: {name}"]
+        by = {s["name"]: s for s in ttft}
+        for sname, col in (("TTFT α=0 [ms]", "ttft_alpha0_ms"), ("TTFT α=1 [ms]", "ttft_alpha1_ms")):
+            s = by[sname]
+            assert s["xVal"].startswith("Sensitivity_Hit!") and _column_of(wb, s["xVal"]) == "hit"
+            assert _column_of(wb, s["yVal"]) == col
+            np.testing.assert_allclose(_range_values(wb, s["yVal"]), block[col], rtol=1e-12)
+            np.testing.assert_allclose(_range_values(wb, s["xVal"]), block["hit"], rtol=1e-12)
+        assert _range_values(wb, by["h* (break-even)"]["xVal"]) == [pytest.approx(PLAN.results["h_star"].iat[w])] * 2
+        assert _range_values(wb, by["target"]["xVal"]) == [pytest.approx(PLAN.resolved["hit_target"].iat[w])] * 2
+        assert _range_values(wb, by["target"]["yVal"])[1] == pytest.approx(block["ttft_alpha0_ms"].max())
+        lc = {s["name"]: s for s in charts[f"Load vs compute: {name}"]}
+        assert _column_of(wb, lc["KV load [ms]"]["yVal"]) == "load_ms"
+        assert _column_of(wb, lc["compute [ms]"]["yVal"]) == "compute_ms"
+        tp = {s["name"]: s for s in charts[f"TPM vs hit: {name}"]}
+        np.testing.assert_allclose(_range_values(wb, tp["delivered [tokens/min]"]["yVal"]), block["tpm_delivered"])
+        np.testing.assert_allclose(_range_values(wb, tp["physical [tokens/min]"]["yVal"]), block["tpm_physical"])
+        bars = {s["name"]: s for s in charts[f"Tornado: delivered TPM change, {name}"]}
+        t = PLAN.sens.tornado[PLAN.sens.tornado["workload"] == name].sort_values("rank")
+        assert _range_values(wb, bars["driver low"]["cat"]) == list(t["driver"])
+        np.testing.assert_allclose(_range_values(wb, bars["driver low"]["val"]), t["tpm_low"] - t["tpm_base"])
+        np.testing.assert_allclose(_range_values(wb, bars["driver high"]["val"]), t["tpm_high"] - t["tpm_base"])
+    ex = {s["name"]: s for s in charts["TTFT vs hit: chosen workload"]}
+    assert ex["TTFT α=0 [ms]"]["yVal"].startswith("Explorer!")
+
+
+def test_no_per_workload_charts_beyond_twenty(tmp_path):
+    src = tmp_path / "many.xlsx"
+    wb = openpyxl.load_workbook(EXAMPLE)
+    ws = wb["Workloads"]
+    base_rows = [[c.value for c in row] for row in ws.iter_rows(min_row=2)]
+    for i in range(2):  # 12 -> 36 workloads
+        for row in base_rows:
+            ws.append([f"{row[0]}-copy{i}"] + row[1:])
+    wb.save(src)
+    plan = build_plan(src)
+    out = tmp_path / "many-plan.xlsx"
+    write_output(plan, out)
+    wbo = openpyxl.load_workbook(out)
+    assert "Charts" not in wbo.sheetnames and "Explorer" in wbo.sheetnames
+    assert len(_chart_refs(out)) == 4  # the Explorer's
+
+
+# ----------------------------------------------------------------------------- sheet size
+@pytest.mark.libreoffice
+def test_tables_continue_on_numbered_sheets(tmp_path, recalc):
+    out = tmp_path / "split.xlsx"
+    write_output(PLAN, out, max_rows=50)  # 21 rows per workload: 42 rows a sheet
+    wb = openpyxl.load_workbook(out, read_only=True)
+    names = wb.sheetnames
+    n = len(PLAN.results)
+    hit_sheets = [s for s in names if s == "Sensitivity_Hit" or s.startswith("Sensitivity_Hit_")]
+    assert hit_sheets == ["Sensitivity_Hit"] + [f"Sensitivity_Hit_{i}" for i in range(2, 7)]  # 12 workloads / 2
+    long_tables = [s for s in names if s.startswith(("Sensitivity", "Tornado_Calc"))]
+    # 12 workloads: Hit 2 a sheet, Alpha/HitAlpha 4, PCIe 10, Tornado_Calc 3 (16 rows each)
+    assert len(long_tables) == 6 + 3 + 2 + 3 + 4
+    assert all(wb[s].max_row <= 51 for s in long_tables)
+    wb.close()
+    again = recalc(out)
+    # stitched together, the numbered sheets equal the Python table
+    rows = [r for s in hit_sheets for r in sheet_values(again, s)]
+    frame = PLAN.sensitivity_hit
+    assert len(rows) == len(frame) == n * 21
+    for i, rec in enumerate(frame.to_dict("records")):
+        for k, v in rec.items():
+            assert same_value(v, rows[i][k]), (i, k)
+    compare_sheet(again, "Tornado", PLAN.sens.tornado)  # refers into Tornado_Calc_2.. correctly
+
+
+def test_row_limit_constant_is_excel_limit():
+    from planner import writer
+
+    assert writer.MAX_DATA_ROWS + 1 == 1_048_576 and writer.MAX_COLUMNS == 16_384
