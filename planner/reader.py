@@ -22,6 +22,7 @@ from openpyxl.utils import get_column_letter
 
 from . import schema
 from .errors import InputError, Problem
+from .safety import SheetScan, check_container, require_defusedxml, scan_sheet, sheet_xml_paths
 from .schema import CHOICE, FRACTION, INT, NUMBER, TEXT, Column
 
 EXCEL_ERRORS = frozenset({"#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!",
@@ -157,12 +158,11 @@ def _find_sheet(wb, name: str):
     return None
 
 
-def _read_table(ws, sheet: str, problems: list[Problem]) -> Table | None:
+def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None = None) -> Table | None:
     cols = schema.columns(sheet)
     by_name = {c.name: c for c in cols}
-    rows_iter = ws.iter_rows()
-    header = next(rows_iter, None)
-    if header is None:
+    header = next(ws.iter_rows(min_row=1, max_row=1), None)
+    if header is None or all(getattr(c, "value", None) in (None, "") for c in header):
         problems.append(Problem(f"{ws.title}!A1", f"the sheet is empty: it needs a header row "
                                                   f"({', '.join(c.name for c in cols)})"))
         return None
@@ -187,23 +187,37 @@ def _read_table(ws, sheet: str, problems: list[Problem]) -> Table | None:
     for c in cols:
         if c.required is True and c.name not in col_of:
             problems.append(Problem(f"{ws.title} row 1", f"required column {c.name!r} is missing"))
+    for rng in (scan.merged if scan else ()):
+        problems.append(Problem(f"{ws.title}!{rng}", "merged cells in the table: unmerge them (a merge keeps "
+                                                     "only its first cell's value)"))
+    uncalculated = scan.uncalculated if scan else set()
+    # only the rows that hold values and the columns under a header: formatting that
+    # reaches row 1,048,576 or column XFD costs nothing
+    last_col = max([j for j, _ in extras] + list(col_of.values()) + [0]) + 1
+    last_row = scan.last_row if scan and scan.last_row is not None else ws.max_row
+    rows_iter = ws.iter_rows(min_row=2, max_row=max(last_row or 1, 1), max_col=last_col) if (last_row or 0) >= 2 else ()
     records: list[dict[str, Any]] = []
     rows: list[int] = []
-    for cells in rows_iter:
+    for excel_row, cells in enumerate(rows_iter, start=2):
         values = [getattr(c, "value", None) for c in cells]
-        if all(v is None or (isinstance(v, str) and v.strip() == "") for v in values):
-            continue
-        excel_row = next((c.row for c in cells if getattr(c, "row", None)), None)
-        if excel_row is None:
+        pending = {j for j in range(len(cells)) if f"{get_column_letter(j + 1)}{excel_row}" in uncalculated} \
+            if uncalculated else set()
+        if not pending and all(v is None or (isinstance(v, str) and v.strip() == "") for v in values):
             continue
         rec: dict[str, Any] = {}
         for name, j in col_of.items():
             cell = cells[j] if j < len(cells) else None
             raw = getattr(cell, "value", None)
+            where = f"{ws.title}!{get_column_letter(j + 1)}{excel_row}"
+            if raw is None and j in pending:
+                problems.append(Problem(where, f"{name} holds a formula that was never calculated: open and "
+                                               f"save it in Excel, or type the value"))
+                rec[name] = None
+                continue
             fmt = getattr(cell, "number_format", None)
             v, err = parse_value(by_name[name], raw, fmt)
             if err:
-                problems.append(Problem(f"{ws.title}!{get_column_letter(j + 1)}{excel_row}", err))
+                problems.append(Problem(where, err))
             rec[name] = v
         for j, head in extras:
             rec[head] = values[j] if j < len(values) else None
@@ -271,15 +285,21 @@ def read_input(path: str | Path) -> PlanInput:
     problems: list[Problem] = []
     if not path.exists():
         raise InputError([Problem(str(path), "no such file")])
-    if not zipfile.is_zipfile(path):
-        raise InputError([Problem(path.name, "is not an .xlsx workbook (not a zip archive); "
-                                             "save it from Excel as .xlsx")])
+    if path.is_dir():
+        raise InputError([Problem(str(path), "is a folder, not a workbook")])
+    require_defusedxml()
+    check_container(path)
     try:
-        wb = openpyxl.load_workbook(path, read_only=True, data_only=True, keep_links=False,
-                                    keep_vba=False)
-    except Exception as exc:  # openpyxl raises many kinds for a damaged file
-        raise InputError([Problem(path.name, f"cannot be read as an .xlsx workbook ({type(exc).__name__}: "
-                                             f"{exc})")]) from None
+        with zipfile.ZipFile(path) as z:
+            xml_of = sheet_xml_paths(z)
+            scans = {name.strip().lower(): scan_sheet(z.read(p)) for name, p in xml_of.items()
+                     if name.strip().lower() in {s.lower() for s in schema.SHEETS + (schema.SETTINGS,)}
+                     and p in z.namelist()}
+        wb = openpyxl.load_workbook(path, read_only=True, data_only=True, keep_links=False, keep_vba=False)
+    except InputError:
+        raise
+    except Exception as exc:  # openpyxl and zipfile raise many kinds for a damaged file
+        raise InputError([_unreadable(path, exc)]) from None
     try:
         tables: dict[str, Table | None] = {}
         positions: dict[str, dict[str, int]] = {}
@@ -290,12 +310,16 @@ def read_input(path: str | Path) -> PlanInput:
                                                f"{', '.join(wb.sheetnames)})"))
                 tables[sheet] = None
                 continue
-            t = _read_table(ws, sheet, problems)
+            t = _read_table(ws, sheet, problems, scans.get(sheet.lower()))
             if t is not None and not t.records:
                 problems.append(Problem(f"{ws.title} row 2", f"no {sheet.lower()} rows: add at least one"))
             tables[sheet] = t
             positions[sheet] = t.positions if t is not None else {}
-        settings, settings_extra = _read_settings(wb, problems)
+        settings, settings_extra = _read_settings(wb, problems, scans.get(schema.SETTINGS.lower()))
+    except InputError:
+        raise
+    except Exception as exc:  # parse errors surface lazily in read-only mode
+        raise InputError([_unreadable(path, exc)]) from None
     finally:
         wb.close()
 
@@ -362,14 +386,23 @@ def _check_workloads(t: Table, pos: dict[str, int], canon: dict[str, dict[str, s
                      f"case or surrounding spaces; matched them: {'; '.join(fuzzy[:3])}{more}")
 
 
-def _read_settings(wb, problems: list[Problem]) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
+def _unreadable(path: Path, exc: Exception) -> Problem:
+    kind = type(exc).__name__
+    if kind in ("EntitiesForbidden", "DTDForbidden", "ExternalReferenceForbidden", "NotSupportedError"):
+        return Problem(path.name, "contains XML entity or DTD declarations: refused (a possible entity-"
+                                  "expansion attack); save the workbook again from Excel")
+    return Problem(path.name, f"cannot be read as an .xlsx workbook ({kind}: {exc})")
+
+
+def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
     values = {s.key: s.default for s in schema.SETTING_KEYS}
     extra: list[tuple[Any, Any]] = []
     ws = _find_sheet(wb, schema.SETTINGS)
     if ws is None:
         return values, extra
     spec = {s.key: s for s in schema.SETTING_KEYS}
-    rows = ws.iter_rows()
+    last_row = scan.last_row if scan and scan.last_row is not None else ws.max_row
+    rows = ws.iter_rows(max_row=max(last_row or 1, 1), max_col=8)
     header = next(rows, None)
     heads = [normalise_header(getattr(c, "value", None)) for c in (header or ())]
     if "key" not in heads or "value" not in heads:
