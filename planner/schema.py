@@ -66,6 +66,8 @@ class Column:
 
 
 def _fmt_bound(v: float) -> str:
+    if abs(v) >= 1e6:
+        return f"{v:g}"  # 1e+09
     return str(int(v)) if float(v).is_integer() else str(v)
 
 
@@ -74,64 +76,66 @@ M, G, W = "Models", "GPUs", "Workloads"
 COLUMNS: tuple[Column, ...] = (
     # ---------------------------------------------------------------- Models
     Column(M, "model", "", TEXT, "unique model name", True, key=True),
-    Column(M, "layers", "count", INT, "transformer layers L", True, minimum=1, fmt=FMT_INT),
+    Column(M, "layers", "count", INT, "transformer layers L", True, minimum=1, maximum=1e5, fmt=FMT_INT),
     Column(M, "kv_heads", "count", INT, "KV heads (= attention heads for MHA, 1 for MQA)", "gqa",
-           minimum=1, fmt=FMT_INT),
-    Column(M, "head_dim", "count", INT, "head dimension d_head", "gqa", minimum=1, fmt=FMT_INT),
+           minimum=1, maximum=1e5, fmt=FMT_INT),
+    Column(M, "head_dim", "count", INT, "head dimension d_head", "gqa", minimum=1, maximum=1e5, fmt=FMT_INT),
     Column(M, "kv_bytes", "B", NUMBER, "bytes per cached KV element: 2 BF16/FP16, 1 FP8, 0.5 4-bit",
-           True, minimum=0, min_open=True, maximum=8, fmt=FMT_BYTES),
+           True, minimum=0.125, maximum=8, fmt=FMT_BYTES),
     Column(M, "attention", "", CHOICE, "gqa (GQA/MHA/MQA) or mla (DeepSeek-style latent)",
            default="gqa", choices=("gqa", "mla")),
     Column(M, "mla_kv_dim", "count", INT, "MLA: latent + rope width per token per layer "
-           "(kv_lora_rank + qk_rope_head_dim)", "mla", minimum=1, fmt=FMT_INT),
+           "(kv_lora_rank + qk_rope_head_dim)", "mla", minimum=1, maximum=1e6, fmt=FMT_INT),
     Column(M, "params_b", "1e9", NUMBER, "total parameters in billions (blank: weights taken as 0)",
-           minimum=0, min_open=True, fmt=FMT_NUM),
+           minimum=0, min_open=True, maximum=1e6, fmt=FMT_NUM),
     Column(M, "weight_bytes", "B", NUMBER, "bytes per weight: 2 BF16, 1 FP8, 0.5 4-bit", default=2,
-           minimum=0, min_open=True, maximum=8, fmt=FMT_BYTES),
+           minimum=0.125, maximum=8, fmt=FMT_BYTES),
     # ---------------------------------------------------------------- GPUs
     Column(G, "gpu", "", TEXT, "unique GPU type name", True, key=True),
-    Column(G, "hbm_gib", "GiB", NUMBER, "device memory", True, minimum=0, min_open=True, fmt=FMT_NUM),
+    Column(G, "hbm_gib", "GiB", NUMBER, "device memory", True, minimum=0, min_open=True, maximum=1e6,
+           fmt=FMT_NUM),
     Column(G, "pcie_gbps", "GB/s", NUMBER, "effective host-to-device bandwidth per GPU "
-           "(blank: from pcie_gen)", "pcie", minimum=0, min_open=True, fmt=FMT_NUM),
+           "(blank: from pcie_gen)", "pcie", minimum=0.001, maximum=1e6, fmt=FMT_NUM),
     Column(G, "pcie_gen", "", CHOICE, "PCIe generation, 4 (25 GB/s) or 5 (50 GB/s), used when "
            "pcie_gbps is blank", "pcie", choices=(4, 5), fmt=FMT_INT),
     Column(G, "hourly_cost", "currency/h", NUMBER, "price of one GPU-hour (blank: no cost columns)",
-           minimum=0, fmt=FMT_NUM),
+           minimum=0, maximum=1e9, fmt=FMT_NUM),
     # ---------------------------------------------------------------- Workloads
     Column(W, "workload", "", TEXT, "unique workload name", True, key=True),
     Column(W, "model", "", TEXT, "a model of the Models sheet", True, ref=M),
     Column(W, "gpu", "", TEXT, "a GPU of the GPUs sheet", True, ref=G),
     Column(W, "tp", "count", INT, "tensor-parallel size: GPUs per serving instance", True,
-           minimum=1, fmt=FMT_INT),
-    Column(W, "isl", "tokens", NUMBER, "input length per request", True, minimum=0, min_open=True,
+           minimum=1, maximum=1e5, fmt=FMT_INT),
+    Column(W, "isl", "tokens", NUMBER, "input length per request", True, minimum=1, maximum=1e9,
            fmt=FMT_INT),
-    Column(W, "osl", "tokens", NUMBER, "output length per request", True, minimum=0, fmt=FMT_INT),
+    Column(W, "osl", "tokens", NUMBER, "output length per request", True, minimum=0, maximum=1e9,
+           fmt=FMT_INT),
     Column(W, "batch", "count", INT, "concurrent requests for peak KV", default=1, minimum=1,
-           fmt=FMT_INT),
+           maximum=1e9, fmt=FMT_INT),
     Column(W, "max_seq_len", "tokens", NUMBER, "maximum sequence length N_max (blank: isl + osl)",
-           default="isl+osl", minimum=0, min_open=True, fmt=FMT_INT),
+           default="isl+osl", minimum=1, maximum=1e9, fmt=FMT_INT),
     Column(W, "hit_measured", "fraction", FRACTION, "hit ratio during the load test", default=0,
            minimum=0, maximum=1, fmt=FMT_PCT),
     Column(W, "hit_target", "fraction", FRACTION, "planning hit ratio", True, minimum=0, maximum=1,
            fmt=FMT_PCT),
-    Column(W, "t_attn0_ms", "ms", NUMBER, "attention prefill time at 0 hit", True, minimum=0,
+    Column(W, "t_attn0_ms", "ms", NUMBER, "attention prefill time at 0 hit", True, minimum=0, maximum=1e9,
            fmt=FMT_NUM),
-    Column(W, "t_ffn0_ms", "ms", NUMBER, "FFN/GEMM prefill time at 0 hit", True, minimum=0,
+    Column(W, "t_ffn0_ms", "ms", NUMBER, "FFN/GEMM prefill time at 0 hit", True, minimum=0, maximum=1e9,
            fmt=FMT_NUM),
     Column(W, "t_other0_ms", "ms", NUMBER, "other variable prefill time at 0 hit", default=0,
-           minimum=0, fmt=FMT_NUM),
+           minimum=0, maximum=1e9, fmt=FMT_NUM),
     Column(W, "other_scaling", "", CHOICE, "how t_other0_ms scales: const (1), linear (1-h), "
            "quadratic (1-h^2)", default="const", choices=("const", "linear", "quadratic")),
     Column(W, "t_fixed_ms", "ms", NUMBER, "non-scaling prefill overhead (dispatch, communication)",
-           default=0, minimum=0, fmt=FMT_NUM),
+           default=0, minimum=0, maximum=1e9, fmt=FMT_NUM),
     Column(W, "t_decode_ms", "ms", NUMBER, "decode chip time per request (unaffected by hits)",
-           default=0, minimum=0, fmt=FMT_NUM),
+           default=0, minimum=0, maximum=1e9, fmt=FMT_NUM),
     Column(W, "alpha", "fraction", FRACTION, "overlap of KV load and compute: 0 none, 1 full",
            default=0, minimum=0, maximum=1, fmt=FMT_PCT),
     Column(W, "tpm_measured", "tokens/min", NUMBER, "delivered TPM of one instance measured at "
-           "hit_measured (blank: model value)", minimum=0, min_open=True, fmt=FMT_INT),
+           "hit_measured (blank: model value)", minimum=0, min_open=True, maximum=1e15, fmt=FMT_INT),
     Column(W, "demand_tpm", "tokens/min", NUMBER, "delivered tokens/min the fleet must serve "
-           "(blank: no GPU count)", minimum=0, fmt=FMT_INT),
+           "(blank: no GPU count)", minimum=0, maximum=1e15, fmt=FMT_INT),
 )
 
 SHEETS = (M, G, W)

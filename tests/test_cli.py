@@ -401,7 +401,7 @@ def case_several(wb):
                                          f"duplicates row 2"]
             + case_excel_error(wb)
             + [f"{_set(wb, 'Models', 'kv_bytes', 2, 'two')}: kv_bytes 'two' is not a number"]
-            + [f"{_set(wb, 'GPUs', 'hbm_gib', 3, -80)}: hbm_gib -80 is outside (0, inf)"])
+            + [f"{_set(wb, 'GPUs', 'hbm_gib', 3, -80)}: hbm_gib -80 is outside (0, 1e+06]"])
 
 
 CASES = {
