@@ -95,7 +95,8 @@ def parse_value(col: Column, raw: Any, number_format: str | None) -> tuple[Any, 
     if col.kind == TEXT:
         if isinstance(raw, float) and raw.is_integer():
             raw = int(raw)
-        return str(raw).strip(), None
+        # references keep their spaces until they are matched (and the match is noted)
+        return (str(raw) if col.ref else str(raw).strip()), None
     if col.kind == CHOICE:
         allowed = ", ".join(str(c) for c in col.choices)
         if all(isinstance(c, int) for c in col.choices):
@@ -386,12 +387,19 @@ def _check_workloads(t: Table, pos: dict[str, int], canon: dict[str, dict[str, s
                      f"case or surrounding spaces; matched them: {'; '.join(fuzzy[:3])}{more}")
 
 
-def _unreadable(path: Path, exc: Exception) -> Problem:
-    kind = type(exc).__name__
-    if kind in ("EntitiesForbidden", "DTDForbidden", "ExternalReferenceForbidden", "NotSupportedError"):
+def _unreadable(path: Path, exc: BaseException) -> Problem:
+    """The problem for a file openpyxl cannot parse (looking through wrapped exceptions)."""
+    seen, e = [], exc
+    while e is not None and e not in seen:
+        seen.append(e)
+        e = e.__cause__ or e.__context__
+    if any(type(x).__module__.startswith("defusedxml") for x in seen):
         return Problem(path.name, "contains XML entity or DTD declarations: refused (a possible entity-"
                                   "expansion attack); save the workbook again from Excel")
-    return Problem(path.name, f"cannot be read as an .xlsx workbook ({kind}: {exc})")
+    root = seen[-1]
+    detail = str(root).splitlines()[0] if str(root) else ""
+    return Problem(path.name, f"cannot be read as an .xlsx workbook ({type(root).__name__}: {detail}); it may be "
+                              f"damaged: open and save it in Excel")
 
 
 def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:

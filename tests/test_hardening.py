@@ -1,0 +1,133 @@
+"""Every bad input gets a clear answer and nothing is lost (the corpus of tests/corpus.py)."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+import corpus
+from conftest import EXAMPLE, sheet_values
+from planner.errors import MAX_LISTED
+
+REPO = Path(__file__).resolve().parent.parent
+ENV = {**os.environ, "PYTHONPATH": str(REPO)}
+
+
+def planner(*args, cwd: Path) -> tuple[subprocess.CompletedProcess, float]:
+    t = time.perf_counter()
+    r = subprocess.run([sys.executable, "-m", "planner", *map(str, args)], cwd=cwd, env=ENV,
+                       capture_output=True, text=True, timeout=120)
+    return r, time.perf_counter() - t
+
+
+def problem_lines(stderr: str) -> list[str]:
+    return [line[2:] for line in stderr.splitlines() if line.startswith("  ")]
+
+
+@pytest.mark.parametrize("case", sorted(corpus.BAD))
+def test_bad_input_exit_2_every_problem_nothing_touched(case, tmp_path):
+    src_dir, out_dir = tmp_path / "in", tmp_path / "out"
+    src_dir.mkdir()
+    out_dir.mkdir()
+    path, expected = corpus.BAD[case](src_dir)
+    before = path.read_bytes()
+    out = out_dir / "plan.xlsx"
+    out.write_bytes(b"last quarter's plan")
+    r, seconds = planner("run", path, "-o", out, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout
+    lines = problem_lines(r.stderr)
+    if len(expected) > MAX_LISTED:
+        assert lines[:-1] == expected[:MAX_LISTED]
+        assert lines[-1] == f"... and {len(expected) - MAX_LISTED} more problems not listed"
+        assert f"the input has {len(expected)} problems" in r.stderr
+    else:
+        assert sorted(lines) == sorted(expected), r.stderr
+        assert len(lines) == len(expected)
+    assert path.read_bytes() == before                     # input byte-identical
+    assert out.read_bytes() == b"last quarter's plan"      # existing output untouched
+    assert sorted(os.listdir(out_dir)) == ["plan.xlsx"]     # no partial or temporary file
+    assert seconds < 10, f"{case} took {seconds:.1f} s"      # guard against pathological slowness
+    # validate says the same and writes nothing
+    r2, _ = planner("validate", path, cwd=tmp_path)
+    assert r2.returncode == 2 and sorted(problem_lines(r2.stderr)) == sorted(lines)
+
+
+def test_case_and_space_references_accepted_and_said_once(tmp_path):
+    path, _ = corpus.case_and_space_refs(tmp_path)
+    r, _ = planner("run", path, "-o", tmp_path / "plan.xlsx", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    notes = [line for line in r.stderr.splitlines() if "note:" in line]
+    assert len(notes) == 1 and "2 model/gpu reference(s)" in notes[0]
+    assert "Workloads!B2" in notes[0] and "Workloads!C3" in notes[0]
+    plain = openpyxl.load_workbook(EXAMPLE, read_only=True)
+    names = [row[1] for row in plain["Workloads"].iter_rows(min_row=2, max_row=3, values_only=True)]
+    got = sheet_values(tmp_path / "plan.xlsx", "Workloads")
+    assert [got[0]["model"], got[1]["model"]] == names  # written back as the canonical names
+
+
+def test_xlsm_is_read_without_running_anything(tmp_path):
+    path, _ = corpus.xlsm_with_macros(tmp_path)
+    marker = Path("/tmp/pwned")
+    marker.unlink(missing_ok=True)
+    r, _ = planner("run", path, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "out" / "macros-plan.xlsx"
+    assert out.is_file() and not marker.exists()
+    with zipfile.ZipFile(out) as z:
+        assert not any("vba" in n.lower() for n in z.namelist())
+
+
+def test_defusedxml_is_active():
+    from openpyxl.xml import DEFUSEDXML
+
+    assert DEFUSEDXML is True
+    import openpyxl.xml.functions as f
+
+    assert "defusedxml" in f.fromstring.__module__
+
+
+def test_formula_looking_text_stays_text(tmp_path):
+    wb = openpyxl.load_workbook(EXAMPLE)
+    ws = wb["Workloads"]
+    evil = '=HYPERLINK("http://example.com","x")'
+    ws["A2"] = evil
+    ws["A2"].data_type = "s"  # openpyxl would otherwise store it as a formula
+    src = tmp_path / "evil.xlsx"
+    wb.save(src)
+    r, _ = planner("run", src, "-o", tmp_path / "plan.xlsx", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    with zipfile.ZipFile(tmp_path / "plan.xlsx") as z:
+        xml = "".join(z.read(n).decode("utf-8") for n in z.namelist() if n.startswith("xl/worksheets/"))
+        shared = z.read("xl/sharedStrings.xml").decode("utf-8")
+    assert not re.search(r"<f>[^<]*HYPERLINK", xml)          # never a formula
+    assert evil in shared.replace("&quot;", '"')               # but kept as text
+    got = sheet_values(tmp_path / "plan.xlsx", "Results")
+    assert got[0]["workload"] == evil
+
+
+def test_excel_lock_file_refused(tmp_path):
+    out = tmp_path / "plan.xlsx"
+    (tmp_path / "~$plan.xlsx").write_bytes(b"lock")
+    r, _ = planner("run", EXAMPLE, "-o", out, cwd=tmp_path)
+    assert r.returncode == 2 and "open in Excel" in r.stderr and not out.exists()
+
+
+def test_zip_limits_are_read_from_the_directory_not_inflated(tmp_path, monkeypatch):
+    """The size check runs before openpyxl: a small limit refuses the normal example."""
+    from planner import safety
+    from planner.errors import InputError
+    from planner.reader import read_input
+
+    monkeypatch.setattr(safety, "MAX_TOTAL_INFLATED", 10_000)
+    with pytest.raises(InputError) as e:
+        read_input(EXAMPLE)
+    assert "above the limit of 0.0 MiB" in str(e.value)
