@@ -36,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
               planner run plan-2026q4.xlsx -o out/q4.xlsx   # plan your workbook
               planner template my-input.xlsx                # blank, documented input workbook
               planner validate my-input.xlsx                # check an input, write nothing
+              planner run -o out/q4.xlsx --eml out/q4.eml --to team@example.org --from me@example.org
+              planner send out/q4.eml --smtp smtp.example.org:587 --starttls --user me@example.org
             """))
     p.add_argument("--version", action="version", version=f"planner {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -48,6 +50,22 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-o", "--output", type=Path,
                      help="output workbook; default: out/<input name>-plan.xlsx under the current folder")
     run.add_argument("-q", "--quiet", action="store_true", help="print only problems")
+    memo = run.add_argument_group("memo and email")
+    memo.add_argument("--no-memo", action="store_true",
+                      help="write only the workbook (no <output>-memo.md/.html and charts beside it)")
+    memo.add_argument("--templates", type=Path, metavar="DIR",
+                      help="folder whose memo.md.j2, memo.html.j2 and/or memo.txt.j2 replace the built-in "
+                           "templates (rendered sandboxed)")
+    memo.add_argument("--eml", type=Path, metavar="PATH",
+                      help="also write the memo as an email (.eml): HTML and plain text, charts inline, "
+                           "the workbook attached; nothing is sent")
+    memo.add_argument("--to", action="append", metavar="ADDR", help="recipient of the .eml (repeatable)")
+    memo.add_argument("--from", dest="sender", metavar="ADDR", help="sender of the .eml")
+    memo.add_argument("--subject", metavar="S", help="subject of the .eml (default: title, GPUs, cost)")
+    # for tests and reproducible output: fix the run time and the input hash shown in the
+    # workbook's Run sheet and the memo (not in --help)
+    run.add_argument("--fixed-time", metavar="ISO8601", help=argparse.SUPPRESS)
+    run.add_argument("--fixed-sha256", metavar="HEX", help=argparse.SUPPRESS)
 
     tpl = sub.add_parser("template", help="write a blank, documented input workbook",
                          formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -59,6 +77,19 @@ def _parser() -> argparse.ArgumentParser:
                          formatter_class=argparse.RawDescriptionHelpFormatter,
                          epilog="example:\n  planner validate my-input.xlsx")
     val.add_argument("input", type=Path, help="input workbook (.xlsx/.xlsm)")
+
+    snd = sub.add_parser("send", help="send an .eml written by planner run --eml over SMTP",
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         epilog="example:\n  PLANNER_SMTP_PASSWORD=... planner send out/q4.eml "
+                                "--smtp smtp.example.org:587 --starttls --user planner@example.org\n\n"
+                                "The password is read from the environment variable PLANNER_SMTP_PASSWORD, "
+                                "never from the command line.\nThe message is sent byte for byte as written; "
+                                "recipients are its To and Cc addresses.")
+    snd.add_argument("eml", type=Path, help="the message (.eml)")
+    snd.add_argument("--smtp", required=True, metavar="HOST:PORT", help="SMTP server")
+    snd.add_argument("--starttls", action="store_true", help="upgrade the connection with STARTTLS")
+    snd.add_argument("--user", metavar="U", help="log in as U (password from $PLANNER_SMTP_PASSWORD)")
+    snd.add_argument("--timeout", type=float, default=60.0, metavar="S", help="network timeout in seconds")
     return p
 
 
@@ -92,6 +123,51 @@ def check_output_path(input_path: Path, output: Path) -> None:
         raise UsageError(f"{output}: is a folder")
 
 
+def _memo_options(args, src: Path, out: Path) -> None:
+    """Check the memo and email options before anything is read or written."""
+    from . import mail, memo
+
+    if args.no_memo and (args.eml or args.templates):
+        raise UsageError("--no-memo cannot be combined with --eml or --templates")
+    if (args.to or args.sender or args.subject) and not args.eml:
+        raise UsageError("--to, --from and --subject need --eml PATH")
+    if args.templates:
+        try:
+            memo.check_template_dir(args.templates)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+    if args.eml:
+        if args.eml.suffix.lower() != ".eml":
+            raise UsageError(f"{args.eml}: the email must be an .eml file")
+        taken = [src, out] + ([] if args.no_memo else list(memo.memo_paths(out).values()))
+        if any(args.eml.resolve() == p.resolve() for p in taken):
+            raise UsageError(f"{args.eml}: is the input or another output; choose another --eml path")
+        if args.eml.is_dir():
+            raise UsageError(f"{args.eml}: is a folder")
+        try:
+            mail.check_headers(args.to, args.sender, args.subject)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+
+
+def _fix_provenance(plan, args) -> None:
+    """--fixed-time / --fixed-sha256 (hidden, for tests): replace the run time and input hash."""
+    import dataclasses
+    import datetime as dt
+    import re
+
+    if args.fixed_time:
+        try:
+            t = dt.datetime.fromisoformat(args.fixed_time)
+        except ValueError:
+            raise UsageError(f"--fixed-time {args.fixed_time!r}: not an ISO 8601 time") from None
+        plan.created = t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+    if args.fixed_sha256:
+        if not re.fullmatch(r"[0-9a-f]{64}", args.fixed_sha256):
+            raise UsageError("--fixed-sha256: give 64 lowercase hex digits")
+        plan.input = dataclasses.replace(plan.input, sha256=args.fixed_sha256)
+
+
 def cmd_run(args) -> int:
     from .plan import build_plan
     from .writer import save_atomic, write_output
@@ -105,8 +181,27 @@ def cmd_run(args) -> int:
     if not src.exists():
         raise InputError([Problem(str(src), "no such file")])
     check_output_path(src, out)
+    _memo_options(args, src, out)
     plan = build_plan(src)
+    _fix_provenance(plan, args)
+    memo_ = None
+    if not args.no_memo:
+        from .memo import MemoTemplateError, build_memo
+
+        try:  # everything rendered in memory first: a template error writes nothing
+            memo_ = build_memo(plan, out, templates=args.templates)
+        except MemoTemplateError as err:
+            raise UsageError(str(err)) from None
     save_atomic(out, lambda tmp: write_output(plan, tmp))
+    if memo_ is not None:
+        from .memo import write_memo
+
+        write_memo(memo_)
+    if args.eml:
+        from .mail import build_message, message_bytes
+
+        msg = build_message(memo_, out, to=args.to, sender=args.sender, subject=args.subject, date=plan.created)
+        save_atomic(args.eml, lambda tmp: tmp.write_bytes(message_bytes(msg)))
     for note in plan.input.notes:
         print(f"planner: note: {note}", file=sys.stderr)
     for w in plan.warnings:
@@ -116,6 +211,13 @@ def cmd_run(args) -> int:
          args.quiet)
     _say(f"planner: wrote {out} (Results, Checks, Sensitivity_Hit, inputs, Resolved, Run; "
          f"{len(plan.warnings)} warning{'s' if len(plan.warnings) != 1 else ''})", args.quiet)
+    if memo_ is not None:
+        p = memo_.paths
+        _say(f"planner: wrote memo {p['md']} and {p['html']}, charts {p['ttft'].name} and {p['tpm'].name} beside it",
+             args.quiet)
+    if args.eml:
+        to = ", ".join(args.to) if args.to else "no recipient yet"
+        _say(f"planner: wrote email {args.eml} ({to}; not sent: use planner send)", args.quiet)
     return EXIT_OK
 
 
@@ -145,9 +247,30 @@ def cmd_validate(args) -> int:
     return EXIT_OK
 
 
+def cmd_send(args) -> int:
+    from .mail import PASSWORD_ENV, SendError, parse_smtp, send_eml
+
+    try:
+        host, port = parse_smtp(args.smtp)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if not args.eml.is_file():
+        raise UsageError(f"{args.eml}: no such file")
+    try:
+        accepted = send_eml(args.eml, host, port, starttls=args.starttls, user=args.user,
+                            password=os.environ.get(PASSWORD_ENV), timeout=args.timeout)
+    except ValueError as err:
+        raise UsageError(f"{args.eml}: {err}; nothing was sent") from None
+    except SendError as err:
+        print(f"planner: sending {args.eml} failed: {err}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"planner: sent {args.eml} to {', '.join(accepted)} via {host}:{port}")
+    return EXIT_OK
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    handler = {"run": cmd_run, "template": cmd_template, "validate": cmd_validate}[args.command]
+    handler = {"run": cmd_run, "template": cmd_template, "validate": cmd_validate, "send": cmd_send}[args.command]
     try:
         return handler(args)
     except InputError as err:

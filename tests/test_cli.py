@@ -119,7 +119,9 @@ def test_run_without_input_plans_the_example_into_out(tmp_path):
     out = tmp_path / "out" / "example-plan.xlsx"
     assert out.is_file()
     assert sorted(os.listdir(tmp_path)) == ["out"]
-    assert sorted(os.listdir(tmp_path / "out")) == ["example-plan.xlsx"]  # no temporary left over
+    assert sorted(os.listdir(tmp_path / "out")) == [  # workbook and memo, no temporary left over
+        "example-plan-memo.html", "example-plan-memo.md", "example-plan-tpm.png", "example-plan-ttft.png",
+        "example-plan.xlsx"]
     assert "wrote" in r.stdout
     assert os.path.join("out", "example-plan.xlsx") in r.stdout  # says where it wrote
     assert "example.xlsx" in r.stdout  # and what it read
@@ -144,6 +146,9 @@ def test_run_without_input_plans_the_example_into_out(tmp_path):
     wb.close()
 
 
+Q4_FILES = ["q4-memo.html", "q4-memo.md", "q4-tpm.png", "q4-ttft.png", "q4.xlsx"]
+
+
 def test_run_explicit_output_twice_replaces_it(tmp_path):
     src = tmp_path / "in.xlsx"
     src.write_bytes(EXAMPLE.read_bytes())
@@ -154,21 +159,21 @@ def test_run_explicit_output_twice_replaces_it(tmp_path):
     assert r.returncode == 0, r.stderr
     assert str(out) in r.stdout
     assert [x["workload"] for x in sheet_rows(out, "Results")] == example_workloads()
-    assert sorted(os.listdir(out_dir)) == ["q4.xlsx"]
+    assert sorted(os.listdir(out_dir)) == Q4_FILES
 
     # second run, from a changed input, onto the existing output
     src2, _ = edited_example(tmp_path, "in2", lambda wb: _set(wb, W, "workload", 2, "renamed-workload"))
     r = planner("run", src2, "-o", out, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert sheet_rows(out, "Results")[0]["workload"] == "renamed-workload"
-    assert sorted(os.listdir(out_dir)) == ["q4.xlsx"]  # replaced in place, no temporaries
+    assert sorted(os.listdir(out_dir)) == Q4_FILES  # replaced in place, no temporaries
 
     # a stale or damaged file at the output path is replaced by a complete workbook
     out.write_bytes(b"stale")
     r = planner("run", src, "-o", out, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert [x["workload"] for x in sheet_rows(out, "Results")] == example_workloads()
-    assert sorted(os.listdir(out_dir)) == ["q4.xlsx"]
+    assert sorted(os.listdir(out_dir)) == Q4_FILES
     assert src.read_bytes() == EXAMPLE.read_bytes()
 
 
