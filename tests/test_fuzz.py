@@ -1,0 +1,132 @@
+"""Fuzzing: random valid and invalid cell values; the planner either plans with finite numbers
+everywhere, or refuses with located messages. Never anything else.
+
+CI runs a bounded number of examples; a longer run:
+
+    PLANNER_FUZZ_EXAMPLES=2000 python -m pytest tests/test_fuzz.py -q
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tempfile
+from pathlib import Path
+
+import numpy as np
+import openpyxl
+import pandas as pd
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from planner import schema
+from planner.errors import InputError
+from planner.plan import build_plan
+from planner.writer import write_output
+
+EXAMPLES = int(os.environ.get("PLANNER_FUZZ_EXAMPLES", "40"))
+PLACE = re.compile(r"^(Models|GPUs|Workloads|Settings)(![A-Z]{1,3}\d+(:[A-Z]{1,3}\d+)?| row \d+)?$")
+BLANK_OK = {"instances_needed", "gpus_needed", "cost_per_mtok_delivered", "cost_per_mtok_physical"}
+
+MODELS = [["model", "layers", "kv_heads", "head_dim", "kv_bytes", "attention", "mla_kv_dim", "params_b"],
+          ["M-gqa", 80, 8, 128, 2, "gqa", None, 70],
+          ["M-mla", 61, None, None, 2, "mla", 576, 671]]
+GPUS = [["gpu", "hbm_gib", "pcie_gbps", "pcie_gen", "hourly_cost"],
+        ["G5", 80, None, 5, 2.5], ["G4", 48, 20, 4, None]]
+WL_HEAD = [c.name for c in schema.columns("Workloads")]
+
+wild = st.one_of(
+    st.none(),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.floats(-10, 10),
+    st.integers(-10, 10**7),
+    st.sampled_from(["", " ", "abc", "85%", "1,024", "2,5", "#DIV/0!", "#N/A", "=1+1", "1e400", "-0", "0.5",
+                     "const", "linear", "quadratic", "cubic", "M-gqa", " m-MLA ", "G5", "nope", True, False]),
+)
+
+
+def good(name: str):
+    """A valid value for a Workloads column."""
+    c = schema.column("Workloads", name)
+    if name == "workload":
+        return st.text("abcdefghij-_<>&=\"' ", min_size=1, max_size=12).filter(lambda s: s.strip())
+    if name == "model":
+        return st.sampled_from(["M-gqa", "M-mla", " m-gqa "])
+    if name == "gpu":
+        return st.sampled_from(["G5", "G4"])
+    if c.kind == schema.CHOICE:
+        return st.sampled_from(list(c.choices) + [None])
+    lo = c.minimum if c.minimum is not None else 0.0
+    hi = min(c.maximum if c.maximum is not None else 1e9, 1e9)
+    if c.kind == schema.INT:
+        return st.integers(int(max(lo, 1)), int(min(hi, 64)))
+    if c.kind == schema.FRACTION:
+        return st.one_of(st.floats(0, 1), st.sampled_from(["0%", "50%", "100%"]))
+    v = st.floats(lo if not c.min_open else max(lo, 1e-3), hi)
+    return v if c.required is True else st.one_of(st.none(), v)
+
+
+@st.composite
+def row(draw):
+    """A valid row, and in about half of the rows a few cells replaced by wild values."""
+    rec = draw(st.fixed_dictionaries({name: good(name) for name in WL_HEAD}))
+    if draw(st.booleans()):
+        for name in draw(st.lists(st.sampled_from(WL_HEAD), min_size=1, max_size=3)):
+            rec[name] = draw(wild)
+    return rec
+
+
+@settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
+@given(rows=st.lists(row(), min_size=1, max_size=4))
+def test_random_workbooks_plan_or_refuse_with_places(rows):
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "fuzz.xlsx"
+        wb = openpyxl.Workbook()
+        ws = wb.active
+        ws.title = "Models"
+        for r in MODELS:
+            ws.append(r)
+        ws = wb.create_sheet("GPUs")
+        for r in GPUS:
+            ws.append(r)
+        ws = wb.create_sheet("Workloads")
+        ws.append(WL_HEAD)
+        for i, rec in enumerate(rows):
+            for j, name in enumerate(WL_HEAD):
+                v = rec[name]
+                if isinstance(v, float) and not math.isfinite(v):
+                    v = str(v)  # a cell cannot hold inf/nan: it arrives as text
+                cell = ws.cell(i + 2, j + 1, v)
+                if isinstance(v, str) and v.startswith("="):
+                    cell.data_type = "s" if i % 2 else "f"  # text, or a never-calculated formula
+        wb.save(src)
+        before = src.read_bytes()
+        try:
+            plan = build_plan(src)
+        except InputError as err:
+            assert err.problems
+            for p in err.problems:
+                assert PLACE.match(p.place), p
+                assert p.message and "Traceback" not in p.message
+            assert src.read_bytes() == before
+            event("refused")
+            return
+        event("planned")
+        # planned: every number finite, blanks only where the contract allows them
+        for c in plan.results.columns:
+            col = plan.results[c]
+            if not pd.api.types.is_numeric_dtype(col):
+                continue
+            vals = col.to_numpy(dtype=float)
+            assert not np.isinf(vals).any(), c
+            if c not in BLANK_OK:
+                assert not np.isnan(vals).any(), c
+        for frame in [*plan.sens.frames.values(), plan.sens.tornado]:
+            num = frame.select_dtypes("number").drop(columns=["upper"], errors="ignore")
+            arr = num.to_numpy(dtype=float)
+            assert np.isfinite(arr).all()
+        out = Path(tmp) / "plan.xlsx"
+        write_output(plan, out)
+        assert openpyxl.load_workbook(out, read_only=True)["Results"].max_row == len(plan.results) + 1
+        assert src.read_bytes() == before
