@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import textwrap
 from pathlib import Path
 
@@ -103,6 +105,20 @@ def _report_problems(err: InputError) -> None:
     print(f"planner: the input has {n} problem{'s' if n != 1 else ''}; nothing was written:", file=sys.stderr)
     for line in err.lines():
         print(f"  {line}", file=sys.stderr)
+
+
+MAX_WARNINGS_SHOWN = 20
+
+
+def _print_warnings(plan) -> None:
+    """Notes and warnings on stderr; a long list is cut (all of them are in the Checks sheet)."""
+    for note in plan.input.notes:
+        print(f"planner: note: {note}", file=sys.stderr)
+    for w in plan.warnings[:MAX_WARNINGS_SHOWN]:
+        print(f"planner: warning: {w}", file=sys.stderr)
+    rest = len(plan.warnings) - MAX_WARNINGS_SHOWN
+    if rest > 0:
+        print(f"planner: ... and {rest} more warnings: all are listed in the output's Checks sheet", file=sys.stderr)
 
 
 def default_output(input_path: Path) -> Path:
@@ -202,10 +218,7 @@ def cmd_run(args) -> int:
 
         msg = build_message(memo_, out, to=args.to, sender=args.sender, subject=args.subject, date=plan.created)
         save_atomic(args.eml, lambda tmp: tmp.write_bytes(message_bytes(msg)))
-    for note in plan.input.notes:
-        print(f"planner: note: {note}", file=sys.stderr)
-    for w in plan.warnings:
-        print(f"planner: warning: {w}", file=sys.stderr)
+    _print_warnings(plan)
     r = plan.results
     _say(f"planner: read {src} ({len(r)} workloads, {len(plan.models)} models, {len(plan.gpus)} GPUs)",
          args.quiet)
@@ -238,10 +251,7 @@ def cmd_validate(args) -> int:
     from .plan import build_plan
 
     plan = build_plan(args.input)
-    for note in plan.input.notes:
-        print(f"planner: note: {note}", file=sys.stderr)
-    for w in plan.warnings:
-        print(f"planner: warning: {w}", file=sys.stderr)
+    _print_warnings(plan)
     print(f"planner: {args.input} is valid ({len(plan.results)} workloads, {len(plan.models)} models, "
           f"{len(plan.gpus)} GPUs, {len(plan.warnings)} warnings)")
     return EXIT_OK
@@ -268,8 +278,18 @@ def cmd_send(args) -> int:
     return EXIT_OK
 
 
+class Terminated(BaseException):
+    """SIGTERM, turned into an exception so that half-written files are removed."""
+
+
+def _on_sigterm(signum, frame):  # pragma: no cover - exercised in a subprocess test
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
     handler = {"run": cmd_run, "template": cmd_template, "validate": cmd_validate, "send": cmd_send}[args.command]
     try:
         return handler(args)
@@ -284,8 +304,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"planner: cannot write {where}: {err.strerror or err}; nothing was written", file=sys.stderr)
         return EXIT_ERROR
     except KeyboardInterrupt:
-        print("planner: interrupted; nothing was written", file=sys.stderr)
+        print("planner: interrupted; no partial file was left", file=sys.stderr)
         return 130
+    except Terminated:
+        print("planner: terminated; no partial file was left", file=sys.stderr)
+        return 143
     except Exception as err:  # noqa: BLE001 - the promise is: never a traceback
         if os.environ.get("PLANNER_DEBUG"):
             raise

@@ -78,24 +78,39 @@ def evaluate_results(resolved: pd.DataFrame) -> pd.DataFrame:
 
 def _warnings(p_in: PlanInput, models: pd.DataFrame, resolved: pd.DataFrame,
               results: pd.DataFrame) -> list[Warning_]:
+    """Warnings (not errors), in row order: the flags are vectorised, only the flagged rows
+    are formatted."""
+    wl_rows = np.asarray(p_in.workloads.rows)
+    names = results["workload"].to_numpy()
+    headroom = results["hbm_headroom_gib"].to_numpy(dtype=float)
+    hit_t = resolved["hit_target"].to_numpy(dtype=float)
+    h_star = results["h_star"].to_numpy(dtype=float)
+    kv, tp = resolved["kv_heads"].to_numpy(dtype=float), resolved["tp"].to_numpy(dtype=float)
+    gqa = resolved["attention"].to_numpy() == "gqa"
+    uneven = gqa & (np.mod(kv, tp) != 0) & (np.mod(tp, np.where(kv == 0, 1, kv)) != 0)
+    raw_tpm = np.array([r.get("tpm_measured") is not None for r in p_in.workloads.records], dtype=bool)
+    raw_hm = np.array([r.get("hit_measured") is not None for r in p_in.workloads.records], dtype=bool)
+    flags = {
+        "hbm": headroom < 0,
+        "hstar": hit_t > h_star,
+        "uneven": uneven,
+        "tpm": raw_tpm & ~raw_hm,
+    }
     out: list[Warning_] = []
-    wl_rows = p_in.workloads.rows
-    for i, r in results.iterrows():
-        place = f"Workloads row {wl_rows[i]} ({r['workload']})"
-        if r["hbm_headroom_gib"] < 0:
+    for i in np.flatnonzero(np.logical_or.reduce(list(flags.values()))):
+        place = f"Workloads row {wl_rows[i]} ({names[i]})"
+        r = results.iloc[i]
+        if flags["hbm"][i]:
             out.append(Warning_(place, f"KV does not fit in HBM: weights {r['weights_gib_per_gpu']:,.1f} GiB + "
-                                       f"peak KV {r['kv_peak_gib']:,.1f} GiB exceed {resolved['hbm_gib'][i]:,.1f} "
-                                       f"GiB by {-r['hbm_headroom_gib']:,.1f} GiB"))
-        if resolved["hit_target"][i] > r["h_star"]:
-            out.append(Warning_(place, f"hit_target {resolved['hit_target'][i]:.1%} is beyond the break-even "
-                                       f"h* {r['h_star']:.1%}: more hits make prefill slower here"))
-        if resolved["attention"][i] == "gqa":
-            kv, tp = resolved["kv_heads"][i], resolved["tp"][i]
-            if kv % tp and tp % kv:
-                out.append(Warning_(place, f"kv_heads {kv:g} and tp {tp:g} do not divide either way: "
-                                           f"KV heads are spread unevenly over GPUs"))
-        raw = p_in.workloads.records[i]
-        if raw.get("tpm_measured") is not None and raw.get("hit_measured") is None:
+                                       f"peak KV {r['kv_peak_gib']:,.1f} GiB exceed "
+                                       f"{resolved['hbm_gib'].iat[i]:,.1f} GiB by {-headroom[i]:,.1f} GiB"))
+        if flags["hstar"][i]:
+            out.append(Warning_(place, f"hit_target {hit_t[i]:.1%} is beyond the break-even h* {h_star[i]:.1%}: "
+                                       f"more hits make prefill slower here"))
+        if flags["uneven"][i]:
+            out.append(Warning_(place, f"kv_heads {kv[i]:g} and tp {tp[i]:g} do not divide either way: "
+                                       f"KV heads are spread unevenly over GPUs"))
+        if flags["tpm"][i]:
             out.append(Warning_(place, "tpm_measured is given without hit_measured: taken as measured at 0 hit"))
     for j, rec in enumerate(p_in.models.records):
         if rec.get("params_b") is None:

@@ -25,6 +25,7 @@ from .errors import InputError, Problem
 from .safety import SheetScan, check_container, require_defusedxml, scan_sheet, sheet_xml_paths
 from .schema import CHOICE, FRACTION, INT, NUMBER, TEXT, Column
 
+MIN_PREFILL_MS = 1e-3  # the 0-hit variable prefill time must add up to at least this (1 microsecond)
 EXCEL_ERRORS = frozenset({"#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!",
                           "#GETTING_DATA", "#SPILL!", "#CALC!", "#FIELD!", "#BLOCKED!"})
 _THOUSANDS = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d+)?")
@@ -378,9 +379,14 @@ def _check_workloads(t: Table, pos: dict[str, int], canon: dict[str, dict[str, s
                     fuzzy.append(f"{where} {name!r} -> {target!r}")
                 rec[col] = target
         times = [rec.get(k) for k in ("t_attn0_ms", "t_ffn0_ms", "t_other0_ms")]
-        if all(v is not None for v in times[:2]) and not any((v or 0) > 0 for v in times):
+        total = sum(v or 0 for v in times)
+        if all(v is not None for v in times[:2]) and total == 0:
             problems.append(Problem(f"{t.sheet} row {t.rows[i]}", "t_attn0_ms, t_ffn0_ms and "
                                     "t_other0_ms are all 0: at least one 0-hit time must be positive"))
+        elif all(v is not None for v in times[:2]) and total < MIN_PREFILL_MS:
+            problems.append(Problem(f"{t.sheet} row {t.rows[i]}", f"t_attn0_ms + t_ffn0_ms + t_other0_ms is "
+                                    f"{total:g} ms: below {MIN_PREFILL_MS:g} ms, too small to plan with "
+                                    f"(the times are in milliseconds)"))
     if fuzzy:
         more = f" (and {len(fuzzy) - 3} more)" if len(fuzzy) > 3 else ""
         notes.append(f"{t.sheet}: {len(fuzzy)} model/gpu reference(s) differ from their names only in "

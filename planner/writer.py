@@ -25,6 +25,7 @@ from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
 
 from . import __version__, schema, sheets
 from .constants import CONSTANTS
+from .xlfast import ROW, WL_ROW, FastFormulaWorksheet, FormulaTemplate, RowBuffer, needs_upstream
 from .schema import CHOICE, FRACTION, INT, NUMBER, TEXT, Column
 
 INPUT_SHEETS = ("Models", "GPUs", "Workloads")
@@ -255,35 +256,52 @@ def _value(x: Any, text: bool) -> Any:
     return "" if math.isnan(x) else x
 
 
-def write_rows(ws, fm: Formats, first_row: int, own: dict[str, int], cols: tuple, frame,
-               base_ref: Callable[[str, int], str], start: int = 0) -> None:
-    """Write the derived columns ``cols`` for rows ``start..start+len(frame)`` of a block
-    whose first data row is sheet row ``first_row``.
+def column_templates(own: dict[str, int], cols: tuple, base_ref: Callable[[str, int], str]) -> list:
+    """One :class:`FormulaTemplate` per derived column of a block.
 
-    An argument resolves to: a literal; ``@name`` -> ``base_ref(name, i)``; a column of
+    An argument resolves to: a literal; ``@name`` -> ``base_ref(name, row)``; a column of
     the block (``own``, except the column itself) in the same row; a named value of the
-    Constants sheet; else ``base_ref(name, i)`` (Resolved/Results of the row's workload,
-    or the Explorer's input cells).
+    Constants sheet; else ``base_ref(name, row)`` (Resolved/Results of the row's
+    workload, or the Explorer's input cells).
     """
+    out = []
     for c in cols:
-        j = own[c.name]
-        fmt = fm("calc", c.fmt)
-        vals = frame[c.name].to_numpy()
-        for i in range(len(frame)):
-            r = first_row + i
+        def ref(a, col=c.name):
+            if isinstance(a, sheets.Lit):
+                return a.xl
+            if a.startswith("@"):
+                return base_ref(a[1:], WL_ROW)
+            if a in own and a != col:
+                return xl_rowcol_to_cell(ROW, own[a], col_abs=True)
+            if a in sheets.NAMED_VALUES:
+                return sheets.NAMED_VALUES[a][0]
+            return base_ref(a, WL_ROW)
 
-            def ref(a, r=r, i=i, col=c.name):
-                if isinstance(a, sheets.Lit):
-                    return a.xl
-                if a.startswith("@"):
-                    return base_ref(a[1:], start + i)
-                if a in own and a != col:
-                    return xl_rowcol_to_cell(r, own[a], col_abs=True)
-                if a in sheets.NAMED_VALUES:
-                    return sheets.NAMED_VALUES[a][0]
-                return base_ref(a, start + i)
+        out.append(FormulaTemplate(c.func.xl(*(ref(a) for a in c.args))))
+    return out
 
-            ws.write_formula(r, j, "=" + c.func.xl(*(ref(a) for a in c.args)), fmt, _value(vals[i], c.text))
+
+def values_list(arr, text: bool) -> list:
+    """Stored values of a column: text as str, NaN as '' (a blank result)."""
+    if text:
+        return ["" if v is None else str(v) for v in arr.tolist()]
+    return ["" if v != v else v for v in np.asarray(arr, dtype=float).tolist()]
+
+
+def write_rows(ws, fm: Formats, first_row: int, own: dict[str, int], cols: tuple, frame,
+               base_ref: Callable[[str, int], str], wl_rows=None) -> None:
+    """Write the derived columns ``cols`` of ``frame`` row by row from sheet row
+    ``first_row``; ``wl_rows[i]`` is the Resolved/Results row of row i's workload."""
+    tmpls = column_templates(own, cols, base_ref)
+    jobs = [(own[c.name], t, fm("calc", c.fmt), values_list(frame[c.name].to_numpy(), c.text))
+            for c, t in zip(cols, tmpls)]
+    n = len(frame)
+    wl = range(1, n + 1) if wl_rows is None else wl_rows
+    write = ws.write_vetted
+    for i in range(n):
+        r, w = first_row + i, wl[i]
+        for j, t, fmt, vals in jobs:
+            write(r, j, t.fmt.format(r + 1, w + 1), fmt, vals[i])
 
 
 def _header(ws, fm: Formats, headers: list[str], widths: list[float], top: int = 0, left: int = 0,
@@ -336,8 +354,9 @@ class Chunks:
         return out
 
 
-def write_long_table(wb, fm: Formats, layout: Layout, table, frame, max_rows: int | None = None) -> Chunks:
-    """A long sensitivity table, continued on numbered sheets past Excel's row limit."""
+def write_long_table(wb, fm: Formats, layout: Layout, table, frame, max_rows: int | None = None,
+                     progress: Callable[[int], None] | None = None) -> Chunks:
+    """A long sensitivity table, row by row, continued on numbered sheets past Excel's row limit."""
     k = table.k
     chunks = Chunks.of(table.sheet, k, len(frame), max_rows)
     own = {name: j for j, name in enumerate(table.names)}
@@ -345,26 +364,44 @@ def write_long_table(wb, fm: Formats, layout: Layout, table, frame, max_rows: in
         raise ValueError(f"{table.sheet}: {len(own)} columns exceed Excel's {MAX_COLUMNS}")
     layout.pos[table.sheet] = own
     widths = [_width(h, j == 0 or h in ("driver", "case", "link")) for j, h in enumerate(table.headers)]
-    base_ref = lambda name, i: layout.base(name, i // k + 1)
-    for name, start, rows in chunks.sheets():
-        ws = wb.add_worksheet(name)
+    base_ref = lambda name, row: layout.base(name, row)
+    wl_tmpl = FormulaTemplate(layout.base("workload", WL_ROW))
+    derived = [(own[c.name], t, fm("calc", c.fmt), values_list(frame[c.name].to_numpy(), c.text))
+               for c, t in zip(table.cols, column_templates(own, table.cols, base_ref))]
+    leads = []
+    for ld in table.leads:
+        vals = values_list(frame[ld.name].to_numpy(), ld.text)
+        forms = None
+        if ld.formulas is not None:
+            forms = [None if f is None else FormulaTemplate(base_ref(f[1:], WL_ROW) if f.startswith("@") else f)
+                     for f in ld.formulas]
+        leads.append((own[ld.name], vals, forms, fm("const", ld.fmt), fm("calc", ld.fmt)))
+    names = values_list(frame["workload"].to_numpy(), True)
+    for sheet, start, rows in chunks.sheets():
+        ws = wb.add_worksheet(sheet, worksheet_class=FastFormulaWorksheet)
         _header(ws, fm, table.headers, widths)
-        part = frame.iloc[start:start + rows]
-        wnames = part["workload"].to_numpy()
+        wf, wn = ws.write_vetted, ws.write_number
         for i in range(rows):
-            ws.write_formula(i + 1, 0, "=" + layout.base("workload", (start + i) // k + 1), None, str(wnames[i]))
-        for ld in table.leads:
-            j = own[ld.name]
-            vals = part[ld.name].to_numpy()
-            for i in range(rows):
-                g = start + i
-                f = ld.formulas[g % k] if ld.formulas is not None else None
-                if f is None:
-                    write_cell(ws, i + 1, j, vals[i], fm("const", ld.fmt))
+            g = start + i
+            r, w = i + 1, g // k + 1
+            rs, ws_ = r + 1, w + 1
+            wf(r, 0, wl_tmpl.fmt.format(rs, ws_), None, names[g])
+            for j, vals, forms, cfmt, ffmt in leads:
+                f = forms[g % k] if forms is not None else None
+                if f is not None:
+                    wf(r, j, f.fmt.format(rs, ws_), ffmt, vals[g])
+                elif vals[g] == "":
+                    ws.write_blank(r, j, None, cfmt)
+                elif isinstance(vals[g], str):
+                    ws.write_string(r, j, vals[g], cfmt)
                 else:
-                    f = base_ref(f[1:], g) if f.startswith("@") else f
-                    ws.write_formula(i + 1, j, "=" + f, fm("calc", ld.fmt), _value(vals[i], ld.text))
-        write_rows(ws, fm, 1, own, table.cols, part, base_ref, start=start)
+                    wn(r, j, vals[g], cfmt)
+            for j, t, fmt, vals in derived:
+                wf(r, j, t.fmt.format(rs, ws_), fmt, vals[g])
+            if progress is not None and i % 4096 == 4095:
+                progress(4096)
+        if progress is not None:
+            progress(rows % 4096)
         ws.autofilter(0, 0, rows, len(own) - 1)
     return chunks
 
@@ -375,63 +412,88 @@ TORNADO_COLS = ("workload", "driver", "base_value", "low_value", "high_value", "
 
 def write_tornado(wb, fm: Formats, layout: Layout, tornado, calc: Chunks) -> None:
     """Tornado: per workload x driver, TPM at the driver's low and high value, swing, rank."""
+    from xlsxwriter.utility import xl_col_to_name
+
     from .sensitivity import DRIVERS
 
     k = len(DRIVERS)
     if len(tornado) > MAX_DATA_ROWS:
         raise ValueError(f"Tornado: {len(tornado):,} rows ({k} drivers x {len(tornado) // k:,} workloads) exceed "
                          f"Excel's {MAX_DATA_ROWS + 1:,}-row sheet; split the workloads over several input workbooks")
-    ws = wb.add_worksheet("Tornado")
+    ws = wb.add_worksheet("Tornado", worksheet_class=FastFormulaWorksheet)
     headers = ["workload", "driver", "base_value", "low_value", "high_value", "tpm_base [tokens/min]",
                "tpm_low [tokens/min]", "tpm_high [tokens/min]", "swing [tokens/min]", "rank"]
     _header(ws, fm, headers, [24, 14, 12, 12, 12, 16, 16, 16, 16, 8])
     own = {name: j for j, name in enumerate(TORNADO_COLS)}
     layout.pos["Tornado"] = own
-    vals = {c: tornado[c].to_numpy() for c in TORNADO_COLS}
-    num = "#,##0.####"
+    num, ints = fm("calc", "#,##0.####"), fm("calc", FMT_INT_)
+    # formulas per column: {0} own row, {1} workload row, {2} calc sheet of the low row,
+    # {3} its row, {4} sheet of the high row, {5} its row, {6}/{7} first/last row of the block
+    c_col = {name: xl_col_to_name(layout.pos["Tornado_Calc"][name], col_abs=True)
+             for name in ("driver", "base_value", "value", "tpm_delivered_target")}
+    me = lambda name: xl_col_to_name(own[name]) + "{0}"
+    block = "${8}${6}:${8}${7}"
+    swing_col = xl_col_to_name(own["swing"])
+    plan = [
+        ("workload", FormulaTemplate(layout.base("workload", WL_ROW)).fmt[1:], None, True),
+        ("driver", "{2}!" + c_col["driver"] + "{3}", None, True),
+        ("base_value", "{2}!" + c_col["base_value"] + "{3}", num, False),
+        ("low_value", "{2}!" + c_col["value"] + "{3}", num, False),
+        ("high_value", "{4}!" + c_col["value"] + "{5}", num, False),
+        ("tpm_base", FormulaTemplate(layout.base("tpm_delivered_target", WL_ROW)).fmt[1:], ints, False),
+        ("tpm_low", "{2}!" + c_col["tpm_delivered_target"] + "{3}", ints, False),
+        ("tpm_high", "{4}!" + c_col["tpm_delivered_target"] + "{5}", ints, False),
+        ("swing", f"ABS({me('tpm_high')}-{me('tpm_low')})", ints, False),
+        ("rank", f"1+SUMPRODUCT(({block}>{me('swing')})+({block}={me('swing')})*(ROW({block})<ROW({me('swing')})))",
+         fm("calc", "0"), False),
+    ]
+    jobs = [(own[name], "=" + f, fmt, values_list(tornado[name].to_numpy(), text)) for name, f, fmt, text in plan]
+    sample = (2, 2, "Tornado_Calc", 2, "Tornado_Calc", 3, 2, 9, "I")
+    if any(needs_upstream(f.format(*sample)) for _j, f, _fmt, _v in jobs):  # pragma: no cover - fixed formulas
+        raise AssertionError("Tornado formulas must use classic functions only")
+    wf = ws.write_vetted  # the formats below name only classic functions (tested)
     for i in range(len(tornado)):
         r, w = i + 1, i // k
         lo_sheet, lo_row = calc.where(2 * i)
         hi_sheet, hi_row = calc.where(2 * i + 1)
-        cref = lambda sheet, name, row: sheet_ref(sheet, row, layout.pos["Tornado_Calc"][name])
-        block = xl_range_abs(1 + w * k, own["swing"], (w + 1) * k, own["swing"])
-        me = xl_rowcol_to_cell(r, own["swing"])
-        formulas = {
-            "workload": (layout.base("workload", w + 1), None),
-            "driver": (cref(lo_sheet, "driver", lo_row), None),
-            "base_value": (cref(lo_sheet, "base_value", lo_row), num),
-            "low_value": (cref(lo_sheet, "value", lo_row), num),
-            "high_value": (cref(hi_sheet, "value", hi_row), num),
-            "tpm_base": (layout.base("tpm_delivered_target", w + 1), FMT_INT_),
-            "tpm_low": (cref(lo_sheet, "tpm_delivered_target", lo_row), FMT_INT_),
-            "tpm_high": (cref(hi_sheet, "tpm_delivered_target", hi_row), FMT_INT_),
-            "swing": (f"ABS({xl_rowcol_to_cell(r, own['tpm_high'])}-{xl_rowcol_to_cell(r, own['tpm_low'])})", FMT_INT_),
-            "rank": (f"1+SUMPRODUCT(({block}>{me})+({block}={me})*(ROW({block})<ROW({me})))", "0"),
-        }
-        for name, (f, nf) in formulas.items():
-            ws.write_formula(r, own[name], "=" + f, fm("calc", nf), _value(vals[name][i], name in ("workload", "driver")))
+        args = (r + 1, w + 2, quote_sheetname(lo_sheet), lo_row + 1, quote_sheetname(hi_sheet), hi_row + 1,
+                w * k + 2, (w + 1) * k + 1, swing_col)
+        for j, f, fmt, vals in jobs:
+            wf(r, j, f.format(*args), fmt, vals[i])
     ws.autofilter(0, 0, len(tornado), len(TORNADO_COLS) - 1)
 
 
 FMT_INT_ = schema.FMT_INT
 
 
-def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_rows: int | None = None) -> None:
+def output_rows(plan) -> int:
+    """Rows the output workbook holds in its per-workload sheets (the progress total)."""
+    n = len(plan.results)
+    return 2 * n + sum(len(f) for f in plan.sens.frames.values()) + len(plan.sens.tornado)
+
+
+def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_rows: int | None = None,
+                 progress: Callable[[int], None] | None = None) -> None:
     """Write the live output workbook of ``plan`` to ``path`` (not atomic: see save_atomic).
 
-    ``max_rows`` lowers the rows-per-sheet limit (tests of the continuation sheets).
+    Written in XlsxWriter's constant_memory mode: every sheet row by row (the small,
+    freely laid-out sheets go through a :class:`RowBuffer`), so memory stays flat however
+    many workloads there are. ``max_rows`` lowers the rows-per-sheet limit (tests of the
+    continuation sheets); ``progress(rows)`` is called as rows are written.
     """
     from .checks import checks_for  # local: checks need the layout defined here
 
+    tick = progress or (lambda rows: None)
     n = len(plan.results)
-    wb = xlsxwriter.Workbook(str(path), WB_OPTIONS)
+    wb = xlsxwriter.Workbook(str(path), {**WB_OPTIONS, "constant_memory": True})
     wb.set_properties({"title": f"KV-hit capacity plan {plan.settings.get('quarter') or ''}".strip(),
                        "subject": f"planned from {plan.input.path.name}", "comments": f"planner {__version__}"})
     fm = Formats(wb)
-    ws_results = wb.add_worksheet("Results")
-    ws_checks = wb.add_worksheet("Checks")
-    ws_explorer = wb.add_worksheet("Explorer")
-    ws_charts = wb.add_worksheet("Charts") if 0 < n <= MAX_CHART_WORKLOADS else None
+    add = lambda name: wb.add_worksheet(name, worksheet_class=FastFormulaWorksheet)
+    ws_results = add("Results")
+    ws_checks = RowBuffer(add("Checks"))
+    ws_explorer = RowBuffer(add("Explorer"))
+    ws_charts = RowBuffer(add("Charts")) if 0 < n <= MAX_CHART_WORKLOADS else None
     pos: dict[str, dict[str, int]] = {}
     p_in = plan.input
     layout = Layout(n, pos)
@@ -441,16 +503,18 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     # sensitivity sheets (written first: Tornado, Explorer and charts refer to them)
     chunks: dict[str, Chunks] = {}
     for table in plan.sens.tables:
-        chunks[table.sheet] = write_long_table(wb, fm, layout, table, plan.sens.frames[table.sheet], max_rows)
+        chunks[table.sheet] = write_long_table(wb, fm, layout, table, plan.sens.frames[table.sheet], max_rows,
+                                               progress=tick)
     write_tornado(wb, fm, layout, plan.sens.tornado, chunks["Tornado_Calc"])
+    tick(len(plan.sens.tornado))
 
     for sheet, table in (("Workloads", p_in.workloads), ("Models", p_in.models), ("GPUs", p_in.gpus)):
         frame = {"Workloads": plan.workloads, "Models": plan.models, "GPUs": plan.gpus}[sheet]
         pos[sheet] = write_input_sheet(wb, fm, sheet, frame.to_dict("records"), list(table.extras))
     write_settings_sheet(wb, fm, plan.settings, p_in.settings_extra)
-    ws_const = wb.add_worksheet("Constants")
-    ws_res = wb.add_worksheet("Resolved")
-    ws_run = wb.add_worksheet("Run")
+    ws_const = RowBuffer(add("Constants"))
+    ws_res = add("Resolved")
+    ws_run = RowBuffer(add("Run"))
 
     # named ranges of the input table columns (Models/GPUs for lookups, Workloads for checks)
     counts = {"Models": len(plan.models), "GPUs": len(plan.gpus), "Workloads": n}
@@ -463,30 +527,28 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     # Resolved: inputs with defaults applied and lookups done, row-aligned with Workloads
     _header(ws_res, fm, [f"{rc.name} [{rc.unit}]" if rc.unit else rc.name for rc in sheets.RESOLVED],
             [_width(rc.name, rc.text) for rc in sheets.RESOLVED])
+    jobs = []
     for rc in sheets.RESOLVED:
-        j = pos["Resolved"][rc.name]
-        vals = plan.resolved[rc.name].to_numpy()
-        fmt = fm("calc", rc.fmt)
-        for i in range(n):
-            row = i + 1
-            f = sheets.resolved_formula(
-                rc,
-                ref=lambda name, row=row: layout.own("Resolved", name, row),
-                wl=lambda name, row=row: layout.other("Workloads", name, row),
-                table=range_name)
-            ws_res.write_formula(row, j, "=" + f, fmt, _value(vals[i], rc.text))
-        wb.define_name(range_name("Resolved", rc.name), "=" + col_range("Resolved", j, n))
+        f = sheets.resolved_formula(rc, ref=lambda name: layout.own("Resolved", name, ROW),
+                                    wl=lambda name: layout.other("Workloads", name, ROW), table=range_name)
+        jobs.append((pos["Resolved"][rc.name], FormulaTemplate(f).fmt, fm("calc", rc.fmt),
+                     values_list(plan.resolved[rc.name].to_numpy(), rc.text)))
+        wb.define_name(range_name("Resolved", rc.name), "=" + col_range("Resolved", pos["Resolved"][rc.name], n))
+    for i in range(n):
+        for j, f, fmt, vals in jobs:
+            ws_res.write_vetted(i + 1, j, f.format(i + 2, i + 2), fmt, vals[i])
+    tick(n)
 
     # Results
     _header(ws_results, fm, [c.header for c in sheets.RESULTS], [_width(c.header, c.text) for c in sheets.RESULTS])
-    write_rows(ws_results, fm, 1, pos["Results"], sheets.RESULTS, plan.results,
-               lambda name, i: layout.base(name, i + 1))
     for c in sheets.RESULTS:
         wb.define_name(range_name("Results", c.name), "=" + col_range("Results", pos["Results"][c.name], n))
         if c.description:
             ws_results.write_comment(0, pos["Results"][c.name], c.description, {"x_scale": 1.6})
+    write_rows(ws_results, fm, 1, pos["Results"], sheets.RESULTS, plan.results, lambda name, row: layout.base(name, row))
     ws_results.autofilter(0, 0, n, len(sheets.RESULTS) - 1)
     _print_setup(ws_results)
+    tick(n)
 
     checks_for(plan, layout).write(wb, ws_checks, fm)
     _print_setup(ws_checks)
@@ -494,6 +556,9 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     if ws_charts is not None:
         write_charts(wb, ws_charts, fm, layout, plan, chunks)
     _write_run(ws_run, fm, plan, run_info or {})
+    for buffered in (ws_checks, ws_explorer, ws_charts, ws_const, ws_run):
+        if buffered is not None:
+            buffered.flush()
     ws_results.activate()
     wb.close()
 

@@ -112,7 +112,7 @@ def test_explorer_follows_the_chosen_workload(example_out, tmp_path, recalc):
         got[ws.cell(r, 1).value] = ws.cell(r, 2).value
         r += 1
     want = {**PLAN.resolved.iloc[pick].to_dict(), **PLAN.results.iloc[pick].to_dict()}
-    assert len(got) > 50
+    assert len(got) > 50, [[ws.cell(rr, c).value for c in range(1, 4)] for rr in range(1, 10)]
     for k, v in got.items():
         assert same_value(want[k], v), (k, want[k], v)
     # the hit sweep block: header row at sheet row 3 from column D

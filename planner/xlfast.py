@@ -1,0 +1,125 @@
+"""Fast, exact formula writing for XlsxWriter.
+
+XlsxWriter's ``Worksheet._prepare_formula`` runs some thirty regular-expression
+substitutions on every formula to add the ``_xlfn.`` prefix to Excel 365 functions (about
+85% of the time of ``write_formula``). The planner writes only classic functions, so
+:class:`FastFormulaWorksheet` first asks one combined regular expression whether a formula
+names any function that upstream would prefix, and only then takes the upstream path.
+The result is the same string: ``tests/test_speed.py`` checks it against the upstream
+method on every formula of the example output and on formulas that do need a prefix.
+``_prepare_formula`` is private, so the XlsxWriter version range is pinned in
+pyproject.toml (>=3.1,<4) and the behaviour relied on is tested.
+
+:class:`FormulaTemplate` builds a column's formula once, with sentinel row numbers, and
+fills in the real rows per cell with ``str.format``: the references still come from
+``xl_rowcol_to_cell`` (through the model's formula builders), only the row digits change.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from xlsxwriter.worksheet import Worksheet
+
+# every function name XlsxWriter 3.x prefixes with _xlfn. (dynamic arrays and, with
+# use_future_functions, the 2010+ "future" functions): one pattern, matched before any
+# '(' so that names are recognised as function calls only.
+_UPSTREAM_NAMES = None
+
+
+def _upstream_names() -> re.Pattern:
+    """The names in upstream's substitutions, read from its source once."""
+    global _UPSTREAM_NAMES
+    if _UPSTREAM_NAMES is None:
+        import inspect
+
+        src = inspect.getsource(Worksheet._prepare_formula)
+        names = set(re.findall(r're\.sub\(\s*r"\\[bS]?([A-Z0-9_.]+)\\\(', src))
+        names |= {"SINGLE"}
+        _UPSTREAM_NAMES = re.compile(r"(?:%s)\(" % "|".join(sorted(map(re.escape, names), key=len, reverse=True)))
+    return _UPSTREAM_NAMES
+
+
+def needs_upstream(formula: str) -> bool:
+    """True when XlsxWriter's own preparation could change more than the leading '='."""
+    return bool(_upstream_names().search(formula) or "_xlfn." in formula or formula.startswith("{")
+                or formula.endswith("}"))
+
+
+class FastFormulaWorksheet(Worksheet):
+    """A Worksheet whose formula preparation skips the substitutions that cannot apply.
+
+    ``write_formula`` checks each formula with one regular expression;
+    :meth:`write_vetted` skips even that for formulas made from a template that was
+    checked once (row numbers cannot add a function name).
+    """
+
+    _vetted = False
+
+    def _prepare_formula(self, formula, expand_future_functions=False):
+        if not self._vetted and needs_upstream(formula):
+            return super()._prepare_formula(formula, expand_future_functions)
+        return formula[1:] if formula.startswith("=") else formula
+
+    def write_vetted(self, row: int, col: int, formula: str, cell_format=None, value=0):
+        self._vetted = True
+        try:
+            return self._write_formula(row, col, formula, cell_format, value)
+        finally:
+            self._vetted = False
+
+
+# Sentinel rows (0-based) used while building a template: they print as 1048576 and
+# 1048575, row numbers no formula of the planner otherwise contains.
+ROW = 1_048_575        # the cell's own row
+WL_ROW = 1_048_574     # the row of the cell's workload in Resolved/Results
+_ROW_TEXT, _WL_TEXT = str(ROW + 1), str(WL_ROW + 1)
+
+
+class FormulaTemplate:
+    """``=formula`` with the own row and the workload row as holes; checked once to need
+    nothing but the leading '=' removed (so cells may use ``write_vetted``)."""
+
+    __slots__ = ("fmt",)
+
+    def __init__(self, formula: str):
+        if _ROW_TEXT in _WL_TEXT or _WL_TEXT in _ROW_TEXT:  # pragma: no cover - constants
+            raise AssertionError("sentinels overlap")
+        if needs_upstream(formula):
+            raise ValueError(f"formula needs XlsxWriter's future-function handling: {formula}")
+        body = formula.replace("{", "{{").replace("}", "}}")
+        self.fmt = "=" + body.replace(_ROW_TEXT, "{0}").replace(_WL_TEXT, "{1}")
+
+    def __call__(self, row: int, wl_row: int = 0) -> str:
+        """Formula for sheet row ``row`` (0-based) of workload row ``wl_row`` (0-based)."""
+        return self.fmt.format(row + 1, wl_row + 1)
+
+    @classmethod
+    def build(cls, make: Callable[[int, int], str]) -> "FormulaTemplate":
+        """``make(own_row, wl_row)`` builds the formula text for the sentinel rows."""
+        return cls(make(ROW, WL_ROW))
+
+
+class RowBuffer:
+    """Collects cell writes of a small, freely laid-out sheet and writes them in row order,
+    as XlsxWriter's constant_memory mode needs; everything else passes through."""
+
+    _CELL_METHODS = ("write", "write_string", "write_number", "write_formula", "write_vetted", "write_blank", "write_boolean",
+                     "write_datetime")
+
+    def __init__(self, ws):
+        self._ws = ws
+        self._cells: list = []
+
+    def __getattr__(self, name):
+        if name in self._CELL_METHODS:
+            def record(row, col, *args, **kwargs):
+                self._cells.append((row, col, len(self._cells), name, args, kwargs))
+            return record
+        return getattr(self._ws, name)
+
+    def flush(self) -> None:
+        for row, col, _seq, name, args, kwargs in sorted(self._cells, key=lambda c: (c[0], c[1], c[2])):
+            getattr(self._ws, name)(row, col, *args, **kwargs)
+        self._cells.clear()
