@@ -7,6 +7,7 @@ else. Never a traceback (set PLANNER_DEBUG=1 to see one for an internal error).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -121,6 +122,22 @@ def _print_warnings(plan) -> None:
         print(f"planner: ... and {rest} more warnings: all are listed in the output's Checks sheet", file=sys.stderr)
 
 
+@contextlib.contextmanager
+def _progress(plan, quiet: bool):
+    """A progress bar on stderr for writes that take more than about two seconds; none when
+    stderr is not a terminal or with --quiet."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from tqdm import tqdm
+
+    from .writer import output_rows
+
+    with tqdm(total=output_rows(plan), unit="rows", desc="planner: writing", delay=2, file=sys.stderr,
+              mininterval=0.5, leave=False, unit_scale=True) as bar:
+        yield bar.update
+
+
 def default_output(input_path: Path) -> Path:
     return Path.cwd() / "out" / f"{input_path.stem}-plan.xlsx"
 
@@ -208,7 +225,8 @@ def cmd_run(args) -> int:
             memo_ = build_memo(plan, out, templates=args.templates)
         except MemoTemplateError as err:
             raise UsageError(str(err)) from None
-    save_atomic(out, lambda tmp: write_output(plan, tmp))
+    with _progress(plan, args.quiet) as tick:
+        save_atomic(out, lambda tmp: write_output(plan, tmp, progress=tick))
     if memo_ is not None:
         from .memo import write_memo
 

@@ -330,8 +330,15 @@ class Values:
 def evaluate(cols: tuple[Out, ...], base: dict[str, np.ndarray], n: int) -> pd.DataFrame:
     """Evaluate every column of ``cols`` over ``base`` (a dict of arrays of length n)."""
     v = Values(cols, base)
-    data = {}
-    for c in cols:
-        x = np.asarray(v[c.name])
-        data[c.name] = np.broadcast_to(x, (n,)).copy() if x.ndim == 0 else x
-    return pd.DataFrame(data)
+    numeric = [c for c in cols if not c.text]
+    # one Fortran-ordered block for the numbers: pandas wraps it without another copy
+    block = np.empty((n, len(numeric)), dtype=float, order="F")
+    for j, c in enumerate(numeric):
+        block[:, j] = v[c.name]
+    frame = pd.DataFrame(block, columns=[c.name for c in numeric])
+    for loc, c in enumerate(cols):
+        if c.text:
+            x = np.asarray(v[c.name], dtype=object)
+            x = np.broadcast_to(x, (n,)).copy() if x.ndim == 0 else x
+            frame.insert(loc, c.name, pd.Series(x, dtype=object, copy=False))
+    return frame

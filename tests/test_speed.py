@@ -1,0 +1,65 @@
+"""The fast formula path writes exactly what XlsxWriter's own path would (tests the private
+behaviour planner.xlfast relies on), and the output stays row-ordered and complete."""
+
+from __future__ import annotations
+
+import re
+import zipfile
+
+import pytest
+import xlsxwriter
+from xlsxwriter.worksheet import Worksheet
+
+from conftest import EXAMPLE
+from planner.plan import build_plan
+from planner.writer import write_output
+from planner.xlfast import FastFormulaWorksheet, FormulaTemplate, needs_upstream
+
+
+def _formulas(path) -> list[str]:
+    with zipfile.ZipFile(path) as z:
+        xml = "".join(z.read(n).decode("utf-8") for n in z.namelist() if n.startswith("xl/worksheets/sheet"))
+    return re.findall(r"<f>([^<]*)</f>", xml)
+
+
+@pytest.fixture(scope="module")
+def example_formulas(tmp_path_factory):
+    out = tmp_path_factory.mktemp("speed") / "plan.xlsx"
+    write_output(build_plan(EXAMPLE), out)
+    return _formulas(out)
+
+
+def test_fast_path_equals_upstream_on_every_formula_of_the_example(tmp_path, example_formulas):
+    wb = xlsxwriter.Workbook(str(tmp_path / "x.xlsx"))
+    upstream = wb.add_worksheet("up")
+    fast = wb.add_worksheet("fast", worksheet_class=FastFormulaWorksheet)
+    assert len(example_formulas) > 10_000
+    for f in set(example_formulas):
+        f = f.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"')
+        assert not needs_upstream("=" + f)
+        assert fast._prepare_formula("=" + f) == upstream._prepare_formula("=" + f) == f
+    wb.close()
+
+
+@pytest.mark.parametrize("formula", ["=XLOOKUP(A1,B1:B3,C1:C3)", "=SORT(A1:A3)", "=_xlfn.STDEV.S(A1:A3)",
+                                     "={1,2}", "=FILTER(A1:A3,A1:A3>0)", "=LET(x,1,x)"])
+def test_formulas_that_need_upstream_take_it(tmp_path, formula):
+    wb = xlsxwriter.Workbook(str(tmp_path / "x.xlsx"), {"use_future_functions": True})
+    up = wb.add_worksheet("up")
+    fast = wb.add_worksheet("fast", worksheet_class=FastFormulaWorksheet)
+    assert fast._prepare_formula(formula) == up._prepare_formula(formula)
+    wb.close()
+
+
+def test_templates_refuse_formulas_needing_upstream():
+    with pytest.raises(ValueError):
+        FormulaTemplate("XLOOKUP(A1048576,B:B,C:C)")
+    t = FormulaTemplate("$A1048576*Resolved!$B1048575+c_ms_per_s")
+    assert t(4, 9) == "=$A5*Resolved!$B10+c_ms_per_s"
+
+
+def test_upstream_still_has_the_private_method_we_override():
+    assert callable(getattr(Worksheet, "_prepare_formula", None))
+    assert callable(getattr(Worksheet, "_write_formula", None))
+    major = int(xlsxwriter.__version__.split(".")[0])
+    assert major == 3, "planner.xlfast is tested against XlsxWriter 3.x only (pyproject pins <4)"
