@@ -458,6 +458,20 @@ class Chart:
     cid: str = ""
 
 
+MEMO_TABLE_MAX = 50  # per-workload table rows; a larger fleet shows its largest demands
+
+
+def table_rows(plan, limit: int) -> list[int]:
+    """Rows of the per-workload table, in input order: all when at most ``limit``, else
+    the ``limit`` with the largest demand (the rest are in the workbook)."""
+    n = len(plan.results)
+    if n <= limit:
+        return list(range(n))
+    demand = np.nan_to_num(_f(plan.resolved["demand_tpm"]), nan=-1.0)
+    top = np.argsort(-demand, kind="stable")[:limit]
+    return sorted(int(i) for i in top)
+
+
 def chart_rows(plan, limit: int) -> list[int]:
     """Rows to chart: all when at most ``limit``, else the ``limit`` with the largest
     demand_tpm (rows without demand after, in input order)."""
@@ -663,7 +677,9 @@ def build_context(plan, *, workbook: str, charts: list[Chart] | None = None, ema
                 "header": c.header(currency), "align": "left" if c.text else "right"} for c in TABLE_COLUMNS]
     rows = []
     r = plan.results
-    for i in range(len(r)):
+    hit_t, h_star, headroom = _f(plan.resolved["hit_target"]), _f(r["h_star"]), _f(r["hbm_headroom_gib"])
+    shown = table_rows(plan, MEMO_TABLE_MAX)
+    for i in shown:
         cells = [_cell(plan, i, c) for c in TABLE_COLUMNS]
         row = {c.key: v for c, v in zip(TABLE_COLUMNS, cells)}
         row.update({
@@ -674,8 +690,8 @@ def build_context(plan, *, workbook: str, charts: list[Chart] | None = None, ema
             "demand_tpm": resolved_num(plan, i, "demand_tpm"),
             "cost_per_mtok_physical": result_num(plan, i, "cost_per_mtok_physical"),
             "load_bound": r["regime"].iat[i] == "load-bound",
-            "beyond_h_star": bool(_f(plan.resolved["hit_target"])[i] > _f(r["h_star"])[i]),
-            "kv_fits": bool(_f(r["hbm_headroom_gib"])[i] >= 0),
+            "beyond_h_star": bool(hit_t[i] > h_star[i]),
+            "kv_fits": bool(headroom[i] >= 0),
         })
         rows.append(row)
     charts = charts or []
@@ -686,7 +702,7 @@ def build_context(plan, *, workbook: str, charts: list[Chart] | None = None, ema
         "run": {"input_file": plan.input.path.name, "input_sha256": plan.input.sha256,
                 "planner_version": __version__, "created": created, "workbook": workbook},
         "headline": headline(plan, fleet, quarter, currency),
-        "fleet": fleet, "columns": columns, "rows": rows,
+        "fleet": fleet, "columns": columns, "rows": rows, "rows_total": len(r), "rows_omitted": len(r) - len(rows),
         "findings": findings(plan),
         "assumptions": list(ASSUMPTIONS),
         "equations": [{"name": a, "formula": b} for a, b in EQUATIONS],
