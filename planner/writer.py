@@ -226,6 +226,7 @@ def write_input_workbook(path: str | Path, models: list[dict], gpus: list[dict],
 MAX_DATA_ROWS = 1_048_575      # Excel: 1,048,576 rows a sheet, less the header row
 MAX_COLUMNS = 16_384
 MAX_CHART_WORKLOADS = 20       # per-workload charts up to this count; beyond it the Explorer
+WRITE_BLOCK = 65_536           # rows whose stored values are converted to Python objects at once
 
 
 @dataclass
@@ -366,42 +367,49 @@ def write_long_table(wb, fm: Formats, layout: Layout, table, frame, max_rows: in
     widths = [_width(h, j == 0 or h in ("driver", "case", "link")) for j, h in enumerate(table.headers)]
     base_ref = lambda name, row: layout.base(name, row)
     wl_tmpl = FormulaTemplate(layout.base("workload", WL_ROW))
-    derived = [(own[c.name], t, fm("calc", c.fmt), values_list(frame[c.name].to_numpy(), c.text))
+    derived = [(own[c.name], t, fm("calc", c.fmt), frame[c.name].to_numpy(), c.text)
                for c, t in zip(table.cols, column_templates(own, table.cols, base_ref))]
     leads = []
     for ld in table.leads:
-        vals = values_list(frame[ld.name].to_numpy(), ld.text)
         forms = None
         if ld.formulas is not None:
             forms = [None if f is None else FormulaTemplate(base_ref(f[1:], WL_ROW) if f.startswith("@") else f)
                      for f in ld.formulas]
-        leads.append((own[ld.name], vals, forms, fm("const", ld.fmt), fm("calc", ld.fmt)))
-    names = values_list(frame["workload"].to_numpy(), True)
+        leads.append((own[ld.name], frame[ld.name].to_numpy(), ld.text, forms, fm("const", ld.fmt),
+                      fm("calc", ld.fmt)))
+    names = frame["workload"].to_numpy()
     for sheet, start, rows in chunks.sheets():
         ws = wb.add_worksheet(sheet, worksheet_class=FastFormulaWorksheet)
         _header(ws, fm, table.headers, widths)
         wf, wn = ws.write_vetted, ws.write_number
-        for i in range(rows):
-            g = start + i
-            r, w = i + 1, g // k + 1
-            rs, ws_ = r + 1, w + 1
-            wf(r, 0, wl_tmpl.fmt.format(rs, ws_), None, names[g])
-            for j, vals, forms, cfmt, ffmt in leads:
-                f = forms[g % k] if forms is not None else None
-                if f is not None:
-                    wf(r, j, f.fmt.format(rs, ws_), ffmt, vals[g])
-                elif vals[g] == "":
-                    ws.write_blank(r, j, None, cfmt)
-                elif isinstance(vals[g], str):
-                    ws.write_string(r, j, vals[g], cfmt)
-                else:
-                    wn(r, j, vals[g], cfmt)
-            for j, t, fmt, vals in derived:
-                wf(r, j, t.fmt.format(rs, ws_), fmt, vals[g])
-            if progress is not None and i % 4096 == 4095:
-                progress(4096)
-        if progress is not None:
-            progress(rows % 4096)
+        # stored values are turned into Python lists a block of rows at a time: memory
+        # stays bounded however long the table is
+        for b0 in range(start, start + rows, WRITE_BLOCK):
+            b1 = min(b0 + WRITE_BLOCK, start + rows)
+            d_vals = [(j, t.fmt, fmt, values_list(arr[b0:b1], text)) for j, t, fmt, arr, text in derived]
+            l_vals = [(j, values_list(arr[b0:b1], text), forms, cfmt, ffmt)
+                      for j, arr, text, forms, cfmt, ffmt in leads]
+            w_names = values_list(names[b0:b1], True)
+            for g in range(b0, b1):
+                x = g - b0
+                r = g - start + 1
+                rs, ws_ = r + 1, g // k + 2
+                wf(r, 0, wl_tmpl.fmt.format(rs, ws_), None, w_names[x])
+                for j, vals, forms, cfmt, ffmt in l_vals:
+                    f = forms[g % k] if forms is not None else None
+                    v = vals[x]
+                    if f is not None:
+                        wf(r, j, f.fmt.format(rs, ws_), ffmt, v)
+                    elif v == "":
+                        ws.write_blank(r, j, None, cfmt)
+                    elif isinstance(v, str):
+                        ws.write_string(r, j, v, cfmt)
+                    else:
+                        wn(r, j, v, cfmt)
+                for j, f, fmt, vals in d_vals:
+                    wf(r, j, f.format(rs, ws_), fmt, vals[x])
+            if progress is not None:
+                progress(b1 - b0)
         ws.autofilter(0, 0, rows, len(own) - 1)
     return chunks
 

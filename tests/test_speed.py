@@ -63,3 +63,31 @@ def test_upstream_still_has_the_private_method_we_override():
     assert callable(getattr(Worksheet, "_write_formula", None))
     major = int(xlsxwriter.__version__.split(".")[0])
     assert major == 3, "planner.xlfast is tested against XlsxWriter 3.x only (pyproject pins <4)"
+
+
+def test_block_and_sheet_boundaries_keep_every_value(tmp_path, monkeypatch):
+    """Small write blocks and small sheets: every stored value still lands in its cell."""
+    from planner import writer
+    from test_recalc import compare_sheet
+    from conftest import sheet_values
+
+    monkeypatch.setattr(writer, "WRITE_BLOCK", 7)
+    plan = build_plan(EXAMPLE)
+    out = tmp_path / "blocks.xlsx"
+    write_output(plan, out, max_rows=40)
+    for table in plan.sens.tables:
+        names = [table.sheet] + [f"{table.sheet}_{i}" for i in range(2, 40)]
+        rows = []
+        for name in names:
+            try:
+                rows += sheet_values(out, name)
+            except KeyError:
+                break
+        frame = plan.sens.frames[table.sheet]
+        assert len(rows) == len(frame)
+        for i, rec in enumerate(frame.to_dict("records")):
+            for k, v in rec.items():
+                got = rows[i][k]
+                assert (v != v and got in (None, "")) or got == v or abs(got - v) <= 1e-9 * max(1, abs(v)), (table.sheet, i, k)
+    compare_sheet(out, "Tornado", plan.sens.tornado)
+    compare_sheet(out, "Results", plan.results)
