@@ -225,8 +225,9 @@ def cmd_run(args) -> int:
             memo_ = build_memo(plan, out, templates=args.templates)
         except MemoTemplateError as err:
             raise UsageError(str(err)) from None
+    sheet_names: list[str] = []
     with _progress(plan, args.quiet) as tick:
-        save_atomic(out, lambda tmp: write_output(plan, tmp, progress=tick))
+        save_atomic(out, lambda tmp: sheet_names.extend(write_output(plan, tmp, progress=tick)))
     if memo_ is not None:
         from .memo import write_memo
 
@@ -240,8 +241,12 @@ def cmd_run(args) -> int:
     r = plan.results
     _say(f"planner: read {src} ({len(r)} workloads, {len(plan.models)} models, {len(plan.gpus)} GPUs)",
          args.quiet)
-    _say(f"planner: wrote {out} (Results, Checks, Sensitivity_Hit, inputs, Resolved, Run; "
-         f"{len(plan.warnings)} warning{'s' if len(plan.warnings) != 1 else ''})", args.quiet)
+    w = len(plan.warnings)
+    _say(f"planner: wrote {out}: {len(sheet_names)} sheets ({', '.join(sheet_names[:4])}, ...); "
+         f"{w} warning{'s' if w != 1 else ''}", args.quiet)
+    gpus = plan.results["gpus_needed"].sum(min_count=1)
+    if gpus == gpus:  # some workloads have demand
+        _say(f"planner: the workloads with demand need {gpus:,.0f} GPUs at their target hit ratios", args.quiet)
     if memo_ is not None:
         p = memo_.paths
         _say(f"planner: wrote memo {p['md']} and {p['html']}, charts {p['ttft'].name} and {p['tpm'].name} beside it",

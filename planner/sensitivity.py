@@ -11,7 +11,7 @@ shadows that input for the row's formulas: that is how a sweep varies one input.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
@@ -292,18 +292,68 @@ def tornado_summary(calc: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
     })
 
 
-@dataclass
 class Sensitivities:
-    tables: list[Table] = field(default_factory=list)
-    frames: dict[str, pd.DataFrame] = field(default_factory=dict)
-    tornado: pd.DataFrame | None = None
+    """The sensitivity tables of a plan, evaluated on demand.
+
+    ``frames[sheet]`` and ``tornado`` evaluate every workload (and keep the result);
+    :meth:`block` and :meth:`tornado_block` evaluate a range of workloads only, which is
+    how the writer keeps memory flat for tens of thousands of workloads.
+    """
+
+    def __init__(self, tables: list[Table], resolved: pd.DataFrame, results: pd.DataFrame):
+        self.tables = tables
+        self._resolved, self._results = resolved, results
+        self.frames = _LazyFrames(self)
+        self._tornado: pd.DataFrame | None = None
+
+    def table(self, sheet: str) -> Table:
+        return next(t for t in self.tables if t.sheet == sheet)
+
+    def block(self, sheet: str, w0: int, w1: int) -> pd.DataFrame:
+        """Rows of table ``sheet`` for workloads w0..w1-1 (0-based, input order)."""
+        return evaluate_table(self.table(sheet), self._resolved.iloc[w0:w1], self._results.iloc[w0:w1])
+
+    def tornado_block(self, w0: int, w1: int) -> pd.DataFrame:
+        return tornado_summary(self.block("Tornado_Calc", w0, w1), self._results.iloc[w0:w1])
+
+    @property
+    def tornado(self) -> pd.DataFrame:
+        if self._tornado is None:
+            self._tornado = tornado_summary(self.frames["Tornado_Calc"], self._results)
+        return self._tornado
+
+    def rows(self, sheet: str) -> int:
+        return len(self._results) * (len(DRIVERS) if sheet == "Tornado" else self.table(sheet).k)
+
+
+class _LazyFrames(dict):
+    def __init__(self, owner: Sensitivities):
+        super().__init__()
+        self._owner = owner
+
+    def __missing__(self, sheet: str) -> pd.DataFrame:
+        frame = self._owner.block(sheet, 0, len(self._owner._results))
+        self[sheet] = frame
+        return frame
+
+    def keys(self):
+        return [t.sheet for t in self._owner.tables]
+
+    def items(self):
+        return [(k, self[k]) for k in self.keys()]
+
+    def values(self):
+        return [self[k] for k in self.keys()]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self):
+        return len(self._owner.tables)
 
 
 def evaluate_all(resolved: pd.DataFrame, results: pd.DataFrame, grid: np.ndarray,
                  extra_gbps: tuple[float, ...]) -> Sensitivities:
-    out_ = Sensitivities()
-    for t in (hit_table(grid), alpha_table(), pcie_table(extra_gbps), hit_alpha_table(), tornado_calc_table()):
-        out_.tables.append(t)
-        out_.frames[t.sheet] = evaluate_table(t, resolved, results)
-    out_.tornado = tornado_summary(out_.frames["Tornado_Calc"], results)
-    return out_
+    """The sensitivity tables of a plan (evaluated lazily, see :class:`Sensitivities`)."""
+    tables = [hit_table(grid), alpha_table(), pcie_table(extra_gbps), hit_alpha_table(), tornado_calc_table()]
+    return Sensitivities(tables, resolved, results)

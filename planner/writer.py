@@ -355,11 +355,14 @@ class Chunks:
         return out
 
 
-def write_long_table(wb, fm: Formats, layout: Layout, table, frame, max_rows: int | None = None,
+def write_long_table(wb, fm: Formats, layout: Layout, table, sens, max_rows: int | None = None,
                      progress: Callable[[int], None] | None = None) -> Chunks:
-    """A long sensitivity table, row by row, continued on numbered sheets past Excel's row limit."""
+    """A long sensitivity table, row by row, continued on numbered sheets past Excel's row
+    limit. Evaluated a block of workloads at a time (``sens.block``), so memory stays
+    bounded however many workloads there are."""
     k = table.k
-    chunks = Chunks.of(table.sheet, k, len(frame), max_rows)
+    n = layout.n
+    chunks = Chunks.of(table.sheet, k, n * k, max_rows)
     own = {name: j for j, name in enumerate(table.names)}
     if len(own) > MAX_COLUMNS:
         raise ValueError(f"{table.sheet}: {len(own)} columns exceed Excel's {MAX_COLUMNS}")
@@ -367,7 +370,7 @@ def write_long_table(wb, fm: Formats, layout: Layout, table, frame, max_rows: in
     widths = [_width(h, j == 0 or h in ("driver", "case", "link")) for j, h in enumerate(table.headers)]
     base_ref = lambda name, row: layout.base(name, row)
     wl_tmpl = FormulaTemplate(layout.base("workload", WL_ROW))
-    derived = [(own[c.name], t, fm("calc", c.fmt), frame[c.name].to_numpy(), c.text)
+    derived = [(own[c.name], t.fmt, fm("calc", c.fmt), c.name, c.text)
                for c, t in zip(table.cols, column_templates(own, table.cols, base_ref))]
     leads = []
     for ld in table.leads:
@@ -375,23 +378,22 @@ def write_long_table(wb, fm: Formats, layout: Layout, table, frame, max_rows: in
         if ld.formulas is not None:
             forms = [None if f is None else FormulaTemplate(base_ref(f[1:], WL_ROW) if f.startswith("@") else f)
                      for f in ld.formulas]
-        leads.append((own[ld.name], frame[ld.name].to_numpy(), ld.text, forms, fm("const", ld.fmt),
-                      fm("calc", ld.fmt)))
-    names = frame["workload"].to_numpy()
+        leads.append((own[ld.name], ld.name, ld.text, forms, fm("const", ld.fmt), fm("calc", ld.fmt)))
+    per_block = max(1, WRITE_BLOCK // k)  # workloads evaluated and converted at once
     for sheet, start, rows in chunks.sheets():
         ws = wb.add_worksheet(sheet, worksheet_class=FastFormulaWorksheet)
         _header(ws, fm, table.headers, widths)
         wf, wn = ws.write_vetted, ws.write_number
-        # stored values are turned into Python lists a block of rows at a time: memory
-        # stays bounded however long the table is
-        for b0 in range(start, start + rows, WRITE_BLOCK):
-            b1 = min(b0 + WRITE_BLOCK, start + rows)
-            d_vals = [(j, t.fmt, fmt, values_list(arr[b0:b1], text)) for j, t, fmt, arr, text in derived]
-            l_vals = [(j, values_list(arr[b0:b1], text), forms, cfmt, ffmt)
-                      for j, arr, text, forms, cfmt, ffmt in leads]
-            w_names = values_list(names[b0:b1], True)
-            for g in range(b0, b1):
-                x = g - b0
+        w_first, w_last = start // k, (start + rows) // k
+        for w0 in range(w_first, w_last, per_block):
+            w1 = min(w0 + per_block, w_last)
+            frame = sens.block(table.sheet, w0, w1)
+            d_vals = [(j, f, fmt, values_list(frame[name].to_numpy(), text)) for j, f, fmt, name, text in derived]
+            l_vals = [(j, values_list(frame[name].to_numpy(), text), forms, cfmt, ffmt)
+                      for j, name, text, forms, cfmt, ffmt in leads]
+            w_names = values_list(frame["workload"].to_numpy(), True)
+            for x in range(len(frame)):
+                g = w0 * k + x
                 r = g - start + 1
                 rs, ws_ = r + 1, g // k + 2
                 wf(r, 0, wl_tmpl.fmt.format(rs, ws_), None, w_names[x])
@@ -409,7 +411,7 @@ def write_long_table(wb, fm: Formats, layout: Layout, table, frame, max_rows: in
                 for j, f, fmt, vals in d_vals:
                     wf(r, j, f.format(rs, ws_), fmt, vals[x])
             if progress is not None:
-                progress(b1 - b0)
+                progress(len(frame))
         ws.autofilter(0, 0, rows, len(own) - 1)
     return chunks
 
@@ -418,15 +420,17 @@ TORNADO_COLS = ("workload", "driver", "base_value", "low_value", "high_value", "
                 "tpm_high", "swing", "rank")
 
 
-def write_tornado(wb, fm: Formats, layout: Layout, tornado, calc: Chunks) -> None:
+def write_tornado(wb, fm: Formats, layout: Layout, sens, calc: Chunks) -> None:
     """Tornado: per workload x driver, TPM at the driver's low and high value, swing, rank."""
     from xlsxwriter.utility import xl_col_to_name
 
     from .sensitivity import DRIVERS
 
     k = len(DRIVERS)
-    if len(tornado) > MAX_DATA_ROWS:
-        raise ValueError(f"Tornado: {len(tornado):,} rows ({k} drivers x {len(tornado) // k:,} workloads) exceed "
+    n = layout.n
+    total = n * k
+    if total > MAX_DATA_ROWS:
+        raise ValueError(f"Tornado: {total:,} rows ({k} drivers x {n:,} workloads) exceed "
                          f"Excel's {MAX_DATA_ROWS + 1:,}-row sheet; split the workloads over several input workbooks")
     ws = wb.add_worksheet("Tornado", worksheet_class=FastFormulaWorksheet)
     headers = ["workload", "driver", "base_value", "low_value", "high_value", "tpm_base [tokens/min]",
@@ -455,20 +459,25 @@ def write_tornado(wb, fm: Formats, layout: Layout, tornado, calc: Chunks) -> Non
         ("rank", f"1+SUMPRODUCT(({block}>{me('swing')})+({block}={me('swing')})*(ROW({block})<ROW({me('swing')})))",
          fm("calc", "0"), False),
     ]
-    jobs = [(own[name], "=" + f, fmt, values_list(tornado[name].to_numpy(), text)) for name, f, fmt, text in plan]
     sample = (2, 2, "Tornado_Calc", 2, "Tornado_Calc", 3, 2, 9, "I")
-    if any(needs_upstream(f.format(*sample)) for _j, f, _fmt, _v in jobs):  # pragma: no cover - fixed formulas
+    if any(needs_upstream(("=" + f).format(*sample)) for _n, f, _fmt, _t in plan):  # pragma: no cover
         raise AssertionError("Tornado formulas must use classic functions only")
-    wf = ws.write_vetted  # the formats below name only classic functions (tested)
-    for i in range(len(tornado)):
-        r, w = i + 1, i // k
-        lo_sheet, lo_row = calc.where(2 * i)
-        hi_sheet, hi_row = calc.where(2 * i + 1)
-        args = (r + 1, w + 2, quote_sheetname(lo_sheet), lo_row + 1, quote_sheetname(hi_sheet), hi_row + 1,
-                w * k + 2, (w + 1) * k + 1, swing_col)
-        for j, f, fmt, vals in jobs:
-            wf(r, j, f.format(*args), fmt, vals[i])
-    ws.autofilter(0, 0, len(tornado), len(TORNADO_COLS) - 1)
+    wf = ws.write_vetted  # the formats above name only classic functions (checked just above)
+    per_block = max(1, WRITE_BLOCK // (2 * k))
+    for w0 in range(0, n, per_block):
+        w1 = min(w0 + per_block, n)
+        block = sens.tornado_block(w0, w1)
+        jobs = [(own[name], "=" + f, fmt, values_list(block[name].to_numpy(), text)) for name, f, fmt, text in plan]
+        for x in range(len(block)):
+            i = w0 * k + x
+            r, w = i + 1, i // k
+            lo_sheet, lo_row = calc.where(2 * i)
+            hi_sheet, hi_row = calc.where(2 * i + 1)
+            args = (r + 1, w + 2, quote_sheetname(lo_sheet), lo_row + 1, quote_sheetname(hi_sheet), hi_row + 1,
+                    w * k + 2, (w + 1) * k + 1, swing_col)
+            for j, f, fmt, vals in jobs:
+                wf(r, j, f.format(*args), fmt, vals[x])
+    ws.autofilter(0, 0, total, len(TORNADO_COLS) - 1)
 
 
 FMT_INT_ = schema.FMT_INT
@@ -477,17 +486,18 @@ FMT_INT_ = schema.FMT_INT
 def output_rows(plan) -> int:
     """Rows the output workbook holds in its per-workload sheets (the progress total)."""
     n = len(plan.results)
-    return 2 * n + sum(len(f) for f in plan.sens.frames.values()) + len(plan.sens.tornado)
+    return 2 * n + sum(plan.sens.rows(t.sheet) for t in plan.sens.tables) + plan.sens.rows("Tornado")
 
 
 def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_rows: int | None = None,
-                 progress: Callable[[int], None] | None = None) -> None:
+                 progress: Callable[[int], None] | None = None) -> list[str]:
     """Write the live output workbook of ``plan`` to ``path`` (not atomic: see save_atomic).
 
     Written in XlsxWriter's constant_memory mode: every sheet row by row (the small,
     freely laid-out sheets go through a :class:`RowBuffer`), so memory stays flat however
     many workloads there are. ``max_rows`` lowers the rows-per-sheet limit (tests of the
-    continuation sheets); ``progress(rows)`` is called as rows are written.
+    continuation sheets); ``progress(rows)`` is called as rows are written. Returns the
+    sheet names.
     """
     from .checks import checks_for  # local: checks need the layout defined here
 
@@ -511,10 +521,9 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     # sensitivity sheets (written first: Tornado, Explorer and charts refer to them)
     chunks: dict[str, Chunks] = {}
     for table in plan.sens.tables:
-        chunks[table.sheet] = write_long_table(wb, fm, layout, table, plan.sens.frames[table.sheet], max_rows,
-                                               progress=tick)
-    write_tornado(wb, fm, layout, plan.sens.tornado, chunks["Tornado_Calc"])
-    tick(len(plan.sens.tornado))
+        chunks[table.sheet] = write_long_table(wb, fm, layout, table, plan.sens, max_rows, progress=tick)
+    write_tornado(wb, fm, layout, plan.sens, chunks["Tornado_Calc"])
+    tick(plan.sens.rows("Tornado"))
 
     for sheet, table in (("Workloads", p_in.workloads), ("Models", p_in.models), ("GPUs", p_in.gpus)):
         frame = {"Workloads": plan.workloads, "Models": plan.models, "GPUs": plan.gpus}[sheet]
@@ -569,6 +578,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
             buffered.flush()
     ws_results.activate()
     wb.close()
+    return [ws.get_name() for ws in wb.worksheets()]
 
 
 def _write_constants(wb, ws, fm: Formats) -> None:
@@ -644,7 +654,7 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     names = ["hit"] + [c.name for c in ht.cols]
     own = {nm: left + j for j, nm in enumerate(names)}
     _header(ws, fm, ["hit [fraction]"] + [c.header for c in ht.cols], [11] * len(names), top, left, freeze=False)
-    frame = plan.sens.frames["Sensitivity_Hit"].iloc[:k].reset_index(drop=True)
+    frame = plan.sens.block("Sensitivity_Hit", 0, 1)
     for i, h in enumerate(plan.hit_grid):
         ws.write_number(top + 1 + i, left, float(h), fm("const", schema.FMT_PCT))
     write_rows(ws, fm, top + 1, own, ht.cols, frame, base_ref)
@@ -662,12 +672,12 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     ws.write_string(t_top - 1, left, "Tornado of the chosen workload (each driver moved by c_tornado_swing)",
                     fm("title"))
     _header(ws, fm, tnames, [11] * len(tnames), t_top, left, freeze=False)
-    calc = plan.sens.frames["Tornado_Calc"].iloc[:tc.k].reset_index(drop=True)
+    calc = plan.sens.block("Tornado_Calc", 0, 1)
     for ld in tc.leads:
         for i, v in enumerate(ld.values):
             write_cell(ws, t_top + 1 + i, t_own[ld.name], v, fm("const", ld.fmt))
     write_rows(ws, fm, t_top + 1, t_own, tc.cols, calc, base_ref)
-    summary = plan.sens.tornado.iloc[:len(DRIVERS)].reset_index(drop=True)
+    summary = plan.sens.tornado_block(0, 1)
     s_top = t_top + tc.k + 3
     sorted_block = _tornado_sorted(ws, fm, s_top, left, summary, cell_of["tpm_delivered_target"],
                                    lambda d, case, name: xl_rowcol_to_cell(t_top + 1 + 2 * d + case, t_own[name]),
