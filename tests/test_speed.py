@@ -91,3 +91,30 @@ def test_block_and_sheet_boundaries_keep_every_value(tmp_path, monkeypatch):
                 assert (v != v and got in (None, "")) or got == v or abs(got - v) <= 1e-9 * max(1, abs(v)), (table.sheet, i, k)
     compare_sheet(out, "Tornado", plan.sens.tornado)
     compare_sheet(out, "Results", plan.results)
+
+
+def test_results_at_scale_equal_the_small_run(tmp_path):
+    """No approximation for speed: 1,200 workloads (the example repeated) give, row for row,
+    the example's own numbers in Results and in the sensitivity blocks."""
+    import numpy as np
+    import openpyxl
+
+    wb = openpyxl.load_workbook(EXAMPLE)
+    ws = wb["Workloads"]
+    rows = [[c.value for c in r] for r in ws.iter_rows(min_row=2)]
+    for i in range(1200 - len(rows)):
+        r = list(rows[i % len(rows)])
+        r[0] = f"{r[0]}~{i}"
+        ws.append(r)
+    src = tmp_path / "big.xlsx"
+    wb.save(src)
+    small, big = build_plan(EXAMPLE), build_plan(src)
+    n = len(small.results)
+    num = small.results.select_dtypes("number").columns
+    for rep in (0, 7, 99):
+        part = big.results.iloc[rep * n:(rep + 1) * n].reset_index(drop=True)
+        np.testing.assert_array_equal(part[num].to_numpy(), small.results[num].to_numpy())
+    k = small.sens.table("Sensitivity_Hit").k
+    blk = big.sens.block("Sensitivity_Hit", 7 * n, 8 * n).drop(columns="workload")
+    np.testing.assert_array_equal(blk.to_numpy(), small.sensitivity_hit.drop(columns="workload").to_numpy())
+    assert len(big.sensitivity_hit) == 1200 * k
