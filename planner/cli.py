@@ -313,6 +313,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
+        # also when started with SIGINT ignored (a background job of a script): Ctrl-C and
+        # SIGINT must still stop the run cleanly
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     handler = {"run": cmd_run, "template": cmd_template, "validate": cmd_validate, "send": cmd_send}[args.command]
     try:
         return handler(args)
