@@ -90,9 +90,17 @@ def count_cells(path: Path) -> tuple[int, int]:
     with zipfile.ZipFile(path) as z:
         for name in z.namelist():
             if name.startswith("xl/worksheets/sheet"):
-                xml = z.read(name)
-                cells += len(re.findall(rb"<c ", xml))
-                formulas += xml.count(b"<f>")
+                with z.open(name) as f:  # streamed: a sheet of a large plan is gigabytes
+                    tail = b""
+                    while chunk := f.read(1 << 24):
+                        buf = tail + chunk
+                        cut = buf.rfind(b"<")
+                        cut = len(buf) if cut < 0 else cut
+                        cells += buf.count(b"<c ", 0, cut)
+                        formulas += buf.count(b"<f>", 0, cut)
+                        tail = buf[cut:]
+                    cells += tail.count(b"<c ")
+                    formulas += tail.count(b"<f>")
     return cells, formulas
 
 
@@ -101,8 +109,14 @@ import sys, numpy as np, pandas as pd
 cells, path = int(sys.argv[1]), sys.argv[2]
 cols = 20
 rows = -(-cells // cols)
-df = pd.DataFrame(np.random.default_rng(0).random((rows, cols)), columns=[f"c{j}" for j in range(cols)])
-df.to_excel(path, engine="xlsxwriter", index=False)
+per_sheet = 1_000_000  # Excel's row limit: the values continue on further sheets, as the planner's do
+with pd.ExcelWriter(path, engine="xlsxwriter") as writer:
+    writer.book.use_zip64()
+    rng = np.random.default_rng(0)
+    for i, start in enumerate(range(0, rows, per_sheet)):
+        n = min(per_sheet, rows - start)
+        df = pd.DataFrame(rng.random((n, cols)), columns=[f"c{j}" for j in range(cols)])
+        df.to_excel(writer, sheet_name=f"values{i + 1}", index=False)
 """
 
 

@@ -227,6 +227,7 @@ MAX_DATA_ROWS = 1_048_575      # Excel: 1,048,576 rows a sheet, less the header 
 MAX_COLUMNS = 16_384
 MAX_CHART_WORKLOADS = 20       # per-workload charts up to this count; beyond it the Explorer
 WRITE_BLOCK = 65_536           # rows whose stored values are converted to Python objects at once
+ZIP64_ROWS = 1_000_000         # above this many rows in all, members may pass 4 GiB: write ZIP64
 
 
 @dataclass
@@ -504,6 +505,8 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     tick = progress or (lambda rows: None)
     n = len(plan.results)
     wb = xlsxwriter.Workbook(str(path), {**WB_OPTIONS, "constant_memory": True})
+    if output_rows(plan) > ZIP64_ROWS:
+        wb.use_zip64()  # a sheet's XML can pass 4 GiB (Excel reads ZIP64 workbooks)
     wb.set_properties({"title": f"KV-hit capacity plan {plan.settings.get('quarter') or ''}".strip(),
                        "subject": f"planned from {plan.input.path.name}", "comments": f"planner {__version__}"})
     fm = Formats(wb)
