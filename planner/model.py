@@ -53,10 +53,12 @@ def _approx(x):
     keeps the Python value equal to the spreadsheet's.
     """
     x = np.asarray(x, dtype=float)
-    with np.errstate(divide="ignore", invalid="ignore"):
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         mag = np.floor(np.log10(np.where(np.isfinite(x) & (x != 0), np.abs(x), 1.0)))
         scale = 10.0 ** (14 - mag)
-        return np.where(np.isfinite(x) & (x != 0), np.round(x * scale) / scale, x)
+        rounded = np.round(x * scale) / scale
+        # far below 1 (scale overflows) there is no integer to snap to: keep x
+        return np.where(np.isfinite(x) & (x != 0) & np.isfinite(rounded), rounded, x)
 
 
 # --------------------------------------------------------------------------- KV size

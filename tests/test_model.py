@@ -138,6 +138,7 @@ def test_instances_gpus_cost():
     assert float(m.instances_needed(1_000_001, 100_000)) == 11   # ceil(10.00001)
     assert float(m.instances_needed(3 * 0.1 * 1e6, 0.1 * 1e6)) == 3  # 3.0000000000000004 snaps to 3
     assert math.isnan(float(m.instances_needed(np.nan, 100_000)))
+    assert float(m.instances_needed(1e-300, 1e9)) == 1  # a tiny demand still needs one instance
     assert float(m.gpus_needed(11, 4)) == 44
     # $2.50/GPU-h * 4 GPUs * 1e6 tokens / (500,000 tokens/min * 60 min/h) = $0.3333/Mtok
     assert float(m.cost_per_mtok(2.5, 4, 500_000)) == pytest.approx(10 / 30)
