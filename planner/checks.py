@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 
 from . import schema
-from .schema import FRACTION, INT, NUMBER, TEXT
+from .model import uneven_heads
+from .schema import FRACTION, INT, NUMBER
 
 
 @dataclass(frozen=True)
@@ -96,10 +97,8 @@ def checks_for(plan, layout) -> CheckSheet:
     required_wl = [c for c in schema.columns("Workloads") if c.required is True]
     fractions = [c for c in schema.columns("Workloads") if c.kind == FRACTION]
     nonneg = [c for c in schema.columns("Workloads") if c.kind in (NUMBER, INT) and c.minimum is not None]
-    kv, tp = res["kv_heads"].to_numpy(dtype=float), res["tp"].to_numpy(dtype=float)
-    gqa = res["attention"].to_numpy() == "gqa"
-    kv_safe = np.where(kv == 0, 1, kv)
-    uneven = gqa & (np.mod(kv, tp) != 0) & (np.mod(tp, kv_safe) != 0)
+    uneven = uneven_heads(res["attention"].to_numpy(), res["kv_heads"].to_numpy(dtype=float),
+                          res["tp"].to_numpy(dtype=float))
     checks = [
         Check("model references resolve", "error",
               "every Workloads.model names a row of Models",

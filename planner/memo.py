@@ -463,13 +463,8 @@ MEMO_TABLE_MAX = 50  # per-workload table rows; a larger fleet shows its largest
 
 def table_rows(plan, limit: int) -> list[int]:
     """Rows of the per-workload table, in input order: all when at most ``limit``, else
-    the ``limit`` with the largest demand (the rest are in the workbook)."""
-    n = len(plan.results)
-    if n <= limit:
-        return list(range(n))
-    demand = np.nan_to_num(_f(plan.resolved["demand_tpm"]), nan=-1.0)
-    top = np.argsort(-demand, kind="stable")[:limit]
-    return sorted(int(i) for i in top)
+    the ``limit`` with the largest demand, as charted (the rest are in the workbook)."""
+    return sorted(chart_rows(plan, limit))
 
 
 def chart_rows(plan, limit: int) -> list[int]:

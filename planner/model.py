@@ -87,6 +87,24 @@ def _(kv_heads, tp):
     return f"ROUNDUP({kv_heads}/{tp},0)"
 
 
+def uneven_heads(attention, kv_heads, tp):
+    """GQA rows whose KV heads split unevenly: neither kv_heads/tp nor tp/kv_heads is whole.
+
+    Parameters
+    ----------
+    attention : str or array of str, ``gqa`` or ``mla`` (MLA rows are never uneven)
+    kv_heads : numeric, KV heads, 0 where blank [count]
+    tp : numeric, tensor-parallel size [count]
+
+    Returns
+    -------
+    bool or array of bool
+    """
+    kv = np.asarray(kv_heads, dtype=float)
+    tp = np.asarray(tp, dtype=float)
+    return (np.asarray(attention) == "gqa") & (np.mod(kv, tp) != 0) & (np.mod(tp, np.where(kv == 0, 1, kv)) != 0)
+
+
 def kv_bytes_per_token_gpu(attention, layers, kv_heads, head_dim, mla_kv_dim, kv_bytes, tp):
     r"""KV-cache bytes per token held by one GPU, S.
 

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema, sheets
+from .model import uneven_heads
 from .reader import PlanInput, Table, read_input
 from .sensitivity import Sensitivities, evaluate_all
 
@@ -86,8 +87,7 @@ def _warnings(p_in: PlanInput, models: pd.DataFrame, resolved: pd.DataFrame,
     hit_t = resolved["hit_target"].to_numpy(dtype=float)
     h_star = results["h_star"].to_numpy(dtype=float)
     kv, tp = resolved["kv_heads"].to_numpy(dtype=float), resolved["tp"].to_numpy(dtype=float)
-    gqa = resolved["attention"].to_numpy() == "gqa"
-    uneven = gqa & (np.mod(kv, tp) != 0) & (np.mod(tp, np.where(kv == 0, 1, kv)) != 0)
+    uneven = uneven_heads(resolved["attention"].to_numpy(), kv, tp)
     raw_tpm = np.array([r.get("tpm_measured") is not None for r in p_in.workloads.records], dtype=bool)
     raw_hm = np.array([r.get("hit_measured") is not None for r in p_in.workloads.records], dtype=bool)
     flags = {

@@ -23,7 +23,7 @@ from openpyxl.utils import get_column_letter
 from . import schema
 from .errors import InputError, Problem
 from .safety import SheetScan, check_container, require_defusedxml, scan_sheet, sheet_xml_paths
-from .schema import CHOICE, FRACTION, INT, NUMBER, TEXT, Column
+from .schema import CHOICE, FRACTION, INT, TEXT, Column
 
 MIN_PREFILL_MS = 1e-3  # the 0-hit variable prefill time must add up to at least this (1 microsecond)
 EXCEL_ERRORS = frozenset({"#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!",

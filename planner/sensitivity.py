@@ -12,8 +12,6 @@ shadows that input for the row's formulas: that is how a sweep varies one input.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable
-
 import numpy as np
 import pandas as pd
 
@@ -22,7 +20,7 @@ from . import sheets
 from .constants import C, N
 from .model import excel_twin
 from .schema import FMT_INT, FMT_PCT
-from .sheets import FMT_MS, FMT_RATIO, Lit, Out, out
+from .sheets import FMT_MS, Lit, Out, out
 
 ALPHA_STEPS = tuple(round(0.1 * i, 10) for i in range(11))
 HIT_ALPHA_STEPS = tuple(round(0.1 * i, 10) for i in range(11))
@@ -110,16 +108,6 @@ def _(low, high):
     return f"ABS({high}-{low})"
 
 
-def difference(a, b):
-    """a - b, same unit as both."""
-    return np.asarray(a, dtype=float) - b
-
-
-@excel_twin(difference)
-def _(a, b):
-    return f"{a}-{b}"
-
-
 # --------------------------------------------------------------------------- table declarations
 @dataclass(frozen=True)
 class Lead:
@@ -128,7 +116,7 @@ class Lead:
     name: str
     header: str
     fmt: str | None
-    values: tuple          # per point of the sweep (k entries), or per row when per_row
+    values: tuple          # one per point of the sweep (k entries)
     formulas: tuple | None = None  # Excel formula per point (None: write the value itself)
     text: bool = False
 
@@ -267,17 +255,39 @@ def evaluate_table(t: Table, resolved: pd.DataFrame, results: pd.DataFrame) -> p
     return pd.concat([pd.DataFrame(frame), values], axis=1)
 
 
+def rank_in_blocks(swing, k: int):
+    r"""Rank of each swing within its block of k drivers: 1 for the widest, ties ranked by
+    driver order.
+
+    .. math:: rank_i = 1 + \#\{j: s_j > s_i\} + \#\{j < i: s_j = s_i\}
+
+    Parameters
+    ----------
+    swing : numeric array, n x k swings in driver order [tokens/min]
+    k : int, drivers per workload
+
+    Returns
+    -------
+    numeric array, ranks [1..k]
+    """
+    s = np.asarray(swing, dtype=float).reshape(-1, k)
+    greater = (s[:, None, :] > s[:, :, None]).sum(axis=2)
+    earlier_tie = ((s[:, None, :] == s[:, :, None]) & (np.arange(k)[None, :] < np.arange(k)[:, None])[None]).sum(axis=2)
+    return (1 + greater + earlier_tie).reshape(-1).astype(float)
+
+
+def rank_in_blocks_xl(block: str, me: str) -> str:
+    """Excel twin of :func:`rank_in_blocks` for one cell ``me`` of the range ``block``."""
+    return f"1+SUMPRODUCT(({block}>{me})+({block}={me})*(ROW({block})<ROW({me})))"
+
+
 def tornado_summary(calc: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
     """One row per workload x driver: low/high values and TPM, swing and rank (1 = widest;
     ties ranked by driver order)."""
     k = len(DRIVERS)
     low, high = calc.iloc[0::2].reset_index(drop=True), calc.iloc[1::2].reset_index(drop=True)
-    n = len(low) // k
     swing = swing_of(low["tpm_delivered_target"].to_numpy(), high["tpm_delivered_target"].to_numpy())
-    s = swing.reshape(n, k)
-    greater = (s[:, None, :] > s[:, :, None]).sum(axis=2)
-    earlier_tie = ((s[:, None, :] == s[:, :, None]) & (np.arange(k)[None, :] < np.arange(k)[:, None])[None]).sum(axis=2)
-    rank = (1 + greater + earlier_tie).reshape(-1).astype(float)
+    rank = rank_in_blocks(swing, k)
     return pd.DataFrame({
         "workload": low["workload"].to_numpy(),
         "driver": low["driver"].to_numpy(),

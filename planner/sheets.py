@@ -25,7 +25,7 @@ from . import model as m
 from . import schema
 from .constants import PCIE_GEN_GBPS, N
 from .model import excel_twin
-from .schema import CHOICE, FMT_INT, FMT_NUM, FMT_PCT, TEXT
+from .schema import CHOICE, FMT_INT, FMT_PCT, TEXT
 
 FMT_MS = "#,##0.00"
 FMT_RATIO = "0.000"

@@ -25,6 +25,7 @@ from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
 
 from . import __version__, schema, sheets
 from .constants import CONSTANTS
+from .sensitivity import rank_in_blocks_xl, swing_of
 from .xlfast import ROW, WL_ROW, FastFormulaWorksheet, FormulaTemplate, RowBuffer, needs_upstream
 from .schema import CHOICE, FRACTION, INT, NUMBER, TEXT, Column
 
@@ -456,9 +457,8 @@ def write_tornado(wb, fm: Formats, layout: Layout, sens, calc: Chunks) -> None:
         ("tpm_base", FormulaTemplate(layout.base("tpm_delivered_target", WL_ROW)).fmt[1:], ints, False),
         ("tpm_low", "{2}!" + c_col["tpm_delivered_target"] + "{3}", ints, False),
         ("tpm_high", "{4}!" + c_col["tpm_delivered_target"] + "{5}", ints, False),
-        ("swing", f"ABS({me('tpm_high')}-{me('tpm_low')})", ints, False),
-        ("rank", f"1+SUMPRODUCT(({block}>{me('swing')})+({block}={me('swing')})*(ROW({block})<ROW({me('swing')})))",
-         fm("calc", "0"), False),
+        ("swing", swing_of.xl(me("tpm_low"), me("tpm_high")), ints, False),
+        ("rank", rank_in_blocks_xl(block, me("swing")), fm("calc", "0"), False),
     ]
     sample = (2, 2, "Tornado_Calc", 2, "Tornado_Calc", 3, 2, 9, "I")
     if any(needs_upstream(("=" + f).format(*sample)) for _n, f, _fmt, _t in plan):  # pragma: no cover
@@ -606,11 +606,13 @@ EXPLORER_INDEX = (3, 1)      # B4: its row in Resolved/Results
 EXPLORER_INPUTS_TOP = 6      # first row of the name/value block
 
 
-def _explorer_inputs() -> list[tuple[str, str]]:
-    """(sheet, name) of every Resolved and Results value the Explorer pulls."""
-    out = [("Resolved", rc.name) for rc in sheets.RESOLVED if rc.name not in ("workload", "model_row", "gpu_row")]
-    have = {n for _s, n in out}
-    out += [("Results", c.name) for c in sheets.RESULTS if c.name not in have]
+def _explorer_inputs() -> list[tuple[str, str, str | None, bool]]:
+    """(sheet, name, number format, is text) of every Resolved and Results value the
+    Explorer pulls, from the sheets' declarations."""
+    out = [("Resolved", rc.name, rc.fmt, rc.text) for rc in sheets.RESOLVED
+           if rc.name not in ("workload", "model_row", "gpu_row")]
+    have = {n for _s, n, _f, _t in out}
+    out += [("Results", c.name, c.fmt, c.text) for c in sheets.RESULTS if c.name not in have]
     return out
 
 
@@ -618,7 +620,6 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     """One workload at a time: a dropdown of workload names drives the tables and charts."""
     from .sensitivity import DRIVERS, hit_table, tornado_calc_table
 
-    n = layout.n
     first = plan.results["workload"].iat[0]
     ws.write_string(0, 0, "Explorer: choose a workload in the yellow cell; the tables and charts follow",
                     fm("title"))
@@ -638,12 +639,9 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     cell_of: dict[str, str] = {"workload": sel}
     ws.write_string(EXPLORER_INPUTS_TOP - 1, 0, "quantity", fm("header"))
     ws.write_string(EXPLORER_INPUTS_TOP - 1, 1, "value", fm("header"))
-    for i, (sheet, name) in enumerate(_explorer_inputs()):
+    for i, (sheet, name, fmt, text) in enumerate(_explorer_inputs()):
         r = EXPLORER_INPUTS_TOP + i
         frame = plan.resolved if sheet == "Resolved" else plan.results
-        text = not pd_numeric(frame[name])
-        fmt = {"Resolved": {rc.name: rc.fmt for rc in sheets.RESOLVED},
-               "Results": {c.name: c.fmt for c in sheets.RESULTS}}[sheet].get(name)
         ws.write_string(r, 0, name)
         ws.write_formula(r, 1, f"=INDEX({range_name(sheet, name)},{idx})", fm("calc", fmt),
                          _value(frame[name].iat[0], text))
@@ -697,12 +695,6 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     ws.fit_to_pages(1, 1)
 
 
-def pd_numeric(series) -> bool:
-    import pandas as pd
-
-    return pd.api.types.is_numeric_dtype(series)
-
-
 def _markers(ws, fm: Formats, top: int, left: int, ttft_range: str, h_star: str, target: str,
              h_star_v: float, target_v: float, y_top_v: float) -> None:
     """Vertical marker lines (h* and the target) for the TTFT chart: x twice, y 0 and the top
@@ -727,7 +719,7 @@ def _tornado_sorted(ws, fm: Formats, top: int, left: int, summary, base_cell: st
     k = len(summary)
     headers = ["rank", "driver", "low - base [tokens/min]", "high - base [tokens/min]", "swing [tokens/min]"]
     _header(ws, fm, headers, [8, 14, 16, 16, 16], top, left, freeze=False)
-    swings = [f"ABS({calc_cell(d, 1, 'tpm_delivered_target')}-{calc_cell(d, 0, 'tpm_delivered_target')})"
+    swings = [swing_of.xl(calc_cell(d, 0, "tpm_delivered_target"), calc_cell(d, 1, "tpm_delivered_target"))
               for d in range(k)]
     # swing per driver in driver order (col left+4 of rows top+1..top+k) ...
     sw_col = left + 6
@@ -740,7 +732,7 @@ def _tornado_sorted(ws, fm: Formats, top: int, left: int, summary, base_cell: st
         r = top + 1 + d
         ws.write_formula(r, sw_col, "=" + swings[d], fm("calc", FMT_INT_), float(summary["swing"].iat[d]))
         me = xl_rowcol_to_cell(r, sw_col)
-        ws.write_formula(r, sw_col + 1, f"=1+SUMPRODUCT(({sw_rng}>{me})+({sw_rng}={me})*(ROW({sw_rng})<ROW({me})))",
+        ws.write_formula(r, sw_col + 1, "=" + rank_in_blocks_xl(sw_rng, me),
                          fm("calc", "0"), float(summary["rank"].iat[d]))
     order = np.argsort(summary["rank"].to_numpy())
     drivers = [f"{calc_cell(d, 0, 'driver')}" for d in range(k)]

@@ -9,7 +9,6 @@ problem lines (``Sheet!Cell: message``) the planner must report, all of them, an
 
 from __future__ import annotations
 
-import io
 import shutil
 import sys
 import zipfile
