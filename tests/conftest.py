@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import openpyxl
@@ -12,6 +15,22 @@ from planner.libreoffice import make_profile, recalculate, soffice
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "workbooks" / "example.xlsx"
+
+
+def planner_env(env_extra: dict | None = None, drop: tuple[str, ...] = ()) -> dict:
+    """Environment for running the planner as a subprocess: the repository importable,
+    PLANNER_DEBUG (tracebacks) and ``drop`` removed, ``env_extra`` added."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PLANNER_DEBUG", *drop)}
+    env.update(env_extra or {})
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
+    return env
+
+
+def run_planner(*args, cwd: Path, env_extra: dict | None = None, drop: tuple[str, ...] = (),
+                timeout: float = 300) -> subprocess.CompletedProcess:
+    """``python -m planner ARGS`` in ``cwd``, output captured as text."""
+    return subprocess.run([sys.executable, "-m", "planner", *map(str, args)], cwd=cwd,
+                          env=planner_env(env_extra, drop), capture_output=True, text=True, timeout=timeout)
 
 
 @pytest.fixture(scope="session")

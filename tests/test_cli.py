@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Callable
 
 import openpyxl
 import pytest
+
+from conftest import run_planner
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "workbooks" / "example.xlsx"
@@ -22,12 +23,7 @@ OLD_OUTPUT = b"previous output, must survive a failed run"
 
 
 # --------------------------------------------------------------------------- helpers
-def planner(*args, cwd: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.pop("PLANNER_DEBUG", None)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    return subprocess.run([sys.executable, "-m", "planner", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+planner = run_planner
 
 
 def base(header) -> str:

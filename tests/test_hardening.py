@@ -14,17 +14,13 @@ import openpyxl
 import pytest
 
 import corpus
-from conftest import EXAMPLE, sheet_values
+from conftest import EXAMPLE, planner_env, run_planner, sheet_values
 from planner.errors import MAX_LISTED
 
-REPO = Path(__file__).resolve().parent.parent
-ENV = {**os.environ, "PYTHONPATH": str(REPO)}
-
-
 def planner(*args, cwd: Path) -> tuple[subprocess.CompletedProcess, float]:
+    """The run and its wall time [s]."""
     t = time.perf_counter()
-    r = subprocess.run([sys.executable, "-m", "planner", *map(str, args)], cwd=cwd, env=ENV,
-                       capture_output=True, text=True, timeout=120)
+    r = run_planner(*args, cwd=cwd, timeout=120)
     return r, time.perf_counter() - t
 
 
@@ -154,7 +150,7 @@ def test_interrupted_run_leaves_no_partial_file(tmp_path, sig, code):
     out_dir.mkdir()
     (out_dir / "plan.xlsx").write_bytes(b"previous")
     proc = subprocess.Popen([sys.executable, "-m", "planner", "run", str(src), "-o", str(out_dir / "plan.xlsx"),
-                             "--no-memo"], cwd=tmp_path, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             "--no-memo"], cwd=tmp_path, env=planner_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     deadline = time.time() + 120
     while time.time() < deadline and not any(n.endswith(".tmp") for n in os.listdir(out_dir)):

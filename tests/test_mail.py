@@ -12,14 +12,13 @@ import os
 import re
 import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
-from conftest import EXAMPLE, REPO
+from conftest import EXAMPLE, run_planner
 from planner import mail, memo
 from planner.plan import build_plan
 
@@ -31,13 +30,7 @@ TIMEOUT = 60  # seconds for any subprocess here; SMTP itself runs with --timeout
 
 
 def planner(*args, cwd: Path, env_extra: dict | None = None) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.pop("PLANNER_DEBUG", None)
-    env.pop(mail.PASSWORD_ENV, None)
-    env.update(env_extra or {})
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    return subprocess.run([sys.executable, "-m", "planner", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=TIMEOUT)
+    return run_planner(*args, cwd=cwd, env_extra=env_extra, drop=(mail.PASSWORD_ENV,), timeout=TIMEOUT)
 
 
 @pytest.fixture(scope="module")

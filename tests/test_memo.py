@@ -14,15 +14,13 @@ import email.policy
 import math
 import os
 import re
-import subprocess
-import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
 import openpyxl
 import pytest
 
-from conftest import EXAMPLE, REPO, sheet_values
+from conftest import EXAMPLE, REPO, run_planner, sheet_values
 from planner import memo
 from planner.plan import build_plan
 
@@ -34,12 +32,7 @@ XSS = "<script>alert(1)</script>"
 
 
 # --------------------------------------------------------------------------- helpers
-def planner(*args, cwd: Path) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    env.pop("PLANNER_DEBUG", None)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), env.get("PYTHONPATH")) if p)
-    return subprocess.run([sys.executable, "-m", "planner", *map(str, args)], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+planner = run_planner
 
 
 def edited_example(tmp_path: Path, edit) -> Path:
