@@ -23,7 +23,7 @@ from openpyxl.utils import get_column_letter
 from . import schema
 from .errors import InputError, Problem
 from .safety import SheetScan, check_container, require_defusedxml, scan_sheet, sheet_xml_paths
-from .schema import CHOICE, FRACTION, INT, TEXT, Column
+from .schema import ANY, CHOICE, FRACTION, INT, TEXT, Column
 
 MIN_PREFILL_MS = 1e-3  # the 0-hit variable prefill time must add up to at least this (1 microsecond)
 EXCEL_ERRORS = frozenset({"#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!",
@@ -76,6 +76,12 @@ class PlanInput:
     settings: dict[str, Any]
     settings_extra: list[tuple[Any, Any]]
     notes: list[str] = field(default_factory=list)  # accepted with a remark (said once)
+    optional: dict[str, Table] = field(default_factory=dict)  # Measurements, Demand, Scenarios when present
+
+    def table(self, sheet: str) -> Table | None:
+        """The table of an input sheet by its schema name (None: an optional sheet not given)."""
+        return {"Models": self.models, "GPUs": self.gpus, "Workloads": self.workloads}.get(sheet) \
+            or self.optional.get(sheet)
 
 
 def sha256_of(path: Path) -> str:
@@ -93,6 +99,12 @@ def parse_value(col: Column, raw: Any, number_format: str | None) -> tuple[Any, 
         return None, None
     if isinstance(raw, str) and raw.strip().upper() in EXCEL_ERRORS:
         return None, f"{col.name} holds the Excel error {raw.strip().upper()}: fix the formula or type the value"
+    if col.kind == ANY:  # kept as typed: a number, or a text without its surrounding spaces
+        if isinstance(raw, bool):
+            return None, f"{col.name} {raw} is neither a number nor a text"
+        if isinstance(raw, (int, float)):
+            return float(raw), None
+        return str(raw).strip(), None
     if col.kind == TEXT:
         if isinstance(raw, float) and raw.is_integer():
             raw = int(raw)
@@ -273,7 +285,7 @@ _PLACE = re.compile(r"^(?P<sheet>[^!]+?)(?:!(?P<col>[A-Z]+)(?P<row>\d+)| row (?P
 def _place_order(p: Problem) -> tuple:
     """Problems in reading order: sheet (Models, GPUs, Workloads, Settings), row, column."""
     m = _PLACE.match(p.place)
-    order = {s.lower(): i for i, s in enumerate(schema.SHEETS + (schema.SETTINGS,))}
+    order = {s.lower(): i for i, s in enumerate(schema.SHEET_ORDER)}
     if not m:
         return (-1, 0, "", p.place)
     row = int(m.group("row") or m.group("row2") or 0)
@@ -295,7 +307,7 @@ def read_input(path: str | Path) -> PlanInput:
         with zipfile.ZipFile(path) as z:
             xml_of = sheet_xml_paths(z)
             scans = {name.strip().lower(): scan_sheet(z.read(p)) for name, p in xml_of.items()
-                     if name.strip().lower() in {s.lower() for s in schema.SHEETS + (schema.SETTINGS,)}
+                     if name.strip().lower() in {s.lower() for s in schema.SHEET_ORDER}
                      and p in z.namelist()}
         wb = openpyxl.load_workbook(path, read_only=True, data_only=True, keep_links=False, keep_vba=False)
     except InputError:
@@ -318,6 +330,15 @@ def read_input(path: str | Path) -> PlanInput:
             tables[sheet] = t
             positions[sheet] = t.positions if t is not None else {}
         settings, settings_extra = _read_settings(wb, problems, scans.get(schema.SETTINGS.lower()))
+        optional: dict[str, Table] = {}
+        for sheet in schema.OPTIONAL_SHEETS:
+            ws = _find_sheet(wb, sheet)
+            if ws is None:
+                continue
+            t = _read_table(ws, sheet, problems, scans.get(sheet.lower()))
+            if t is not None:
+                optional[sheet] = t
+                positions[sheet] = t.positions
     except InputError:
         raise
     except Exception as exc:  # parse errors surface lazily in read-only mode
@@ -338,9 +359,11 @@ def read_input(path: str | Path) -> PlanInput:
         _check_gpus(g, positions["GPUs"], problems)
     if w is not None:
         _check_workloads(w, positions["Workloads"], canon, problems, notes)
+    for sheet, t in optional.items():
+        _check_required(t, sheet, positions[sheet], problems, skip=set())
     if problems:
         raise InputError(sorted(problems, key=_place_order))
-    return PlanInput(path, sha256_of(path), m, g, w, settings, settings_extra, notes)
+    return PlanInput(path, sha256_of(path), m, g, w, settings, settings_extra, notes, optional)
 
 
 def _check_models(t: Table, pos: dict[str, int], problems: list[Problem]) -> None:

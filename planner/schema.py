@@ -18,6 +18,7 @@ NUMBER = "number"    # real number
 FRACTION = "fraction"  # real number in [0, 1]; percent cells and "85%" text accepted
 CHOICE = "choice"    # one of `choices` (case-insensitive text, or numbers)
 NUMBERS = "numbers"  # a list of positive numbers in one cell: "200; 900" (Settings only)
+ANY = "any"          # a number or a text, kept as typed (Scenarios.value)
 
 # number formats used for inputs and outputs (also by the writer)
 FMT_INT = "#,##0"
@@ -72,6 +73,7 @@ def _fmt_bound(v: float) -> str:
 
 
 M, G, W = "Models", "GPUs", "Workloads"
+MEAS, DEM, SCN = "Measurements", "Demand", "Scenarios"  # optional input sheets
 
 COLUMNS: tuple[Column, ...] = (
     # ---------------------------------------------------------------- Models
@@ -136,10 +138,45 @@ COLUMNS: tuple[Column, ...] = (
            "hit_measured (blank: model value)", minimum=0, min_open=True, maximum=1e15, fmt=FMT_INT),
     Column(W, "demand_tpm", "tokens/min", NUMBER, "delivered tokens/min the fleet must serve "
            "(blank: no GPU count)", minimum=0, maximum=1e15, fmt=FMT_INT),
+    # ---------------------------------------------------------------- Measurements (optional)
+    Column(MEAS, "model", "", TEXT, "a model of the Models sheet (or the model catalog)", True, ref=M),
+    Column(MEAS, "gpu", "", TEXT, "a GPU of the GPUs sheet (or the GPU catalog)", True, ref=G),
+    Column(MEAS, "tp", "count", INT, "tensor-parallel size of the measured deployment", True,
+           minimum=1, maximum=1e5, fmt=FMT_INT),
+    Column(MEAS, "isl", "tokens", NUMBER, "input length of the load test", True, minimum=1, maximum=1e9,
+           fmt=FMT_INT),
+    Column(MEAS, "hit", "fraction", FRACTION, "prefix-cache hit ratio during the test", True,
+           minimum=0, maximum=1, fmt=FMT_PCT),
+    Column(MEAS, "ttft_ms", "ms", NUMBER, "measured time to first token (concurrency 1 preferred)", True,
+           minimum=0, min_open=True, maximum=1e9, fmt=FMT_NUM),
+    Column(MEAS, "alpha", "fraction", FRACTION, "load/compute overlap of the serving stack", default=0,
+           minimum=0, maximum=1, fmt=FMT_PCT),
+    Column(MEAS, "osl", "tokens", NUMBER, "output length of the test", minimum=0, maximum=1e9, fmt=FMT_INT),
+    Column(MEAS, "tpot_ms", "ms", NUMBER, "measured time per output token", minimum=0, min_open=True,
+           maximum=1e9, fmt=FMT_NUM),
+    Column(MEAS, "batch", "count", INT, "concurrent requests during the test", default=1, minimum=1,
+           maximum=1e9, fmt=FMT_INT),
+    # ---------------------------------------------------------------- Demand (optional)
+    Column(DEM, "workload", "", TEXT, "a workload of the Workloads sheet", True, ref=W),
+    Column(DEM, "period", "", TEXT, "planning period, e.g. 2027-Q1", True),
+    Column(DEM, "demand_tpm", "tokens/min", NUMBER, "delivered tokens/min the workload needs in the period",
+           True, minimum=0, maximum=1e15, fmt=FMT_INT),
+    # ---------------------------------------------------------------- Scenarios (optional)
+    Column(SCN, "scenario", "", TEXT, "name of the what-if scenario (rows of one name form one scenario)",
+           True),
+    Column(SCN, "sheet", "", TEXT, "input sheet the override applies to: Models, GPUs, Workloads or "
+           "Settings", True),
+    Column(SCN, "column", "", TEXT, "column (or Settings key) to override", True),
+    Column(SCN, "match", "", TEXT, "row name (workload, model or GPU) to override; blank: every row"),
+    Column(SCN, "op", "", CHOICE, "set (replace), add (add to) or multiply (multiply by)", True,
+           choices=("set", "add", "multiply")),
+    Column(SCN, "value", "", ANY, "the value to set, add or multiply by", True),
 )
 
 SHEETS = (M, G, W)
+OPTIONAL_SHEETS = (MEAS, DEM, SCN)  # read when present; carried to the output as inputs
 SETTINGS = "Settings"
+SHEET_ORDER = SHEETS + (SETTINGS,) + OPTIONAL_SHEETS  # order of problems and of input sheets
 
 
 @dataclass(frozen=True)
@@ -176,8 +213,8 @@ def column(sheet: str, name: str) -> Column:
 def markdown() -> str:
     """The column reference as Markdown tables (used in README.md)."""
     out = []
-    for sheet in SHEETS:
-        out.append(f"`{sheet}`\n")
+    for sheet in SHEETS + OPTIONAL_SHEETS:
+        out.append(f"`{sheet}`" + (" (optional)" if sheet in OPTIONAL_SHEETS else "") + "\n")
         out.append("| column | unit | type | range | default | required | description |")
         out.append("|---|---|---|---|---|---|---|")
         for c in columns(sheet):

@@ -183,8 +183,10 @@ def write_settings_sheet(wb, fm: Formats, settings: dict, extra: Iterable[tuple[
 
 
 def write_input_workbook(path: str | Path, models: list[dict], gpus: list[dict], workloads: list[dict],
-                         settings: dict, *, validate_rows: int = 500, title: str = "") -> None:
-    """An input workbook (the template or the example): README, Models, GPUs, Workloads, Settings."""
+                         settings: dict, *, validate_rows: int = 500, title: str = "",
+                         optional: dict[str, list[dict]] | None = None) -> None:
+    """An input workbook (the template or the example): README, Models, GPUs, Workloads, Settings,
+    then the optional sheets given in ``optional`` (sheet name -> records)."""
     wb = xlsxwriter.Workbook(str(path), WB_OPTIONS)
     fm = Formats(wb)
     readme = wb.add_worksheet("README")
@@ -200,8 +202,9 @@ def write_input_workbook(path: str | Path, models: list[dict], gpus: list[dict],
     readme.write_string(2, 0, "Headers may carry a unit in brackets; extra columns are kept; blank rows are "
                               "skipped; hit ratios are fractions (0.85 or 85%).", fm("note"))
     r = 4
-    for sheet in INPUT_SHEETS:
-        readme.write_string(r, 0, sheet, fm("title"))
+    for sheet in INPUT_SHEETS + schema.OPTIONAL_SHEETS:
+        readme.write_string(r, 0, sheet + (" (optional sheet)" if sheet in schema.OPTIONAL_SHEETS else ""),
+                            fm("title"))
         r += 1
         for j, h in enumerate(("column", "unit", "type", "range", "default", "description")):
             readme.write_string(r, j, h, fm("header"))
@@ -220,6 +223,13 @@ def write_input_workbook(path: str | Path, models: list[dict], gpus: list[dict],
             extras += [k for k in rec if k not in extras and k not in {c.name for c in schema.columns(sheet)}]
         write_input_sheet(wb, fm, sheet, recs, extras, validate_rows)
     write_settings_sheet(wb, fm, settings)
+    for sheet in schema.OPTIONAL_SHEETS:
+        if optional and sheet in optional:
+            recs = optional[sheet]
+            extras = []
+            for rec in recs:
+                extras += [k for k in rec if k not in extras and k not in {c.name for c in schema.columns(sheet)}]
+            write_input_sheet(wb, fm, sheet, recs, extras, validate_rows)
     wb.close()
 
 
@@ -532,6 +542,8 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
         frame = {"Workloads": plan.workloads, "Models": plan.models, "GPUs": plan.gpus}[sheet]
         pos[sheet] = write_input_sheet(wb, fm, sheet, frame.to_dict("records"), list(table.extras))
     write_settings_sheet(wb, fm, plan.settings, p_in.settings_extra)
+    for sheet, table in p_in.optional.items():  # Measurements, Demand, Scenarios: carried as inputs
+        write_input_sheet(wb, fm, sheet, table.records, list(table.extras))
     ws_const = RowBuffer(add("Constants"))
     ws_res = add("Resolved")
     ws_run = RowBuffer(add("Run"))
