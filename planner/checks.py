@@ -93,7 +93,7 @@ def checks_for(plan, layout) -> CheckSheet:
     def num(series) -> np.ndarray:
         return pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
 
-    numeric = [c for c in schema.COLUMNS if c.kind in (INT, NUMBER, FRACTION)]
+    numeric = [c for c in schema.COLUMNS if c.kind in (INT, NUMBER, FRACTION) and c.sheet in schema.SHEETS]
     required_wl = [c for c in schema.columns("Workloads") if c.required is True]
     fractions = [c for c in schema.columns("Workloads") if c.kind == FRACTION]
     nonneg = [c for c in schema.columns("Workloads") if c.kind in (NUMBER, INT) and c.minimum is not None]

@@ -602,7 +602,7 @@ def _write_constants(wb, ws, fm: Formats) -> None:
     rows = [(c.name, c.value, c.unit, c.description, c.editable) for c in CONSTANTS]
     rows += list(sheets.NAMED_VALUES.values())
     for c in schema.COLUMNS:
-        if c.default is not None and not (isinstance(c.default, str) and "+" in c.default):
+        if c.sheet in schema.SHEETS and c.default is not None and not (isinstance(c.default, str) and "+" in c.default):
             rows.append((c.default_name, c.default, c.unit, f"default of {c.sheet}.{c.name} when blank", True))
     for i, (name, value, unit, desc, editable) in enumerate(rows):
         ws.write_string(i + 1, 0, name)
