@@ -43,6 +43,7 @@ class Column:
     key: bool = False             # unique name of its sheet
     ref: str | None = None        # sheet whose key this column names
     fmt: str | None = None        # number format in the workbook
+    calc: bool = True             # read by the Resolved sheet (False: descriptive, catalog and estimate only)
 
     @property
     def header(self) -> str:
@@ -92,6 +93,18 @@ COLUMNS: tuple[Column, ...] = (
            minimum=0, min_open=True, maximum=1e6, fmt=FMT_NUM),
     Column(M, "weight_bytes", "B", NUMBER, "bytes per weight: 2 BF16, 1 FP8, 0.5 4-bit", default=2,
            minimum=0.125, maximum=8, fmt=FMT_BYTES),
+    Column(M, "catalog", "", TEXT, "model catalog entry to take blank dimensions from, when the row's own "
+           "name is a team label (blank: the model name itself is looked up)", calc=False),
+    Column(M, "heads", "count", INT, "query (attention) heads", minimum=1, maximum=1e5, fmt=FMT_INT, calc=False),
+    Column(M, "hidden_size", "count", INT, "hidden size (model width)", minimum=1, maximum=1e7, fmt=FMT_INT, calc=False),
+    Column(M, "intermediate_size", "count", INT, "FFN intermediate size (per expert for MoE)", minimum=1,
+           maximum=1e7, fmt=FMT_INT, calc=False),
+    Column(M, "active_params_b", "1e9", NUMBER, "parameters active per token in billions (MoE; blank: "
+           "params_b)", minimum=0, min_open=True, maximum=1e6, fmt=FMT_NUM, calc=False),
+    Column(M, "experts", "count", INT, "routed experts (MoE; blank: dense)", minimum=1, maximum=1e5,
+           fmt=FMT_INT, calc=False),
+    Column(M, "experts_per_token", "count", INT, "experts active per token (MoE)", minimum=1, maximum=1e5,
+           fmt=FMT_INT, calc=False),
     # ---------------------------------------------------------------- GPUs
     Column(G, "gpu", "", TEXT, "unique GPU type name", True, key=True),
     Column(G, "hbm_gib", "GiB", NUMBER, "device memory", True, minimum=0, min_open=True, maximum=1e6,
@@ -102,6 +115,14 @@ COLUMNS: tuple[Column, ...] = (
            "pcie_gbps is blank", "pcie", choices=(4, 5), fmt=FMT_INT),
     Column(G, "hourly_cost", "currency/h", NUMBER, "price of one GPU-hour (blank: no cost columns)",
            minimum=0, maximum=1e9, fmt=FMT_NUM),
+    Column(G, "catalog", "", TEXT, "GPU catalog entry to take blank cells from, when the row's own name is a "
+           "team label (blank: the GPU name itself is looked up)", calc=False),
+    Column(G, "hbm_tbps", "TB/s", NUMBER, "device memory (HBM) bandwidth", minimum=0, min_open=True,
+           maximum=1e4, fmt=FMT_NUM, calc=False),
+    Column(G, "bf16_tflops", "TFLOPS", NUMBER, "dense BF16 peak (not the sparsity figure)", minimum=0,
+           min_open=True, maximum=1e6, fmt=FMT_NUM, calc=False),
+    Column(G, "fp8_tflops", "TFLOPS", NUMBER, "dense FP8 peak (not the sparsity figure)", minimum=0,
+           min_open=True, maximum=1e6, fmt=FMT_NUM, calc=False),
     # ---------------------------------------------------------------- Workloads
     Column(W, "workload", "", TEXT, "unique workload name", True, key=True),
     Column(W, "model", "", TEXT, "a model of the Models sheet", True, ref=M),
@@ -138,6 +159,11 @@ COLUMNS: tuple[Column, ...] = (
            "hit_measured (blank: model value)", minimum=0, min_open=True, maximum=1e15, fmt=FMT_INT),
     Column(W, "demand_tpm", "tokens/min", NUMBER, "delivered tokens/min the fleet must serve "
            "(blank: no GPU count)", minimum=0, maximum=1e15, fmt=FMT_INT),
+    Column(W, "kv_gbps", "GB/s", NUMBER, "effective KV load bandwidth of this workload (blank: the "
+           "calibrated B_eff of its deployment, else the GPU's pcie_gbps)", minimum=0.001, maximum=1e6,
+           fmt=FMT_NUM),
+    Column(W, "target_utilization", "fraction", FRACTION, "busy fraction instances are sized for (blank: "
+           "Settings target_utilization)", minimum=0, min_open=True, maximum=1, fmt=FMT_PCT),
     # ---------------------------------------------------------------- Measurements (optional)
     Column(MEAS, "model", "", TEXT, "a model of the Models sheet (or the model catalog)", True, ref=M),
     Column(MEAS, "gpu", "", TEXT, "a GPU of the GPUs sheet (or the GPU catalog)", True, ref=G),

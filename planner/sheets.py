@@ -211,7 +211,7 @@ def resolved_columns() -> tuple[ResolvedCol, ...]:
             ResolvedCol("gpu_row", "", "row", FMT_INT, False)]
     for sheet in ("Models", "GPUs", "Workloads"):
         for c in schema.columns(sheet):
-            if c.key or c.name in ("model", "gpu", "pcie_gen"):
+            if c.key or not c.calc or c.name in ("model", "gpu", "pcie_gen"):
                 continue
             text = c.kind in (TEXT,) or (c.kind == CHOICE and isinstance(c.choices[0], str))
             cols.append(ResolvedCol(c.name, sheet, c.unit, c.fmt, text))

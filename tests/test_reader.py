@@ -236,7 +236,7 @@ def test_number_choice_rejects_text():
 @pytest.mark.parametrize("col", [c for c in schema.COLUMNS if c.kind == FRACTION], ids=lambda c: c.name)
 def test_every_schema_fraction_column_reads_percent_text(col):
     assert ok(col, "85%") == 0.85
-    assert bad(col, 85).startswith(f"{col.name} 85 is outside [0, 1]")
+    assert bad(col, 85).startswith(f"{col.name} 85 is outside {col.range_text()}")
 
 
 # --------------------------------------------------------------------------- headers
