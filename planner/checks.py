@@ -14,6 +14,7 @@ import pandas as pd
 
 from . import schema
 from .model import uneven_heads
+from .names import range_name
 from .schema import FRACTION, INT, NUMBER
 
 
@@ -27,9 +28,7 @@ class Check:
 
 
 def _n(name: str) -> str:
-    """Named range of a table column (see writer.range_name)."""
-    from .writer import range_name
-
+    """Named range of a table column (see names.range_name)."""
     sheet, col = name.split(".")
     return range_name(sheet, col)
 

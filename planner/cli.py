@@ -203,7 +203,8 @@ def _fix_provenance(plan, args) -> None:
 
 def cmd_run(args) -> int:
     from .plan import build_plan
-    from .writer import save_atomic, write_output
+    from .fileio import save_atomic
+    from .writer import write_output
 
     src = args.input
     if src is None:
@@ -259,7 +260,7 @@ def cmd_run(args) -> int:
 
 def cmd_template(args) -> int:
     from .example import write_template
-    from .writer import save_atomic
+    from .fileio import save_atomic
 
     if args.path.suffix.lower() != ".xlsx":
         raise UsageError(f"{args.path}: the template must be an .xlsx file")

@@ -10,7 +10,8 @@ import tempfile
 from pathlib import Path
 
 from . import example_data, schema
-from .writer import save_atomic, write_input_workbook
+from .fileio import save_atomic
+from .inputs_sheets import write_input_workbook
 
 REPO_WORKBOOKS = Path(__file__).resolve().parent.parent / "workbooks"
 

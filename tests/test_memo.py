@@ -21,7 +21,7 @@ import openpyxl
 import pytest
 
 from conftest import EXAMPLE, REPO, run_planner, sheet_values
-from planner import memo
+from planner import memo, memo_charts, memo_numbers
 from planner.plan import build_plan
 
 GOLDEN = REPO / "tests" / "golden"
@@ -113,7 +113,7 @@ def html_table(html: str) -> tuple[list[str], list[list[list[str]]]]:
 def parse_number(text: str) -> tuple[float | None, float]:
     """A printed number -> (value, half a unit of its last digit); blank -> (None, 0)."""
     t = text.strip()
-    if t == memo.BLANK:
+    if t == memo_numbers.BLANK:
         return None, 0.0
     pct = t.endswith("%")
     core = t.rstrip("%").replace(",", "")
@@ -214,7 +214,7 @@ def test_html_memo_is_email_safe(example_run):
 
 # --------------------------------------------------------------------------- numbers
 def _check_table(header, rows, wb_rows, cell_text, name_of):
-    cols = memo.TABLE_COLUMNS
+    cols = memo_numbers.TABLE_COLUMNS
     assert len(rows) == len(wb_rows["Results"]) > 0
     for i, row in enumerate(rows):
         assert name_of(row) == wb_rows["Results"][i]["workload"]
@@ -230,14 +230,14 @@ def _check_table(header, rows, wb_rows, cell_text, name_of):
 
 def test_every_number_of_the_markdown_table_is_the_workbooks(example_run):
     header, rows = md_table((example_run / "plan-memo.md").read_text(encoding="utf-8"))
-    assert header == ["Workload"] + [c.header("USD") for c in memo.TABLE_COLUMNS]
+    assert header == ["Workload"] + [c.header("USD") for c in memo_numbers.TABLE_COLUMNS]
     _check_table(header, rows, workbook_rows(example_run / "plan.xlsx"), lambda c: c, lambda r: r[0])
 
 
 def test_every_number_of_the_html_table_is_the_workbooks(example_run):
     header, rows = html_table((example_run / "plan-memo.html").read_text(encoding="utf-8"))
     assert header[1:] == [" ".join(x for x in (c.label, c.unit.replace("currency", "USD")) if x)
-                          for c in memo.TABLE_COLUMNS]
+                          for c in memo_numbers.TABLE_COLUMNS]
     _check_table(header, rows, workbook_rows(example_run / "plan.xlsx"), lambda c: " ".join(c),
                  lambda r: r[0][0])
 
@@ -282,7 +282,7 @@ def test_findings_are_written_from_the_numbers(example_run):
     assert "KV fits in HBM" in findings
     cut = {r["workload"]: r["ttft_alpha0_ms"] - r["ttft_alpha1_ms"] for r in res}
     top = max(cut, key=cut.get)
-    assert f"{top} {memo.format_number(cut[top], '#,##0.00')} ms" in findings
+    assert f"{top} {memo_numbers.format_number(cut[top], '#,##0.00')} ms" in findings
     # the warnings of the run are in the memo
     assert "## Warnings" in md and "beyond the break-even" in md.split("## Warnings")[1]
 
@@ -295,11 +295,11 @@ def test_kv_that_does_not_fit_is_a_finding(tmp_path):
 
     src = edited_example(tmp_path, edit)
     plan = build_plan(src)
-    text = " ".join(f["text"] for f in memo.findings(plan) if f["kind"] == "hbm")
+    text = " ".join(f["text"] for f in memo_numbers.findings(plan) if f["kind"] == "hbm")
     name = plan.results["workload"].iat[0]
     assert plan.results["hbm_headroom_gib"].iat[0] < 0
     assert name in text and "exceed" in text
-    assert memo.format_number(-plan.results["hbm_headroom_gib"].iat[0], "#,##0.00") in text
+    assert memo_numbers.format_number(-plan.results["hbm_headroom_gib"].iat[0], "#,##0.00") in text
 
 
 # --------------------------------------------------------------------------- format helper
@@ -314,16 +314,16 @@ def test_kv_that_does_not_fit_is_a_finding(tmp_path):
     (0.5, "#,##0.###", False, "0.5"),
     (3.0, "#,##0.###", False, "3"),
     (1.23456, "0.000", False, "1.235"),
-    (None, "#,##0", False, memo.BLANK),
-    (float("nan"), "0.0%", False, memo.BLANK),
+    (None, "#,##0", False, memo_numbers.BLANK),
+    (float("nan"), "0.0%", False, memo_numbers.BLANK),
 ])
 def test_format_number_is_the_workbooks_display(value, fmt, signed, text):
-    assert memo.format_number(value, fmt, signed=signed) == text
+    assert memo_numbers.format_number(value, fmt, signed=signed) == text
 
 
 def test_format_number_refuses_unknown_formats():
     with pytest.raises(ValueError):
-        memo.format_number(1.0, "0.00E+00")
+        memo_numbers.format_number(1.0, "0.00E+00")
 
 
 # --------------------------------------------------------------------------- escaping
@@ -413,7 +413,7 @@ def test_custom_template_overrides_one_and_extends_the_builtin(tmp_path):
     assert "## Per workload at the target hit" in md  # the rest is the built-in template
     html = (tmp_path / "out" / "plan-memo.html").read_text(encoding="utf-8")
     assert html == (f"<p>&lt;script&gt;alert(1)&lt;/script&gt; &lt;b&gt; "
-                    f"{memo.format_number(res[0]['tpm_delivered_target'], '#,##0')}</p>\n")
+                    f"{memo_numbers.format_number(res[0]['tpm_delivered_target'], '#,##0')}</p>\n")
 
 
 def test_templates_option_must_be_a_folder_with_a_memo_template(tmp_path):
@@ -447,12 +447,12 @@ def test_memo_files_follow_the_umask_and_replace_old_ones(tmp_path):
 
 def test_charts_show_the_workloads_with_the_largest_demand():
     plan = build_plan(EXAMPLE)
-    rows = memo.chart_rows(plan, 6)
+    rows = memo_numbers.chart_rows(plan, 6)
     demand = plan.resolved["demand_tpm"].to_numpy(dtype=float)
     assert len(rows) == min(6, len(demand))
     assert sorted(demand[rows], reverse=True) == list(demand[rows])
     assert min(demand[rows]) >= max(d for i, d in enumerate(demand) if i not in rows)
-    assert memo.chart_rows(plan, 100) == sorted(range(len(demand)), key=lambda i: (-demand[i], i))
+    assert memo_numbers.chart_rows(plan, 100) == sorted(range(len(demand)), key=lambda i: (-demand[i], i))
 
 
 def test_chart_curves_meet_the_workbook_at_the_target_hit():
@@ -461,6 +461,6 @@ def test_chart_curves_meet_the_workbook_at_the_target_hit():
     plan = build_plan(EXAMPLE)
     for i in range(len(plan.results)):
         h = np.array([plan.resolved["hit_target"].iat[i]])
-        t0, t1 = memo.ttft_curves(plan, i, h)
+        t0, t1 = memo_charts.ttft_curves(plan, i, h)
         assert t0[0] == pytest.approx(plan.results["ttft_alpha0_ms"].iat[i], rel=1e-12)
         assert t1[0] == pytest.approx(plan.results["ttft_alpha1_ms"].iat[i], rel=1e-12)

@@ -3,7 +3,8 @@
 import openpyxl
 
 from conftest import EXAMPLE
-from planner.memo import MEMO_TABLE_MAX, build_context
+from planner.memo import build_context
+from planner.memo_numbers import MEMO_TABLE_MAX
 from planner.plan import build_plan
 
 

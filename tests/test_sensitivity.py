@@ -14,7 +14,8 @@ from conftest import EXAMPLE, header_index, same_value, sheet_values
 from planner import model as m
 from planner.plan import build_plan, hit_grid
 from planner.sensitivity import ALPHA_STEPS, DRIVERS
-from planner.writer import EXPLORER_INPUTS_TOP, EXPLORER_SELECT, write_output
+from planner.explorer import EXPLORER_INPUTS_TOP, EXPLORER_SELECT
+from planner.writer import write_output
 from test_recalc import compare_all, compare_sheet
 
 PLAN = build_plan(EXAMPLE)
@@ -255,6 +256,6 @@ def test_tables_continue_on_numbered_sheets(tmp_path, recalc):
 
 
 def test_row_limit_constant_is_excel_limit():
-    from planner import writer
+    from planner import layout
 
-    assert writer.MAX_DATA_ROWS + 1 == 1_048_576 and writer.MAX_COLUMNS == 16_384
+    assert layout.MAX_DATA_ROWS + 1 == 1_048_576 and layout.MAX_COLUMNS == 16_384

@@ -67,11 +67,11 @@ def test_upstream_still_has_the_private_method_we_override():
 
 def test_block_and_sheet_boundaries_keep_every_value(tmp_path, monkeypatch):
     """Small write blocks and small sheets: every stored value still lands in its cell."""
-    from planner import writer
+    from planner import long_tables
     from test_recalc import compare_sheet
     from conftest import sheet_values
 
-    monkeypatch.setattr(writer, "WRITE_BLOCK", 7)
+    monkeypatch.setattr(long_tables, "WRITE_BLOCK", 7)
     plan = build_plan(EXAMPLE)
     out = tmp_path / "blocks.xlsx"
     write_output(plan, out, max_rows=40)

@@ -1,0 +1,20 @@
+"""Names and references of table columns, shared by the writer and the Checks sheet."""
+
+from __future__ import annotations
+
+from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
+
+
+def sheet_ref(sheet: str, row: int, col: int, row_abs: bool = False, col_abs: bool = True) -> str:
+    return f"{quote_sheetname(sheet)}!{xl_rowcol_to_cell(row, col, row_abs, col_abs)}"
+
+
+def col_range(sheet: str, col: int, n: int) -> str:
+    """Absolute range of a table column: data rows 2..n+1."""
+    return f"{quote_sheetname(sheet)}!{xl_range_abs(1, col, max(n, 1), col)}"
+
+
+def range_name(sheet: str, name: str) -> str:
+    prefix = {"Models": "models", "GPUs": "gpus", "Workloads": "wl", "Resolved": "res",
+              "Results": "results"}[sheet]
+    return f"{prefix}_{name}"

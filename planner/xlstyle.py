@@ -1,0 +1,94 @@
+"""Cell styles and the small writing helpers every sheet uses: formats, one input value by
+its type, stored values of a column, header rows, column widths, print set-up."""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+from typing import Any
+
+import numpy as np
+import xlsxwriter
+
+WB_OPTIONS = {"strings_to_formulas": False, "strings_to_numbers": False, "strings_to_urls": False,
+              "nan_inf_to_errors": False}
+
+STYLE = {
+    "header": {"bold": True, "bg_color": "#D9E1F2", "border": 1, "border_color": "#8EA9DB",
+               "text_wrap": True, "valign": "top"},
+    "input": {"bg_color": "#FFF2CC", "font_color": "#1F4E79", "border": 1, "border_color": "#D9D9D9"},
+    "calc": {},
+    "const": {"bg_color": "#EDEDED"},
+    "title": {"bold": True, "font_size": 13},
+    "ok": {"bold": True, "font_color": "#006100", "bg_color": "#C6EFCE"},
+    "bad": {"bold": True, "font_color": "#9C0006", "bg_color": "#FFC7CE"},
+    "note": {"italic": True, "font_color": "#595959"},
+    "wrap": {"text_wrap": True, "valign": "top"},
+}
+
+
+class Formats:
+    """Cached XlsxWriter formats by (style, number format)."""
+
+    def __init__(self, wb: xlsxwriter.Workbook):
+        self.wb = wb
+        self._cache: dict[tuple[str, str | None], Any] = {}
+
+    def __call__(self, style: str, num: str | None = None):
+        key = (style, num)
+        if key not in self._cache:
+            props = dict(STYLE[style])
+            if num:
+                props["num_format"] = num
+            self._cache[key] = self.wb.add_format(props)
+        return self._cache[key]
+
+
+def _width(header: str, text: bool) -> float:
+    return min(max(len(header) * 0.9 + 2, 24 if text else 11), 44)
+
+
+def write_cell(ws, row: int, col: int, value: Any, fmt) -> None:
+    """Write an input value by its type; text always as text (never a formula)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        ws.write_blank(row, col, None, fmt)
+    elif isinstance(value, bool):
+        ws.write_boolean(row, col, value, fmt)
+    elif isinstance(value, (int, float, np.integer, np.floating)):
+        ws.write_number(row, col, float(value), fmt)
+    elif isinstance(value, (_dt.datetime, _dt.date)):
+        ws.write_datetime(row, col, value, fmt)
+    else:
+        ws.write_string(row, col, str(value), fmt)
+
+
+def _value(x: Any, text: bool) -> Any:
+    if text:
+        return "" if x is None else str(x)
+    x = float(x)
+    return "" if math.isnan(x) else x
+
+
+def values_list(arr, text: bool) -> list:
+    """Stored values of a column: text as str, NaN as '' (a blank result)."""
+    if text:
+        return ["" if v is None else str(v) for v in arr.tolist()]
+    return ["" if v != v else v for v in np.asarray(arr, dtype=float).tolist()]
+
+
+def _header(ws, fm: Formats, headers: list[str], widths: list[float], top: int = 0, left: int = 0,
+            freeze: bool = True) -> None:
+    for j, h in enumerate(headers):
+        ws.write_string(top, left + j, h, fm("header"))
+        ws.set_column(left + j, left + j, widths[j])
+    ws.set_row(top, 30)
+    if freeze:
+        ws.freeze_panes(top + 1, left + 1)
+
+
+def _print_setup(ws, landscape: bool = True) -> None:
+    if landscape:
+        ws.set_landscape()
+    ws.set_paper(9)  # A4
+    ws.fit_to_pages(1, 0)
+    ws.repeat_rows(0)
