@@ -13,7 +13,7 @@ from .xlstyle import Formats
 FMT_INT_ = schema.FMT_INT
 
 
-def _markers(ws, fm: Formats, top: int, left: int, ttft_range: str, h_star: str, target: str,
+def write_markers(ws, fm: Formats, top: int, left: int, ttft_range: str, h_star: str, target: str,
              h_star_v: float, target_v: float, y_top_v: float) -> None:
     """Vertical marker lines (h* and the target) for the TTFT chart: x twice, y 0 and the top
     of the TTFT curve (``ttft_range``)."""
@@ -30,7 +30,7 @@ def _markers(ws, fm: Formats, top: int, left: int, ttft_range: str, h_star: str,
                 ws.write_formula(r, left + 2, f"=MAX({ttft_range})", fm("calc", "#,##0.0"), y_top_v)
 
 
-def _charts_for(wb, sheet: str, own: dict, hit_rows: tuple[int, int], mk_top: int, mk_left: int,
+def charts_for(wb, sheet: str, own: dict, hit_rows: tuple[int, int], mk_top: int, mk_left: int,
                 sorted_block: tuple[int, int, int], label: str, data_sheet: str | None = None,
                 mk_sheet: str | None = None) -> list:
     """The four charts of one workload: TTFT vs hit (α=0/1, h* and target marked), load vs
@@ -99,13 +99,13 @@ def write_charts(wb, ws, fm: Formats, layout: Layout, plan, chunks: dict) -> Non
         frame = plan.sens.frames["Sensitivity_Hit"].iloc[w * k:(w + 1) * k]
         ttft_rng = f"{quote_sheetname(sheet)}!" + xl_range_abs(row, own["ttft_alpha0_ms"], row + k - 1,
                                                                 own["ttft_alpha0_ms"])
-        _markers(ws, fm, band, helper_left, ttft_rng, layout.base("h_star", w + 1),
+        write_markers(ws, fm, band, helper_left, ttft_rng, layout.base("h_star", w + 1),
                  layout.base("hit_target", w + 1), float(plan.results["h_star"].iat[w]),
                  float(plan.resolved["hit_target"].iat[w]), float(np.nanmax(frame["ttft_alpha0_ms"].to_numpy(dtype=float))))
         summary = plan.sens.tornado.iloc[w * kd:(w + 1) * kd].reset_index(drop=True)
         t_own = layout.pos["Tornado"]
-        sorted_block = _tornado_sorted_from_summary(ws, fm, band, helper_left + 4, summary, w, t_own)
-        charts = _charts_for(wb, "Charts", own, (row, row + k - 1), band, helper_left, sorted_block, str(name),
+        sorted_block = tornado_sorted_from_sheet(ws, fm, band, helper_left + 4, summary, w, t_own)
+        charts = charts_for(wb, "Charts", own, (row, row + k - 1), band, helper_left, sorted_block, str(name),
                              data_sheet=sheet, mk_sheet="Charts")
         for j, ch in enumerate(charts):
             ch.set_size({"width": 470, "height": 300})
@@ -116,7 +116,7 @@ def write_charts(wb, ws, fm: Formats, layout: Layout, plan, chunks: dict) -> Non
     ws.fit_to_pages(1, 0)
 
 
-def _tornado_sorted_from_summary(ws, fm: Formats, top: int, left: int, summary, w: int, t_own: dict):
+def tornado_sorted_from_sheet(ws, fm: Formats, top: int, left: int, summary, w: int, t_own: dict):
     """Drivers of workload w in rank order, read from the Tornado sheet by rank."""
     k = len(summary)
     rows = (1 + w * k, (w + 1) * k)

@@ -19,8 +19,6 @@ from . import __version__
 from .errors import InputError, Problem
 
 EXIT_OK, EXIT_ERROR, EXIT_INPUT = 0, 1, 2
-REPO_ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = REPO_ROOT / "workbooks" / "example.xlsx"
 
 
 class UsageError(Exception):

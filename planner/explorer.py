@@ -9,11 +9,11 @@ import numpy as np
 from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 
 from . import schema, sheets
-from .charts import _charts_for, _markers
+from .charts import charts_for, write_markers
 from .layout import Layout, write_rows
 from .names import range_name
 from .sensitivity import rank_in_blocks_xl, swing_of
-from .xlstyle import Formats, _header, _value, write_cell
+from .xlstyle import Formats, write_header, stored_value, write_cell
 
 FMT_INT_ = schema.FMT_INT
 
@@ -60,7 +60,7 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
         frame = plan.resolved if sheet == "Resolved" else plan.results
         ws.write_string(r, 0, name)
         ws.write_formula(r, 1, f"=INDEX({range_name(sheet, name)},{idx})", fm("calc", fmt),
-                         _value(frame[name].iat[0], text))
+                         stored_value(frame[name].iat[0], text))
         cell_of[name] = xl_rowcol_to_cell(r, 1, True, True)
     base_ref = lambda name, i: cell_of[name]
 
@@ -70,7 +70,7 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     top, left = 2, 3
     names = ["hit"] + [c.name for c in ht.cols]
     own = {nm: left + j for j, nm in enumerate(names)}
-    _header(ws, fm, ["hit [fraction]"] + [c.header for c in ht.cols], [11] * len(names), top, left, freeze=False)
+    write_header(ws, fm, ["hit [fraction]"] + [c.header for c in ht.cols], [11] * len(names), top, left, freeze=False)
     frame = plan.sens.block("Sensitivity_Hit", 0, 1)
     for i, h in enumerate(plan.hit_grid):
         ws.write_number(top + 1 + i, left, float(h), fm("const", schema.FMT_PCT))
@@ -79,7 +79,7 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     # markers for h* and the target, and the tornado, below the sweep
     mk_top = top + k + 3
     ttft_col = own["ttft_alpha0_ms"]
-    _markers(ws, fm, mk_top, left, xl_range_abs(hit_rows[0], ttft_col, hit_rows[1], ttft_col),
+    write_markers(ws, fm, mk_top, left, xl_range_abs(hit_rows[0], ttft_col, hit_rows[1], ttft_col),
              cell_of["h_star"], cell_of["hit_target"], float(plan.results["h_star"].iat[0]),
              float(plan.resolved["hit_target"].iat[0]), float(np.nanmax(frame["ttft_alpha0_ms"].to_numpy(dtype=float))))
     tc = tornado_calc_table()
@@ -88,7 +88,7 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     t_own = {nm: left + j for j, nm in enumerate(tnames)}
     ws.write_string(t_top - 1, left, "Tornado of the chosen workload (each driver moved by c_tornado_swing)",
                     fm("title"))
-    _header(ws, fm, tnames, [11] * len(tnames), t_top, left, freeze=False)
+    write_header(ws, fm, tnames, [11] * len(tnames), t_top, left, freeze=False)
     calc = plan.sens.block("Tornado_Calc", 0, 1)
     for ld in tc.leads:
         for i, v in enumerate(ld.values):
@@ -96,11 +96,11 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     write_rows(ws, fm, t_top + 1, t_own, tc.cols, calc, base_ref)
     summary = plan.sens.tornado_block(0, 1)
     s_top = t_top + tc.k + 3
-    sorted_block = _tornado_sorted(ws, fm, s_top, left, summary, cell_of["tpm_delivered_target"],
+    sorted_block = tornado_sorted(ws, fm, s_top, left, summary, cell_of["tpm_delivered_target"],
                                    lambda d, case, name: xl_rowcol_to_cell(t_top + 1 + 2 * d + case, t_own[name]),
                                    "Explorer")
     # charts beside the tables
-    charts = _charts_for(wb, "Explorer", own, hit_rows, mk_top, left, sorted_block, "chosen workload")
+    charts = charts_for(wb, "Explorer", own, hit_rows, mk_top, left, sorted_block, "chosen workload")
     for j, ch in enumerate(charts):
         ws.insert_chart(2 + (j // 2) * 18, left + len(names) + 1 + (j % 2) * 8, ch)
     ws.freeze_panes(4, 0)
@@ -111,13 +111,13 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     ws.fit_to_pages(1, 1)
 
 
-def _tornado_sorted(ws, fm: Formats, top: int, left: int, summary, base_cell: str,
+def tornado_sorted(ws, fm: Formats, top: int, left: int, summary, base_cell: str,
                     calc_cell: Callable[[int, int, str], str], sheet: str) -> tuple[int, int, int]:
     """Drivers in rank order (widest bar first): driver, TPM change at low and high.
     Returns (first row, last row, first column)."""
     k = len(summary)
     headers = ["rank", "driver", "low - base [tokens/min]", "high - base [tokens/min]", "swing [tokens/min]"]
-    _header(ws, fm, headers, [8, 14, 16, 16, 16], top, left, freeze=False)
+    write_header(ws, fm, headers, [8, 14, 16, 16, 16], top, left, freeze=False)
     swings = [swing_of.xl(calc_cell(d, 0, "tpm_delivered_target"), calc_cell(d, 1, "tpm_delivered_target"))
               for d in range(k)]
     # swing per driver in driver order (col left+4 of rows top+1..top+k) ...

@@ -11,7 +11,7 @@ import xlsxwriter
 from . import schema
 from .schema import CHOICE, FRACTION, INT, NUMBER, TEXT, Column
 from .layout import sheet_columns
-from .xlstyle import WB_OPTIONS, Formats, _width, write_cell
+from .xlstyle import WB_OPTIONS, Formats, col_width, write_cell
 
 INPUT_SHEETS = ("Models", "GPUs", "Workloads")
 
@@ -53,7 +53,7 @@ def write_input_sheet(wb, fm: Formats, sheet: str, records: list[dict], extras: 
     for j, c in enumerate(cols):
         ws.write_string(0, j, c.header, fm("header"))
         ws.write_comment(0, j, _column_comment(c), {"x_scale": 2, "y_scale": 1.6})
-        ws.set_column(j, j, _width(c.header, c.kind == TEXT), fm("input", c.fmt))
+        ws.set_column(j, j, col_width(c.header, c.kind == TEXT), fm("input", c.fmt))
     for k, head in enumerate(extras):
         j = len(cols) + k
         ws.write_string(0, j, head, fm("header"))

@@ -11,7 +11,7 @@ from . import schema
 from .layout import MAX_COLUMNS, MAX_DATA_ROWS, TORNADO_COLS, WRITE_BLOCK, Chunks, Layout, column_templates
 from .sensitivity import rank_in_blocks_xl, swing_of
 from .xlfast import WL_ROW, FastFormulaWorksheet, FormulaTemplate, needs_upstream
-from .xlstyle import Formats, _header, _width, values_list
+from .xlstyle import Formats, write_header, col_width, values_list
 
 FMT_INT_ = schema.FMT_INT
 
@@ -30,7 +30,7 @@ def write_long_table(wb, fm: Formats, layout: Layout, table, sens, max_rows: int
         layout.pos[table.sheet] = own
         layout.chunks[table.sheet] = Chunks.of(table.sheet, k, n * k, max_rows)
     chunks, own = layout.chunks[table.sheet], layout.pos[table.sheet]
-    widths = [_width(h, j == 0 or h in ("driver", "case", "link")) for j, h in enumerate(table.headers)]
+    widths = [col_width(h, j == 0 or h in ("driver", "case", "link")) for j, h in enumerate(table.headers)]
     base_ref = lambda name, row: layout.base(name, row)
     wl_tmpl = FormulaTemplate(layout.base("workload", WL_ROW))
     derived = [(own[c.name], t.fmt, fm("calc", c.fmt), c.name, c.text)
@@ -45,7 +45,7 @@ def write_long_table(wb, fm: Formats, layout: Layout, table, sens, max_rows: int
     per_block = max(1, WRITE_BLOCK // k)  # workloads evaluated and converted at once
     for sheet, start, rows in chunks.sheets():
         ws = wb.add_worksheet(sheet, worksheet_class=FastFormulaWorksheet)
-        _header(ws, fm, table.headers, widths)
+        write_header(ws, fm, table.headers, widths)
         wf, wn = ws.write_vetted, ws.write_number
         w_first, w_last = start // k, (start + rows) // k
         for w0 in range(w_first, w_last, per_block):
@@ -95,7 +95,7 @@ def write_tornado(wb, fm: Formats, layout: Layout, sens, calc: Chunks) -> None:
     ws = wb.add_worksheet("Tornado", worksheet_class=FastFormulaWorksheet)
     headers = ["workload", "driver", "base_value", "low_value", "high_value", "tpm_base [tokens/min]",
                "tpm_low [tokens/min]", "tpm_high [tokens/min]", "swing [tokens/min]", "rank"]
-    _header(ws, fm, headers, [24, 14, 12, 12, 12, 16, 16, 16, 16, 8])
+    write_header(ws, fm, headers, [24, 14, 12, 12, 12, 16, 16, 16, 16, 8])
     own = layout.pos.setdefault("Tornado", {name: j for j, name in enumerate(TORNADO_COLS)})
     num, ints = fm("calc", "#,##0.####"), fm("calc", FMT_INT_)
     # formulas per column: {0} own row, {1} workload row, {2} calc sheet of the low row,

@@ -32,8 +32,6 @@ import numpy as np
 
 from .constants import C, N
 
-SCALINGS = ("const", "linear", "quadratic")
-
 
 def excel_twin(py_func: Callable) -> Callable[[Callable[..., str]], Callable[..., str]]:
     """Register the decorated function as the Excel formula builder of ``py_func``."""

@@ -1,9 +1,12 @@
 """The library API: read an input workbook, evaluate the model, write the outputs.
 
->>> from planner.plan import build_plan, write_plan
+>>> from planner.plan import build_plan
+>>> from planner.writer import write_output
+>>> from planner.memo import build_memo, write_memo
 >>> p = build_plan("workbooks/example.xlsx")          # doctest: +SKIP
 >>> p.results[["workload", "ttft_ms", "tpm_delivered_target"]]  # doctest: +SKIP
->>> write_plan(p, "out/example-plan.xlsx")            # doctest: +SKIP
+>>> write_output(p, "out/example-plan.xlsx")          # doctest: +SKIP
+>>> write_memo(build_memo(p, "out/example-plan.xlsx"))  # doctest: +SKIP
 """
 
 from __future__ import annotations

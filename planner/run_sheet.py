@@ -10,12 +10,12 @@ import xlsxwriter
 from . import __version__, schema, sheets
 from .constants import CONSTANTS
 from .names import sheet_ref
-from .xlstyle import Formats, _header, write_cell
+from .xlstyle import Formats, write_header, write_cell
 
 
-def _write_constants(wb, ws, fm: Formats) -> None:
+def write_constants(wb, ws, fm: Formats) -> None:
     """Unit conversions, PCIe defaults, schema defaults and sweep constants as named cells."""
-    _header(ws, fm, ["name", "value", "unit", "description"], [22, 16, 12, 80])
+    write_header(ws, fm, ["name", "value", "unit", "description"], [22, 16, 12, 80])
     rows = [(c.name, c.value, c.unit, c.description, c.editable) for c in CONSTANTS]
     rows += list(sheets.NAMED_VALUES.values())
     for c in schema.COLUMNS:
@@ -29,7 +29,7 @@ def _write_constants(wb, ws, fm: Formats) -> None:
         wb.define_name(name, "=" + sheet_ref("Constants", i + 1, 1, row_abs=True))
 
 
-def _write_run(ws, fm: Formats, plan, info: dict) -> None:
+def write_run(ws, fm: Formats, plan, info: dict) -> None:
     import openpyxl
     import pandas
 
@@ -51,7 +51,7 @@ def _write_run(ws, fm: Formats, plan, info: dict) -> None:
         ("pandas", pandas.__version__),
         ("numpy", np.__version__),
     ] + [(k, v) for k, v in info.items() if k != "created"]
-    _header(ws, fm, ["key", "value"], [20, 70])
+    write_header(ws, fm, ["key", "value"], [20, 70])
     for i, (k, v) in enumerate(rows):
         ws.write_string(i + 1, 0, k)
         write_cell(ws, i + 1, 1, v, None)

@@ -24,7 +24,7 @@ ANY = "any"          # a number or a text, kept as typed (Scenarios.value)
 FMT_INT = "#,##0"
 FMT_NUM = "#,##0.00"
 FMT_PCT = "0.0%"
-FMT_BYTES = "#,##0.###"
+FMT_ELEM_BYTES = "#,##0.###"  # bytes per element: fractional (FP4 is 0.5)
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ COLUMNS: tuple[Column, ...] = (
            minimum=1, maximum=1e5, fmt=FMT_INT),
     Column(M, "head_dim", "count", INT, "head dimension d_head", "gqa", minimum=1, maximum=1e5, fmt=FMT_INT),
     Column(M, "kv_bytes", "B", NUMBER, "bytes per cached KV element: 2 BF16/FP16, 1 FP8, 0.5 4-bit",
-           True, minimum=0.125, maximum=8, fmt=FMT_BYTES),
+           True, minimum=0.125, maximum=8, fmt=FMT_ELEM_BYTES),
     Column(M, "attention", "", CHOICE, "gqa (GQA/MHA/MQA) or mla (DeepSeek-style latent)",
            default="gqa", choices=("gqa", "mla")),
     Column(M, "mla_kv_dim", "count", INT, "MLA: latent + rope width per token per layer "
@@ -92,7 +92,7 @@ COLUMNS: tuple[Column, ...] = (
     Column(M, "params_b", "1e9", NUMBER, "total parameters in billions (blank: weights taken as 0)",
            minimum=0, min_open=True, maximum=1e6, fmt=FMT_NUM),
     Column(M, "weight_bytes", "B", NUMBER, "bytes per weight: 2 BF16, 1 FP8, 0.5 4-bit", default=2,
-           minimum=0.125, maximum=8, fmt=FMT_BYTES),
+           minimum=0.125, maximum=8, fmt=FMT_ELEM_BYTES),
     Column(M, "catalog", "", TEXT, "model catalog entry to take blank dimensions from, when the row's own "
            "name is a team label (blank: the model name itself is looked up)", calc=False),
     Column(M, "heads", "count", INT, "query (attention) heads", minimum=1, maximum=1e5, fmt=FMT_INT, calc=False),

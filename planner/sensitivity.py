@@ -122,7 +122,7 @@ class Lead:
 
 
 @dataclass(frozen=True)
-class Table:
+class SweepTable:
     """A long sensitivity table: for each workload, one row per point of the sweep."""
 
     sheet: str
@@ -148,12 +148,12 @@ def _results(*names: str) -> tuple[Out, ...]:
     return tuple(by[n] for n in names)
 
 
-def hit_table(grid: np.ndarray) -> Table:
-    return Table("Sensitivity_Hit", (Lead("hit", "hit [fraction]", FMT_PCT, tuple(grid)),),
+def hit_table(grid: np.ndarray) -> SweepTable:
+    return SweepTable("Sensitivity_Hit", (Lead("hit", "hit [fraction]", FMT_PCT, tuple(grid)),),
                  sheets.SENSITIVITY_HIT, "TTFT and TPM versus hit ratio")
 
 
-def alpha_table() -> Table:
+def alpha_table() -> SweepTable:
     cols = (
         *_results("load_ms", "compute_ms"),
         out("ttft_ms", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms", "compute_ms", "alpha",
@@ -167,11 +167,11 @@ def alpha_table() -> Table:
         out("tpm_physical_target", "tokens/min", FMT_INT, m.tpm_physical_from_delivered,
             "tpm_delivered_target", "isl", "osl", "hit_target"),
     )
-    return Table("Sensitivity_Alpha", (Lead("alpha", "alpha [fraction]", FMT_PCT, ALPHA_STEPS),), cols,
+    return SweepTable("Sensitivity_Alpha", (Lead("alpha", "alpha [fraction]", FMT_PCT, ALPHA_STEPS),), cols,
                  "TTFT and TPM at hit_target versus overlap alpha")
 
 
-def pcie_table(extra_gbps: tuple[float, ...]) -> Table:
+def pcie_table(extra_gbps: tuple[float, ...]) -> SweepTable:
     labels = ("as planned", "PCIe Gen4 x16", "PCIe Gen5 x16") + tuple(f"{g:g} GB/s (Settings)" for g in extra_gbps)
     values = (None, C.PCIE_GEN4_GBPS, C.PCIE_GEN5_GBPS) + tuple(float(g) for g in extra_gbps)
     formulas = ("@pcie_gbps", N.PCIE_GEN4_GBPS, N.PCIE_GEN5_GBPS) + (None,) * len(extra_gbps)
@@ -180,19 +180,19 @@ def pcie_table(extra_gbps: tuple[float, ...]) -> Table:
         _results("compute_ms")[0],
         *_results("ttft_alpha0_ms", "ttft_alpha1_ms", "ttft_ms", "delta", "h_star"),
     )
-    return Table("Sensitivity_PCIe", (Lead("link", "link", None, labels, text=True),
+    return SweepTable("Sensitivity_PCIe", (Lead("link", "link", None, labels, text=True),
                                       Lead("pcie_gbps", "pcie_gbps [GB/s]", "#,##0.0", values, formulas)),
                  cols, "TTFT and break-even h* versus host-to-device bandwidth")
 
 
-def hit_alpha_table() -> Table:
+def hit_alpha_table() -> SweepTable:
     cols = [out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit", "isl", "kv_bytes_per_token_gpu", "pcie_gbps"),
             out("compute_ms", "ms", FMT_MS, m.compute_ms, "hit", "t_attn0_ms", "t_ffn0_ms", "t_other0_ms",
                 "other_scaling")]
     for a in sheets.ALPHA_GRID:
         cols.append(out(f"ttft_alpha_{a:g}_ms", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms", "compute_ms",
                         f"alpha_g{int(a * 100)}", description=f"TTFT at alpha {a:g}"))
-    return Table("Sensitivity_HitAlpha", (Lead("hit", "hit [fraction]", FMT_PCT, HIT_ALPHA_STEPS),), tuple(cols),
+    return SweepTable("Sensitivity_HitAlpha", (Lead("hit", "hit [fraction]", FMT_PCT, HIT_ALPHA_STEPS),), tuple(cols),
                  "TTFT over a grid of hit ratio x overlap alpha")
 
 
@@ -202,7 +202,7 @@ DRIVERS: tuple[tuple[str, float | None], ...] = (
     ("t_decode_ms", None), ("pcie_gbps", None), ("isl", None), ("alpha", 1.0))
 
 
-def tornado_calc_table() -> Table:
+def tornado_calc_table() -> SweepTable:
     k = len(DRIVERS)
     drivers = tuple(d for d, _ in DRIVERS for _case in (0, 1))
     leads = (
@@ -223,7 +223,7 @@ def tornado_calc_table() -> Table:
     cols += list(_results("load_ms", "compute_ms", "ttft_ms", "load_ms_measured", "compute_ms_measured",
                           "ttft_ms_measured", "chip_ms_measured", "chip_ms_target", "tpm_delivered_model",
                           "tpm_delivered_target"))
-    return Table("Tornado_Calc", leads, tuple(cols), "every driver moved low and high, the TPM chain recomputed")
+    return SweepTable("Tornado_Calc", leads, tuple(cols), "every driver moved low and high, the TPM chain recomputed")
 
 
 # --------------------------------------------------------------------------- Python evaluation
@@ -239,7 +239,7 @@ def base_arrays(resolved: pd.DataFrame, results: pd.DataFrame, k: int,
     return base
 
 
-def evaluate_table(t: Table, resolved: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
+def evaluate_table(t: SweepTable, resolved: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
     n, k = len(resolved), t.k
     base = base_arrays(resolved, results, k)
     frame = {"workload": base["workload"]}
@@ -310,13 +310,13 @@ class Sensitivities:
     how the writer keeps memory flat for tens of thousands of workloads.
     """
 
-    def __init__(self, tables: list[Table], resolved: pd.DataFrame, results: pd.DataFrame):
+    def __init__(self, tables: list[SweepTable], resolved: pd.DataFrame, results: pd.DataFrame):
         self.tables = tables
         self._resolved, self._results = resolved, results
         self.frames = _LazyFrames(self)
         self._tornado: pd.DataFrame | None = None
 
-    def table(self, sheet: str) -> Table:
+    def table(self, sheet: str) -> SweepTable:
         return next(t for t in self.tables if t.sheet == sheet)
 
     def block(self, sheet: str, w0: int, w1: int) -> pd.DataFrame:

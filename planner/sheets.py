@@ -29,7 +29,7 @@ from .schema import CHOICE, FMT_INT, FMT_PCT, TEXT
 
 FMT_MS = "#,##0.00"
 FMT_RATIO = "0.000"
-FMT_BYTES = "#,##0"
+FMT_BYTES = "#,##0"  # whole bytes (KV bytes per token)
 FMT_GIB = "#,##0.00"
 FMT_COST = "#,##0.0000"
 

@@ -32,9 +32,11 @@ from .layout import (MAX_CHART_WORKLOADS, MAX_COLUMNS, MAX_DATA_ROWS, TORNADO_CO
                      Chunks, Layout, column_templates, write_rows)
 from .long_tables import write_long_table, write_tornado
 from .names import col_range, range_name, sheet_ref
-from .run_sheet import _write_constants, _write_run
+from .run_sheet import write_constants, write_run
 from .xlfast import ROW, FastFormulaWorksheet, FormulaTemplate, RowBuffer
-from .xlstyle import STYLE, WB_OPTIONS, Formats, _header, _print_setup, _width, values_list, write_cell
+from .xlstyle import STYLE, WB_OPTIONS, Formats, write_header, print_setup, col_width, values_list, write_cell
+
+_header, _width, _print_setup = write_header, col_width, print_setup  # their names before the split
 
 # names that lived here before the split, still importable from planner.writer
 __all__ = ["write_output", "output_rows", "save_atomic", "write_input_workbook", "write_input_sheet",
@@ -42,7 +44,8 @@ __all__ = ["write_output", "output_rows", "save_atomic", "write_input_workbook",
            "sheet_ref", "col_range", "range_name", "Layout", "Chunks", "column_templates", "write_rows",
            "write_long_table", "write_tornado", "write_explorer", "write_charts", "TORNADO_COLS",
            "MAX_DATA_ROWS", "MAX_COLUMNS", "MAX_CHART_WORKLOADS", "WRITE_BLOCK", "ZIP64_ROWS",
-           "EXPLORER_SELECT", "EXPLORER_INDEX", "EXPLORER_INPUTS_TOP"]
+           "EXPLORER_SELECT", "EXPLORER_INDEX", "EXPLORER_INPUTS_TOP", "write_header", "col_width",
+           "print_setup", "_header", "_width", "_print_setup"]
 
 
 def output_rows(plan) -> int:
@@ -100,11 +103,11 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
         for c in schema.columns(sheet):
             wb.define_name(range_name(sheet, c.name), "=" + col_range(sheet, pos[sheet][c.name], counts[sheet]))
 
-    _write_constants(wb, ws_const, fm)
+    write_constants(wb, ws_const, fm)
 
     # Resolved: inputs with defaults applied and lookups done, row-aligned with Workloads
-    _header(ws_res, fm, [f"{rc.name} [{rc.unit}]" if rc.unit else rc.name for rc in sheets.RESOLVED],
-            [_width(rc.name, rc.text) for rc in sheets.RESOLVED])
+    write_header(ws_res, fm, [f"{rc.name} [{rc.unit}]" if rc.unit else rc.name for rc in sheets.RESOLVED],
+            [col_width(rc.name, rc.text) for rc in sheets.RESOLVED])
     jobs = []
     for rc in sheets.RESOLVED:
         f = sheets.resolved_formula(rc, ref=lambda name: layout.own("Resolved", name, ROW),
@@ -118,22 +121,22 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     tick(n)
 
     # Results
-    _header(ws_results, fm, [c.header for c in sheets.RESULTS], [_width(c.header, c.text) for c in sheets.RESULTS])
+    write_header(ws_results, fm, [c.header for c in sheets.RESULTS], [col_width(c.header, c.text) for c in sheets.RESULTS])
     for c in sheets.RESULTS:
         wb.define_name(range_name("Results", c.name), "=" + col_range("Results", pos["Results"][c.name], n))
         if c.description:
             ws_results.write_comment(0, pos["Results"][c.name], c.description, {"x_scale": 1.6})
     write_rows(ws_results, fm, 1, pos["Results"], sheets.RESULTS, plan.results, lambda name, row: layout.base(name, row))
     ws_results.autofilter(0, 0, n, len(sheets.RESULTS) - 1)
-    _print_setup(ws_results)
+    print_setup(ws_results)
     tick(n)
 
     checks_for(plan, layout).write(wb, ws_checks, fm)
-    _print_setup(ws_checks)
+    print_setup(ws_checks)
     write_explorer(wb, ws_explorer, fm, layout, plan)
     if ws_charts is not None:
         write_charts(wb, ws_charts, fm, layout, plan, layout.chunks)
-    _write_run(ws_run, fm, plan, run_info or {})
+    write_run(ws_run, fm, plan, run_info or {})
     for buffered in (ws_checks, ws_explorer, ws_charts, ws_const, ws_run):
         if buffered is not None:
             buffered.flush()

@@ -44,7 +44,7 @@ class Formats:
         return self._cache[key]
 
 
-def _width(header: str, text: bool) -> float:
+def col_width(header: str, text: bool) -> float:
     return min(max(len(header) * 0.9 + 2, 24 if text else 11), 44)
 
 
@@ -62,7 +62,7 @@ def write_cell(ws, row: int, col: int, value: Any, fmt) -> None:
         ws.write_string(row, col, str(value), fmt)
 
 
-def _value(x: Any, text: bool) -> Any:
+def stored_value(x: Any, text: bool) -> Any:
     if text:
         return "" if x is None else str(x)
     x = float(x)
@@ -76,7 +76,7 @@ def values_list(arr, text: bool) -> list:
     return ["" if v != v else v for v in np.asarray(arr, dtype=float).tolist()]
 
 
-def _header(ws, fm: Formats, headers: list[str], widths: list[float], top: int = 0, left: int = 0,
+def write_header(ws, fm: Formats, headers: list[str], widths: list[float], top: int = 0, left: int = 0,
             freeze: bool = True) -> None:
     for j, h in enumerate(headers):
         ws.write_string(top, left + j, h, fm("header"))
@@ -86,7 +86,7 @@ def _header(ws, fm: Formats, headers: list[str], widths: list[float], top: int =
         ws.freeze_panes(top + 1, left + 1)
 
 
-def _print_setup(ws, landscape: bool = True) -> None:
+def print_setup(ws, landscape: bool = True) -> None:
     if landscape:
         ws.set_landscape()
     ws.set_paper(9)  # A4

@@ -1,0 +1,25 @@
+"""Every doctest in the package runs as part of the suite."""
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+import planner
+
+MODULES = sorted(m.name for m in pkgutil.iter_modules(planner.__path__) if m.name != "__main__")
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_doctests(name):
+    module = importlib.import_module(f"planner.{name}")
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} doctests failed in planner.{name}"
+
+
+def test_the_examples_are_found():
+    """The number formatting examples are doctests: a module list that lost them would pass vacuously."""
+    from planner import memo_numbers
+
+    assert doctest.testmod(memo_numbers).attempted >= 2
