@@ -9,11 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-import pandas as pd
 
 from . import schema
-from .model import uneven_heads
 from .names import range_name
 from .schema import FRACTION, INT, NUMBER
 
@@ -87,17 +84,11 @@ class CheckSheet:
 
 
 def checks_for(plan, layout) -> CheckSheet:
-    wl, res, out = plan.workloads, plan.resolved, plan.results
-
-    def num(series) -> np.ndarray:
-        return pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
-
+    fl = plan.flags
     numeric = [c for c in schema.COLUMNS if c.kind in (INT, NUMBER, FRACTION) and c.sheet in schema.SHEETS]
     required_wl = [c for c in schema.columns("Workloads") if c.required is True]
     fractions = [c for c in schema.columns("Workloads") if c.kind == FRACTION]
     nonneg = [c for c in schema.columns("Workloads") if c.kind in (NUMBER, INT) and c.minimum is not None]
-    uneven = uneven_heads(res["attention"].to_numpy(), res["kv_heads"].to_numpy(dtype=float),
-                          res["tp"].to_numpy(dtype=float))
     checks = [
         Check("model references resolve", "error",
               "every Workloads.model names a row of Models",
@@ -130,22 +121,22 @@ def checks_for(plan, layout) -> CheckSheet:
         Check("results free of errors", "error", "no #DIV/0!, #N/A or other error in Results",
               f"SUMPRODUCT(--ISERROR(Results!{_results_block(layout)}))", 0),
         Check("KV fits in HBM", "warning", "rows whose weights + peak KV exceed device memory",
-              f'COUNTIF({_n("Results.hbm_headroom_gib")},"<0")', int((out["hbm_headroom_gib"] < 0).sum())),
+              f'COUNTIF({_n("Results.hbm_headroom_gib")},"<0")', int(fl.hbm_no_fit.sum())),
         Check("hit_target within break-even h*", "warning",
               "rows whose hit_target is beyond h*, where more hits make prefill slower",
               f"SUMPRODUCT(--({_n('Resolved.hit_target')}>{_n('Results.h_star')}))",
-              int((res["hit_target"].to_numpy(dtype=float) > out["h_star"].to_numpy()).sum())),
+              int(fl.beyond_h_star.sum())),
         Check("kv_heads and tp divide", "warning",
               "GQA rows where neither kv_heads/tp nor tp/kv_heads is whole (uneven head split)",
               f"SUMPRODUCT(({_n('Resolved.attention')}=\"gqa\")*(MOD({_n('Resolved.kv_heads')},"
               f"{_n('Resolved.tp')})<>0)*(MOD({_n('Resolved.tp')},{_n('Resolved.kv_heads')}"
-              f"+({_n('Resolved.kv_heads')}=0))<>0))", int(uneven.sum())),
+              f"+({_n('Resolved.kv_heads')}=0))<>0))", int(fl.uneven_heads.sum())),
         Check("params_b given", "warning", "models without params_b: weights taken as 0 in the HBM check",
-              f"COUNTBLANK({_n('Models.params_b')})", int(plan.models["params_b"].isna().sum())),
+              f"COUNTBLANK({_n('Models.params_b')})", int(fl.params_missing.sum())),
         Check("tpm_measured has hit_measured", "warning",
               "rows with tpm_measured but no hit_measured (taken as measured at 0 hit)",
               f"SUMPRODUCT(ISNUMBER({_n('Workloads.tpm_measured')})*NOT(ISNUMBER({_n('Workloads.hit_measured')})))",
-              int((~np.isnan(num(wl["tpm_measured"])) & np.isnan(num(wl["hit_measured"]))).sum())),
+              int(fl.tpm_without_hit.sum())),
     ]
     return CheckSheet(checks, plan.warnings)
 

@@ -275,7 +275,8 @@ def findings(plan) -> list[dict[str, str]]:
     R = lambda i, c, **k: result_num(plan, i, c, **k)  # noqa: E731
     V = lambda i, c: resolved_num(plan, i, c)  # noqa: E731
 
-    load_bound = [i for i in range(n) if r["regime"].iat[i] == "load-bound"]
+    fl = plan.flags
+    load_bound = [int(i) for i in np.flatnonzero(fl.load_bound)]
     if load_bound:
         parts = [f"{r['workload'].iat[i]} (load {R(i, 'load_ms')} ms vs compute {R(i, 'compute_ms')} ms "
                  f"at {V(i, 'hit_target')} hit, {V(i, 'pcie_gbps')} GB/s)" for i in load_bound]
@@ -289,7 +290,7 @@ def findings(plan) -> list[dict[str, str]]:
                     "text": f"{who} compute-bound at their target hit: loading the cached KV "
                             f"takes less time than the remaining prefill compute."})
 
-    beyond = [i for i in range(n) if _f(res["hit_target"])[i] > _f(r["h_star"])[i]]
+    beyond = [int(i) for i in np.flatnonzero(fl.beyond_h_star)]
     if beyond:
         parts = [f"{r['workload'].iat[i]} (target {V(i, 'hit_target')}, h* {R(i, 'h_star')})" for i in beyond]
         out.append({"kind": "h-star", "title": "Target beyond break-even h*",
@@ -304,7 +305,7 @@ def findings(plan) -> list[dict[str, str]]:
                             f"h* {R(closest, 'h_star')})."})
 
     head = _f(r["hbm_headroom_gib"])
-    no_fit = [i for i in range(n) if head[i] < 0]
+    no_fit = [int(i) for i in np.flatnonzero(fl.hbm_no_fit)]
     if no_fit:
         parts = [f"{r['workload'].iat[i]} (weights {R(i, 'weights_gib_per_gpu')} GiB + peak KV "
                  f"{R(i, 'kv_peak_gib')} GiB exceed {V(i, 'hbm_gib')} GiB HBM by "

@@ -19,18 +19,10 @@ import numpy as np
 import pandas as pd
 
 from . import schema, sheets
-from .model import uneven_heads
+from .errors import Problem
+from .flags import Flags, flags_of, warnings_of
 from .reader import PlanInput, Table, read_input
 from .sensitivity import Sensitivities, evaluate_all
-
-
-@dataclass
-class Warning_:
-    place: str
-    message: str
-
-    def __str__(self) -> str:
-        return f"{self.place}: {self.message}"
 
 
 @dataclass
@@ -43,8 +35,9 @@ class Plan:
     results: pd.DataFrame
     hit_grid: np.ndarray
     sens: Sensitivities
-    warnings: list[Warning_] = field(default_factory=list)
+    warnings: list[Problem] = field(default_factory=list)  # see flags.warnings_of
     created: _dt.datetime = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc))
+    flags: Flags | None = None  # computed once: warnings, Checks and memo read them
 
     @property
     def settings(self) -> dict:
@@ -80,48 +73,6 @@ def evaluate_results(resolved: pd.DataFrame) -> pd.DataFrame:
     return sheets.evaluate(sheets.RESULTS, _base(resolved), len(resolved))
 
 
-def _warnings(p_in: PlanInput, models: pd.DataFrame, resolved: pd.DataFrame,
-              results: pd.DataFrame) -> list[Warning_]:
-    """Warnings (not errors), in row order: the flags are vectorised, only the flagged rows
-    are formatted."""
-    wl_rows = np.asarray(p_in.workloads.rows)
-    names = results["workload"].to_numpy()
-    headroom = results["hbm_headroom_gib"].to_numpy(dtype=float)
-    hit_t = resolved["hit_target"].to_numpy(dtype=float)
-    h_star = results["h_star"].to_numpy(dtype=float)
-    kv, tp = resolved["kv_heads"].to_numpy(dtype=float), resolved["tp"].to_numpy(dtype=float)
-    uneven = uneven_heads(resolved["attention"].to_numpy(), kv, tp)
-    raw_tpm = np.array([r.get("tpm_measured") is not None for r in p_in.workloads.records], dtype=bool)
-    raw_hm = np.array([r.get("hit_measured") is not None for r in p_in.workloads.records], dtype=bool)
-    flags = {
-        "hbm": headroom < 0,
-        "hstar": hit_t > h_star,
-        "uneven": uneven,
-        "tpm": raw_tpm & ~raw_hm,
-    }
-    out: list[Warning_] = []
-    for i in np.flatnonzero(np.logical_or.reduce(list(flags.values()))):
-        place = f"Workloads row {wl_rows[i]} ({names[i]})"
-        r = results.iloc[i]
-        if flags["hbm"][i]:
-            out.append(Warning_(place, f"KV does not fit in HBM: weights {r['weights_gib_per_gpu']:,.1f} GiB + "
-                                       f"peak KV {r['kv_peak_gib']:,.1f} GiB exceed "
-                                       f"{resolved['hbm_gib'].iat[i]:,.1f} GiB by {-headroom[i]:,.1f} GiB"))
-        if flags["hstar"][i]:
-            out.append(Warning_(place, f"hit_target {hit_t[i]:.1%} is beyond the break-even h* {h_star[i]:.1%}: "
-                                       f"more hits make prefill slower here"))
-        if flags["uneven"][i]:
-            out.append(Warning_(place, f"kv_heads {kv[i]:g} and tp {tp[i]:g} do not divide either way: "
-                                       f"KV heads are spread unevenly over GPUs"))
-        if flags["tpm"][i]:
-            out.append(Warning_(place, "tpm_measured is given without hit_measured: taken as measured at 0 hit"))
-    for j, rec in enumerate(p_in.models.records):
-        if rec.get("params_b") is None:
-            out.append(Warning_(f"Models row {p_in.models.rows[j]} ({rec.get('model')})",
-                                "params_b is blank: weights taken as 0 GiB in the HBM check"))
-    return out
-
-
 def build_plan(source: str | Path | PlanInput) -> Plan:
     """Read (unless given a :class:`PlanInput`) and evaluate every workload."""
     p_in = source if isinstance(source, PlanInput) else read_input(source)
@@ -132,5 +83,7 @@ def build_plan(source: str | Path | PlanInput) -> Plan:
     results = evaluate_results(resolved)
     grid = hit_grid(float(p_in.settings["hit_step"]))
     sens = evaluate_all(resolved, results, grid, tuple(p_in.settings.get("pcie_sweep_gbps") or ()))
-    warns = _warnings(p_in, models, resolved, results)
-    return Plan(p_in, models, gpus, workloads, resolved, results, grid, sens, warns)
+    plan = Plan(p_in, models, gpus, workloads, resolved, results, grid, sens,
+                flags=flags_of(models, workloads, resolved, results))
+    plan.warnings = warnings_of(plan)
+    return plan
