@@ -21,6 +21,7 @@ import pandas as pd
 from . import schema, sheets
 from .errors import Problem
 from .flags import Flags, flags_of, warnings_of
+from .frames import column_arrays
 from .reader import PlanInput, Table, read_input
 from .sensitivity import Sensitivities, evaluate_all
 
@@ -61,16 +62,8 @@ def hit_grid(step: float) -> np.ndarray:
     return grid if np.isclose(grid[-1], 1.0) else np.append(grid, 1.0)
 
 
-def _base(resolved: pd.DataFrame) -> dict[str, np.ndarray]:
-    base = {}
-    for c in resolved.columns:
-        col = resolved[c]
-        base[c] = col.to_numpy(dtype=float) if pd.api.types.is_numeric_dtype(col) else col.to_numpy()
-    return base
-
-
 def evaluate_results(resolved: pd.DataFrame) -> pd.DataFrame:
-    return sheets.evaluate(sheets.RESULTS, _base(resolved), len(resolved))
+    return sheets.evaluate(sheets.RESULTS, column_arrays(resolved), len(resolved))
 
 
 def build_plan(source: str | Path | PlanInput) -> Plan:

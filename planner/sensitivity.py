@@ -18,6 +18,7 @@ import pandas as pd
 from . import model as m
 from . import sheets
 from .constants import C, N
+from .frames import column_arrays
 from .model import excel_twin
 from .schema import FMT_INT, FMT_PCT
 from .sheets import FMT_MS, Lit, Out, out
@@ -230,13 +231,8 @@ def tornado_calc_table() -> SweepTable:
 def base_arrays(resolved: pd.DataFrame, results: pd.DataFrame, k: int,
                 rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
     """Resolved and Results columns, each value repeated for the k points of a sweep."""
-    base: dict[str, np.ndarray] = {}
-    for frame in (results, resolved):
-        for c in frame.columns:
-            col = frame[c]
-            arr = col.to_numpy(dtype=float) if pd.api.types.is_numeric_dtype(col) else col.to_numpy()
-            base[c] = np.repeat(arr if rows is None else arr[rows], k)
-    return base
+    return {c: np.repeat(arr if rows is None else arr[rows], k)
+            for c, arr in column_arrays(results, resolved).items()}
 
 
 def evaluate_table(t: SweepTable, resolved: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
