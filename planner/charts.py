@@ -116,23 +116,43 @@ def write_charts(wb, ws, fm: Formats, layout: Layout, plan, chunks: dict) -> Non
     ws.fit_to_pages(1, 0)
 
 
+# the rows of a sorted tornado, declared once: header, formula over the driver-order ranges
+# (``R``: name -> absolute range, ``m``: the MATCH of the row's rank, ``base``: base TPM of
+# that driver), and the stored value from the Tornado frame's row ``t``
+SORTED_TORNADO = (
+    ("driver", lambda R, m, base: f"INDEX({R['driver']},{m})", None, lambda t: str(t["driver"])),
+    ("low", lambda R, m, base: f"INDEX({R['tpm_low']},{m})-{base(m)}", FMT_INT_,
+     lambda t: float(t["tpm_low"]) - float(t["tpm_base"])),
+    ("high", lambda R, m, base: f"INDEX({R['tpm_high']},{m})-{base(m)}", FMT_INT_,
+     lambda t: float(t["tpm_high"]) - float(t["tpm_base"])),
+    ("swing", lambda R, m, base: f"INDEX({R['swing']},{m})", FMT_INT_, lambda t: float(t["swing"])),
+)
+
+
+def write_sorted_tornado(ws, fm: Formats, top: int, left: int, summary, ranges: dict, base,
+                         columns: int = len(SORTED_TORNADO)) -> tuple[int, int, int]:
+    """Drivers in rank order (widest bar first) from row ``top + 1``: the rank, then the first
+    ``columns`` of :data:`SORTED_TORNADO`, each found by MATCH of the rank in ``ranges["rank"]``.
+    ``base(match)`` is the formula of the base TPM. Returns (first row, last row, first column)."""
+    k = len(summary)
+    order = np.argsort(summary["rank"].to_numpy())
+    for p in range(k):
+        r = top + 1 + p
+        t = summary.iloc[int(order[p])]
+        ws.write_number(r, left, p + 1, fm("const", "0"))
+        match = f"MATCH({xl_rowcol_to_cell(r, left, col_abs=True)},{ranges['rank']},0)"
+        for j, (_h, formula, fmt, value) in enumerate(SORTED_TORNADO[:columns]):
+            ws.write_formula(r, left + 1 + j, "=" + formula(ranges, match, base),
+                             None if fmt is None else fm("calc", fmt), value(t))
+    return top + 1, top + k, left
+
+
 def tornado_sorted_from_sheet(ws, fm: Formats, top: int, left: int, summary, w: int, t_own: dict):
     """Drivers of workload w in rank order, read from the Tornado sheet by rank."""
     k = len(summary)
     rows = (1 + w * k, (w + 1) * k)
-    rng = lambda name: "Tornado!" + xl_range_abs(rows[0], t_own[name], rows[1], t_own[name])
+    rng = {name: "Tornado!" + xl_range_abs(rows[0], t_own[name], rows[1], t_own[name])
+           for name in ("rank", "driver", "tpm_low", "tpm_high", "tpm_base", "swing")}
     for j, h in enumerate(("rank", "driver", "low - base", "high - base")):
         ws.write_string(top, left + j, h, fm("header"))
-    order = np.argsort(summary["rank"].to_numpy())
-    for p in range(k):
-        r = top + 1 + p
-        d = int(order[p])
-        ws.write_number(r, left, p + 1, fm("const", "0"))
-        match = f"MATCH({xl_rowcol_to_cell(r, left, col_abs=True)},{rng('rank')},0)"
-        ws.write_formula(r, left + 1, f"=INDEX({rng('driver')},{match})", None, str(summary["driver"].iat[d]))
-        base = float(summary["tpm_base"].iat[d])
-        ws.write_formula(r, left + 2, f"=INDEX({rng('tpm_low')},{match})-INDEX({rng('tpm_base')},{match})",
-                         fm("calc", FMT_INT_), float(summary["tpm_low"].iat[d]) - base)
-        ws.write_formula(r, left + 3, f"=INDEX({rng('tpm_high')},{match})-INDEX({rng('tpm_base')},{match})",
-                         fm("calc", FMT_INT_), float(summary["tpm_high"].iat[d]) - base)
-    return top + 1, top + k, left
+    return write_sorted_tornado(ws, fm, top, left, summary, rng, lambda m: f"INDEX({rng['tpm_base']},{m})", 3)

@@ -9,7 +9,7 @@ import numpy as np
 from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 
 from . import schema, sheets
-from .charts import charts_for, write_markers
+from .charts import charts_for, write_markers, write_sorted_tornado
 from .layout import Layout, write_rows
 from .names import range_name
 from .sensitivity import rank_in_blocks_xl, swing_of
@@ -133,23 +133,11 @@ def tornado_sorted(ws, fm: Formats, top: int, left: int, summary, base_cell: str
         me = xl_rowcol_to_cell(r, sw_col)
         ws.write_formula(r, sw_col + 1, "=" + rank_in_blocks_xl(sw_rng, me),
                          fm("calc", "0"), float(summary["rank"].iat[d]))
-    order = np.argsort(summary["rank"].to_numpy())
     drivers = [f"{calc_cell(d, 0, 'driver')}" for d in range(k)]
-    for p in range(k):
-        r = top + 1 + p
-        d = int(order[p])
-        ws.write_number(r, left, p + 1, fm("const", "0"))
-        match = f"MATCH({xl_rowcol_to_cell(r, left, col_abs=True)},{rk_rng},0)"
-        drv_rng = xl_range_abs(top + 1, sw_col + 2, top + k, sw_col + 2)
-        ws.write_formula(r, left + 1, f"=INDEX({drv_rng},{match})", None, str(summary["driver"].iat[d]))
-        lo_rng = xl_range_abs(top + 1, sw_col + 3, top + k, sw_col + 3)
-        hi_rng = xl_range_abs(top + 1, sw_col + 4, top + k, sw_col + 4)
-        base_v = float(summary["tpm_base"].iat[d])
-        ws.write_formula(r, left + 2, f"=INDEX({lo_rng},{match})-{base_cell}", fm("calc", FMT_INT_),
-                         float(summary["tpm_low"].iat[d]) - base_v)
-        ws.write_formula(r, left + 3, f"=INDEX({hi_rng},{match})-{base_cell}", fm("calc", FMT_INT_),
-                         float(summary["tpm_high"].iat[d]) - base_v)
-        ws.write_formula(r, left + 4, f"=INDEX({sw_rng},{match})", fm("calc", FMT_INT_), float(summary["swing"].iat[d]))
+    rng = lambda j: xl_range_abs(top + 1, sw_col + j, top + k, sw_col + j)  # noqa: E731
+    write_sorted_tornado(ws, fm, top, left, summary,
+                         {"rank": rk_rng, "driver": rng(2), "tpm_low": rng(3), "tpm_high": rng(4), "swing": sw_rng},
+                         lambda match: base_cell)
     # driver names, TPM low and high in driver order (what the INDEX/MATCH above reads)
     for j, h in enumerate(("driver", "tpm_low", "tpm_high")):
         ws.write_string(top, sw_col + 2 + j, h, fm("header"))
