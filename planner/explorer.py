@@ -34,7 +34,7 @@ def _explorer_inputs() -> list[tuple[str, str, str | None, bool]]:
 
 def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     """One workload at a time: a dropdown of workload names drives the tables and charts."""
-    from .sensitivity import DRIVERS, hit_table, tornado_calc_table
+    from .sensitivity import DRIVERS
 
     first = plan.results["workload"].iat[0]
     ws.write_string(0, 0, "Explorer: choose a workload in the yellow cell; the tables and charts follow",
@@ -65,7 +65,7 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     base_ref = lambda name, i: cell_of[name]
 
     # hit sweep of the chosen workload
-    ht = hit_table(plan.hit_grid)
+    ht = plan.sens.table("Sensitivity_Hit")  # the declarations the long tables were written from
     k = ht.k
     top, left = 2, 3
     names = ["hit"] + [c.name for c in ht.cols]
@@ -82,7 +82,7 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     write_markers(ws, fm, mk_top, left, xl_range_abs(hit_rows[0], ttft_col, hit_rows[1], ttft_col),
              cell_of["h_star"], cell_of["hit_target"], float(plan.results["h_star"].iat[0]),
              float(plan.resolved["hit_target"].iat[0]), float(np.nanmax(frame["ttft_alpha0_ms"].to_numpy(dtype=float))))
-    tc = tornado_calc_table()
+    tc = plan.sens.table("Tornado_Calc")
     t_top = mk_top + 8
     tnames = ["driver", "case", "driver_no", "direction", "upper"] + [c.name for c in tc.cols]
     t_own = {nm: left + j for j, nm in enumerate(tnames)}
