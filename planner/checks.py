@@ -14,7 +14,7 @@ import pandas as pd
 
 from . import schema
 from .model import uneven_heads
-from .names import range_name
+from .names import exact_criteria, exact_text, range_name
 from .schema import FRACTION, INT, NUMBER
 
 
@@ -101,14 +101,14 @@ def checks_for(plan, layout) -> CheckSheet:
     checks = [
         Check("model references resolve", "error",
               "every Workloads.model names a row of Models",
-              f"SUMPRODUCT(--ISNA(MATCH({_n('Workloads.model')},{_n('Models.model')},0)))", 0),
+              f"SUMPRODUCT(--ISNA(MATCH({exact_text(_n('Workloads.model'))},{_n('Models.model')},0)))", 0),
         Check("gpu references resolve", "error",
               "every Workloads.gpu names a row of GPUs",
-              f"SUMPRODUCT(--ISNA(MATCH({_n('Workloads.gpu')},{_n('GPUs.gpu')},0)))", 0),
+              f"SUMPRODUCT(--ISNA(MATCH({exact_text(_n('Workloads.gpu'))},{_n('GPUs.gpu')},0)))", 0),
         Check("model names unique", "error", "no model name appears twice in Models",
-              f"SUMPRODUCT(--(COUNTIF({_n('Models.model')},{_n('Models.model')})>1))", 0),
+              f"SUMPRODUCT(--(COUNTIF({_n('Models.model')},{exact_criteria(_n('Models.model'))})>1))", 0),
         Check("gpu names unique", "error", "no GPU name appears twice in GPUs",
-              f"SUMPRODUCT(--(COUNTIF({_n('GPUs.gpu')},{_n('GPUs.gpu')})>1))", 0),
+              f"SUMPRODUCT(--(COUNTIF({_n('GPUs.gpu')},{exact_criteria(_n('GPUs.gpu'))})>1))", 0),
         Check("required workload cells filled", "error",
               "blank cells in required Workloads columns: " + ", ".join(c.name for c in required_wl),
               _sum([f"COUNTBLANK({_n('Workloads.' + c.name)})" for c in required_wl]), 0),

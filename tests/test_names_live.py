@@ -1,0 +1,52 @@
+"""Names are text, not patterns: Excel's wildcard characters in workload, model and GPU names
+(``*``, ``?``, ``~``) must not change what the live lookups find after recalculation."""
+
+from __future__ import annotations
+
+import copy
+
+import openpyxl
+import pytest
+
+from planner import example, example_data as ed
+from planner.inputs_sheets import write_input_workbook
+from planner.plan import build_plan
+from planner.writer import write_output
+from test_recalc import checks_counts, compare_all
+
+pytestmark = pytest.mark.libreoffice
+
+
+def wild_input(path):
+    """The example plus a GPU 'H*' and a model 'Qwen2.5-7?B' placed AFTER the names their
+    patterns would match ('H100-SXM', 'Qwen2.5-72B'), and a workload named with all three
+    characters that uses both; their own numbers differ, so a wrong match changes results."""
+    models, gpus, wls = (copy.deepcopy(x) for x in (ed.MODELS, ed.GPUS, ed.WORKLOADS))
+    gpus.append({**gpus[0], "gpu": "H*", "hourly_cost": 9.99, "pcie_gbps": 7.0})
+    models.append({**models[1], "model": "Qwen2.5-7?B", "layers": 99})
+    wls.append({**wls[0], "workload": "wild-?*~", "gpu": "H*", "model": "Qwen2.5-7?B"})
+    wls.append({**wls[1], "workload": "~tilde", "gpu": "H100-SXM"})
+    write_input_workbook(path, models, gpus, wls, example._settings(ed.SETTINGS))
+
+
+def test_wildcard_names_recalculate_to_python(tmp_path, recalc):
+    src = tmp_path / "wild.xlsx"
+    wild_input(src)
+    plan = build_plan(src)
+    out = tmp_path / "wild-plan.xlsx"
+    write_output(plan, out)
+    # choose the wildcard-named workload in the Explorer (openpyxl keeps the formulas;
+    # LibreOffice recomputes every value)
+    wb = openpyxl.load_workbook(out)
+    wb["Explorer"]["B3"] = "wild-?*~"
+    wb.save(out)
+    again = recalc(out)
+    assert compare_all(again, plan) > 10_000
+    counts = checks_counts(again)
+    assert counts["master"] == ("OK",), counts
+    assert counts["gpu names unique"] == ("error", 0)
+    assert counts["model names unique"] == ("error", 0)
+    # the Explorer finds the wildcard-named workload itself, not the first name its pattern fits
+    wb = openpyxl.load_workbook(again, data_only=True)
+    row = list(plan.results["workload"]).index("wild-?*~") + 1
+    assert wb["Explorer"]["B4"].value == row == len(plan.results) - 1
