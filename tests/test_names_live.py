@@ -50,3 +50,35 @@ def test_wildcard_names_recalculate_to_python(tmp_path, recalc):
     wb = openpyxl.load_workbook(again, data_only=True)
     row = list(plan.results["workload"]).index("wild-?*~") + 1
     assert wb["Explorer"]["B4"].value == row == len(plan.results) - 1
+
+
+def test_tornado_ties_rank_by_driver_order_in_python_and_libreoffice(tmp_path, recalc):
+    """Two swings equal but for one ulp (as isl and alpha often are) tie: the earlier driver
+    ranks first, in Python and in the spreadsheet formula alike."""
+    import numpy as np
+    import xlsxwriter
+
+    from planner.constants import C, N
+    from planner.sensitivity import rank_in_blocks, rank_in_blocks_xl
+
+    x = 123456.789
+    up = np.nextafter(x, np.inf)
+    cases = [[1000.0, x, 5.0, up], [1000.0, up, 5.0, x], [7.0, 7.0, 7.0, 7.0]]
+    # hand ranks: the tied pair (123,456.789 tokens/min) widest, the earlier driver first; 1000 third; 5 last
+    expected = [[3, 1, 4, 2], [3, 1, 4, 2], [1, 2, 3, 4]]
+    got = [list(rank_in_blocks(np.array(c), 4)) for c in cases]
+    assert got == expected
+    path = tmp_path / "ties.xlsx"
+    wb = xlsxwriter.Workbook(str(path))
+    ws = wb.add_worksheet("T")
+    ws.write_number(0, 5, C.SWING_DECIMALS)
+    wb.define_name(N.SWING_DECIMALS, "=T!$F$1")
+    for b, c in enumerate(cases):
+        top = b * 4
+        block = f"$A${top + 1}:$A${top + 4}"
+        for i, v in enumerate(c):
+            ws.write_number(top + i, 0, v)
+            ws.write_formula(top + i, 1, "=" + rank_in_blocks_xl(block, f"A{top + i + 1}"), None, 0)
+    wb.close()
+    again = openpyxl.load_workbook(recalc(path), data_only=True)["T"]
+    assert [[again.cell(b * 4 + i + 1, 2).value for i in range(4)] for b in range(3)] == expected
