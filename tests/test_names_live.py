@@ -82,3 +82,45 @@ def test_tornado_ties_rank_by_driver_order_in_python_and_libreoffice(tmp_path, r
     wb.close()
     again = openpyxl.load_workbook(recalc(path), data_only=True)["T"]
     assert [[again.cell(b * 4 + i + 1, 2).value for i in range(4)] for b in range(3)] == expected
+
+
+def test_rows_added_to_the_output_fail_the_master_check_and_are_named(tmp_path, recalc):
+    """A workload row appended to the output's Workloads sheet, one inserted inside the table
+    and a model appended to Models are not planned: after recalculation the master check is
+    ERROR and the Checks sheet names the first such row of each sheet (never a silent OK)."""
+    from conftest import EXAMPLE
+
+    plan = build_plan(EXAMPLE)
+    out = tmp_path / "plan.xlsx"
+    write_output(plan, out)
+    n = len(plan.results)
+    wb = openpyxl.load_workbook(out)
+    ws = wb["Workloads"]
+    for j in range(1, ws.max_column + 1):  # appended below the table
+        ws.cell(n + 2, j, ws.cell(2, j).value)
+    ws.cell(n + 2, 1, "added-after-run")
+    wm = wb["Models"]
+    wm.cell(wm.max_row + 1, 1, "Added-Model")
+    wb.save(out)
+    again = openpyxl.load_workbook(recalc(out), data_only=True)
+    checks = again["Checks"]
+    assert checks["B1"].value == "ERROR"
+    rows = {checks.cell(r, 1).value: (checks.cell(r, 3).value, checks.cell(r, 4).value, checks.cell(r, 6).value or "")
+            for r in range(6, checks.max_row + 1) if checks.cell(r, 2).value == "error"}
+    assert rows["every Workloads row planned"] == (1, "FAIL", f"Workloads row {n + 2}: added-after-run")
+    assert rows["every Models row planned"] == (1, "FAIL", f"Models row {len(plan.models) + 2}: Added-Model")
+    assert rows["every GPUs row planned"] == (0, "OK", "")
+
+
+def test_unedited_output_names_no_unplanned_row(tmp_path, recalc):
+    from conftest import EXAMPLE
+
+    plan = build_plan(EXAMPLE)
+    out = tmp_path / "plan.xlsx"
+    write_output(plan, out)
+    for path in (out, recalc(out)):
+        checks = openpyxl.load_workbook(path, data_only=True)["Checks"]
+        assert checks["B1"].value == "OK"
+        named = [checks.cell(r, 6).value for r in range(6, checks.max_row + 1)
+                 if str(checks.cell(r, 1).value).startswith("every ")]
+        assert len(named) == 3 and all(v in (None, "") for v in named)
