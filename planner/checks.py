@@ -71,7 +71,9 @@ class CheckSheet:
             r = first + i
             ws.write_string(r, 0, c.name)
             ws.write_string(r, 1, c.kind)
-            ws.write_formula(r, 2, "=" + c.formula, None, c.count)
+            # an array formula: every engine (Excel, LibreOffice, Gnumeric) then evaluates the
+            # functions applied to ranges inside SUMPRODUCT element by element
+            ws.write_array_formula(r, 2, r, 2, "{=" + c.formula + "}", None, c.count)
             cnt = xl_rowcol_to_cell(r, 2)
             status = "OK" if c.count == 0 else ("FAIL" if c.kind == "error" else "WARN")
             ws.write_formula(r, 3, f'=IF({cnt}=0,"OK",IF({xl_rowcol_to_cell(r, 1)}="error","FAIL","WARN"))',

@@ -295,7 +295,7 @@ def resolved_formula(rc: ResolvedCol, ref: Callable[[str], str], wl: Callable[[s
         return f'IF({test}({x}),{x},"")'
     if c.required is True:
         return x
-    return f"N({x})"  # conditional input: blank counts as 0 (never used then)
+    return f"IF(ISNUMBER({x}),{x},0)"  # conditional input: blank counts as 0 (never used then)
 
 
 # --------------------------------------------------------------------------- Python evaluation

@@ -71,8 +71,8 @@ def test_tornado_ties_rank_by_driver_order_in_python_and_libreoffice(tmp_path, r
     path = tmp_path / "ties.xlsx"
     wb = xlsxwriter.Workbook(str(path))
     ws = wb.add_worksheet("T")
-    ws.write_number(0, 5, C.SWING_DECIMALS)
-    wb.define_name(N.SWING_DECIMALS, "=T!$F$1")
+    ws.write_number(0, 5, C.SWING_TOLERANCE)
+    wb.define_name(N.SWING_TOLERANCE, "=T!$F$1")
     for b, c in enumerate(cases):
         top = b * 4
         block = f"$A${top + 1}:$A${top + 4}"
