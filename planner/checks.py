@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 
 from . import schema
-from .names import range_name
+from .names import exact_criteria, exact_text, range_name
 from .schema import FRACTION, INT, NUMBER
 
 
@@ -22,6 +22,7 @@ class Check:
     description: str
     formula: str      # Excel, without "="; counts offending rows
     count: int        # the same count in Python
+    detail: str = ""  # optional array formula (without "=") naming the first offending row
 
 
 def _n(name: str) -> str:
@@ -60,18 +61,23 @@ class CheckSheet:
         ws.write_formula(1, 1, f'=SUMIF({kinds},"warning",{counts})', None, warns)
         ws.write_string(2, 0, "Each count recalculates from the input sheets; edit them and recalculate.",
                         fm("note"))
-        for j, h in enumerate(("check", "kind", "count", "status", "what it checks")):
+        ws.set_column(5, 5, 60)
+        for j, h in enumerate(("check", "kind", "count", "status", "what it checks", "first row in question")):
             ws.write_string(4, j, h, fm("header"))
         for i, c in enumerate(self.checks):
             r = first + i
             ws.write_string(r, 0, c.name)
             ws.write_string(r, 1, c.kind)
-            ws.write_formula(r, 2, "=" + c.formula, None, c.count)
+            # an array formula: every engine (Excel, LibreOffice, Gnumeric) then evaluates the
+            # functions applied to ranges inside SUMPRODUCT element by element
+            ws.write_array_formula(r, 2, r, 2, "{=" + c.formula + "}", None, c.count)
             cnt = xl_rowcol_to_cell(r, 2)
             status = "OK" if c.count == 0 else ("FAIL" if c.kind == "error" else "WARN")
             ws.write_formula(r, 3, f'=IF({cnt}=0,"OK",IF({xl_rowcol_to_cell(r, 1)}="error","FAIL","WARN"))',
                              None, status)
             ws.write_string(r, 4, c.description, fm("note"))
+            if c.detail:
+                ws.write_array_formula(r, 5, r, 5, "{=" + c.detail + "}", fm("note"), "")
         ws.conditional_format(first, 3, last, 3, {"type": "cell", "criteria": "==", "value": '"OK"',
                                                   "format": fm("ok")})
         ws.conditional_format(first, 3, last, 3, {"type": "cell", "criteria": "!=", "value": '"OK"',
@@ -92,14 +98,14 @@ def checks_for(plan, layout) -> CheckSheet:
     checks = [
         Check("model references resolve", "error",
               "every Workloads.model names a row of Models",
-              f"SUMPRODUCT(--ISNA(MATCH({_n('Workloads.model')},{_n('Models.model')},0)))", 0),
+              f"SUMPRODUCT(--ISNA(MATCH({exact_text(_n('Workloads.model'))},{_n('Models.model')},0)))", 0),
         Check("gpu references resolve", "error",
               "every Workloads.gpu names a row of GPUs",
-              f"SUMPRODUCT(--ISNA(MATCH({_n('Workloads.gpu')},{_n('GPUs.gpu')},0)))", 0),
+              f"SUMPRODUCT(--ISNA(MATCH({exact_text(_n('Workloads.gpu'))},{_n('GPUs.gpu')},0)))", 0),
         Check("model names unique", "error", "no model name appears twice in Models",
-              f"SUMPRODUCT(--(COUNTIF({_n('Models.model')},{_n('Models.model')})>1))", 0),
+              f"SUMPRODUCT(--(COUNTIF({_n('Models.model')},{exact_criteria(_n('Models.model'))})>1))", 0),
         Check("gpu names unique", "error", "no GPU name appears twice in GPUs",
-              f"SUMPRODUCT(--(COUNTIF({_n('GPUs.gpu')},{_n('GPUs.gpu')})>1))", 0),
+              f"SUMPRODUCT(--(COUNTIF({_n('GPUs.gpu')},{exact_criteria(_n('GPUs.gpu'))})>1))", 0),
         Check("required workload cells filled", "error",
               "blank cells in required Workloads columns: " + ", ".join(c.name for c in required_wl),
               _sum([f"COUNTBLANK({_n('Workloads.' + c.name)})" for c in required_wl]), 0),
@@ -138,7 +144,44 @@ def checks_for(plan, layout) -> CheckSheet:
               f"SUMPRODUCT(ISNUMBER({_n('Workloads.tpm_measured')})*NOT(ISNUMBER({_n('Workloads.hit_measured')})))",
               int(fl.tpm_without_hit.sum())),
     ]
+    first_warning = next(i for i, c in enumerate(checks) if c.kind == "warning")
+    checks[first_warning:first_warning] = unplanned_rows(plan, layout)
     return CheckSheet(checks, plan.warnings)
+
+
+UNPLANNED_SCAN = 1000  # rows below a table searched for the name of a row added after the run
+
+
+def unplanned_rows(plan, layout) -> list[Check]:
+    """Rows typed into the output's input sheets after the run are not planned: the live
+    formulas reach only the rows the planner wrote. These error checks turn the master check
+    to ERROR (never a silent OK) and name the first such row, until ``planner run`` is run on
+    the edited workbook.
+
+    Workloads: every name in column ``workload`` must have its Resolved row (an inserted or
+    appended row has none). Models and GPUs: every name must lie inside the lookup range
+    (a row inserted inside the table widens it and is found; an appended one is not).
+    """
+    from xlsxwriter.utility import xl_range_abs
+
+    from .names import col_range
+
+    out = []
+    for sheet, key, planned, what in (("Workloads", "workload", range_name("Resolved", "workload"),
+                                       "Workloads rows without a Resolved/Results row"),
+                                      ("Models", "model", _n("Models.model"), "Models rows outside the lookup range"),
+                                      ("GPUs", "gpu", _n("GPUs.gpu"), "GPUs rows outside the lookup range")):
+        col = layout.pos[sheet][key]
+        whole = f"{col_range(sheet, col, 1_048_575)}"
+        n_rows = {"Workloads": layout.n, "Models": len(plan.models), "GPUs": len(plan.gpus)}[sheet]
+        scan = col_range(sheet, col, n_rows + UNPLANNED_SCAN)
+        first = (f'IFERROR("{sheet} row "&(1+MATCH(1,({scan}<>"")*ISNA(MATCH({exact_text(scan)},{planned},0)),0))'
+                 f'&": "&INDEX({scan},MATCH(1,({scan}<>"")*ISNA(MATCH({exact_text(scan)},{planned},0)),0)),"")')
+        out.append(Check(f"every {sheet} row planned", "error",
+                         f"{what}: rows typed in after the planner ran are not in the results; "
+                         f"run planner run on this workbook to plan them",
+                         f"COUNTA({whole})-ROWS({planned})", 0, first))
+    return out
 
 
 def _results_block(layout) -> str:

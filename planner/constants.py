@@ -30,6 +30,9 @@ CONSTANTS: tuple[Constant, ...] = (
     Constant("TOKENS_PER_MTOK", "c_tokens_per_mtok", 1e6, "tokens", "tokens in one million tokens"),
     Constant("PARAMS_PER_B", "c_params_per_b", 1e9, "params", "parameters in one billion (unit of params_b)"),
     Constant("KV_TENSORS", "c_kv_tensors", 2.0, "count", "tensors cached per layer for GQA/MHA: one K and one V"),
+    Constant("SWING_TOLERANCE", "c_swing_tolerance", 1e-3, "tokens/min",
+             "tornado swings closer than this tie (ranked by driver order), so swings that are mathematically "
+             "equal rank alike in every spreadsheet engine, whatever their rounding noise"),
     Constant("PCIE_GEN4_GBPS", "c_pcie_gen4_gbps", 25.0, "GB/s",
              "effective host-to-device bandwidth of PCIe Gen4 x16, used when pcie_gbps is blank", True),
     Constant("PCIE_GEN5_GBPS", "c_pcie_gen5_gbps", 50.0, "GB/s",

@@ -11,7 +11,7 @@ from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 from . import schema, sheets
 from .charts import charts_for, write_markers, write_sorted_tornado
 from .layout import Layout, write_rows
-from .names import range_name
+from .names import exact_text, range_name
 from .sensitivity import rank_in_blocks_xl, swing_of
 from .xlstyle import Formats, write_header, stored_value, write_cell
 
@@ -48,7 +48,7 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     ws.write_string(EXPLORER_INDEX[0], 0, "row", fm("header"))
     sel = xl_rowcol_to_cell(*EXPLORER_SELECT, True, True)
     idx = xl_rowcol_to_cell(*EXPLORER_INDEX, True, True)
-    ws.write_formula(*EXPLORER_INDEX, f"=MATCH({sel},{range_name('Resolved', 'workload')},0)", None, 1)
+    ws.write_formula(*EXPLORER_INDEX, f"=MATCH({exact_text(sel)},{range_name('Resolved', 'workload')},0)", None, 1)
     ws.set_column(0, 0, 26)
     ws.set_column(1, 1, 16)
     # the chosen workload's inputs and results (absolute cells the tables refer to)

@@ -351,12 +351,22 @@ def build_memo(plan, output: str | Path, *, templates: str | Path | None = None)
         c.cid = f"{c.key}-{token}@kv-planner"
     envs = environments(user_dir)
     on_disk = build_context(plan, workbook=output.name, charts=charts)
+    # the standalone HTML carries its charts inside (data: URIs), so it shows them when sent
+    # or opened on its own; the email refers to its inline parts by cid:
+    standalone = build_context(plan, workbook=output.name, charts=charts, chart_src=data_uri)
     in_mail = build_context(plan, workbook=output.name, charts=charts, email=True,
                             chart_src=lambda c: f"cid:{c.cid}")
-    return Memo(markdown=render("md", on_disk, envs, user_dir), html=render("html", on_disk, envs, user_dir),
+    return Memo(markdown=render("md", on_disk, envs, user_dir), html=render("html", standalone, envs, user_dir),
                 email_html=render("html", in_mail, envs, user_dir),
                 email_text=render("txt", in_mail, envs, user_dir), charts=charts,
                 subject=subject_line(on_disk), paths=paths)
+
+
+def data_uri(chart: Chart) -> str:
+    """A chart as a ``data:image/png;base64,...`` URI (a self-contained ``<img src>``)."""
+    import base64
+
+    return "data:image/png;base64," + base64.b64encode(chart.png).decode("ascii")
 
 
 def subject_line(context: dict[str, Any]) -> str:

@@ -39,6 +39,37 @@ class Chart:
 
 _BLUE, _ORANGE, _GREY, _LIGHT = "#1F4E79", "#C55A11", "#6B7280", "#9DC3E6"
 
+# Chart text: DejaVu Sans (matplotlib's own) first, then fonts that cover Chinese, Japanese
+# and Korean names; matplotlib falls back glyph by glyph along this list (those installed).
+FONT_FAMILIES = ("DejaVu Sans", "Noto Sans CJK JP", "Noto Sans CJK SC", "Source Han Sans", "WenQuanYi Zen Hei",
+                 "Droid Sans Fallback", "Arial Unicode MS", "Microsoft YaHei", "MS Gothic", "Malgun Gothic")
+NO_GLYPH_NOTE = ("Some characters of the workload names could not be drawn in the charts: no installed font has "
+                 "them (install a font that covers them, e.g. Debian's fonts-noto-cjk or fonts-droid-fallback).")
+
+
+def _fonts():
+    """rc settings for chart text: the installed families of FONT_FAMILIES, in that order."""
+    from matplotlib import font_manager
+
+    have = {f.name for f in font_manager.fontManager.ttflist}
+    # the families themselves, not the generic "sans-serif": matplotlib falls back glyph by
+    # glyph only along an explicit list of families
+    return {"font.family": [f for f in FONT_FAMILIES if f in have] or ["DejaVu Sans"]}
+
+
+def undrawable(texts) -> str:
+    """The characters of ``texts`` that no installed chart font can draw ('' when all can)."""
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    fonts = [FT2Font(font_manager.findfont(font_manager.FontProperties(family=name), fallback_to_default=False))
+             for name in _fonts()["font.family"]]
+    missing = []
+    for ch in sorted({c for t in texts for c in str(t) if not c.isspace()}):
+        if not any(f.get_char_index(ord(ch)) for f in fonts):
+            missing.append(ch)
+    return "".join(missing)
+
 
 def _figure_png(fig) -> bytes:
     """The figure as a 256-colour PNG (a third of the full-colour size, same look: the
@@ -141,7 +172,8 @@ def ttft_chart(plan, rows: list[int]) -> bytes:
 
 
 def tpm_chart(plan, rows: list[int]) -> bytes:
-    """Delivered and physical TPM per instance at the target hit, one bar pair per workload."""
+    """Delivered and physical TPM per GPU at the target hit (per instance / tp), one bar pair per
+    workload: instances of different tp compare per GPU."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -151,8 +183,9 @@ def tpm_chart(plan, rows: list[int]) -> bytes:
     r = plan.results.iloc[rows].reset_index(drop=True)
     k = len(rows)
     names = [_label(x, 30) for x in r["workload"]]
-    delivered = r["tpm_delivered_target"].to_numpy(dtype=float)
-    physical = r["tpm_physical_target"].to_numpy(dtype=float)
+    tp = plan.resolved["tp"].iloc[rows].to_numpy(dtype=float)
+    delivered = m.per_gpu(r["tpm_delivered_target"].to_numpy(dtype=float), tp)
+    physical = m.per_gpu(r["tpm_physical_target"].to_numpy(dtype=float), tp)
     fig, ax = plt.subplots(figsize=(CHART_WIDTH_IN, 0.34 * k + 1.1))
     y = np.arange(k)[::-1]
     h = 0.38
@@ -169,7 +202,7 @@ def tpm_chart(plan, rows: list[int]) -> bytes:
     ax.set_xlim(0, top * 1.14)
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: "0" if v == 0 else f"{v / 1e6:g}M"
                                                if v >= 1e6 else f"{v / 1e3:g}k"))
-    ax.set_xlabel("tokens/min per serving instance at the target hit", fontsize=8, color="#374151")
+    ax.set_xlabel("tokens/min per GPU at the target hit (one instance's TPM / tp)", fontsize=8, color="#374151")
     _style(ax)
     ax.grid(False, axis="y")
     ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, frameon=False, fontsize=8, borderaxespad=0.3)
@@ -182,24 +215,44 @@ def tpm_chart(plan, rows: list[int]) -> bytes:
 def make_charts(plan) -> list[Chart]:
     """Both charts, as PNG bytes (not written)."""
     n = len(plan.results)
-    out: list[Chart] = []
     if n == 0:
-        return out
-    rows = chart_rows(plan, CHART_TTFT_MAX)
-    which = "every workload" if len(rows) == n else f"the {len(rows)} workloads with the largest demand (of {n})"
+        return []
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot  # noqa: F401 - imported before rc_context: its import would reset the fonts
+
+    with matplotlib.rc_context(_fonts()):
+        return _make_charts(plan, n)
+
+
+def _make_charts(plan, n: int) -> list[Chart]:
+    out: list[Chart] = []
+    # panels and bars in the memo table's order (input order); when there are more workloads
+    # than panels, the ones with the largest demand are chosen (then shown in table order)
+    rows = sorted(chart_rows(plan, CHART_TTFT_MAX))
+    which = "every workload" if len(rows) == n else (f"the {len(rows)} workloads with the largest demand (of {n}), "
+                                                     f"in the table's order")
     png = ttft_chart(plan, rows)
     out.append(Chart("ttft", "TTFT against hit ratio",
                      f"TTFT at α=0 (solid) and α=1 (dashed) over the hit ratio for {which}; the dotted line "
                      f"is the break-even h*, dots mark the measured (open) and target (filled) hits.",
                      "Line charts of TTFT in milliseconds against hit ratio, with and without overlap",
                      png, CHART_PX, 0))
-    rows = chart_rows(plan, CHART_TPM_MAX)
-    which = "every workload" if len(rows) == n else f"the {len(rows)} workloads with the largest demand (of {n})"
+    rows = sorted(chart_rows(plan, CHART_TPM_MAX))
+    which = "every workload" if len(rows) == n else (f"the {len(rows)} workloads with the largest demand (of {n}), "
+                                                     f"in the table's order")
     png = tpm_chart(plan, rows)
-    out.append(Chart("tpm", "Delivered and physical TPM",
-                     f"Delivered and physical tokens per minute of one serving instance at the target hit, "
-                     f"for {which}; the gap is input served from the KV cache.",
-                     "Bar chart of delivered and physical tokens per minute per workload", png, CHART_PX, 0))
+    out.append(Chart("tpm", "Delivered and physical TPM per GPU",
+                     f"Delivered and physical tokens per minute per GPU at the target hit (one serving "
+                     f"instance's TPM divided by its tp, so deployments of different tp compare), for {which}; "
+                     f"the gap is input served from the KV cache.",
+                     "Bar chart of delivered and physical tokens per minute per GPU per workload", png, CHART_PX, 0))
+    missing = undrawable(plan.results["workload"].iloc[sorted(set(chart_rows(plan, CHART_TTFT_MAX))
+                                                              | set(rows))])
+    if missing:
+        for c in out:
+            c.caption += " " + NO_GLYPH_NOTE
     for c in out:
         w, h = _png_size(c.png)
         c.height = round(c.width * h / w)

@@ -18,3 +18,20 @@ def range_name(sheet: str, name: str) -> str:
     prefix = {"Models": "models", "GPUs": "gpus", "Workloads": "wl", "Resolved": "res",
               "Results": "results"}[sheet]
     return f"{prefix}_{name}"
+
+
+def exact_text(ref: str) -> str:
+    """``ref`` with Excel's wildcard characters escaped, for MATCH(..., 0) and the criteria of
+    COUNTIF/SUMIFS.
+
+    MATCH with match type 0 and the *IF(S) functions treat ``*``, ``?`` and ``~`` in a text
+    as wildcards (Excel and LibreOffice alike), so a GPU named ``H*-SXM`` would match
+    ``H100-SXM``. ``~`` escapes each of them; ``~`` itself is escaped first.
+    """
+    return f'SUBSTITUTE(SUBSTITUTE(SUBSTITUTE({ref},"~","~~"),"*","~*"),"?","~?")'
+
+
+def exact_criteria(ref: str) -> str:
+    """Criteria of COUNTIF/SUMIFS matching cells equal to the text in ``ref`` (no wildcards,
+    and a leading ``<``, ``>`` or ``=`` in the name is not read as a comparison)."""
+    return f'"="&{exact_text(ref)}'

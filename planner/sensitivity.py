@@ -255,7 +255,13 @@ def rank_in_blocks(swing, k: int):
     r"""Rank of each swing within its block of k drivers: 1 for the widest, ties ranked by
     driver order.
 
-    .. math:: rank_i = 1 + \#\{j: s_j > s_i\} + \#\{j < i: s_j = s_i\}
+    .. math:: rank_i = 1 + \#\{j: s_j - s_i > \epsilon\} + \#\{j < i: |s_j - s_i| \le \epsilon\}
+
+    Swings closer than ``c_swing_tolerance`` tie: drivers whose swings are mathematically
+    equal (``isl`` and ``alpha`` often are) differ by a few ulps depending on the order of
+    operations, and a second spreadsheet engine would otherwise rank them the other way
+    round. Plain arithmetic on the ranges (no function applied to a range inside
+    SUMPRODUCT), so every engine evaluates it as an array.
 
     Parameters
     ----------
@@ -267,14 +273,18 @@ def rank_in_blocks(swing, k: int):
     numeric array, ranks [1..k]
     """
     s = np.asarray(swing, dtype=float).reshape(-1, k)
-    greater = (s[:, None, :] > s[:, :, None]).sum(axis=2)
-    earlier_tie = ((s[:, None, :] == s[:, :, None]) & (np.arange(k)[None, :] < np.arange(k)[:, None])[None]).sum(axis=2)
+    d = s[:, None, :] - s[:, :, None]  # d[b, i, j] = s_j - s_i
+    tie = (d <= C.SWING_TOLERANCE) & (-d <= C.SWING_TOLERANCE)
+    greater = (d > C.SWING_TOLERANCE).sum(axis=2)
+    earlier_tie = (tie & (np.arange(k)[None, :] < np.arange(k)[:, None])[None]).sum(axis=2)
     return (1 + greater + earlier_tie).reshape(-1).astype(float)
 
 
 def rank_in_blocks_xl(block: str, me: str) -> str:
     """Excel twin of :func:`rank_in_blocks` for one cell ``me`` of the range ``block``."""
-    return f"1+SUMPRODUCT(({block}>{me})+({block}={me})*(ROW({block})<ROW({me})))"
+    tol = N.SWING_TOLERANCE
+    return (f"1+SUMPRODUCT((({block}-{me})>{tol})+(({block}-{me})<={tol})*(({me}-{block})<={tol})"
+            f"*(ROW({block})<ROW({me})))")
 
 
 def tornado_summary(calc: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:

@@ -25,6 +25,7 @@ from . import model as m
 from . import schema
 from .constants import PCIE_GEN_GBPS, N
 from .model import excel_twin
+from .names import exact_text
 from .schema import CHOICE, FMT_INT, FMT_PCT, TEXT
 
 FMT_MS = "#,##0.00"
@@ -275,7 +276,7 @@ def resolved_formula(rc: ResolvedCol, ref: Callable[[str], str], wl: Callable[[s
     if rc.name in ("model_row", "gpu_row"):
         key = rc.name[:-4]
         sheet = "Models" if key == "model" else "GPUs"
-        return f"MATCH({wl(key)},{table(sheet, key)},0)"
+        return f"MATCH({exact_text(wl(key))},{table(sheet, key)},0)"
     c = schema.column(rc.source, rc.name)
     if rc.source == "Workloads":
         x = wl(rc.name)
@@ -294,7 +295,7 @@ def resolved_formula(rc: ResolvedCol, ref: Callable[[str], str], wl: Callable[[s
         return f'IF({test}({x}),{x},"")'
     if c.required is True:
         return x
-    return f"N({x})"  # conditional input: blank counts as 0 (never used then)
+    return f"IF(ISNUMBER({x}),{x},0)"  # conditional input: blank counts as 0 (never used then)
 
 
 # --------------------------------------------------------------------------- Python evaluation

@@ -5,6 +5,7 @@ starts on 127.0.0.1. Nothing here talks to any other machine.
 
 from __future__ import annotations
 
+import base64
 import email
 import email.policy
 import mimetypes
@@ -94,12 +95,14 @@ def test_eml_headers_and_bodies_match_the_memo(run_dir):
     assert [a.addr_spec for a in msg["To"].addresses] == ["cap@example.org", "finance@example.org"]
     assert msg["Date"].datetime.isoformat() == "2026-10-01T09:00:00+00:00"
     assert re.fullmatch(r"<[^@<>\s]+@example\.org>", msg["Message-ID"])
-    # the HTML body is the memo file's, with the images by cid instead of by file name
+    # the HTML body is the memo file's, with the images by cid instead of embedded (data: URIs)
     page = msg.get_body(preferencelist=("html",)).get_content().replace("\r\n", "\n")
     on_disk = (run_dir / "q4-memo.html").read_text(encoding="utf-8")
     cids = re.findall(r'src="cid:([^"]+)"', page)
+    assert len(cids) == 2
     for cid, name in zip(cids, ("q4-ttft.png", "q4-tpm.png")):
-        page = page.replace(f'src="cid:{cid}"', f'src="{name}"')
+        uri = "data:image/png;base64," + base64.b64encode((run_dir / name).read_bytes()).decode("ascii")
+        page = page.replace(f'src="cid:{cid}"', f'src="{uri}"')
     page = page.replace("The workbook q4.xlsx is attached:", "The workbook q4.xlsx beside this memo holds every "
                                                                "number below as a live Excel model.")
     assert page.replace(" it holds every number below as a live Excel model.", "") == on_disk

@@ -9,6 +9,7 @@ Regenerate the golden files after an intended change of the memo or the example 
 
 from __future__ import annotations
 
+import base64
 import email
 import email.policy
 import math
@@ -166,7 +167,14 @@ def test_golden_markdown_memo(example_run):
 
 
 def test_golden_html_memo(example_run):
-    _golden("example-memo.html", (example_run / "plan-memo.html").read_text(encoding="utf-8"))
+    html = (example_run / "plan-memo.html").read_text(encoding="utf-8")
+    # the standalone page carries its charts as data: URIs, byte for byte the PNGs beside it
+    # (the PNG bytes depend on the installed fonts, so the golden file holds a placeholder)
+    uris = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', html)
+    assert [base64.b64decode(u) for u in uris] == [(example_run / f"plan-{k}.png").read_bytes()
+                                                   for k in ("ttft", "tpm")]
+    assert not re.search(r'src="(?!data:)', html), "the standalone memo refers to a file"
+    _golden("example-memo.html", re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "data:image/png;base64,...", html))
 
 
 def test_golden_text_body(example_run):
@@ -188,7 +196,7 @@ def test_run_writes_memo_and_charts_beside_the_workbook(example_run):
     assert "![" in md and "](plan-ttft.png)" in md and "](plan-tpm.png)" in md
     p = Tables()
     p.feed(html)
-    assert p.images == ["plan-ttft.png", "plan-tpm.png"]
+    assert [src.split(",")[0] for src in p.images] == ["data:image/png;base64"] * 2  # self-contained
     # provenance: quarter, input file, the (fixed) hash, the planner version, the time
     from planner import __version__
 
@@ -464,3 +472,22 @@ def test_chart_curves_meet_the_workbook_at_the_target_hit():
         t0, t1 = memo_charts.ttft_curves(plan, i, h)
         assert t0[0] == pytest.approx(plan.results["ttft_alpha0_ms"].iat[i], rel=1e-12)
         assert t1[0] == pytest.approx(plan.results["ttft_alpha1_ms"].iat[i], rel=1e-12)
+
+
+def test_chart_text_draws_cjk_names(tmp_path):
+    """Workload names in Chinese/Japanese are drawn (a CJK font is installed by .ci/run and the
+    README's test command): no 'missing glyph' warning, no note in the captions; and the
+    check that would add the note finds nothing missing."""
+    import warnings
+
+    plan = build_plan(EXAMPLE)
+    names = plan.results["workload"].to_numpy(dtype=object).copy()
+    names[0] = "聊天-客服 チャット"
+    plan.results["workload"] = names
+    assert memo_charts.undrawable(["聊天-客服 チャット", "abc"]) == ""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # matplotlib warns "Glyph ... missing from font(s)"
+        charts = memo_charts.make_charts(plan)
+    assert all(memo_charts.NO_GLYPH_NOTE not in c.caption for c in charts)
+    # a character no font has (a private-use code point) is reported, not dropped silently
+    assert memo_charts.undrawable(["x\ue000"]) == "\ue000"

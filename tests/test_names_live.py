@@ -1,0 +1,126 @@
+"""Names are text, not patterns: Excel's wildcard characters in workload, model and GPU names
+(``*``, ``?``, ``~``) must not change what the live lookups find after recalculation."""
+
+from __future__ import annotations
+
+import copy
+
+import openpyxl
+import pytest
+
+from planner import example, example_data as ed
+from planner.inputs_sheets import write_input_workbook
+from planner.plan import build_plan
+from planner.writer import write_output
+from test_recalc import checks_counts, compare_all
+
+pytestmark = pytest.mark.libreoffice
+
+
+def wild_input(path):
+    """The example plus a GPU 'H*' and a model 'Qwen2.5-7?B' placed AFTER the names their
+    patterns would match ('H100-SXM', 'Qwen2.5-72B'), and a workload named with all three
+    characters that uses both; their own numbers differ, so a wrong match changes results."""
+    models, gpus, wls = (copy.deepcopy(x) for x in (ed.MODELS, ed.GPUS, ed.WORKLOADS))
+    gpus.append({**gpus[0], "gpu": "H*", "hourly_cost": 9.99, "pcie_gbps": 7.0})
+    models.append({**models[1], "model": "Qwen2.5-7?B", "layers": 99})
+    wls.append({**wls[0], "workload": "wild-?*~", "gpu": "H*", "model": "Qwen2.5-7?B"})
+    wls.append({**wls[1], "workload": "~tilde", "gpu": "H100-SXM"})
+    write_input_workbook(path, models, gpus, wls, example._settings(ed.SETTINGS))
+
+
+def test_wildcard_names_recalculate_to_python(tmp_path, recalc):
+    src = tmp_path / "wild.xlsx"
+    wild_input(src)
+    plan = build_plan(src)
+    out = tmp_path / "wild-plan.xlsx"
+    write_output(plan, out)
+    # choose the wildcard-named workload in the Explorer (openpyxl keeps the formulas;
+    # LibreOffice recomputes every value)
+    wb = openpyxl.load_workbook(out)
+    wb["Explorer"]["B3"] = "wild-?*~"
+    wb.save(out)
+    again = recalc(out)
+    assert compare_all(again, plan) > 10_000
+    counts = checks_counts(again)
+    assert counts["master"] == ("OK",), counts
+    assert counts["gpu names unique"] == ("error", 0)
+    assert counts["model names unique"] == ("error", 0)
+    # the Explorer finds the wildcard-named workload itself, not the first name its pattern fits
+    wb = openpyxl.load_workbook(again, data_only=True)
+    row = list(plan.results["workload"]).index("wild-?*~") + 1
+    assert wb["Explorer"]["B4"].value == row == len(plan.results) - 1
+
+
+def test_tornado_ties_rank_by_driver_order_in_python_and_libreoffice(tmp_path, recalc):
+    """Two swings equal but for one ulp (as isl and alpha often are) tie: the earlier driver
+    ranks first, in Python and in the spreadsheet formula alike."""
+    import numpy as np
+    import xlsxwriter
+
+    from planner.constants import C, N
+    from planner.sensitivity import rank_in_blocks, rank_in_blocks_xl
+
+    x = 123456.789
+    up = np.nextafter(x, np.inf)
+    cases = [[1000.0, x, 5.0, up], [1000.0, up, 5.0, x], [7.0, 7.0, 7.0, 7.0]]
+    # hand ranks: the tied pair (123,456.789 tokens/min) widest, the earlier driver first; 1000 third; 5 last
+    expected = [[3, 1, 4, 2], [3, 1, 4, 2], [1, 2, 3, 4]]
+    got = [list(rank_in_blocks(np.array(c), 4)) for c in cases]
+    assert got == expected
+    path = tmp_path / "ties.xlsx"
+    wb = xlsxwriter.Workbook(str(path))
+    ws = wb.add_worksheet("T")
+    ws.write_number(0, 5, C.SWING_TOLERANCE)
+    wb.define_name(N.SWING_TOLERANCE, "=T!$F$1")
+    for b, c in enumerate(cases):
+        top = b * 4
+        block = f"$A${top + 1}:$A${top + 4}"
+        for i, v in enumerate(c):
+            ws.write_number(top + i, 0, v)
+            ws.write_formula(top + i, 1, "=" + rank_in_blocks_xl(block, f"A{top + i + 1}"), None, 0)
+    wb.close()
+    again = openpyxl.load_workbook(recalc(path), data_only=True)["T"]
+    assert [[again.cell(b * 4 + i + 1, 2).value for i in range(4)] for b in range(3)] == expected
+
+
+def test_rows_added_to_the_output_fail_the_master_check_and_are_named(tmp_path, recalc):
+    """A workload row appended to the output's Workloads sheet, one inserted inside the table
+    and a model appended to Models are not planned: after recalculation the master check is
+    ERROR and the Checks sheet names the first such row of each sheet (never a silent OK)."""
+    from conftest import EXAMPLE
+
+    plan = build_plan(EXAMPLE)
+    out = tmp_path / "plan.xlsx"
+    write_output(plan, out)
+    n = len(plan.results)
+    wb = openpyxl.load_workbook(out)
+    ws = wb["Workloads"]
+    for j in range(1, ws.max_column + 1):  # appended below the table
+        ws.cell(n + 2, j, ws.cell(2, j).value)
+    ws.cell(n + 2, 1, "added-after-run")
+    wm = wb["Models"]
+    wm.cell(wm.max_row + 1, 1, "Added-Model")
+    wb.save(out)
+    again = openpyxl.load_workbook(recalc(out), data_only=True)
+    checks = again["Checks"]
+    assert checks["B1"].value == "ERROR"
+    rows = {checks.cell(r, 1).value: (checks.cell(r, 3).value, checks.cell(r, 4).value, checks.cell(r, 6).value or "")
+            for r in range(6, checks.max_row + 1) if checks.cell(r, 2).value == "error"}
+    assert rows["every Workloads row planned"] == (1, "FAIL", f"Workloads row {n + 2}: added-after-run")
+    assert rows["every Models row planned"] == (1, "FAIL", f"Models row {len(plan.models) + 2}: Added-Model")
+    assert rows["every GPUs row planned"] == (0, "OK", "")
+
+
+def test_unedited_output_names_no_unplanned_row(tmp_path, recalc):
+    from conftest import EXAMPLE
+
+    plan = build_plan(EXAMPLE)
+    out = tmp_path / "plan.xlsx"
+    write_output(plan, out)
+    for path in (out, recalc(out)):
+        checks = openpyxl.load_workbook(path, data_only=True)["Checks"]
+        assert checks["B1"].value == "OK"
+        named = [checks.cell(r, 6).value for r in range(6, checks.max_row + 1)
+                 if str(checks.cell(r, 1).value).startswith("every ")]
+        assert len(named) == 3 and all(v in (None, "") for v in named)
