@@ -316,7 +316,7 @@ def _check_keys(table: Table, pos: dict[str, int], key: str, problems: list[Prob
         name = rec.get(key)
         where = _cell(table, pos, key, i)
         if name is None:
-            if key in pos:
+            if key in pos and not _had_error(problems, where):
                 problems.append(Problem(where, f"{key} is required"))
             continue
         folded = name.strip().lower()

@@ -203,18 +203,16 @@ def fold(name: str) -> str:
 
 
 def closest(name: str, names: list[str], n: int = 3) -> list[str]:
-    """The names closest to ``name`` (difflib), exact matches after :func:`fold` first."""
+    """The names closest to ``name``: those equal to it after :func:`fold` when there are any,
+    else the difflib-closest (ratio at least 0.6 on the folded names, and within 0.1 of the best).
+    """
     same = [x for x in names if fold(x) == fold(name)]
-    by_fold = {}
-    for x in names:
-        by_fold.setdefault(fold(x), x)
-    near = difflib.get_close_matches(fold(name), list(by_fold), n=n, cutoff=0.6)
-    near_raw = difflib.get_close_matches(name, names, n=n, cutoff=0.6)
-    out: list[str] = []
-    for x in same + [by_fold[f] for f in near] + near_raw:
-        if x not in out:
-            out.append(x)
-    return out[:n]
+    if same:
+        return same[:n]
+    scored = sorted(((difflib.SequenceMatcher(None, fold(name), fold(x)).ratio(), i) for i, x in enumerate(names)),
+                    key=lambda t: (-t[0], t[1]))
+    best = scored[0][0] if scored else 0.0
+    return [names[i] for r, i in scored if r >= 0.6 and r >= best - 0.1][:n]
 
 
 def not_found_message(col: str, name: str, sheet: str, names: list[str], few: int = 8) -> str:
