@@ -27,8 +27,6 @@ from .schema import ANY, CHOICE, FRACTION, INT, TEXT, Column
 from . import typing_hints as th
 
 MIN_PREFILL_MS = 1e-3  # the 0-hit variable prefill time must add up to at least this (1 microsecond)
-EXCEL_ERRORS = frozenset({"#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!",
-                          "#GETTING_DATA", "#SPILL!", "#CALC!", "#FIELD!", "#BLOCKED!"})
 
 
 class ExcelError(str):
@@ -42,6 +40,8 @@ def cell_value(cell: Any) -> Any:
     if isinstance(v, str) and getattr(cell, "data_type", None) == "e":
         return ExcelError(v)
     return v
+
+
 _UNIT_SUFFIX = re.compile(r"\s*[\[(][^\[\]()]*[\])]\s*$")
 
 

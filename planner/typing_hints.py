@@ -265,7 +265,7 @@ def header_hint(missing: str, extras: list[tuple[str, str, str]]) -> tuple[str, 
         if key in SYNONYMS.get(missing, ()):
             score = 1.0
         elif key and (missing.startswith(key + "_") or key.startswith(missing + "_")
-                      or missing.split("_")[0] == key.split("_")[0]):
+                      or (len(missing.split("_")[0]) >= 3 and missing.split("_")[0] == key.split("_")[0])):
             score = 0.9
         else:
             score = difflib.SequenceMatcher(None, key, missing).ratio()

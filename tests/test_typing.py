@@ -186,6 +186,7 @@ def test_not_totals_words(word):
     ("isl", [("input_tokens", "input tokens", "W!E1")], ("input tokens", "W!E1")),
     ("hit_target", [("hit_targte", "hit_targte", "W!J1")], ("hit_targte", "W!J1")),  # a typo
     ("hbm_gib", [("note", "note", "GPUs!F1")], None),
+    ("t_attn0_ms", [("t_total", "t total", "W!K1")], None),  # a one- or two-letter first word is no match
 ])
 def test_header_hint(missing, extras, found):
     assert th.header_hint(missing, extras) == found
