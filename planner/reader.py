@@ -392,7 +392,7 @@ def read_input(path: str | Path) -> PlanInput:
                 problems.append(Problem(f"{ws.title} row 2", f"no {sheet.lower()} rows: add at least one"))
             tables[sheet] = t
             positions[sheet] = t.positions if t is not None else {}
-        settings, settings_extra = _read_settings(wb, problems, scans.get(schema.SETTINGS.lower()))
+        settings, settings_extra = _read_settings(wb, problems, scans.get(schema.SETTINGS.lower()), notes)
         optional: dict[str, Table] = {}
         for sheet in schema.OPTIONAL_SHEETS:
             ws = _find_sheet(wb, sheet)
@@ -493,7 +493,8 @@ def _unreadable(path: Path, exc: BaseException) -> Problem:
                               f"damaged: open and save it in Excel")
 
 
-def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
+def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
+                   notes: list[str] | None = None) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
     values = {s.key: s.default for s in schema.SETTING_KEYS}
     extra: list[tuple[Any, Any]] = []
     ws = _find_sheet(wb, schema.SETTINGS)
@@ -526,7 +527,9 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None) -
             continue
         col = Column(schema.SETTINGS, key, "", s.kind, s.description, minimum=s.minimum,
                      maximum=s.maximum, min_open=s.min_open)
-        v, err = parse_value(col, raw, getattr(vcell, "number_format", None))
+        v, err, reading = parse_cell(col, raw, getattr(vcell, "number_format", None))
+        if reading and notes is not None:
+            notes.append(f"{where} {reading}")
         if err:
             problems.append(Problem(where, err))
         elif v is not None:

@@ -235,6 +235,20 @@ def test_text_numbers_said_once_per_sheet(tmp_path):
     assert p.gpus.records[0]["hbm_gib"] == 79.6
 
 
+def test_settings_number_text_is_noted(tmp_path):
+    def change(wb):
+        ws = wb["Settings"]
+        for row in ws.iter_rows(min_row=2):
+            if row[0].value == "hit_step":
+                row[1].value = "0,05"
+                row[1].number_format = "@"
+                return [f"Settings!B{row[0].row} '0,05' read as 0.05 (a decimal comma)"]
+        raise AssertionError("no hit_step in the example's Settings")
+    path, expected = corpus.edit(tmp_path, "settings-comma", change)
+    p = read_input(path)
+    assert p.settings["hit_step"] == 0.05 and p.notes == expected
+
+
 def test_accepted_cases_run_and_say_their_notes(tmp_path):
     for build, note in ((corpus.totals_row_below_blank, "'Total' below a blank row"),
                         (corpus.typed_numbers_accepted, "typed as text with separators were read")):
