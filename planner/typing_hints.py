@@ -179,6 +179,22 @@ def typed_unit(text: str) -> tuple[str, str, float | None] | None:
     return "unit", post, number
 
 
+# a typed unit -> (column unit, factor to it): "80 GB" in a GiB column is 74.51 GiB, not 80
+_CONVERT = {"gb": ("GiB", 1e9 / 2 ** 30), "tb": ("GiB", 1e12 / 2 ** 30), "mib": ("GiB", 2 ** -10),
+            "tib": ("GiB", 2 ** 10), "tb/s": ("GB/s", 1e3), "gib/s": ("GB/s", 2 ** 30 / 1e9),
+            "mb/s": ("GB/s", 1e-3), "s": ("ms", 1e3), "us": ("ms", 1e-3), "µs": ("ms", 1e-3),
+            "tokens": ("tokens", 1), "token": ("tokens", 1), "tok": ("tokens", 1), "b": ("1e9", 1),
+            "bn": ("1e9", 1)}
+
+
+def _in_column_unit(number: float, typed: str, unit: str) -> float | None:
+    """``number`` of the ``typed`` unit in the column's ``unit`` (None: not convertible)."""
+    if typed.lower() == unit.lower():
+        return number
+    to, factor = _CONVERT.get(typed.lower(), (None, None))
+    return number * factor if to == unit else None
+
+
 def unit_problem(name: str, unit: str, text: str) -> str | None:
     """The message for a currency or unit typed into a number of column ``name`` (None: none)."""
     found = typed_unit(text)
@@ -192,6 +208,13 @@ def unit_problem(name: str, unit: str, text: str) -> str | None:
         dec, binary = _MAGNITUDE[symbol]
         return (f"{name} {text!r} has the multiplier {symbol!r} typed in: type the whole number "
                 f"({_show(number * dec)}, or {_show(number * binary)} if a power of two was meant); {col_unit}")
+    if what == "unit":
+        converted = _in_column_unit(number, symbol, unit) if number is not None else None
+        if converted is None:
+            return f"{name} {text!r} has the unit {symbol!r} typed in: drop it and type the number alone; {col_unit}"
+        if converted != number:
+            return (f"{name} {text!r} has the unit {symbol!r} typed in: {text.strip()} is {converted:.4g} {unit}, "
+                    f"type {converted:.4g}; {col_unit}")
     alone = f" ({_show(number)})" if number is not None else ""
     return f"{name} {text!r} has the {what} {symbol!r} typed in: drop it and type the number alone{alone}; {col_unit}"
 

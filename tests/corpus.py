@@ -335,8 +335,9 @@ def typed_numbers(folder):
             f"Settings currency)",
             f"{setc(wb, G, 'pcie_gbps', 5, '25 GB/s')}: pcie_gbps '25 GB/s' has the unit 'GB/s' typed in: drop it "
             f"and type the number alone (25); the column is in GB/s (10^9 bytes per second)",
-            f"{setc(wb, G, 'hbm_gib', 2, '80 GB')}: hbm_gib '80 GB' has the unit 'GB' typed in: drop it and type "
-            f"the number alone (80); the column is in GiB (2^30 bytes)",
+            # hand calc: 80 GB = 80e9 / 2^30 GiB = 74.505... GiB
+            f"{setc(wb, G, 'hbm_gib', 2, '80 GB')}: hbm_gib '80 GB' has the unit 'GB' typed in: 80 GB is 74.51 GiB, "
+            f"type 74.51; the column is in GiB (2^30 bytes)",
         ]
     return edit(folder, "typed-numbers", change)
 

@@ -119,8 +119,19 @@ def test_token_counts_are_whole_numbers_with_their_ranges(col):
                      "alone; the column is in currency per GPU-hour (the Settings currency)"),  # 1024 or 1.024?
     (PCIE, "25 GB/s", "pcie_gbps '25 GB/s' has the unit 'GB/s' typed in: drop it and type the number alone (25); "
                       "the column is in GB/s (10^9 bytes per second)"),
-    (HBM, "80 GB", "hbm_gib '80 GB' has the unit 'GB' typed in: drop it and type the number alone (80); the column "
-                   "is in GiB (2^30 bytes)"),
+    # hand calc: 80 GB = 80e9 / 2^30 GiB = 74.505 GiB; 0.9 TB/s = 900 GB/s; 1.5 s = 1500 ms
+    (HBM, "80 GB", "hbm_gib '80 GB' has the unit 'GB' typed in: 80 GB is 74.51 GiB, type 74.51; the column is in GiB "
+                   "(2^30 bytes)"),
+    (HBM, "80 GiB", "hbm_gib '80 GiB' has the unit 'GiB' typed in: drop it and type the number alone (80); the column "
+                    "is in GiB (2^30 bytes)"),
+    (PCIE, "0.9 TB/s", "pcie_gbps '0.9 TB/s' has the unit 'TB/s' typed in: 0.9 TB/s is 900 GB/s, type 900; the column "
+                       "is in GB/s (10^9 bytes per second)"),
+    (schema.column("Workloads", "t_fixed_ms"), "1.5 s", "t_fixed_ms '1.5 s' has the unit 's' typed in: 1.5 s is 1500 "
+                                                        "ms, type 1500; the column is in milliseconds (ms)"),
+    (PCIE, "64 GT/s", "pcie_gbps '64 GT/s' has the unit 'GT/s' typed in: drop it and type the number alone; the "
+                      "column is in GB/s (10^9 bytes per second)"),  # not convertible: no number offered
+    (schema.column("Models", "params_b"), "70B", "params_b '70B' has the unit 'B' typed in: drop it and type the "
+                                                 "number alone (70); the column is in billions (1e9)"),
     (ISL, "12 tokens", "isl '12 tokens' has the unit 'tokens' typed in: drop it and type the number alone (12); the "
                        "column is in tokens (a whole number)"),
     (ISL, "8k", "isl '8k' has the multiplier 'k' typed in: type the whole number (8000, or 8192 if a power of two "
