@@ -228,6 +228,8 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         seen[key] = coord
         if key in by_name:
             col_of[key] = j
+            if wrong := th.header_unit_problem(str(raw), key, by_name[key].unit):
+                problems.append(Problem(f"{ws.title}!{coord}", wrong))
         else:
             extras.append((j, str(raw).strip()))
     for c in cols:

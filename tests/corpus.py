@@ -372,10 +372,14 @@ def near_miss_headers(folder):
         ws3 = wb[W]
         c3 = col(ws3, "isl")
         ws3[f"{c3}1"] = "input tokens"
+        c4 = col(ws3, "t_fixed_ms")
+        ws3[f"{c4}1"] = "t_fixed_ms (s)"  # a unit that contradicts the column's
         return [f"GPUs row 1: required column 'hbm_gib' is missing; found 'hbm (GB)' in GPUs!{c}1, ignored: the "
                 f"column is hbm_gib, in GiB (2^30 bytes)",
                 f"Workloads row 1: required column 'isl' is missing; found 'input tokens' in Workloads!{c3}1, "
-                f"ignored: the column is isl, in tokens (a whole number)"]
+                f"ignored: the column is isl, in tokens (a whole number)",
+                f"Workloads!{c4}1: header 't_fixed_ms (s)' says s but the column is in milliseconds (ms): convert the "
+                f"values (1 s = 1000 ms) and write the header as 't_fixed_ms [ms]'"]
     return edit(folder, "near-miss-headers", change)
 
 
