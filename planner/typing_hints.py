@@ -17,7 +17,12 @@ thing; a text that two locales read differently is refused, never guessed.**
 * A lone ``,`` or ``.`` followed by exactly three digits after 1 to 3 leading digits (``"1,024"``,
   ``"8.192"``) is **ambiguous**: 1024 in an English locale, 1.024 in a German or French one.
   It is refused with the two readings; typing the number itself (a number cell) settles it.
-* Groups must be of three digits (``"12,34"`` with grouping elsewhere is refused).
+* Groups must be of three digits after a first group of 1 to 3: ``"12,34,567"`` (Indian lakh
+  grouping) and ``"1.2.3"`` are refused.
+
+``"1,024"`` was once read as 1024 (and a test said so); it is refused now because it is the
+same ambiguity as the ``"8.192"`` of issue 13 seen from the other locale: a workbook typed in
+Germany and one typed in the US would silently plan different numbers.
 
 Every accepted text with a separator is reported in one note per sheet (what was read as what).
 A currency symbol or code (``$0.95``, ``€1,20``, ``0.95 USD``) or a unit (``25 GB/s``, ``80 GB``)
@@ -33,7 +38,7 @@ from typing import Any
 MAX_NAME = 255  # Excel's MATCH and COUNTIF do not look up longer text
 
 # words that name a totals row (compared lower-case, without spaces, hyphens and a trailing colon)
-TOTALS_WORDS = frozenset({"total", "totals", "sum", "subtotal", "subtotals", "grandtotal", "overall"})
+TOTALS_WORDS = frozenset({"total", "totals", "sum", "subtotal", "subtotals", "grandtotal"})
 
 _GROUP_ONLY = " \u00a0\u202f\u2009'\u2019"  # characters that only ever group thousands
 _BODY = re.compile(r"[+-]?\d[\d.,%s]*" % re.escape(_GROUP_ONLY) + r"(?<=\d)")
