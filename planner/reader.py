@@ -24,11 +24,24 @@ from . import schema
 from .errors import InputError, Problem
 from .safety import SheetScan, check_container, require_defusedxml, scan_sheet, sheet_xml_paths
 from .schema import ANY, CHOICE, FRACTION, INT, TEXT, Column
+from . import typing_hints as th
 
 MIN_PREFILL_MS = 1e-3  # the 0-hit variable prefill time must add up to at least this (1 microsecond)
-EXCEL_ERRORS = frozenset({"#DIV/0!", "#N/A", "#NAME?", "#NULL!", "#NUM!", "#REF!", "#VALUE!",
-                          "#GETTING_DATA", "#SPILL!", "#CALC!", "#FIELD!", "#BLOCKED!"})
-_THOUSANDS = re.compile(r"[+-]?\d{1,3}(,\d{3})+(\.\d+)?")
+
+
+class ExcelError(str):
+    """The value of a true error cell (openpyxl ``data_type == 'e'``); the same text typed
+    into a cell (``'#N/A'`` as a string) is plain text."""
+
+
+def cell_value(cell: Any) -> Any:
+    """A cell's value, an error cell's wrapped as :class:`ExcelError`."""
+    v = getattr(cell, "value", None)
+    if isinstance(v, str) and getattr(cell, "data_type", None) == "e":
+        return ExcelError(v)
+    return v
+
+
 _UNIT_SUFFIX = re.compile(r"\s*[\[(][^\[\]()]*[\])]\s*$")
 
 
@@ -95,10 +108,22 @@ def sha256_of(path: Path) -> str:
 # --------------------------------------------------------------------------- cell parsing
 def parse_value(col: Column, raw: Any, number_format: str | None) -> tuple[Any, str | None]:
     """Parse one cell for ``col``. Returns ``(value, problem_message)``; value None = blank."""
+    v, err, _ = parse_cell(col, raw, number_format)
+    return v, err
+
+
+def parse_cell(col: Column, raw: Any, number_format: str | None) -> tuple[Any, str | None, str | None]:
+    """:func:`parse_value` plus the note of a number read from text with separators."""
     if raw is None or (isinstance(raw, str) and raw.strip() == ""):
-        return None, None
-    if isinstance(raw, str) and raw.strip().upper() in EXCEL_ERRORS:
-        return None, f"{col.name} holds the Excel error {raw.strip().upper()}: fix the formula or type the value"
+        return None, None, None
+    if isinstance(raw, ExcelError):
+        return None, f"{col.name} holds the Excel error {raw.strip().upper()}: fix the formula or type the value", None
+    note: list[str] = []
+    v, err = _parse(col, raw, number_format, note)
+    return v, err, (note[0] if note and err is None else None)
+
+
+def _parse(col: Column, raw: Any, number_format: str | None, note: list[str]) -> tuple[Any, str | None]:
     if col.kind == ANY:  # kept as typed: a number, or a text without its surrounding spaces
         if isinstance(raw, bool):
             return None, f"{col.name} {raw} is neither a number nor a text"
@@ -108,12 +133,14 @@ def parse_value(col: Column, raw: Any, number_format: str | None) -> tuple[Any, 
     if col.kind == TEXT:
         if isinstance(raw, float) and raw.is_integer():
             raw = int(raw)
+        if (col.key or col.ref) and (long := th.too_long(col.name, str(raw).strip())):
+            return None, long
         # references keep their spaces until they are matched (and the match is noted)
         return (str(raw) if col.ref else str(raw).strip()), None
     if col.kind == CHOICE:
         allowed = ", ".join(str(c) for c in col.choices)
         if all(isinstance(c, int) for c in col.choices):
-            v, err = _number(col, raw, number_format)
+            v, err = _number(col, raw, number_format, note)
             if err is None and v not in col.choices:
                 err = f"{col.name} {_show(raw)} is not one of {allowed}"
             return (int(v) if err is None else None), err
@@ -121,7 +148,7 @@ def parse_value(col: Column, raw: Any, number_format: str | None) -> tuple[Any, 
         if text not in col.choices:
             return None, f"{col.name} {_show(raw)} is not one of {allowed}"
         return text, None
-    v, err = _number(col, raw, number_format)
+    v, err = _number(col, raw, number_format, note)
     if err:
         return None, err
     if col.kind == INT and not float(v).is_integer():
@@ -141,22 +168,26 @@ def parse_value(col: Column, raw: Any, number_format: str | None) -> tuple[Any, 
     return v, None
 
 
-def _number(col: Column, raw: Any, number_format: str | None) -> tuple[Any, str | None]:
+def _number(col: Column, raw: Any, number_format: str | None, note: list[str] | None = None) -> tuple[Any, str | None]:
     if isinstance(raw, bool):
         return None, f"{col.name} {raw} is not a number"
     if isinstance(raw, (int, float)):
         v = float(raw)
     elif isinstance(raw, str):
         text = raw.strip()
-        try:
-            if text.endswith("%") and col.kind == FRACTION:
-                v = float(text[:-1].strip()) / 100.0
-            elif _THOUSANDS.fullmatch(text):  # "1,024": commas that group thousands
-                v = float(text.replace(",", ""))
-            else:  # a decimal comma ("2,5") is not guessed at: float() refuses it
-                v = float(text)
-        except ValueError:
-            return None, f"{col.name} {_show(raw)} is not a number"
+        pct = text.endswith("%") and col.kind == FRACTION
+        # separators read only when unambiguous (typing_hints.read_number_text): "1,024" and
+        # "8.192" are refused (1024 or 1.024?), "1,024,000", "8,192.5", "8 192", "2,5" read with a note
+        v, reading, why = th.read_number_text(text[:-1].strip() if pct else text)
+        if why:
+            return None, f"{col.name} {_show(raw)} {why}"
+        if v is None:
+            return None, (None if pct else th.unit_problem(col.name, col.unit, text)) \
+                or f"{col.name} {_show(raw)} is not a number"
+        if pct:
+            v = v / 100.0
+        if reading and note is not None:
+            note.append(reading)
     else:  # dates, times
         return None, f"{col.name} {_show(raw)} is not a number"
     if not math.isfinite(v):
@@ -172,7 +203,8 @@ def _find_sheet(wb, name: str):
     return None
 
 
-def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None = None) -> Table | None:
+def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None = None,
+                notes: list[str] | None = None) -> Table | None:
     cols = schema.columns(sheet)
     by_name = {c.name: c for c in cols}
     header = next(ws.iter_rows(min_row=1, max_row=1), None)
@@ -196,11 +228,14 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         seen[key] = coord
         if key in by_name:
             col_of[key] = j
+            if wrong := th.header_unit_problem(str(raw), key, by_name[key].unit):
+                problems.append(Problem(f"{ws.title}!{coord}", wrong))
         else:
             extras.append((j, str(raw).strip()))
     for c in cols:
         if c.required is True and c.name not in col_of:
-            problems.append(Problem(f"{ws.title} row 1", f"required column {c.name!r} is missing"))
+            problems.append(Problem(f"{ws.title} row 1", f"required column {c.name!r} is missing"
+                                    + _header_hint(ws.title, c, extras)))
     for rng in (scan.merged if scan else ()):
         problems.append(Problem(f"{ws.title}!{rng}", "merged cells in the table: unmerge them (a merge keeps "
                                                      "only its first cell's value)"))
@@ -212,12 +247,25 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
     rows_iter = ws.iter_rows(min_row=2, max_row=max(last_row or 1, 1), max_col=last_col) if (last_row or 0) >= 2 else ()
     records: list[dict[str, Any]] = []
     rows: list[int] = []
+    readings: list[str] = []  # numbers read from text with separators (one note for the sheet)
+    key = next((c.name for c in cols if c.key), None)
+    gap = False  # a blank row since the last record
     for excel_row, cells in enumerate(rows_iter, start=2):
         values = [getattr(c, "value", None) for c in cells]
         pending = {j for j in range(len(cells)) if f"{get_column_letter(j + 1)}{excel_row}" in uncalculated} \
             if uncalculated else set()
         if not pending and all(v is None or (isinstance(v, str) and v.strip() == "") for v in values):
+            gap = bool(records)
             continue
+        if key in col_of and col_of[key] < len(values) and th.is_totals_label(values[col_of[key]]):
+            where = f"{ws.title}!{get_column_letter(col_of[key] + 1)}{excel_row}"
+            if gap:  # a blank row, then a totals row: the table ends here
+                (notes if notes is not None else []).append(f"{where}: {str(values[col_of[key]]).strip()!r} below a blank row is read as a "
+                             f"totals row: the table ends above it (row {excel_row} and below ignored)")
+                break
+            problems.append(Problem(where, f"{str(values[col_of[key]]).strip()!r} {th.TOTALS_INSIDE}"))
+            continue
+        gap = False
         rec: dict[str, Any] = {}
         for name, j in col_of.items():
             cell = cells[j] if j < len(cells) else None
@@ -229,15 +277,31 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
                 rec[name] = None
                 continue
             fmt = getattr(cell, "number_format", None)
-            v, err = parse_value(by_name[name], raw, fmt)
+            v, err, reading = parse_cell(by_name[name], cell_value(cell), fmt)
             if err:
                 problems.append(Problem(where, err))
+            if reading:
+                readings.append(f"{where} {reading}")
             rec[name] = v
         for j, head in extras:
             rec[head] = values[j] if j < len(values) else None
         records.append(rec)
         rows.append(excel_row)
+    if readings and notes is not None:
+        more = f" (and {len(readings) - 3} more)" if len(readings) > 3 else ""
+        notes.append(f"{ws.title}: {len(readings)} number(s) typed as text with separators were read: "
+                     f"{'; '.join(readings[:3])}{more}")
     return Table(ws.title, records, rows, [h for _, h in extras], col_of)
+
+
+def _header_hint(title: str, c: Column, extras: list[tuple[int, str]]) -> str:
+    """``; found 'hbm (GB)' in GPUs!B1, ignored: the column is hbm_gib, in GiB (2^30 bytes)``."""
+    found = th.header_hint(c.name, [(normalise_header(h), h, f"{title}!{get_column_letter(j + 1)}1")
+                                    for j, h in extras])
+    if found is None:
+        return ""
+    what = f"in {th.unit_text(c.unit)}" if c.unit else f"{c.description}"
+    return f"; found {found[0]!r} in {found[1]}, ignored: the column is {c.name}, {what}"
 
 
 def _cell(table: Table, ws_cols: dict[str, int], name: str, i: int) -> str:
@@ -254,7 +318,7 @@ def _check_keys(table: Table, pos: dict[str, int], key: str, problems: list[Prob
         name = rec.get(key)
         where = _cell(table, pos, key, i)
         if name is None:
-            if key in pos:
+            if key in pos and not _had_error(problems, where):
                 problems.append(Problem(where, f"{key} is required"))
             continue
         folded = name.strip().lower()
@@ -314,6 +378,7 @@ def read_input(path: str | Path) -> PlanInput:
         raise
     except Exception as exc:  # openpyxl and zipfile raise many kinds for a damaged file
         raise InputError([_unreadable(path, exc)]) from None
+    notes: list[str] = []
     try:
         tables: dict[str, Table | None] = {}
         positions: dict[str, dict[str, int]] = {}
@@ -324,18 +389,18 @@ def read_input(path: str | Path) -> PlanInput:
                                                f"{', '.join(wb.sheetnames)})"))
                 tables[sheet] = None
                 continue
-            t = _read_table(ws, sheet, problems, scans.get(sheet.lower()))
+            t = _read_table(ws, sheet, problems, scans.get(sheet.lower()), notes)
             if t is not None and not t.records:
                 problems.append(Problem(f"{ws.title} row 2", f"no {sheet.lower()} rows: add at least one"))
             tables[sheet] = t
             positions[sheet] = t.positions if t is not None else {}
-        settings, settings_extra = _read_settings(wb, problems, scans.get(schema.SETTINGS.lower()))
+        settings, settings_extra = _read_settings(wb, problems, scans.get(schema.SETTINGS.lower()), notes)
         optional: dict[str, Table] = {}
         for sheet in schema.OPTIONAL_SHEETS:
             ws = _find_sheet(wb, sheet)
             if ws is None:
                 continue
-            t = _read_table(ws, sheet, problems, scans.get(sheet.lower()))
+            t = _read_table(ws, sheet, problems, scans.get(sheet.lower()), notes)
             if t is not None:
                 optional[sheet] = t
                 positions[sheet] = t.positions
@@ -346,7 +411,6 @@ def read_input(path: str | Path) -> PlanInput:
     finally:
         wb.close()
 
-    notes: list[str] = []
     m, g, w = (tables[s] for s in schema.SHEETS)
     canon: dict[str, dict[str, str]] = {}
     for t, key, sheet in ((m, "model", "Models"), (g, "gpu", "GPUs"), (w, "workload", "Workloads")):
@@ -396,7 +460,7 @@ def _check_workloads(t: Table, pos: dict[str, int], canon: dict[str, dict[str, s
             target = canon[sheet].get(name.strip().lower())
             where = _cell(t, pos, col, i)
             if target is None:
-                problems.append(Problem(where, f"{col} {name!r} is not in {sheet}"))
+                problems.append(Problem(where, th.not_found_message(col, name, sheet, list(canon[sheet].values()))))
             else:
                 if target != name:
                     fuzzy.append(f"{where} {name!r} -> {target!r}")
@@ -431,7 +495,8 @@ def _unreadable(path: Path, exc: BaseException) -> Problem:
                               f"damaged: open and save it in Excel")
 
 
-def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
+def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
+                   notes: list[str] | None = None) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
     values = {s.key: s.default for s in schema.SETTING_KEYS}
     extra: list[tuple[Any, Any]] = []
     ws = _find_sheet(wb, schema.SETTINGS)
@@ -450,7 +515,7 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None) -
         kcell = cells[jk] if jk < len(cells) else None
         vcell = cells[jv] if jv < len(cells) else None
         key = normalise_header(getattr(kcell, "value", None))
-        raw = getattr(vcell, "value", None)
+        raw = cell_value(vcell)
         if not key:
             continue
         if key not in spec:
@@ -464,7 +529,9 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None) -
             continue
         col = Column(schema.SETTINGS, key, "", s.kind, s.description, minimum=s.minimum,
                      maximum=s.maximum, min_open=s.min_open)
-        v, err = parse_value(col, raw, getattr(vcell, "number_format", None))
+        v, err, reading = parse_cell(col, raw, getattr(vcell, "number_format", None))
+        if reading and notes is not None:
+            notes.append(f"{where} {reading}")
         if err:
             problems.append(Problem(where, err))
         elif v is not None:

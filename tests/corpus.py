@@ -201,21 +201,29 @@ def duplicate_names(folder):
         c = setc(wb, W, "workload", 5, first_w)
         lines = [f"{a}: model {first_m.upper()!r} duplicates row 2", f"{b}: gpu {first_g!r} duplicates row 2",
                  f"{c}: workload {first_w!r} duplicates row 2"]
-        # workloads that named the renamed model / GPU now dangle
+        # workloads that named the renamed model / GPU now dangle (closest names offered, the few listed)
+        assert (lost_m, lost_g) == ("Llama-3.1-8B", "H200-SXM")
+        hint = {"Models": ": did you mean 'Llama-3.1-70B'? (Models has: Qwen2.5-72B, Qwen2.5-7B, Llama-3.1-70B, "
+                          "Llama-3.1-70B-FP8KV, DeepSeek-V3)",
+                "GPUs": ": did you mean 'H100-SXM'? (GPUs has: H100-SXM, A100-SXM-80GB, L40S)"}
         ws = wb[W]
         for row in range(2, ws.max_row + 1):
             for name, lost, sheet in (("model", lost_m, "Models"), ("gpu", lost_g, "GPUs")):
                 cell = f"{col(ws, name)}{row}"
                 if ws[cell].value == lost:
-                    lines.append(f"Workloads!{cell}: {name} {lost!r} is not in {sheet}")
+                    lines.append(f"Workloads!{cell}: {name} {lost!r} is not in {sheet}{hint[sheet]}")
         return lines
     return edit(folder, "duplicate-names", change)
 
 
 def dangling_refs(folder):
     def change(wb):
-        return [f"{setc(wb, W, 'model', 3, 'Qwen3-235B')}: model 'Qwen3-235B' is not in Models",
-                f"{setc(wb, W, 'gpu', 6, 'B200')}: gpu 'B200' is not in GPUs"]
+        return [f"{setc(wb, W, 'model', 3, 'Qwen3-235B')}: model 'Qwen3-235B' is not in Models: did you mean "
+                f"'Qwen2.5-7B' or 'Qwen2.5-72B'? (Models has: Qwen2.5-72B, Qwen2.5-7B, Llama-3.1-8B, Llama-3.1-70B, "
+                f"Llama-3.1-70B-FP8KV, DeepSeek-V3)",
+                # nothing close: no guess, the four valid names listed
+                f"{setc(wb, W, 'gpu', 6, 'B200')}: gpu 'B200' is not in GPUs (GPUs has: H100-SXM, H200-SXM, "
+                f"A100-SXM-80GB, L40S)"]
     return edit(folder, "dangling-refs", change)
 
 
@@ -303,11 +311,147 @@ def case_and_space_refs(folder):
     return edit(folder, "case-and-space-refs", change)
 
 
+# --------------------------------------------------------------------------- typing mistakes (issue 13)
+def typed_numbers(folder):
+    """Numbers typed as text a locale reads two ways, fractions of tokens, symbols and units."""
+    def change(wb):
+        return [
+            f"{setc(wb, W, 'isl', 2, '8.192')}: isl '8.192' is ambiguous: 8192 with '.' grouping thousands, or "
+            f"8.192 with a decimal point; type the number itself in a number cell (8192 or 8.192), not as text",
+            f"{setc(wb, W, 'osl', 3, '1,024')}: osl '1,024' is ambiguous: 1024 with ',' grouping thousands, or "
+            f"1.024 with a decimal comma; type the number itself in a number cell (1024 or 1.024), not as text",
+            f"{setc(wb, W, 'isl', 4, 2048.5)}: isl 2048.5 is not a whole number",
+            f"{setc(wb, W, 'max_seq_len', 5, '8,192.5')}: max_seq_len 8192.5 is not a whole number",
+            f"{setc(wb, W, 'isl', 6, '8k')}: isl '8k' has the multiplier 'k' typed in: type the whole number "
+            f"(8000, or 8192 if a power of two was meant); the column is in tokens (a whole number)",
+            f"{setc(wb, G, 'hourly_cost', 2, '$0.95')}: hourly_cost '$0.95' has the currency symbol '$' typed in: "
+            f"drop it and type the number alone (0.95); the column is in currency per GPU-hour (the Settings "
+            f"currency)",
+            f"{setc(wb, G, 'hourly_cost', 3, '€1,20')}: hourly_cost '€1,20' has the currency symbol '€' typed in: "
+            f"drop it and type the number alone (1.2); the column is in currency per GPU-hour (the Settings "
+            f"currency)",
+            f"{setc(wb, G, 'hourly_cost', 4, '0.95 USD')}: hourly_cost '0.95 USD' has the currency symbol 'USD' "
+            f"typed in: drop it and type the number alone (0.95); the column is in currency per GPU-hour (the "
+            f"Settings currency)",
+            f"{setc(wb, G, 'pcie_gbps', 5, '25 GB/s')}: pcie_gbps '25 GB/s' has the unit 'GB/s' typed in: drop it "
+            f"and type the number alone (25); the column is in GB/s (10^9 bytes per second)",
+            # hand calc: 80 GB = 80e9 / 2^30 GiB = 74.505... GiB
+            f"{setc(wb, G, 'hbm_gib', 2, '80 GB')}: hbm_gib '80 GB' has the unit 'GB' typed in: 80 GB is 74.51 GiB, "
+            f"type 74.51; the column is in GiB (2^30 bytes)",
+        ]
+    return edit(folder, "typed-numbers", change)
+
+
+def _append_row(ws, first: str) -> int:
+    row = ws.max_row + 1
+    ws.cell(row, 1, first)
+    return row
+
+
+def totals_row_inside(folder):
+    """A TOTAL row right under the last workload: one problem, not eight 'is required'."""
+    def change(wb):
+        ws = wb[W]
+        row = _append_row(ws, "TOTAL")
+        ws[f"{col(ws, 'demand_tpm')}{row}"] = f"=SUM({col(ws, 'demand_tpm')}2:{col(ws, 'demand_tpm')}{row - 1})"
+        ws2 = wb[G]
+        row2 = _append_row(ws2, "Sum")
+        return [f"Workloads!A{row}: 'TOTAL' looks like a totals row: remove it, or leave a blank row above it "
+                f"(a blank row followed by a totals row ends the table)",
+                f"GPUs!A{row2}: 'Sum' looks like a totals row: remove it, or leave a blank row above it "
+                f"(a blank row followed by a totals row ends the table)"]
+    return edit(folder, "totals-row-inside", change)
+
+
+def near_miss_headers(folder):
+    """Headers that look like a required column but are not one: which was found, what the column is."""
+    def change(wb):
+        ws = wb[G]
+        c = col(ws, "hbm_gib")
+        ws[f"{c}1"] = "hbm (GB)"
+        ws3 = wb[W]
+        c3 = col(ws3, "isl")
+        ws3[f"{c3}1"] = "input tokens"
+        c4 = col(ws3, "t_fixed_ms")
+        ws3[f"{c4}1"] = "t_fixed_ms (s)"  # a unit that contradicts the column's
+        return [f"GPUs row 1: required column 'hbm_gib' is missing; found 'hbm (GB)' in GPUs!{c}1, ignored: the "
+                f"column is hbm_gib, in GiB (2^30 bytes)",
+                f"Workloads row 1: required column 'isl' is missing; found 'input tokens' in Workloads!{c3}1, "
+                f"ignored: the column is isl, in tokens (a whole number)",
+                f"Workloads!{c4}1: header 't_fixed_ms (s)' says s but the column is in milliseconds (ms): convert the "
+                f"values (1 s = 1000 ms) and write the header as 't_fixed_ms [ms]'"]
+    return edit(folder, "near-miss-headers", change)
+
+
+def closest_names(folder):
+    """References that are near a name: the closest ones offered, the few valid ones listed."""
+    def change(wb):
+        gpus = "H100-SXM, H200-SXM, A100-SXM-80GB, L40S"
+        return [f"{setc(wb, W, 'gpu', 2, 'H100 SXM')}: gpu 'H100 SXM' is not in GPUs: did you mean 'H100-SXM'? "
+                f"(GPUs has: {gpus})",
+                f"{setc(wb, W, 'gpu', 3, 'h200_sxm5')}: gpu 'h200_sxm5' is not in GPUs: did you mean 'H200-SXM'? "
+                f"(GPUs has: {gpus})",
+                f"{setc(wb, W, 'model', 4, 'Qwen2.5 72B')}: model 'Qwen2.5 72B' is not in Models: did you mean "
+                f"'Qwen2.5-72B'? (Models has: Qwen2.5-72B, Qwen2.5-7B, Llama-3.1-8B, Llama-3.1-70B, "
+                f"Llama-3.1-70B-FP8KV, DeepSeek-V3)"]
+    return edit(folder, "closest-names", change)
+
+
+def long_names(folder):
+    """Names over 255 characters: Excel's MATCH and COUNTIF cannot look them up."""
+    def change(wb):
+        tail = ": at most 255 (Excel's MATCH and COUNTIF cannot look up longer text); shorten it"
+        return [f"{setc(wb, W, 'workload', 2, 'w' * 256)}: workload is 256 characters long{tail}",
+                f"{setc(wb, W, 'model', 3, 'm' * 300)}: model is 300 characters long{tail}",
+                f"{setc(wb, G, 'gpu', 2, 'g' * 256)}: gpu is 256 characters long{tail}",
+                # the workloads that named that GPU now dangle
+                *[f"Workloads!{col(wb[W], 'gpu')}{r}: gpu 'H100-SXM' is not in GPUs: did you mean 'H200-SXM'? "
+                  f"(GPUs has: H200-SXM, A100-SXM-80GB, L40S)"
+                  for r in range(2, wb[W].max_row + 1) if wb[W][f"{col(wb[W], 'gpu')}{r}"].value == "H100-SXM"]]
+    return edit(folder, "long-names", change)
+
+
+def totals_row_below_blank(folder):
+    """A blank row then a Total row ends the table: accepted, said in a note."""
+    def change(wb):
+        ws = wb[W]
+        row = ws.max_row + 2
+        ws.cell(row, 1, "Total")
+        ws[f"{col(ws, 'demand_tpm')}{row}"] = 123
+        ws.cell(row + 1, 1, "see the notes")
+        return []
+    return edit(folder, "totals-row-below-blank", change)
+
+
+def typed_numbers_accepted(folder):
+    """Number-as-text in forms only one locale reading fits: read, with one note per sheet."""
+    def change(wb):
+        setc(wb, W, "isl", 2, "2 048")
+        setc(wb, W, "tpm_measured", 2, "598 000")
+        setc(wb, W, "demand_tpm", 2, "7.200.000")
+        setc(wb, W, "t_ffn0_ms", 2, "143,0")
+        setc(wb, G, "hbm_gib", 2, "79,6")
+        return []
+    return edit(folder, "typed-numbers-accepted", change)
+
+
+def text_na_workload(folder):
+    """A workload named '#N/A' typed as text (a string cell, not an error value) plans."""
+    def change(wb):
+        ws = wb[W]
+        ws["A2"] = "#N/A"
+        ws["A2"].data_type = "s"  # openpyxl marks '#N/A' as an error value unless told
+        return []
+    return edit(folder, "text-na-workload", change)
+
+
 BAD = {f.__name__: f for f in (not_a_zip, legacy_xls, encrypted, xlsb, empty, zip_bomb, zip_ratio, xml_entities,
                                missing_sheet, missing_column, duplicate_header, duplicate_names, dangling_refs,
                                wrong_values, uncalculated_formula, error_values, merged_cells, formatted_to_last_row,
-                               many_problems)}
-ACCEPTED = {f.__name__: f for f in (xlsm_with_macros, case_and_space_refs)}
+                               many_problems, typed_numbers, totals_row_inside, near_miss_headers, closest_names,
+                               long_names)}
+ACCEPTED = {f.__name__: f for f in (xlsm_with_macros, case_and_space_refs, totals_row_below_blank,
+                                    typed_numbers_accepted, text_na_workload)}
 
 
 if __name__ == "__main__":
