@@ -24,6 +24,7 @@ import xlsxwriter
 from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
 
 from . import __version__, schema, sheets
+from .catalog import filled_run_rows
 from .constants import CONSTANTS
 from .sensitivity import rank_in_blocks_xl, swing_of
 from .xlfast import ROW, WL_ROW, FastFormulaWorksheet, FormulaTemplate, RowBuffer, needs_upstream
@@ -37,6 +38,9 @@ STYLE = {
     "header": {"bold": True, "bg_color": "#D9E1F2", "border": 1, "border_color": "#8EA9DB",
                "text_wrap": True, "valign": "top"},
     "input": {"bg_color": "#FFF2CC", "font_color": "#1F4E79", "border": 1, "border_color": "#D9D9D9"},
+    # an input cell filled from the model/GPU catalog, not typed (its comment names the source)
+    "catalog": {"bg_color": "#E2EFDA", "font_color": "#375623", "italic": True, "border": 1,
+                "border_color": "#D9D9D9"},
     "calc": {},
     "const": {"bg_color": "#EDEDED"},
     "title": {"bold": True, "font_size": 13},
@@ -91,7 +95,8 @@ def _column_comment(c: Column) -> str:
     if c.default is not None:
         parts.append(f"Default when blank: {c.default}")
     req = {True: "required", False: "optional", "gqa": "required for gqa models",
-           "mla": "required for mla models", "pcie": "give pcie_gbps or pcie_gen"}[c.required]
+           "mla": "required for mla models", "pcie": "give pcie_gbps or pcie_gen",
+           "catalog": "required unless the row names a catalog entry (planner catalog)"}[c.required]
     parts.append(req.capitalize())
     return "\n".join(parts)
 
@@ -126,9 +131,11 @@ def write_cell(ws, row: int, col: int, value: Any, fmt) -> None:
 
 
 def write_input_sheet(wb, fm: Formats, sheet: str, records: list[dict], extras: list[str],
-                      validate_rows: int | None = None) -> dict[str, int]:
+                      validate_rows: int | None = None, filled: list[dict[str, str]] | None = None) -> dict[str, int]:
     """An input sheet: headers with units and notes, styled input cells, data validation.
-    Returns the 0-based column of every column name."""
+    ``filled[i]`` (column -> provenance) marks record i's cells that were not typed: styled
+    ``catalog`` with a comment saying where the value came from. Returns the 0-based column
+    of every column name."""
     ws = wb.add_worksheet(sheet)
     cols = schema.columns(sheet)
     pos: dict[str, int] = {}
@@ -143,8 +150,11 @@ def write_input_sheet(wb, fm: Formats, sheet: str, records: list[dict], extras: 
         ws.write_string(0, j, head, fm("header"))
         ws.set_column(j, j, 30 if head.lower() in ("source", "note", "notes") else 14)
     for i, rec in enumerate(records):
+        came = filled[i] if filled and i < len(filled) else {}
         for c in cols:
-            write_cell(ws, i + 1, pos[c.name], rec.get(c.name), fm("input", c.fmt))
+            write_cell(ws, i + 1, pos[c.name], rec.get(c.name), fm("catalog" if c.name in came else "input", c.fmt))
+            if c.name in came:
+                ws.write_comment(i + 1, pos[c.name], came[c.name], {"x_scale": 2.5, "y_scale": 1.5})
         for head in extras:
             write_cell(ws, i + 1, pos[head], rec.get(head), None)
     last = max(len(records), validate_rows or 0)
@@ -540,7 +550,8 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
 
     for sheet, table in (("Workloads", p_in.workloads), ("Models", p_in.models), ("GPUs", p_in.gpus)):
         frame = {"Workloads": plan.workloads, "Models": plan.models, "GPUs": plan.gpus}[sheet]
-        pos[sheet] = write_input_sheet(wb, fm, sheet, frame.to_dict("records"), list(table.extras))
+        pos[sheet] = write_input_sheet(wb, fm, sheet, frame.to_dict("records"), list(table.extras),
+                                       filled=table.filled)
     write_settings_sheet(wb, fm, plan.settings, p_in.settings_extra)
     for sheet, table in p_in.optional.items():  # Measurements, Demand, Scenarios: carried as inputs
         write_input_sheet(wb, fm, sheet, table.records, list(table.extras))
@@ -587,7 +598,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     write_explorer(wb, ws_explorer, fm, layout, plan)
     if ws_charts is not None:
         write_charts(wb, ws_charts, fm, layout, plan, chunks)
-    _write_run(ws_run, fm, plan, run_info or {})
+    _write_run(ws_run, fm, plan, {**filled_run_rows(p_in), **(run_info or {})})
     for buffered in (ws_checks, ws_explorer, ws_charts, ws_const, ws_run):
         if buffered is not None:
             buffered.flush()
