@@ -65,13 +65,6 @@ class Entry:
     def names(self) -> tuple[str, ...]:
         return (self.name, *self.aliases)
 
-    @property
-    def full_name(self) -> str:
-        """``org/name`` for models (as on Hugging Face), ``vendor name`` for GPUs."""
-        if not self.org:
-            return self.name
-        return f"{self.org}/{self.name}" if self.kind == MODEL else f"{self.org} {self.name}"
-
     def provenance(self) -> str:
         """Where a filled value came from: ``catalog: <entry> (<source>)``."""
         return f"catalog: {self.name} ({self.source})"
@@ -181,12 +174,10 @@ def closest_text(name: Any, kind: str) -> str:
 
 # --------------------------------------------------------------------------- filling
 def _cell(table, name: str, i: int) -> str:
-    from openpyxl.utils import get_column_letter
+    """The place of a cell of ``table`` for messages (the reader's rule)."""
+    from .reader import _cell as reader_cell  # local: the reader imports this module
 
-    pos = table.positions
-    if name in pos:
-        return f"{table.sheet}!{get_column_letter(pos[name] + 1)}{table.rows[i]}"
-    return f"{table.sheet} row {table.rows[i]}"
+    return reader_cell(table, table.positions, name, i)
 
 
 def entry_of_row(table, sheet: str, i: int) -> tuple[Entry | None, bool]:
@@ -280,7 +271,8 @@ def _and(items: list[str]) -> str:
 
 def filled_count(tables: Iterable) -> dict[str, int]:
     """Cells filled from the catalogs per sheet (``{"Models": 12, "GPUs": 3}``)."""
-    return {t.sheet: sum(len(f) for f in t.filled) for t in tables if t is not None and t.filled}
+    counts = {t.sheet: sum(len(f) for f in t.filled) for t in tables if t is not None}
+    return {sheet: n for sheet, n in counts.items() if n}
 
 
 def filled_run_rows(p_in) -> dict[str, str]:

@@ -201,7 +201,20 @@ def test_typed_pcie_gen_is_not_overridden_by_the_catalog_host_link(tmp_path):
              [WL_HEAD, ["w", "Llama-3.1-70B", "H100 SXM", 4, 1000, 10, 0.5, 10, 10]])
     p_in = read_input(src)
     assert p_in.gpus.records[0].get("pcie_gbps") is None and "pcie_gbps" not in p_in.gpus.filled[0]
-    assert build_plan(p_in).resolved.at[0, "pcie_gbps"] == 25  # Gen4 default, as typed
+    plan = build_plan(p_in)
+    assert plan.resolved.at[0, "pcie_gbps"] == 25  # Gen4 default, as typed
+    assert catalog.filled_run_rows(p_in)["cells filled from the catalogs"].startswith(
+        f"{sum(map(len, p_in.models.filled + p_in.gpus.filled))} (Models ")
+
+
+def test_nothing_filled_says_nothing(tmp_path):
+    src = tmp_path / "typed.xlsx"
+    workbook(src, [["model", "layers", "kv_heads", "head_dim", "kv_bytes"], ["team-model", 32, 8, 128, 2]],
+             [["gpu", "hbm_gib", "pcie_gen"], ["team-gpu", 80, 5]],
+             [WL_HEAD, ["w", "team-model", "team-gpu", 4, 1000, 10, 0.5, 10, 10]])
+    p_in = read_input(src)
+    assert p_in.models.filled == [{}] and p_in.gpus.filled == [{}]
+    assert catalog.filled_run_rows(p_in) == {} and p_in.notes == []
 
 
 # --------------------------------------------------------------------------- errors
