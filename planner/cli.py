@@ -37,6 +37,7 @@ def _parser() -> argparse.ArgumentParser:
               planner run plan-2026q4.xlsx -o out/q4.xlsx   # plan your workbook
               planner template my-input.xlsx                # blank, documented input workbook
               planner validate my-input.xlsx                # check an input, write nothing
+              planner catalog --xlsx catalogs.xlsx          # the model and GPU catalogs (rows to copy)
               planner run -o out/q4.xlsx --eml out/q4.eml --to team@example.org --from me@example.org
               planner send out/q4.eml --smtp smtp.example.org:587 --starttls --user me@example.org
             """))
@@ -78,6 +79,10 @@ def _parser() -> argparse.ArgumentParser:
                          formatter_class=argparse.RawDescriptionHelpFormatter,
                          epilog="example:\n  planner validate my-input.xlsx")
     val.add_argument("input", type=Path, help="input workbook (.xlsx/.xlsm)")
+
+    from .catalog_cli import add_parser as add_catalog_parser
+
+    add_catalog_parser(sub)
 
     snd = sub.add_parser("send", help="send an .eml written by planner run --eml over SMTP",
                          formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -315,7 +320,10 @@ def main(argv: list[str] | None = None) -> int:
         # also when started with SIGINT ignored (a background job of a script): Ctrl-C and
         # SIGINT must still stop the run cleanly
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    handler = {"run": cmd_run, "template": cmd_template, "validate": cmd_validate, "send": cmd_send}[args.command]
+    from .catalog_cli import cmd_catalog
+
+    handler = {"run": cmd_run, "template": cmd_template, "validate": cmd_validate, "send": cmd_send,
+               "catalog": cmd_catalog}[args.command]
     try:
         return handler(args)
     except InputError as err:

@@ -23,7 +23,8 @@ def _column_comment(c: Column) -> str:
     if c.default is not None:
         parts.append(f"Default when blank: {c.default}")
     req = {True: "required", False: "optional", "gqa": "required for gqa models",
-           "mla": "required for mla models", "pcie": "give pcie_gbps or pcie_gen"}[c.required]
+           "mla": "required for mla models", "pcie": "give pcie_gbps or pcie_gen",
+           "catalog": "required unless the row names a catalog entry (planner catalog)"}[c.required]
     parts.append(req.capitalize())
     return "\n".join(parts)
 
@@ -44,9 +45,11 @@ def _validation(c: Column) -> dict | None:
 
 
 def write_input_sheet(wb, fm: Formats, sheet: str, records: list[dict], extras: list[str],
-                      validate_rows: int | None = None) -> dict[str, int]:
+                      validate_rows: int | None = None, filled: list[dict[str, str]] | None = None) -> dict[str, int]:
     """An input sheet: headers with units and notes, styled input cells, data validation.
-    Returns the 0-based column of every column name."""
+    ``filled[i]`` (column -> provenance) marks record i's cells that were not typed: styled
+    ``catalog`` with a comment saying where the value came from. Returns the 0-based column
+    of every column name."""
     ws = wb.add_worksheet(sheet)
     cols = schema.columns(sheet)
     pos = sheet_columns(sheet, extras)
@@ -59,8 +62,11 @@ def write_input_sheet(wb, fm: Formats, sheet: str, records: list[dict], extras: 
         ws.write_string(0, j, head, fm("header"))
         ws.set_column(j, j, 30 if head.lower() in ("source", "note", "notes") else 14)
     for i, rec in enumerate(records):
+        came = filled[i] if filled and i < len(filled) else {}
         for c in cols:
-            write_cell(ws, i + 1, pos[c.name], rec.get(c.name), fm("input", c.fmt))
+            write_cell(ws, i + 1, pos[c.name], rec.get(c.name), fm("catalog" if c.name in came else "input", c.fmt))
+            if c.name in came:
+                ws.write_comment(i + 1, pos[c.name], came[c.name], {"x_scale": 2.5, "y_scale": 1.5})
         for head in extras:
             write_cell(ws, i + 1, pos[head], rec.get(head), None)
     last = max(len(records), validate_rows or 0)

@@ -20,7 +20,7 @@ from typing import Any
 import openpyxl
 from openpyxl.utils import get_column_letter
 
-from . import schema
+from . import catalog, schema
 from .errors import InputError, Problem
 from .safety import SheetScan, check_container, require_defusedxml, scan_sheet, sheet_xml_paths
 from .schema import ANY, CHOICE, FRACTION, INT, TEXT, Column
@@ -71,6 +71,9 @@ class Table:
     rows: list[int]                   # Excel row of each record
     extras: list[str] = field(default_factory=list)  # headers of extra columns, in order
     positions: dict[str, int] = field(default_factory=dict)  # canonical column -> 0-based index
+    # per record, the cells not typed in the sheet: column -> where the value came from
+    # ("catalog: <entry> (<source>)"); empty when nothing was filled (see planner.catalog)
+    filled: list[dict[str, str]] = field(default_factory=list)
 
     def column(self, name: str) -> list[Any]:
         return [r.get(name) for r in self.records]
@@ -416,6 +419,7 @@ def read_input(path: str | Path) -> PlanInput:
     for t, key, sheet in ((m, "model", "Models"), (g, "gpu", "GPUs"), (w, "workload", "Workloads")):
         if t is not None:
             canon[sheet] = _check_keys(t, positions[sheet], key, problems)
+            catalog.fill_table(t, sheet, problems, notes)  # blank Models/GPUs cells from the catalogs
             _check_required(t, sheet, positions[sheet], problems, skip={key})
     if m is not None:
         _check_models(m, positions["Models"], problems)
@@ -433,20 +437,27 @@ def read_input(path: str | Path) -> PlanInput:
 def _check_models(t: Table, pos: dict[str, int], problems: list[Problem]) -> None:
     for i, rec in enumerate(t.records):
         att = rec.get("attention") or "gqa"
-        needs = ("kv_heads", "head_dim") if att == "gqa" else ("mla_kv_dim",)
-        for name in needs:
-            where = _cell(t, pos, name, i)
-            if rec.get(name) is None and not _had_error(problems, where):
-                problems.append(Problem(where, f"{name} is required for attention {att}"))
+        needs = ("layers", "kv_bytes") + (("kv_heads", "head_dim") if att == "gqa" else ("mla_kv_dim",))
+        missing = [name for name in needs
+                   if rec.get(name) is None and not _had_error(problems, _cell(t, pos, name, i))]
+        if missing and rec.get("model") is not None:  # required unless the catalog supplies it
+            problems.extend(catalog.missing_problem(t, "Models", i, missing, f"attention {att}"))
 
 
 def _check_gpus(t: Table, pos: dict[str, int], problems: list[Problem]) -> None:
     for i, rec in enumerate(t.records):
+        missing = [] if rec.get("hbm_gib") is not None or _had_error(problems, _cell(t, pos, "hbm_gib", i)) \
+            else ["hbm_gib"]
         if rec.get("pcie_gbps") is None and rec.get("pcie_gen") is None:
             where = _cell(t, pos, "pcie_gbps", i)
             if not _had_error(problems, where) and not _had_error(problems, _cell(t, pos, "pcie_gen", i)):
-                problems.append(Problem(where, "pcie_gbps and pcie_gen are both blank: give the "
-                                               "bandwidth in GB/s or the PCIe generation (4 or 5)"))
+                if catalog.entry_of_row(t, "GPUs", i)[0] is not None or rec.get("gpu") is None:
+                    problems.append(Problem(where, "pcie_gbps and pcie_gen are both blank: give the "
+                                                   "bandwidth in GB/s or the PCIe generation (4 or 5)"))
+                else:
+                    missing.append("pcie_gbps/pcie_gen")
+        if missing and rec.get("gpu") is not None:  # required unless the catalog supplies it
+            problems.extend(catalog.missing_problem(t, "GPUs", i, missing))
 
 
 def _check_workloads(t: Table, pos: dict[str, int], canon: dict[str, dict[str, str]],

@@ -34,7 +34,7 @@ class Column:
     unit: str
     kind: str
     description: str
-    required: bool | str = False  # True, False, or a condition label ("gqa", "mla", "pcie")
+    required: bool | str = False  # True, False, or a condition label ("gqa", "mla", "pcie", "catalog")
     default: Any = None           # value used when blank; "isl+osl" for max_seq_len
     minimum: float | None = None
     maximum: float | None = None
@@ -79,12 +79,12 @@ MEAS, DEM, SCN = "Measurements", "Demand", "Scenarios"  # optional input sheets
 COLUMNS: tuple[Column, ...] = (
     # ---------------------------------------------------------------- Models
     Column(M, "model", "", TEXT, "unique model name", True, key=True),
-    Column(M, "layers", "count", INT, "transformer layers L", True, minimum=1, maximum=1e5, fmt=FMT_INT),
+    Column(M, "layers", "count", INT, "transformer layers L", "catalog", minimum=1, maximum=1e5, fmt=FMT_INT),
     Column(M, "kv_heads", "count", INT, "KV heads (= attention heads for MHA, 1 for MQA)", "gqa",
            minimum=1, maximum=1e5, fmt=FMT_INT),
     Column(M, "head_dim", "count", INT, "head dimension d_head", "gqa", minimum=1, maximum=1e5, fmt=FMT_INT),
-    Column(M, "kv_bytes", "B", NUMBER, "bytes per cached KV element: 2 BF16/FP16, 1 FP8, 0.5 4-bit",
-           True, minimum=0.125, maximum=8, fmt=FMT_ELEM_BYTES),
+    Column(M, "kv_bytes", "B", NUMBER, "bytes per cached KV element: 2 BF16/FP16, 1 FP8, 0.5 4-bit "
+           "(blank on a catalog model: 2)", "catalog", minimum=0.125, maximum=8, fmt=FMT_ELEM_BYTES),
     Column(M, "attention", "", CHOICE, "gqa (GQA/MHA/MQA) or mla (DeepSeek-style latent)",
            default="gqa", choices=("gqa", "mla")),
     Column(M, "mla_kv_dim", "count", INT, "MLA: latent + rope width per token per layer "
@@ -107,7 +107,7 @@ COLUMNS: tuple[Column, ...] = (
            fmt=FMT_INT, calc=False),
     # ---------------------------------------------------------------- GPUs
     Column(G, "gpu", "", TEXT, "unique GPU type name", True, key=True),
-    Column(G, "hbm_gib", "GiB", NUMBER, "device memory", True, minimum=0, min_open=True, maximum=1e6,
+    Column(G, "hbm_gib", "GiB", NUMBER, "device memory", "catalog", minimum=0, min_open=True, maximum=1e6,
            fmt=FMT_NUM),
     Column(G, "pcie_gbps", "GB/s", NUMBER, "effective host-to-device bandwidth per GPU "
            "(blank: from pcie_gen)", "pcie", minimum=0.001, maximum=1e6, fmt=FMT_NUM),
@@ -245,7 +245,7 @@ def markdown() -> str:
         out.append("|---|---|---|---|---|---|---|")
         for c in columns(sheet):
             req = {True: "yes", False: "no", "gqa": "gqa", "mla": "mla",
-                   "pcie": "pcie_gbps or pcie_gen"}[c.required]
+                   "pcie": "pcie_gbps or pcie_gen", "catalog": "yes, unless the catalog gives it"}[c.required]
             default = "" if c.default is None else str(c.default)
             out.append(f"| {c.name} | {c.unit} | {c.kind} | {c.range_text()} | {default} | {req} "
                        f"| {c.description} |")

@@ -23,6 +23,7 @@ from typing import Callable
 import xlsxwriter
 
 from . import __version__, schema, sheets
+from .catalog import filled_run_rows
 from .charts import write_charts
 from .checks import checks_for
 from .explorer import EXPLORER_INDEX, EXPLORER_INPUTS_TOP, EXPLORER_SELECT, write_explorer
@@ -89,7 +90,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
 
     for sheet, table in (("Workloads", p_in.workloads), ("Models", p_in.models), ("GPUs", p_in.gpus)):
         frame = {"Workloads": plan.workloads, "Models": plan.models, "GPUs": plan.gpus}[sheet]
-        write_input_sheet(wb, fm, sheet, frame.to_dict("records"), list(table.extras))
+        write_input_sheet(wb, fm, sheet, frame.to_dict("records"), list(table.extras), filled=table.filled)
     write_settings_sheet(wb, fm, plan.settings, p_in.settings_extra)
     for sheet, table in p_in.optional.items():  # Measurements, Demand, Scenarios: carried as inputs
         write_input_sheet(wb, fm, sheet, table.records, list(table.extras))
@@ -136,7 +137,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     write_explorer(wb, ws_explorer, fm, layout, plan)
     if ws_charts is not None:
         write_charts(wb, ws_charts, fm, layout, plan, layout.chunks)
-    write_run(ws_run, fm, plan, run_info or {})
+    write_run(ws_run, fm, plan, {**filled_run_rows(p_in), **(run_info or {})})
     for buffered in (ws_checks, ws_explorer, ws_charts, ws_const, ws_run):
         if buffered is not None:
             buffered.flush()

@@ -17,6 +17,9 @@ STYLE = {
     "header": {"bold": True, "bg_color": "#D9E1F2", "border": 1, "border_color": "#8EA9DB",
                "text_wrap": True, "valign": "top"},
     "input": {"bg_color": "#FFF2CC", "font_color": "#1F4E79", "border": 1, "border_color": "#D9D9D9"},
+    # an input cell filled from the model/GPU catalog, not typed (its comment names the source)
+    "catalog": {"bg_color": "#E2EFDA", "font_color": "#375623", "italic": True, "border": 1,
+                "border_color": "#D9D9D9"},
     "calc": {},
     "const": {"bg_color": "#EDEDED"},
     "title": {"bold": True, "font_size": 13},
