@@ -81,6 +81,24 @@ def _parser() -> argparse.ArgumentParser:
                          epilog="example:\n  planner validate my-input.xlsx")
     val.add_argument("input", type=Path, help="input workbook (.xlsx/.xlsm)")
 
+    dif = sub.add_parser("diff", help="compare two plans: input changes, workload changes, cost bridge",
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         epilog="example:\n  planner diff plan-2026q3.xlsx plan-2026q4.xlsx -o out/q3-q4-diff.xlsx")
+    dif.add_argument("old", type=Path, help="the earlier plan: an input workbook or a planner output")
+    dif.add_argument("new", type=Path, help="the later plan: an input workbook or a planner output")
+    dif.add_argument("-o", "--output", type=Path,
+                     help="diff workbook; default: out/<old>-vs-<new>-diff.xlsx under the current folder")
+    dif.add_argument("-q", "--quiet", action="store_true", help="print only problems")
+    dmemo = dif.add_argument_group("memo and email")
+    dmemo.add_argument("--no-memo", action="store_true",
+                       help="write only the workbook (no <output>-memo.md/.html and chart beside it)")
+    dmemo.add_argument("--eml", type=Path, metavar="PATH",
+                       help="also write the diff memo as an email (.eml), the diff workbook attached; nothing is sent")
+    dmemo.add_argument("--to", action="append", metavar="ADDR", help="recipient of the .eml (repeatable)")
+    dmemo.add_argument("--from", dest="sender", metavar="ADDR", help="sender of the .eml")
+    dmemo.add_argument("--subject", metavar="S", help="subject of the .eml (default: title and cost change)")
+    dif.add_argument("--fixed-time", metavar="ISO8601", help=argparse.SUPPRESS)
+
     snd = sub.add_parser("send", help="send an .eml written by planner run --eml over SMTP",
                          formatter_class=argparse.RawDescriptionHelpFormatter,
                          epilog="example:\n  PLANNER_SMTP_PASSWORD=... planner send out/q4.eml "
@@ -301,6 +319,59 @@ def cmd_send(args) -> int:
     return EXIT_OK
 
 
+def cmd_diff(args) -> int:
+    """planner diff OLD NEW: compare two plans (see planner.diff)."""
+    import datetime as dt
+
+    from .diff import diff_plans
+    from .diff_memo import build_memo, memo_paths, write_memo
+    from .diff_sheets import write_diff
+    from .writer import save_atomic
+
+    old, new = args.old, args.new
+    missing = [Problem(f"{role} {p}", "no such file") for role, p in (("OLD", old), ("NEW", new)) if not p.exists()]
+    if missing:
+        raise InputError(missing)
+    if old.resolve() == new.resolve() or os.path.samefile(old, new):
+        raise UsageError(f"{new}: OLD and NEW are the same file; give two different plans")
+    out = args.output or Path.cwd() / "out" / f"{old.stem}-vs-{new.stem}-diff.xlsx"
+    check_output_path(old, out)
+    check_output_path(new, out)
+    args.templates = None
+    _memo_options(args, old, out)
+    if args.eml and any(args.eml.resolve() == p.resolve() for p in
+                        [new] + ([] if args.no_memo else list(memo_paths(out).values()))):
+        raise UsageError(f"{args.eml}: is an input or another output; choose another --eml path")
+    created = dt.datetime.now(dt.timezone.utc)
+    if args.fixed_time:
+        try:
+            created = dt.datetime.fromisoformat(args.fixed_time)
+        except ValueError:
+            raise UsageError(f"--fixed-time {args.fixed_time!r}: not an ISO 8601 time") from None
+        created = created if created.tzinfo else created.replace(tzinfo=dt.timezone.utc)
+    d = diff_plans(old, new)
+    memo_ = None if args.no_memo else build_memo(d, out, created=created)
+    save_atomic(out, lambda tmp: write_diff(d, tmp, created))
+    if memo_ is not None:
+        write_memo(memo_, save_atomic)
+    if args.eml:
+        from .mail import build_message, message_bytes
+
+        msg = build_message(memo_, out, to=args.to, sender=args.sender, subject=args.subject, date=created)
+        save_atomic(args.eml, lambda tmp: tmp.write_bytes(message_bytes(msg)))
+    counts = {s: sum(1 for w in d.workloads if w["status"] == s) for s in ("added", "removed", "changed")}
+    cur = str(d.new.settings.get("currency") or "").strip()
+    _say(f"planner: compared {old} with {new}: {len(d.changes)} input cells changed; workloads "
+         f"{counts['added']} added, {counts['removed']} removed, {counts['changed']} changed", args.quiet)
+    _say(f"planner: fleet cost per month {cur} {d.bridge[0][1]:,.2f} -> {cur} {d.bridge[-1][1]:,.2f} "
+         f"({d.total_change:+,.2f}); wrote {out}", args.quiet)
+    if memo_ is not None:
+        _say(f"planner: wrote memo {memo_.paths['md']} and {memo_.paths['html']}", args.quiet)
+    if args.eml:
+        _say(f"planner: wrote email {args.eml} (not sent: use planner send)", args.quiet)
+    return EXIT_OK
+
+
 class Terminated(BaseException):
     """SIGTERM, turned into an exception so that half-written files are removed."""
 
@@ -316,7 +387,8 @@ def main(argv: list[str] | None = None) -> int:
         # also when started with SIGINT ignored (a background job of a script): Ctrl-C and
         # SIGINT must still stop the run cleanly
         signal.signal(signal.SIGINT, signal.default_int_handler)
-    handler = {"run": cmd_run, "template": cmd_template, "validate": cmd_validate, "send": cmd_send}[args.command]
+    handler = {"run": cmd_run, "template": cmd_template, "validate": cmd_validate, "send": cmd_send,
+               "diff": cmd_diff}[args.command]
     try:
         return handler(args)
     except InputError as err:
