@@ -329,14 +329,13 @@ def cmd_diff(args) -> int:
     from .writer import save_atomic
 
     old, new = args.old, args.new
-    missing = [Problem(f"{role} {p}", "no such file") for role, p in (("OLD", old), ("NEW", new)) if not p.exists()]
-    if missing:
-        raise InputError(missing)
-    if old.resolve() == new.resolve() or os.path.samefile(old, new):
+    if old.resolve() == new.resolve() or (old.exists() and new.exists() and os.path.samefile(old, new)):
         raise UsageError(f"{new}: OLD and NEW are the same file; give two different plans")
     out = args.output or Path.cwd() / "out" / f"{old.stem}-vs-{new.stem}-diff.xlsx"
-    check_output_path(old, out)
-    check_output_path(new, out)
+    for src in (old, new):  # (a missing input is reported with the other file's problems below)
+        check_output_path(src if src.exists() else Path(os.devnull), out)
+        if out.resolve() == src.resolve():
+            raise UsageError(f"{out}: the output may not be the input itself; choose another -o path")
     args.templates = None
     _memo_options(args, old, out)
     if args.eml and any(args.eml.resolve() == p.resolve() for p in
