@@ -17,8 +17,9 @@ Bridge steps, applied in this fixed order (each state is planned in full)::
     state0  = OLD
     removed : drop the workloads that are only in OLD
     added   : add the workloads that are only in NEW, with the models and GPUs they need
-              from NEW (those not in the state already: a model or GPU in both files keeps
-              OLD's definition until ``price``/``other``)
+              from NEW (a model or GPU that OLD defines differently is added as a copy under
+              another name for them: the added workloads cost what they cost in NEW, the
+              workloads in both keep OLD's definition until ``price``/``other``)
     demand  : NEW's demand_tpm for the common workloads
     hit     : NEW's hit_target and hit_measured for the common workloads
     price   : NEW's hourly_cost for every GPU of the state that NEW has
@@ -170,15 +171,29 @@ def bridge_states(old: PlanInput, new: PlanInput) -> list[tuple[str, PlanInput]]
     gpus = [dict(r) for r in old.gpus.records]
     states.append(("removed", with_records(old, {"Workloads": wl})))
     # added: NEW-only workloads, with the models and GPUs they need from NEW
+    # (a model or GPU OLD defines differently is added as a copy under a new name, so that the
+    # added workloads cost here exactly what they cost in NEW, and the common ones are unchanged)
     new_models, new_gpus = _by_name(new.models, "model"), _by_name(new.gpus, "gpu")
+    aliases: dict[tuple[str, str], str] = {}
     for r in new.workloads.records:
         if fold(r["workload"]) in old_wl:
             continue
-        wl.append(dict(r))
+        rec = dict(r)
         for col, have, pool in (("model", models, new_models), ("gpu", gpus, new_gpus)):
             k = fold(r[col])
-            if all(fold(x[col]) != k for x in have):
-                have.append(dict(pool[k]))
+            want = pool[k]
+            cur = next((x for x in have if fold(x[col]) == k), None)
+            if cur is None:
+                have.append(dict(want))
+            elif not _same_record(cur, want, col):
+                if (col, k) not in aliases:
+                    name, n = f"{want[col]} (NEW)", 2
+                    while any(fold(x[col]) == fold(name) for x in have):
+                        name, n = f"{want[col]} (NEW {n})", n + 1
+                    have.append(dict(want, **{col: name}))
+                    aliases[(col, k)] = name
+                rec[col] = aliases[(col, k)]
+        wl.append(rec)
     states.append(("added", with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus})))
     # demand, then hit: NEW's values for the common workloads
     for step, cols in (("demand", ("demand_tpm",)), ("hit", ("hit_target", "hit_measured"))):
@@ -262,6 +277,12 @@ def _same(a: Any, b: Any) -> bool:
     if isinstance(a, (tuple, list)) and isinstance(b, (tuple, list)):
         return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
     return a == b
+
+
+def _same_record(a: dict, b: dict, key: str) -> bool:
+    """Two rows hold the same values (blanks alike), their name column aside."""
+    return all(_same(None if _blank(a.get(c)) else a.get(c), None if _blank(b.get(c)) else b.get(c))
+               for c in set(a) | set(b) if c != key)
 
 
 def _blank(v: Any) -> bool:
@@ -419,10 +440,6 @@ def bridge(old_plan, new_plan, build) -> tuple[list[tuple[str, float]], dict[str
     snapped = [snap(v, q) for v in costs.values()]
     steps = [(s, snapped[k + 1] - snapped[k]) for k, s in enumerate(STEPS)]  # exact: multiples of q
     return [("old", snapped[0])] + steps + [("new", snapped[-1])], costs
-
-
-def _warning_text(plan) -> list[str]:
-    return [str(w) for w in plan.warnings]
 
 
 def new_warnings(old_plan, new_plan) -> list[str]:

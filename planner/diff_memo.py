@@ -17,15 +17,13 @@ change``), ``changes_by_sheet`` (``sheet, count``), ``new_warnings``, ``unpriced
 from __future__ import annotations
 
 import datetime as _dt
-import io
 import urllib.parse
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .diff import STEPS, Diff
-from .memo import (FMT_MONEY, Chart, MemoTemplateError, _figure_png, _style, _template_error, environments,
-                   num)
+from .diff import Diff
+from .memo import FMT_MONEY, Chart, _figure_png, _png_size, _style, _template_error, environments, num
 from .schema import FMT_INT, FMT_PCT
 
 TEMPLATES = {"md": "diff.md.j2", "html": "diff.html.j2", "txt": "diff.txt.j2"}
@@ -181,8 +179,6 @@ def build_memo(d: Diff, output: str | Path, *, created: _dt.datetime) -> DiffMem
     paths = memo_paths(output)
     currency = str(d.new.settings.get("currency") or "").strip()
     png = bridge_chart(d, currency)
-    from .memo import _png_size
-
     w, h = _png_size(png)
     chart = Chart("bridge", "Fleet cost per month, OLD to NEW", "Each bar is the change one step makes, in the "
                   "fixed order of the bridge; red adds cost, green saves.", "Waterfall of the fleet cost per month",
@@ -204,6 +200,3 @@ def write_memo(m: DiffMemo, save_atomic) -> list[Path]:
                       ("html", m.html.encode("utf-8"))):
         out.append(save_atomic(m.paths[key], lambda tmp, data=data: tmp.write_bytes(data)))
     return out
-
-
-__all__ = ["DiffMemo", "build_memo", "write_memo", "memo_paths", "MemoTemplateError", "STEPS"]

@@ -19,7 +19,7 @@ import xlsxwriter
 from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
 
 from . import __version__, schema
-from .diff import STEPS, Diff, hours_per_month
+from .diff import Diff, hours_per_month
 from .writer import WB_OPTIONS, Formats, write_cell
 
 FMT_MONEY = "#,##0.00"
@@ -31,7 +31,8 @@ COLORS = {"base": None, "up": "#C00000", "down": "#00B050", "total": "#4472C4"} 
 STEP_TEXT = {
     "old": "OLD's fleet cost per month (Σ gpus_needed · hourly_cost · hours_per_month over workloads with a demand)",
     "removed": "drop the workloads only in OLD",
-    "added": "add the workloads only in NEW, with the models and GPUs they need from NEW (those OLD lacks)",
+    "added": "add the workloads only in NEW, with the models and GPUs they need from NEW (NEW's definitions and "
+             "prices for them: they cost what they cost in NEW)",
     "demand": "take NEW's demand_tpm for the workloads in both",
     "hit": "take NEW's hit_target and hit_measured for the workloads in both",
     "price": "take NEW's hourly_cost for every GPU type NEW has",
@@ -119,7 +120,7 @@ def write_bridge(wb, fm: Formats, d: Diff, currency: str) -> None:
     left = 4
     amounts = [(f"={xl_rowcol_to_cell(k + 1, 1)}", v) for k, (_, v) in enumerate(rows)]
     write_waterfall(wb, ws, fm, left, [s for s, _ in rows], amounts,
-                    [s in ("old", "new") for s, _ in rows], title=f"Fleet cost per month, OLD to NEW",
+                    [s in ("old", "new") for s, _ in rows], title="Fleet cost per month, OLD to NEW",
                     y_title=f"{currency} per month".strip(), num_fmt="#,##0", at=(len(rows) + 3, 0))
     # the check: old + Σ steps − new (exactly 0) and the notes, right of the chart helpers
     c = left + 8

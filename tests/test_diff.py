@@ -263,6 +263,23 @@ def test_added_workload_on_a_new_model_and_gpu(tmp_path):
     assert b["removed"] == b["demand"] == b["hit"] == b["price"] == b["other"] == 0
 
 
+def test_added_workload_costs_what_it_costs_in_new(tmp_path):
+    """A GPU (and model) both files have but NEW redefines: the added workload is planned with
+    NEW's definition and price in the added step; the price step holds only the common ones."""
+    old = write(tmp_path / "old.xlsx", TINY_MODELS, TINY_GPUS[:1], [tiny_wl("w1", "g1", 1, 100_000, 100_000)], {})
+    gpus = [dict(TINY_GPUS[0], hourly_cost=2.5)]
+    models = [dict(TINY_MODELS[0], params_b=9)]
+    new = write(tmp_path / "new.xlsx", models, gpus, [tiny_wl("w1", "g1", 1, 100_000, 100_000),
+                                                      tiny_wl("w5", "G1", 1, 100_000, 250_000)], {})
+    res = diff_plans(old, new)
+    b = bridge_map(res)
+    # hand calc: OLD w1 1 GPU · 2.0 · 730 = 1,460; added w5 ⌈250k/100k⌉ = 3 GPUs · 2.5 (NEW's price) · 730 = 5,475;
+    # price: w1 1 GPU · 0.5 · 730 = 365; NEW = 1 · 2.5 · 730 + 5,475 = 7,300
+    assert (b["old"], b["added"], b["price"], b["new"]) == (1_460, 5_475, 365, 7_300)
+    assert b["removed"] == b["demand"] == b["hit"] == b["other"] == 0
+    assert {w["workload"]: w["status"] for w in res.workloads} == {"w1": "changed", "w5": "added"}
+
+
 # --------------------------------------------------------------------------- every listed change exists, none missing
 NUMERIC_EDITS = {"Workloads": [("demand_tpm", lambda r: round(r.uniform(1e5, 5e7), 1)), ("hit_target", lambda r: round(r.uniform(0, 0.9), 3)),
                                ("osl", lambda r: float(r.randint(10, 900))), ("t_decode_ms", lambda r: round(r.uniform(1, 500), 2)),
