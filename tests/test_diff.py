@@ -224,6 +224,30 @@ def test_hit_change_lands_wholly_in_hit(example_base):
     assert all(b[s] == 0.0 for s in STEPS if s != "hit")
 
 
+def test_new_warnings_and_memo(example_base, tmp_path):
+    import datetime as dt
+
+    from planner.diff_memo import build_memo
+
+    d, old = example_base
+    m, g, w, s = example_records()
+    w.insert(0, w.pop(8))          # a moved row keeps its old warning: not new
+    w[3]["hit_target"] = 0.999     # beyond its break-even h*: a new warning
+    g[3]["hourly_cost"] = None     # L40S unpriced: its GPUs count 0
+    new = write(d / "warn.xlsx", m, g, w, s)
+    res = diff_plans(old, new)
+    old_warn = [str(x) for x in res.old.warnings]
+    assert len(res.new_warnings) == 1 and w[3]["workload"] in res.new_warnings[0]
+    assert "break-even" in res.new_warnings[0] and res.new_warnings[0] not in old_warn
+    assert res.unpriced == ["L40S"]
+    memo = build_memo(res, tmp_path / "x.xlsx", created=dt.datetime(2026, 12, 1, tzinfo=dt.timezone.utc))
+    assert "## Warnings new in NEW" in memo.markdown and "0.999" not in memo.markdown
+    section = memo.markdown.split("## Warnings new in NEW")[1].split("##")[0]
+    assert section.count("\n- ") == 1 and "break-even" in section
+    assert "without an hourly_cost count 0 in the cost: L40S" in memo.markdown
+    assert "L40S" in memo.email_text and "Warnings new in NEW" in memo.html
+
+
 def test_added_and_removed_workloads(example_base):
     d, old = example_base
     old_plan = build_plan(old)
