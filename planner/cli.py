@@ -39,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
               planner run plan-2026q4.xlsx -o out/q4.xlsx   # plan your workbook
               planner template my-input.xlsx                # blank, documented input workbook
               planner validate my-input.xlsx                # check an input, write nothing
+              planner diff q3.xlsx q4.xlsx -o out/q3-q4.xlsx  # what changed, and the cost bridge
               planner run -o out/q4.xlsx --eml out/q4.eml --to team@example.org --from me@example.org
               planner send out/q4.eml --smtp smtp.example.org:587 --starttls --user me@example.org
             """))

@@ -291,9 +291,8 @@ def _blank(v: Any) -> bool:
 
 def row_names(t: Table, sheet: str) -> list[str]:
     """The name of each row of ``t``: its key for Models/GPUs/Workloads, for the optional
-    sheets the :data:`OPTIONAL_ROW_KEYS` columns joined with `` / `` (numbers as typed,
-    ``tp 4``-style labels avoided: ``Llama / H100 / 4 / 8192 / 0.5``), repeats numbered
-    ``#2``, ``#3``."""
+    sheets the :data:`OPTIONAL_ROW_KEYS` columns joined with `` / `` (numbers as ``%g``:
+    ``Llama / H100 / 4 / 8192 / 0.5``), a repeated name numbered ``#2``, ``#3``."""
     if sheet in KEY_OF:
         return [str(r.get(KEY_OF[sheet])).strip() for r in t.records]
     seen: dict[str, int] = {}
