@@ -304,6 +304,26 @@ def test_added_workload_costs_what_it_costs_in_new(tmp_path):
     assert {w["workload"]: w["status"] for w in res.workloads} == {"w1": "changed", "w5": "added"}
 
 
+def test_optional_sheets_rows_named_by_their_identifying_columns(tmp_path):
+    meas = [{"model": "m1", "gpu": "g1", "tp": 1, "isl": 1000, "hit": 0, "ttft_ms": 100},
+            {"model": "m1", "gpu": "g1", "tp": 1, "isl": 1000, "hit": 0, "ttft_ms": 110},
+            {"model": "m1", "gpu": "g1", "tp": 1, "isl": 2000, "hit": 0.5, "ttft_ms": 150}]
+    scn = [{"scenario": "s1", "sheet": "Workloads", "column": "demand_tpm", "match": "w1", "op": "multiply",
+            "value": 1.2}]
+    wl = [tiny_wl("w1", "g1", 1, 100_000, 100_000)]
+    old = write(tmp_path / "old.xlsx", TINY_MODELS, TINY_GPUS, wl, {},
+                optional={"Measurements": meas, "Scenarios": scn})
+    meas2 = copy.deepcopy(meas[:2])
+    meas2[1]["ttft_ms"] = 120           # the second of two rows named alike
+    scn2 = [dict(scn[0], value=1.3)]
+    new = write(tmp_path / "new.xlsx", TINY_MODELS, TINY_GPUS, wl, {},
+                optional={"Measurements": meas2, "Scenarios": scn2})
+    got = {(c.sheet, c.name, c.column, norm(c.old), norm(c.new)) for c in diff_plans(old, new).changes}
+    removed = {("Measurements", "m1 / g1 / 1 / 2000 / 0.5", k, norm(v), None) for k, v in meas[2].items()}
+    assert got == {("Measurements", "m1 / g1 / 1 / 1000 / 0 #2", "ttft_ms", 110.0, 120.0),
+                   ("Scenarios", "s1 / Workloads / demand_tpm / w1", "value", 1.2, 1.3)} | removed
+
+
 # --------------------------------------------------------------------------- every listed change exists, none missing
 NUMERIC_EDITS = {"Workloads": [("demand_tpm", lambda r: round(r.uniform(1e5, 5e7), 1)), ("hit_target", lambda r: round(r.uniform(0, 0.9), 3)),
                                ("osl", lambda r: float(r.randint(10, 900))), ("t_decode_ms", lambda r: round(r.uniform(1, 500), 2)),
