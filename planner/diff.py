@@ -465,6 +465,8 @@ def read_pair(old_path: Path, new_path: Path) -> tuple[PlanInput, PlanInput]:
         except InputError as err:
             problems += [Problem(f"{role} {p}: {x.place}" if x.place not in (str(p), p.name)
                                  else f"{role} {p}", x.message) for x in err.problems]
+        except OSError as err:  # not readable (permissions, a device error)
+            problems.append(Problem(f"{role} {p}", f"cannot be read ({err.strerror or err})"))
     if problems:
         raise InputError(problems)
     return out[0], out[1]

@@ -483,6 +483,25 @@ def test_bad_inputs(tiny, tmp_path, capsys):
     assert not (tmp_path / "o").exists()  # nothing written by any of them
 
 
+def test_unreadable_files_are_input_problems(tmp_path, capsys, monkeypatch):
+    """A file the reader cannot open (permissions: not testable as root, so simulated) is an
+    input problem naming its file, exit 2, not an internal error."""
+    import planner.diff
+
+    for name in ("a.xlsx", "b.xlsx"):
+        (tmp_path / name).write_bytes(b"x")
+
+    def denied(path):
+        raise PermissionError(13, "Permission denied", str(path))
+
+    monkeypatch.setattr(planner.diff, "read_input", denied)
+    code, _, err = diff_cli(capsys, tmp_path / "a.xlsx", tmp_path / "b.xlsx", "-o", tmp_path / "o.xlsx")
+    assert code == 2
+    assert "OLD" in err and "a.xlsx: cannot be read (Permission denied)" in err
+    assert "NEW" in err and "b.xlsx: cannot be read (Permission denied)" in err
+    assert not (tmp_path / "o.xlsx").exists()
+
+
 def test_no_memo_writes_only_the_workbook(tiny, tmp_path, capsys, monkeypatch):
     old, new, _ = tiny
     monkeypatch.chdir(tmp_path)
