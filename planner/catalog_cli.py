@@ -131,7 +131,7 @@ def catalog_records(kind: str, chosen: list[Entry]) -> list[dict]:
 
 
 def write_catalog_workbook(path: Path, kinds: tuple[str, ...], name: str | None = None) -> None:
-    from .writer import write_input_workbook
+    from .inputs_sheets import write_input_workbook
 
     recs = {k: catalog_records(k, select(k, name)) if k in kinds else [] for k in (MODEL, GPU)}
     write_input_workbook(path, recs[MODEL], recs[GPU], [], {},
@@ -156,7 +156,7 @@ def cmd_catalog(args) -> int:
               file=sys.stderr)
         return EXIT_INPUT
     if args.xlsx is not None:
-        from .writer import save_atomic
+        from .fileio import save_atomic
 
         save_atomic(args.xlsx, lambda tmp: write_catalog_workbook(tmp, kinds, args.name))
         n = {k: len(v) for k, v in chosen.items()}

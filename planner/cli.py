@@ -331,7 +331,7 @@ def cmd_diff(args) -> int:
     from .diff import diff_plans
     from .diff_memo import build_memo, memo_paths, write_memo
     from .diff_sheets import write_diff
-    from .writer import save_atomic
+    from .fileio import save_atomic
 
     old, new = args.old, args.new
     if old.resolve() == new.resolve() or (old.exists() and new.exists() and os.path.samefile(old, new)):

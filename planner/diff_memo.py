@@ -23,7 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from .diff import Diff
-from .memo import FMT_MONEY, Chart, _figure_png, _png_size, _style, _template_error, environments, num
+from .memo import _template_error, environments
+from .memo_charts import Chart, _figure_png, _png_size, _style
+from .memo_numbers import FMT_MONEY, num
 from .schema import FMT_INT, FMT_PCT
 
 TEMPLATES = {"md": "diff.md.j2", "html": "diff.html.j2", "txt": "diff.txt.j2"}
@@ -138,7 +140,7 @@ def bridge_chart(d: Diff, currency: str) -> bytes:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from .memo import CHART_WIDTH_IN
+    from .memo_charts import CHART_WIDTH_IN
 
     labels = [s for s, _ in d.bridge]
     bottoms, heights, colors = [], [], []

@@ -20,7 +20,7 @@ from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
 
 from . import __version__, schema
 from .diff import Diff, hours_per_month
-from .writer import WB_OPTIONS, Formats, write_cell
+from .xlstyle import WB_OPTIONS, Formats, write_cell
 
 FMT_MONEY = "#,##0.00"
 FMT_GPUS = schema.FMT_INT
