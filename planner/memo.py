@@ -349,7 +349,7 @@ def findings(plan) -> list[dict[str, str]]:
     load_bound = [i for i in range(n) if r["regime"].iat[i] == "load-bound"]
     if load_bound:
         parts = [f"{r['workload'].iat[i]} (load {R(i, 'load_ms')} ms vs compute {R(i, 'compute_ms')} ms "
-                 f"at {V(i, 'hit_target')} hit, {V(i, 'pcie_gbps')} GB/s)" for i in load_bound]
+                 f"at {V(i, 'hit_target')} hit, {V(i, 'kv_gbps')} GB/s)" for i in load_bound]
         out.append({"kind": "load-bound", "title": "Load-bound at target",
                     "text": f"Loading the cached KV over PCIe takes longer than the remaining prefill compute for "
                             f"{len(load_bound)} of {n} workloads: " + "; ".join(parts) + ". Their TTFT now "
@@ -515,7 +515,7 @@ def ttft_curves(plan, i: int, hits: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     the model's functions and the row's resolved inputs (as the Sensitivity_Hit sheet)."""
     res = plan.resolved.iloc[i]
     s_kv = float(plan.results["kv_bytes_per_token_gpu"].iat[i])
-    load = m.kv_load_ms(hits, float(res["isl"]), s_kv, float(res["pcie_gbps"]))
+    load = m.kv_load_ms(hits, float(res["isl"]), s_kv, float(res["kv_gbps"]))
     comp = m.compute_ms(hits, float(res["t_attn0_ms"]), float(res["t_ffn0_ms"]), float(res["t_other0_ms"]),
                         res["other_scaling"])
     fixed = float(res["t_fixed_ms"])

@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema, sheets
+from .calibrate import Calibration, fill_breakdown
 from .model import uneven_heads
 from .reader import PlanInput, Table, read_input
 from .sensitivity import Sensitivities, evaluate_all
@@ -41,6 +42,7 @@ class Plan:
     hit_grid: np.ndarray
     sens: Sensitivities
     warnings: list[Warning_] = field(default_factory=list)
+    calibration: "Calibration | None" = None  # planner.calibrate: fits, breakdown_source, filled cells
     created: _dt.datetime = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc))
 
     @property
@@ -125,9 +127,10 @@ def build_plan(source: str | Path | PlanInput) -> Plan:
     models = table_frame(p_in.models, "Models")
     gpus = table_frame(p_in.gpus, "GPUs")
     workloads = table_frame(p_in.workloads, "Workloads")
-    resolved = sheets.resolve(models, gpus, workloads)
+    filled, calib = fill_breakdown(p_in, models, gpus, workloads)  # typed > calibrated > estimated
+    resolved = sheets.resolve(models, gpus, filled)
     results = evaluate_results(resolved)
     grid = hit_grid(float(p_in.settings["hit_step"]))
     sens = evaluate_all(resolved, results, grid, tuple(p_in.settings.get("pcie_sweep_gbps") or ()))
-    warns = _warnings(p_in, models, resolved, results)
-    return Plan(p_in, models, gpus, workloads, resolved, results, grid, sens, warns)
+    warns = [Warning_(pl, msg) for pl, msg in calib.warnings] + _warnings(p_in, models, resolved, results)
+    return Plan(p_in, models, gpus, workloads, resolved, results, grid, sens, warns, calib)

@@ -186,7 +186,7 @@ def pcie_table(extra_gbps: tuple[float, ...]) -> Table:
 
 
 def hit_alpha_table() -> Table:
-    cols = [out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit", "isl", "kv_bytes_per_token_gpu", "pcie_gbps"),
+    cols = [out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit", "isl", "kv_bytes_per_token_gpu", "kv_gbps"),
             out("compute_ms", "ms", FMT_MS, m.compute_ms, "hit", "t_attn0_ms", "t_ffn0_ms", "t_other0_ms",
                 "other_scaling")]
     for a in sheets.ALPHA_GRID:
@@ -199,7 +199,7 @@ def hit_alpha_table() -> Table:
 # Tornado drivers: name, upper bound (None: unbounded)
 DRIVERS: tuple[tuple[str, float | None], ...] = (
     ("hit_target", 1.0), ("t_attn0_ms", None), ("t_ffn0_ms", None), ("t_fixed_ms", None),
-    ("t_decode_ms", None), ("pcie_gbps", None), ("isl", None), ("alpha", 1.0))
+    ("t_decode_ms", None), ("kv_gbps", None), ("isl", None), ("alpha", 1.0))
 
 
 def tornado_calc_table() -> Table:
