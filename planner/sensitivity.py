@@ -178,7 +178,10 @@ def pcie_table(extra_gbps: tuple[float, ...]) -> Table:
     cols = (
         out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit_target", "isl", "kv_bytes_per_token_gpu", "pcie_gbps"),
         _results("compute_ms")[0],
-        *_results("ttft_alpha0_ms", "ttft_alpha1_ms", "ttft_ms", "delta", "h_star"),
+        *_results("ttft_alpha0_ms", "ttft_alpha1_ms", "ttft_ms"),
+        # the sweep's own link bandwidth (Results' delta uses the effective kv_gbps)
+        out("delta", "ratio", sheets.FMT_RATIO, m.delta, "isl", "kv_bytes_per_token_gpu", "pcie_gbps", "t0_ms"),
+        *_results("h_star"),
     )
     return Table("Sensitivity_PCIe", (Lead("link", "link", None, labels, text=True),
                                       Lead("pcie_gbps", "pcie_gbps [GB/s]", "#,##0.0", values, formulas)),
