@@ -425,3 +425,43 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
         raise InputError(problems)
     filled["breakdown_source"] = source
     return filled, Calibration(fits, source, fit_index, prov, warns, {"prefill_mfu": mfu, "decode_mbu": mbu})
+
+
+def _names(names: list[str], limit: int = 6) -> str:
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def memo_lines(plan) -> list[str]:
+    """Memo lines on where each workload's prefill/decode times come from and how good each
+    fit is; empty when every breakdown is typed (the memo then says nothing about it)."""
+    calib = plan.calibration
+    if calib is None or all(s == "input" for s in calib.source):
+        return []
+    wl = list(plan.results["workload"])
+    out = []
+    typed = [w for w, s in zip(wl, calib.source) if s == "input"]
+    if typed:
+        out.append(f"Typed in Workloads ({len(typed)}): {_names(typed)}.")
+    for k, f in enumerate(calib.fits):
+        rows = [w for w, j in zip(wl, calib.fit_index) if j == k]
+        if not f.ok:
+            out.append(f"Load test of {f.label} not used: {'; '.join(f.warnings)}.")
+            continue
+        if not rows:
+            continue
+        b = (f"B_eff {f.b_gbps:,.1f} GB/s fitted from the hit points" if f.b_fitted
+             else f"KV load at the GPU's {f.b_gbps:,.0f} GB/s (no point with hits)")
+        out.append(f"Calibrated from the load test of {f.label} ({len(f.points)} points; fitted TTFT within "
+                   f"{f.median_abs_error:.1%} of measured at the median, {f.max_abs_error:.1%} at worst): "
+                   f"{_names(rows)}. Fixed {f.t_fixed:,.1f} ms, {f.k_ffn * 1000:,.1f} ms per 1k tokens, "
+                   + (f"attention {f.k_attn * 1e6:,.3f} ms per (1k tokens) squared" if f.k_attn > 0 else
+                      "no quadratic attention term (TTFT grows linearly over the measured lengths)")
+                   + f"; {b}.")
+    est = [w for w, s in zip(wl, calib.source) if s == "estimated"]
+    if est:
+        st = calib.settings
+        out.append(f"Estimated by a roofline (prefill at {st['prefill_mfu']:.0%} of peak FLOPS, decode at "
+                   f"{st['decode_mbu']:.0%} of HBM bandwidth) for {len(est)}: {_names(est)}. Rooflines are "
+                   f"usually optimistic; a load test of these deployments would replace them.")
+    return out

@@ -568,6 +568,7 @@ WORKLOADS: List[Dict[str, Any]] = [
         "batch": 1,
         "hit_target": 0.50,
         "alpha": 0.0,
+        "demand_tpm": 250000,  # Estimate: illustrative demand.
         "note": (
             "Breakdown calibrated from MEASUREMENTS (tenstorrent/tt-inference-server "
             "issue #379, 4x H100, concurrency 1). hit_target is illustrative."
@@ -584,6 +585,7 @@ WORKLOADS: List[Dict[str, Any]] = [
         "osl": 128,
         "batch": 8,
         "hit_target": 0.50,
+        "demand_tpm": 2000000,  # Estimate: illustrative demand.
         "note": "Breakdown estimated by the roofline (no load test of tp 8). Illustrative.",
     },
 ]

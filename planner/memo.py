@@ -73,6 +73,7 @@ import numpy as np
 import pandas as pd
 
 from . import __version__, schema, sheets
+from .calibrate import memo_lines
 from . import model as m
 
 TEMPLATE_NAMES: dict[str, str] = {"md": "memo.md.j2", "html": "memo.html.j2", "txt": "memo.txt.j2"}
@@ -699,6 +700,7 @@ def build_context(plan, *, workbook: str, charts: list[Chart] | None = None, ema
         "headline": headline(plan, fleet, quarter, currency),
         "fleet": fleet, "columns": columns, "rows": rows, "rows_total": len(r), "rows_omitted": len(r) - len(rows),
         "findings": findings(plan),
+        "breakdown": memo_lines(plan),  # where the times come from: typed / calibrated / estimated
         "assumptions": list(ASSUMPTIONS),
         "equations": [{"name": a, "formula": b} for a, b in EQUATIONS],
         "warnings": [str(w) for w in plan.warnings],
