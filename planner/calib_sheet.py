@@ -146,7 +146,7 @@ def write_calibration(wb, fm, plan) -> None:
                 "b_eff_gbps": f.b_gbps, "s_kv_bytes": f.s_kv, "curve_hit": _curve_hit(f),
                 "curve_alpha": float(f.points["alpha"].max()),
                 "b_source": ("fitted (B_eff)" + (", at search edge" if f.b_at_bound else "")) if f.b_fitted
-                else "GPU pcie_gbps (no hit > 0 point)",
+                else "GPU pcie_gbps (assumed: not fitted)",
                 "tpot_per_token_ms": f.tpot_per_token_ms,
                 "status": "ok" + ("; " + "; ".join(f.warnings) if f.warnings else "") if f.ok
                 else "not fitted: " + "; ".join(f.warnings)}

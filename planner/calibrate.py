@@ -232,17 +232,6 @@ def s_kv_of(model_rec: dict, tp: int) -> float:
                                           float(model_rec["kv_bytes"]), float(tp)))
 
 
-def check_measurements(table, models: dict, gpus: dict, problems: list, pos_of) -> None:
-    """Located problems of Measurements rows: unknown model/GPU (hit range and positive times
-    are checked by the reader from the schema). ``pos_of(name, i)`` is the row's cell of column
-    ``name``; ``problems`` collects ``(place, message)`` tuples."""
-    for i, rec in enumerate(table.records):
-        for col, known, sheet in (("model", models, "Models"), ("gpu", gpus, "GPUs")):
-            name = rec.get(col)
-            if name is not None and name not in known:
-                problems.append((pos_of(col, i), f"{col} {name!r} is not in {sheet}"))
-
-
 def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], list[tuple[str, str]]]:
     """Fit every deployment of the Measurements table.
 

@@ -570,10 +570,10 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
         wb.define_name(range_name("Resolved", rc.name), "=" + col_range("Resolved", pos["Resolved"][rc.name], n))
     filled = resolved_overrides(plan, lambda name, i: layout.other("Workloads", name, i + 1),
                                 lambda name, i: layout.own("Resolved", name, i + 1))  # calibrated / estimated cells
-    names = [rc.name for rc in sheets.RESOLVED]
+    names, filled_rows = [rc.name for rc in sheets.RESOLVED], {i for i, _ in filled}
     for i in range(n):
         for j, f, fmt, vals in jobs:
-            if (i, names[j]) in filled:
+            if i in filled_rows and (i, names[j]) in filled:
                 write_filled(ws_res, fm, i + 1, j, fmt, filled[(i, names[j])])
             else:
                 ws_res.write_vetted(i + 1, j, f.format(i + 2, i + 2), fmt, vals[i])
