@@ -400,9 +400,14 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
             if missing:
                 why = "its deployment's measurements cannot be fitted" if k is not None else \
                     f"there are no Measurements for {rec['model']} on {int(rec['tp'])}x {rec['gpu']}"
-                problems.append(Problem(place, f"t_attn0_ms/t_ffn0_ms are blank, {why}, and the roofline "
-                                               f"estimate lacks {', '.join(missing)}: type the times, add "
-                                               f"load-test points to Measurements, or fill those columns"))
+                wt = p_in.workloads
+                col = "t_attn0_ms" if blank["t_attn0_ms"] else "t_ffn0_ms"
+                where = (f"{wt.sheet}!{get_column_letter(wt.positions[col] + 1)}{wl_rows[i]}"
+                         if col in wt.positions else f"{wt.sheet} row {wl_rows[i]}")
+                problems.append(Problem(where, f"workload {rec.get('workload')!r}: t_attn0_ms/t_ffn0_ms are blank, "
+                                               f"{why}, and the roofline estimate lacks {', '.join(missing)}: "
+                                               f"type the times, add load-test points to Measurements, or fill "
+                                               f"those columns"))
                 continue
             src = f"estimated by roofline (prefill_mfu {mfu:g}, decode_mbu {mbu:g})"
             source[i] = "estimated"

@@ -51,7 +51,9 @@ print formatted and carry ``.value`` and ``.blank`` for tests in ``{% if %}``):
 ``columns`` (the per-workload table: ``key, label, unit, header, align``),
 ``rows`` (per workload: ``workload, model, gpu, tp, alpha, cells`` aligned with
 ``columns``, every column also by its key, and ``load_bound, beyond_h_star,
-kv_fits``), ``findings`` (``kind, title, text``), ``assumptions`` (text),
+kv_fits``), ``findings`` (``kind, title, text``), ``breakdown`` (text lines: which
+workloads' times are typed, calibrated with each fit's error, or estimated; empty when all
+are typed), ``assumptions`` (text),
 ``equations`` (``name, formula``), ``warnings``, ``notes`` (text),
 ``charts`` (``key, title, caption, alt, src, width, height``).
 """

@@ -123,7 +123,7 @@ def test_row_neither_calibrated_nor_estimable(tmp_path):
     with pytest.raises(InputError) as e:
         build_plan(src)
     msg = str(e.value)
-    assert "Workloads row 3 (lost)" in msg and "no Measurements for Llama-3.1-70B on 2x H100" in msg
+    assert "Workloads!" in msg and "3: workload 'lost'" in msg and "no Measurements for Llama-3.1-70B on 2x H100" in msg
     assert "Models.heads" in msg
 
 
