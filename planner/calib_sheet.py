@@ -129,7 +129,8 @@ def write_calibration(wb, fm, plan) -> None:
     ws.write_string(1, 0, "Fit per deployment of TTFT = t_fixed + k_attn*N^2*(1-h^2) + k_ffn*N*(1-h) + load - "
                           "alpha*MIN(load, compute), load = h*N*S/B_eff; relative error minimised, parameters >= 0. "
                           "Calibrated workloads take t_attn0 = k_attn*isl^2, t_ffn0 = k_ffn*isl, t_fixed, B_eff "
-                          "(Resolved refers to these cells).", fm("note"))
+                          "(Resolved refers to these cells). The fit itself is redone when the planner runs: after editing "
+                          "Measurements, run it again.", fm("note"))
     for j, h in enumerate(PARAM_COLS):
         ws.write_string(PARAM_TOP, j, h, fm("header"))
         ws_real.set_column(j, j, 14 if j else 34)
@@ -146,7 +147,8 @@ def write_calibration(wb, fm, plan) -> None:
                 "b_eff_gbps": f.b_gbps, "s_kv_bytes": f.s_kv, "curve_hit": _curve_hit(f),
                 "curve_alpha": float(f.points["alpha"].max()),
                 "b_source": ("fitted (B_eff)" + (", at search edge" if f.b_at_bound else "")) if f.b_fitted
-                else "GPU pcie_gbps (assumed: not fitted)",
+                else ("GPU pcie_gbps (assumed: all hit points at one hit ratio)" if (f.points["hit"] > 0).any()
+                      else "GPU pcie_gbps (no point with hit > 0)"),
                 "tpot_per_token_ms": f.tpot_per_token_ms,
                 "status": "ok" + ("; " + "; ".join(f.warnings) if f.warnings else "") if f.ok
                 else "not fitted: " + "; ".join(f.warnings)}
