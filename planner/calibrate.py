@@ -365,8 +365,9 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                     problems.append(Problem(cell(col, i), f"{col} {name!r} is not in {sheet}"))
                 else:
                     rec[col] = target
-        if not problems:
-            fits, warns = fit_deployments(meas, model_recs, gpu_recs)
+        if problems:  # the rows of unknown deployments would only add follow-on errors
+            raise InputError(problems)
+        fits, warns = fit_deployments(meas, model_recs, gpu_recs)
     by_key = {f.key: k for k, f in enumerate(fits)}
     filled = workloads.copy()
     n = len(workloads)

@@ -22,13 +22,9 @@ the per-request chip time is that over ``batch`` (amortised, as the model's time
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from .constants import C
-
-MISSING_PREFILL = ("heads", "active_params_b or params_b", "bf16_tflops")
 
 
 def flops_linear(active_params_b, isl):

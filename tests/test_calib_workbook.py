@@ -3,7 +3,6 @@ sheets, located errors, and one LibreOffice recalculation."""
 
 from __future__ import annotations
 
-import numpy as np
 import openpyxl
 import pytest
 
