@@ -412,6 +412,11 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                 continue
             src = f"estimated by roofline (prefill_mfu {mfu:g}, decode_mbu {mbu:g})"
             source[i] = "estimated"
+        if blank["t_decode_ms"] and "t_decode_ms" not in vals:
+            why = ("its Measurements have no tpot_ms" if source[i] == "calibrated"
+                   else "the estimate needs GPUs.hbm_tbps and Models.params_b")
+            warns.append((place, f"t_decode_ms is blank and stays 0 ({why}): decode time is left out of "
+                                 f"chip time and TPM"))
         for col, v in vals.items():
             if blank[col]:
                 filled.iat[i, filled.columns.get_loc(col)] = float(v)

@@ -159,6 +159,8 @@ def test_production_hit_only_is_fitted_with_assumed_bandwidth(tmp_path):
     f = plan.calibration.fits[0]
     assert f.ok and not f.b_fitted and f.b_gbps == 50.0 and f.max_abs_error < 1e-9
     assert any("cannot be told apart" in str(w) for w in plan.warnings)
+    # no tpot_ms in these points: the blank decode time stays 0, and the planner says so
+    assert any("t_decode_ms is blank and stays 0 (its Measurements have no tpot_ms)" in str(w) for w in plan.warnings)
 
 
 @pytest.mark.libreoffice
