@@ -24,7 +24,8 @@ def write_example(path: Path) -> None:
     write_input_workbook(path, example_data.MODELS, example_data.GPUS, example_data.WORKLOADS,
                          _settings(example_data.SETTINGS),
                          title="KV-hit capacity planner: example input (illustrative numbers; sources "
-                               "in the source/note columns)")
+                               "in the source/note columns)",
+                         optional={"Measurements": example_data.MEASUREMENTS})
 
 
 def _template_rows() -> tuple[list[dict], list[dict], list[dict]]:

@@ -125,6 +125,25 @@ MODELS: List[Dict[str, Any]] = [
             "KV cache. kv_heads/head_dim left blank: not used for MLA."
         ),
     },
+    {
+        "model": "Llama-3.2-90B-Vision",
+        "layers": 100,
+        "kv_heads": 8,
+        "head_dim": 128,
+        "kv_bytes": 2,
+        "attention": "gqa",
+        "params_b": 88.6,
+        "weight_bytes": 2,
+        "heads": 64,
+        "hidden_size": 8192,
+        "source": (
+            "Hugging Face meta-llama/Llama-3.2-90B-Vision-Instruct config.json text_config: "
+            "num_hidden_layers=100 (80 self-attention + 20 cross-attention), "
+            "num_key_value_heads=8, num_attention_heads=64, hidden_size=8192 (head_dim 128); "
+            "model card: 88.6B parameters. BF16. Its workloads are calibrated from the "
+            "published load test in the Measurements sheet."
+        ),
+    },
 ]
 
 # ---------------------------------------------------------------------------
@@ -142,8 +161,11 @@ GPUS: List[Dict[str, Any]] = [
         "pcie_gen": 5,
         # Estimate: plausible late-2026 on-demand cloud price per GPU-hour.
         "hourly_cost": 2.50,
+        "hbm_tbps": 3.35,
+        "bf16_tflops": 989.4,
         "note": (
-            "NVIDIA H100 SXM5 80GB HBM3. nvidia-smi reports 81559 MiB = 79.6 GiB "
+            "NVIDIA H100 SXM5 80GB HBM3. Datasheet: 3.35 TB/s HBM3, 989.4 dense BF16 "
+            "TFLOPS (1,979 is the sparsity figure). nvidia-smi reports 81559 MiB = 79.6 GiB "
             "(totals listed in modal-labs/modal-client PR #2797). PCIe Gen5 x16 "
             "host link; pcie_gbps left blank so the Gen5 default applies "
             "(NVIDIA/nvbandwidth issue #24 shows ~35 GB/s SM-copy H2D and "
@@ -534,6 +556,38 @@ WORKLOADS: List[Dict[str, Any]] = [
             "requests. Other time is per-request retrieval packing (const)."
         ),
     },
+    # Calibrated: no typed breakdown; t_attn0/t_ffn0/t_fixed/t_decode come from the
+    # Measurements sheet (published load test of this deployment, 0 hit, 5 lengths).
+    {
+        "workload": "vision-llama90b-h100",
+        "model": "Llama-3.2-90B-Vision",
+        "gpu": "H100-SXM",
+        "tp": 4,
+        "isl": 3000,
+        "osl": 128,
+        "batch": 1,
+        "hit_target": 0.50,
+        "alpha": 0.0,
+        "demand_tpm": 250000,  # Estimate: illustrative demand.
+        "note": (
+            "Breakdown calibrated from MEASUREMENTS (tenstorrent/tt-inference-server "
+            "issue #379, 4x H100, concurrency 1). hit_target is illustrative."
+        ),
+    },
+    # Estimated: the same model on 8 GPUs has no measurements: roofline estimate from
+    # the model's and the GPU's dimensions (Settings prefill_mfu, decode_mbu).
+    {
+        "workload": "vision-llama90b-h100-tp8",
+        "model": "Llama-3.2-90B-Vision",
+        "gpu": "H100-SXM",
+        "tp": 8,
+        "isl": 3000,
+        "osl": 128,
+        "batch": 8,
+        "hit_target": 0.50,
+        "demand_tpm": 2000000,  # Estimate: illustrative demand.
+        "note": "Breakdown estimated by the roofline (no load test of tp 8). Illustrative.",
+    },
 ]
 
 # ---------------------------------------------------------------------------
@@ -563,4 +617,20 @@ SETTINGS: List[Dict[str, Any]] = [
         "value": "200; 450",
         "note": "Extra host-to-device bandwidths for the PCIe sweep (GB/s).",
     },
+]
+
+
+# ---------------------------------------------------------------------------
+# MEASUREMENTS (optional sheet): published load-test points, one row per point.
+# Source of every row: tenstorrent/tt-inference-server issue #379 "GPU Reference scores
+# for Llama 3.2 90B Vision", comment by gtobarTT 2025-07-14, table "Performance Benchmark
+# Sweeps for Llama-3.2-90B-Vision-Instruct on 4xH100s" (vLLM, concurrency 1, OSL 128):
+# https://github.com/tenstorrent/tt-inference-server/issues/379
+# ---------------------------------------------------------------------------
+_M379 = "tenstorrent/tt-inference-server issue #379 (4xH100, vLLM, concurrency 1): ISL {isl}, OSL 128, TTFT {t} ms, TPOT {p} ms"
+MEASUREMENTS: List[Dict[str, Any]] = [
+    {"model": "Llama-3.2-90B-Vision", "gpu": "H100-SXM", "tp": 4, "isl": isl, "hit": 0.0, "ttft_ms": t,
+     "osl": 128, "tpot_ms": p, "batch": 1, "note": _M379.format(isl=isl, t=t, p=p)}
+    for isl, t, p in ((128, 105.5, 46.0), (1024, 500.1, 45.9), (2048, 945.6, 46.0), (3072, 1397.4, 46.2),
+                      (4096, 1842.8, 46.3))
 ]

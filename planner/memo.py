@@ -51,7 +51,9 @@ print formatted and carry ``.value`` and ``.blank`` for tests in ``{% if %}``):
 ``columns`` (the per-workload table: ``key, label, unit, header, align``),
 ``rows`` (per workload: ``workload, model, gpu, tp, alpha, cells`` aligned with
 ``columns``, every column also by its key, and ``load_bound, beyond_h_star,
-kv_fits``), ``findings`` (``kind, title, text``), ``assumptions`` (text),
+kv_fits``), ``findings`` (``kind, title, text``), ``breakdown`` (text lines: which
+workloads' times are typed, calibrated with each fit's error, or estimated; empty when all
+are typed), ``assumptions`` (text),
 ``equations`` (``name, formula``), ``warnings``, ``notes`` (text),
 ``charts`` (``key, title, caption, alt, src, width, height``).
 """
@@ -67,6 +69,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import __version__
+from .calibrate import memo_lines
 from .memo_charts import Chart, make_charts
 from .memo_numbers import (MEMO_TABLE_MAX, TABLE_COLUMNS, _f, findings, fleet_totals, headline, resolved_num,
                            result_num, table_cell, table_rows)
@@ -159,6 +162,7 @@ def build_context(plan, *, workbook: str, charts: list[Chart] | None = None, ema
         "headline": headline(plan, fleet, quarter, currency),
         "fleet": fleet, "columns": columns, "rows": rows, "rows_total": len(r), "rows_omitted": len(r) - len(rows),
         "findings": findings(plan),
+        "breakdown": memo_lines(plan),  # where the times come from: typed / calibrated / estimated
         "assumptions": list(ASSUMPTIONS),
         "equations": [{"name": a, "formula": b} for a, b in EQUATIONS],
         "warnings": [str(w) for w in plan.warnings],

@@ -108,7 +108,7 @@ def ttft_curves(plan, i: int, hits: np.ndarray) -> tuple[np.ndarray, np.ndarray]
     the model's functions and the row's resolved inputs (as the Sensitivity_Hit sheet)."""
     res = plan.resolved.iloc[i]
     s_kv = float(plan.results["kv_bytes_per_token_gpu"].iat[i])
-    load = m.kv_load_ms(hits, float(res["isl"]), s_kv, float(res["pcie_gbps"]))
+    load = m.kv_load_ms(hits, float(res["isl"]), s_kv, float(res["kv_gbps"]))
     comp = m.compute_ms(hits, float(res["t_attn0_ms"]), float(res["t_ffn0_ms"]), float(res["t_other0_ms"]),
                         res["other_scaling"])
     fixed = float(res["t_fixed_ms"])

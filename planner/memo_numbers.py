@@ -279,7 +279,7 @@ def findings(plan) -> list[dict[str, str]]:
     load_bound = [int(i) for i in np.flatnonzero(fl.load_bound)]
     if load_bound:
         parts = [f"{r['workload'].iat[i]} (load {R(i, 'load_ms')} ms vs compute {R(i, 'compute_ms')} ms "
-                 f"at {V(i, 'hit_target')} hit, {V(i, 'pcie_gbps')} GB/s)" for i in load_bound]
+                 f"at {V(i, 'hit_target')} hit, {V(i, 'kv_gbps')} GB/s)" for i in load_bound]
         out.append({"kind": "load-bound", "title": "Load-bound at target",
                     "text": f"Loading the cached KV over PCIe takes longer than the remaining prefill compute for "
                             f"{len(load_bound)} of {n} workloads: " + "; ".join(parts) + ". Their TTFT now "

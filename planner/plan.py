@@ -19,6 +19,7 @@ import numpy as np
 import pandas as pd
 
 from . import schema, sheets
+from .calibrate import Calibration, fill_breakdown
 from .errors import Problem
 from .flags import Flags, flags_of, warnings_of
 from .frames import column_arrays
@@ -39,6 +40,7 @@ class Plan:
     warnings: list[Problem] = field(default_factory=list)  # see flags.warnings_of
     created: _dt.datetime = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc))
     flags: Flags | None = None  # computed once: warnings, Checks and memo read them
+    calibration: "Calibration | None" = None  # planner.calibrate: fits, breakdown_source, filled cells
 
     @property
     def settings(self) -> dict:
@@ -72,11 +74,12 @@ def build_plan(source: str | Path | PlanInput) -> Plan:
     models = table_frame(p_in.models, "Models")
     gpus = table_frame(p_in.gpus, "GPUs")
     workloads = table_frame(p_in.workloads, "Workloads")
-    resolved = sheets.resolve(models, gpus, workloads)
+    filled, calib = fill_breakdown(p_in, models, gpus, workloads)  # typed > calibrated > estimated
+    resolved = sheets.resolve(models, gpus, filled)
     results = evaluate_results(resolved)
     grid = hit_grid(float(p_in.settings["hit_step"]))
     sens = evaluate_all(resolved, results, grid, tuple(p_in.settings.get("pcie_sweep_gbps") or ()))
     plan = Plan(p_in, models, gpus, workloads, resolved, results, grid, sens,
-                flags=flags_of(models, workloads, resolved, results))
-    plan.warnings = warnings_of(plan)
+                flags=flags_of(models, workloads, resolved, results), calibration=calib)
+    plan.warnings = [Problem(pl, msg) for pl, msg in calib.warnings] + warnings_of(plan)
     return plan

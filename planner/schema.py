@@ -141,9 +141,11 @@ COLUMNS: tuple[Column, ...] = (
            minimum=0, maximum=1, fmt=FMT_PCT),
     Column(W, "hit_target", "fraction", FRACTION, "planning hit ratio", True, minimum=0, maximum=1,
            fmt=FMT_PCT),
-    Column(W, "t_attn0_ms", "ms", NUMBER, "attention prefill time at 0 hit", True, minimum=0, maximum=1e9,
+    Column(W, "t_attn0_ms", "ms", NUMBER, "attention prefill time at 0 hit (blank: calibrated from Measurements, "
+           "else estimated from the catalog dimensions)", minimum=0, maximum=1e9,
            fmt=FMT_NUM),
-    Column(W, "t_ffn0_ms", "ms", NUMBER, "FFN/GEMM prefill time at 0 hit", True, minimum=0, maximum=1e9,
+    Column(W, "t_ffn0_ms", "ms", NUMBER, "FFN/GEMM prefill time at 0 hit (blank: calibrated, else estimated)",
+           minimum=0, maximum=1e9,
            fmt=FMT_NUM),
     Column(W, "t_other0_ms", "ms", NUMBER, "other variable prefill time at 0 hit", default=0,
            minimum=0, maximum=1e9, fmt=FMT_NUM),
@@ -222,6 +224,12 @@ SETTING_KEYS: tuple[Setting, ...] = (
     Setting("currency", TEXT, "USD", "currency of hourly_cost and the cost columns"),
     Setting("pcie_sweep_gbps", NUMBERS, (), "further host-to-device bandwidths for the PCIe sweep beside "
             "Gen4 and Gen5, in GB/s, separated by ';' (e.g. '200; 450' for C2C-class links)"),
+    Setting("prefill_mfu", FRACTION, 0.45, "roofline estimate: achieved fraction of the dense peak during prefill "
+            "(0.45: the prefill MFU peer planners use, SPEC section 7; PaLM inference, Pope et al. 2022, "
+            "arXiv:2211.05102, reports prefill MFU of this order)", 0, 1, True),
+    Setting("decode_mbu", FRACTION, 0.6, "roofline estimate: achieved fraction of HBM bandwidth during decode "
+            "(0.6: Databricks, 'LLM Inference Performance Engineering: Best Practices', 2023, measured MBU "
+            "around 60% at small batch)", 0, 1, True),
 )
 
 

@@ -179,7 +179,10 @@ def pcie_table(extra_gbps: tuple[float, ...]) -> SweepTable:
     cols = (
         out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit_target", "isl", "kv_bytes_per_token_gpu", "pcie_gbps"),
         _results("compute_ms")[0],
-        *_results("ttft_alpha0_ms", "ttft_alpha1_ms", "ttft_ms", "delta", "h_star"),
+        *_results("ttft_alpha0_ms", "ttft_alpha1_ms", "ttft_ms"),
+        # the sweep's own link bandwidth (Results' delta uses the effective kv_gbps)
+        out("delta", "ratio", sheets.FMT_RATIO, m.delta, "isl", "kv_bytes_per_token_gpu", "pcie_gbps", "t0_ms"),
+        *_results("h_star"),
     )
     return SweepTable("Sensitivity_PCIe", (Lead("link", "link", None, labels, text=True),
                                       Lead("pcie_gbps", "pcie_gbps [GB/s]", "#,##0.0", values, formulas)),
@@ -187,7 +190,7 @@ def pcie_table(extra_gbps: tuple[float, ...]) -> SweepTable:
 
 
 def hit_alpha_table() -> SweepTable:
-    cols = [out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit", "isl", "kv_bytes_per_token_gpu", "pcie_gbps"),
+    cols = [out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit", "isl", "kv_bytes_per_token_gpu", "kv_gbps"),
             out("compute_ms", "ms", FMT_MS, m.compute_ms, "hit", "t_attn0_ms", "t_ffn0_ms", "t_other0_ms",
                 "other_scaling")]
     for a in sheets.ALPHA_GRID:
@@ -200,7 +203,7 @@ def hit_alpha_table() -> SweepTable:
 # Tornado drivers: name, upper bound (None: unbounded)
 DRIVERS: tuple[tuple[str, float | None], ...] = (
     ("hit_target", 1.0), ("t_attn0_ms", None), ("t_ffn0_ms", None), ("t_fixed_ms", None),
-    ("t_decode_ms", None), ("pcie_gbps", None), ("isl", None), ("alpha", 1.0))
+    ("t_decode_ms", None), ("kv_gbps", None), ("isl", None), ("alpha", 1.0))
 
 
 def tornado_calc_table() -> SweepTable:

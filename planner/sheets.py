@@ -104,8 +104,8 @@ RESULTS: tuple[Out, ...] = (
         "kv_peak_gib", description="HBM left after weights and peak KV (negative: does not fit)"),
     out("max_batch_fit", "count", FMT_INT, m.max_batch_fit, "hbm_gib", "weights_gib_per_gpu",
         "max_seq_len", "kv_bytes_per_token_gpu", description="full-length requests whose KV fits"),
-    out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit_target", "isl", "kv_bytes_per_token_gpu", "pcie_gbps",
-        description="KV load time over PCIe at hit_target"),
+    out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit_target", "isl", "kv_bytes_per_token_gpu", "kv_gbps",
+        description="KV load time at hit_target (over kv_gbps: typed, calibrated B_eff, else pcie_gbps)"),
     out("compute_ms", "ms", FMT_MS, m.compute_ms, "hit_target", "t_attn0_ms", "t_ffn0_ms", "t_other0_ms",
         "other_scaling", description="prefill compute at hit_target"),
     out("ttft_alpha0_ms", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms", "compute_ms", "alpha_none",
@@ -116,7 +116,7 @@ RESULTS: tuple[Out, ...] = (
         description="TTFT at hit_target and the row's alpha"),
     out("regime", "", None, m.regime, "load_ms", "compute_ms", text=True,
         description="load-bound when load_ms > compute_ms"),
-    out("delta", "ratio", FMT_RATIO, m.delta, "isl", "kv_bytes_per_token_gpu", "pcie_gbps", "t0_ms",
+    out("delta", "ratio", FMT_RATIO, m.delta, "isl", "kv_bytes_per_token_gpu", "kv_gbps", "t0_ms",
         description="full-KV load time / 0-hit prefill time"),
     out("h_star", "fraction", FMT_PCT, m.h_star, "delta", description="break-even hit ratio 1/(1+delta)"),
     out("first_order_gain", "ratio", FMT_RATIO, m.first_order_gain, "hit_target", "delta",
@@ -148,17 +148,20 @@ RESULTS: tuple[Out, ...] = (
     out("t0_ms", "ms", FMT_MS, m.prefill0_ms, "t_fixed_ms", "t_attn0_ms", "t_ffn0_ms", "t_other0_ms",
         description="whole prefill time at 0 hit, T0"),
     out("load_ms_measured", "ms", FMT_MS, m.kv_load_ms, "hit_measured", "isl", "kv_bytes_per_token_gpu",
-        "pcie_gbps", description="KV load time at hit_measured"),
+        "kv_gbps", description="KV load time at hit_measured"),
     out("compute_ms_measured", "ms", FMT_MS, m.compute_ms, "hit_measured", "t_attn0_ms", "t_ffn0_ms",
         "t_other0_ms", "other_scaling", description="prefill compute at hit_measured"),
     out("ttft_ms_measured", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms_measured",
         "compute_ms_measured", "alpha", description="TTFT at hit_measured and the row's alpha"),
     out("tpm_change_vs_measured", "fraction", FMT_PCT, ratio_change, "chip_ms_measured", "chip_ms_target",
         description="change of delivered TPM from hit_measured to hit_target"),
+    out("breakdown_source", "", None, same, "breakdown_source", text=True,
+        description="where t_attn0/t_ffn0/t_fixed/t_decode come from: input, calibrated (Measurements) or "
+                    "estimated (roofline)"),
 )
 
 SENSITIVITY_HIT: tuple[Out, ...] = (
-    out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit", "isl", "kv_bytes_per_token_gpu", "pcie_gbps"),
+    out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit", "isl", "kv_bytes_per_token_gpu", "kv_gbps"),
     out("compute_ms", "ms", FMT_MS, m.compute_ms, "hit", "t_attn0_ms", "t_ffn0_ms", "t_other0_ms",
         "other_scaling"),
     out("ttft_alpha0_ms", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms", "compute_ms", "alpha_none"),
@@ -216,6 +219,7 @@ def resolved_columns() -> tuple[ResolvedCol, ...]:
                 continue
             text = c.kind in (TEXT,) or (c.kind == CHOICE and isinstance(c.choices[0], str))
             cols.append(ResolvedCol(c.name, sheet, c.unit, c.fmt, text))
+    cols.append(ResolvedCol("breakdown_source", "", "", None, True))  # input / calibrated / estimated
     return tuple(cols)
 
 
@@ -235,6 +239,10 @@ def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame) -
     for rc in RESOLVED:
         if rc.name in out:
             continue
+        if rc.name == "breakdown_source":  # set by planner.calibrate.fill_breakdown
+            bs = workloads["breakdown_source"] if "breakdown_source" in workloads else "input"
+            out[rc.name] = np.broadcast_to(np.asarray(bs, dtype=object), (len(workloads),)).copy()
+            continue
         c = schema.column(rc.source, rc.name)
         src = {"Models": models, "GPUs": gpus, "Workloads": workloads}[rc.source]
         idx = {"Models": model_idx, "GPUs": gpu_idx, "Workloads": np.arange(len(workloads))}[rc.source]
@@ -244,6 +252,9 @@ def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame) -
             gen = gpus["pcie_gen"].to_numpy(dtype=object)[idx] if "pcie_gen" in gpus else np.full(len(idx), None)
             by_gen = np.array([PCIE_GEN_GBPS[5] if g == 5 else PCIE_GEN_GBPS[4] for g in gen], dtype=float)
             values = np.where(blank, by_gen, pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
+        elif rc.name == "kv_gbps":  # effective KV load bandwidth: typed (or calibrated), else pcie_gbps
+            values = np.where(blank, out["pcie_gbps"].to_numpy(dtype=float),
+                              pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
         elif rc.name == "max_seq_len":
             values = np.where(blank, out["isl"].to_numpy() + out["osl"].to_numpy(),
                               pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
@@ -277,6 +288,8 @@ def resolved_formula(rc: ResolvedCol, ref: Callable[[str], str], wl: Callable[[s
         key = rc.name[:-4]
         sheet = "Models" if key == "model" else "GPUs"
         return f"MATCH({exact_text(wl(key))},{table(sheet, key)},0)"
+    if rc.name == "breakdown_source":  # rows filled by calibration/estimate get their own (planner.calib_sheet)
+        return f'IF(AND(ISNUMBER({wl("t_attn0_ms")}),ISNUMBER({wl("t_ffn0_ms")})),"input","missing")'
     c = schema.column(rc.source, rc.name)
     if rc.source == "Workloads":
         x = wl(rc.name)
@@ -288,6 +301,8 @@ def resolved_formula(rc: ResolvedCol, ref: Callable[[str], str], wl: Callable[[s
         return (f"IF(ISNUMBER({x}),{x},IF({gen}=5,{N.PCIE_GEN5_GBPS},{N.PCIE_GEN4_GBPS}))")
     if rc.name == "max_seq_len":
         return f"IF(ISNUMBER({x}),{x},{ref('isl')}+{ref('osl')})"
+    if rc.name == "kv_gbps":
+        return f"IF(ISNUMBER({x}),{x},{ref('pcie_gbps')})"
     test = "ISTEXT" if rc.text else "ISNUMBER"
     if c.default is not None:
         return f"IF({test}({x}),{x},{c.default_name})"

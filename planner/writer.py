@@ -23,6 +23,7 @@ from typing import Callable
 import xlsxwriter
 
 from . import __version__, schema, sheets
+from .calib_sheet import resolved_overrides, write_calibration, write_filled
 from .catalog import filled_run_rows
 from .charts import write_charts
 from .checks import checks_for
@@ -105,6 +106,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
             wb.define_name(range_name(sheet, c.name), "=" + col_range(sheet, pos[sheet][c.name], counts[sheet]))
 
     write_constants(wb, ws_const, fm)
+    write_calibration(wb, fm, plan)  # Calibration sheet when the input has Measurements
 
     # Resolved: inputs with defaults applied and lookups done, row-aligned with Workloads
     write_header(ws_res, fm, [f"{rc.name} [{rc.unit}]" if rc.unit else rc.name for rc in sheets.RESOLVED],
@@ -116,9 +118,15 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
         jobs.append((pos["Resolved"][rc.name], FormulaTemplate(f).fmt, fm("calc", rc.fmt),
                      values_list(plan.resolved[rc.name].to_numpy(), rc.text)))
         wb.define_name(range_name("Resolved", rc.name), "=" + col_range("Resolved", pos["Resolved"][rc.name], n))
+    filled = resolved_overrides(plan, lambda name, i: layout.other("Workloads", name, i + 1),
+                                lambda name, i: layout.own("Resolved", name, i + 1))  # calibrated / estimated cells
+    names, filled_rows = [rc.name for rc in sheets.RESOLVED], {i for i, _ in filled}
     for i in range(n):
         for j, f, fmt, vals in jobs:
-            ws_res.write_vetted(i + 1, j, f.format(i + 2, i + 2), fmt, vals[i])
+            if i in filled_rows and (i, names[j]) in filled:
+                write_filled(ws_res, fm, i + 1, j, fmt, filled[(i, names[j])])
+            else:
+                ws_res.write_vetted(i + 1, j, f.format(i + 2, i + 2), fmt, vals[i])
     tick(n)
 
     # Results

@@ -148,8 +148,10 @@ def test_input_edit_moves_every_sensitivity_table(tmp_path, recalc):
 
 
 # ----------------------------------------------------------------------------- charts
-def _chart_refs(path: Path) -> dict[str, list[dict]]:
-    """Chart file -> its series: name and the formulas of x/categories and y/values."""
+def _chart_refs(path: Path, skip: tuple[str, ...] = ("Calibration",)) -> dict[str, list[dict]]:
+    """Chart title -> its series: name and the formulas of x/categories and y/values; charts
+    over the sheets in ``skip`` (the Calibration sheet's fits, tested in test_calib_workbook)
+    are left out."""
     out = {}
     with zipfile.ZipFile(path) as z:
         for name in sorted(n for n in z.namelist() if re.match(r"xl/charts/chart\d+\.xml$", n)):
@@ -160,7 +162,8 @@ def _chart_refs(path: Path) -> dict[str, list[dict]]:
                 sname = re.search(r"<c:tx>.*?<c:v>([^<]*)</c:v>", ser, re.S)
                 refs = re.findall(r"<c:(cat|xVal|val|yVal)>.*?<c:f>([^<]*)</c:f>", ser, re.S)
                 series.append({"name": sname.group(1) if sname else "", **{k: f for k, f in refs}})
-            out[title] = series
+            if not any(f.split("!")[0].strip("'") in skip for sr in series for k, f in sr.items() if k != "name"):
+                out[title] = series
     return out
 
 

@@ -1,0 +1,186 @@
+"""Calibration and estimate inside the planner: filled workloads, Resolved/Results/Calibration
+sheets, located errors, and one LibreOffice recalculation."""
+
+from __future__ import annotations
+
+import openpyxl
+import pytest
+
+from conftest import run_planner, same_value, sheet_values
+from planner.calibrate import ttft_law
+from planner.errors import InputError
+from planner.plan import build_plan
+from planner.writer import write_input_workbook, write_output
+
+S_8B = 131_072.0  # hand calc: 2*32*8*128*2
+T_FIXED, K_ATTN, K_FFN, B_EFF = 15.0, 1.5e-6, 0.06, 18.0  # the deployment the Measurements were made from
+
+MODELS = [
+    {"model": "Llama-3.1-8B", "layers": 32, "kv_heads": 8, "head_dim": 128, "kv_bytes": 2, "params_b": 8.03,
+     "heads": 32, "hidden_size": 4096, "intermediate_size": 14336},
+    {"model": "Llama-3.1-70B", "layers": 80, "kv_heads": 8, "head_dim": 128, "kv_bytes": 2, "params_b": 70.6, "active_params_b": 70.6,
+     "heads": 64},
+]
+GPUS = [{"gpu": "H100", "hbm_gib": 80, "pcie_gen": 5, "hbm_tbps": 3.35, "bf16_tflops": 989.4, "fp8_tflops": 1978.9}]
+BASE = {"tp": 1, "osl": 200, "hit_target": 0.7, "hit_measured": 0}
+WORKLOADS = [
+    {"workload": "typed", "model": "Llama-3.1-8B", "gpu": "H100", "isl": 4096, "t_attn0_ms": 40, "t_ffn0_ms": 200,
+     **BASE},
+    {"workload": "calibrated", "model": "Llama-3.1-8B", "gpu": "H100", "isl": 6000, **BASE},
+    {"workload": "outside", "model": "Llama-3.1-8B", "gpu": "H100", "isl": 64000, "kv_gbps": 40, **BASE},
+    {"workload": "estimated", "model": "Llama-3.1-70B", "gpu": "H100", "isl": 4096, **{**BASE, "tp": 4}},
+]
+
+
+def _measurements():
+    pts = [(1024, 0), (4096, 0), (8192, 0), (16384, 0), (8192, 0.8), (16384, 0.5)]
+    out = []
+    for isl, hit in pts:
+        ttft = float(ttft_law(isl, hit, T_FIXED, K_ATTN, K_FFN, S_8B, B_EFF))
+        out.append({"model": "Llama-3.1-8B", "gpu": "H100", "tp": 1, "isl": isl, "hit": hit, "ttft_ms": ttft,
+                    "tpot_ms": 7.5, "batch": 1, "osl": 200})
+    return out
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    d = tmp_path_factory.mktemp("calib")
+    src = d / "in.xlsx"
+    write_input_workbook(src, MODELS, GPUS, WORKLOADS, {}, optional={"Measurements": _measurements()})
+    plan = build_plan(src)
+    out = d / "out.xlsx"
+    write_output(plan, out)
+    return plan, out
+
+
+def test_sources_and_filled_values(built):
+    plan, _ = built
+    r = plan.resolved.set_index("workload")
+    assert list(plan.results["breakdown_source"]) == ["input", "calibrated", "calibrated", "estimated"]
+    # typed row untouched; its load bandwidth is the GPU's (PCIe Gen5: 50 GB/s)
+    assert r.loc["typed", "t_attn0_ms"] == 40 and r.loc["typed", "kv_gbps"] == 50
+    # calibrated: hand calc t_attn0 = 1.5e-6*6000^2 = 54 ms, t_ffn0 = 0.06*6000 = 360 ms, t_fixed 15, B_eff 18
+    assert r.loc["calibrated", "t_attn0_ms"] == pytest.approx(54.0, rel=1e-6)
+    assert r.loc["calibrated", "t_ffn0_ms"] == pytest.approx(360.0, rel=1e-6)
+    assert r.loc["calibrated", "t_fixed_ms"] == pytest.approx(15.0, rel=1e-6)
+    assert r.loc["calibrated", "kv_gbps"] == pytest.approx(18.0, rel=1e-6)
+    # decode: hand calc osl*tpot/batch = 200*7.5/1 = 1500 ms
+    assert r.loc["calibrated", "t_decode_ms"] == pytest.approx(1500.0)
+    # a typed kv_gbps wins over B_eff
+    assert r.loc["outside", "kv_gbps"] == 40
+    # Results load at hit_target over B_eff: hand calc 0.7*6000*131072/18e9*1000 = 30.583 ms
+    res = plan.results.set_index("workload")
+    assert res.loc["calibrated", "load_ms"] == pytest.approx(30.5835, abs=1e-3)
+    # estimated (tp 4, BF16): hand calc 2*70.6e9*4096/(4*989.4e12*0.45) = 324.7508 ms
+    assert r.loc["estimated", "t_ffn0_ms"] == pytest.approx(324.7508, abs=1e-3)
+    assert r.loc["estimated", "t_fixed_ms"] == 0
+
+
+def test_warnings(built):
+    plan, _ = built
+    text = "\n".join(map(str, plan.warnings))
+    assert "isl 64,000 lies outside the measured lengths 1,024-16,384" in text
+    assert "(outside)" in text
+
+
+def test_output_sheets(built):
+    plan, out = built
+    wb = openpyxl.load_workbook(out)
+    assert "Calibration" in wb.sheetnames
+    ws = wb["Resolved"]
+    head = {c.value.split(" [")[0]: c.column for c in ws[1] if c.value}
+    # the calibrated row's t_attn0 is a live formula over the Calibration parameters
+    f = ws.cell(3, head["t_attn0_ms"]).value
+    assert f.startswith("=IF(ISNUMBER(Workloads!") and "Calibration!" in f
+    # the estimated row's t_attn0 is a value with its provenance
+    cell = ws.cell(5, head["t_attn0_ms"])
+    assert isinstance(cell.value, float) and "estimated by roofline" in cell.comment.text
+    assert len(wb["Calibration"]._charts) == 1
+    wb.close()
+
+
+def _bad(tmp_path, meas, workloads=WORKLOADS):
+    src = tmp_path / "bad.xlsx"
+    write_input_workbook(src, MODELS, GPUS, workloads, {}, optional={"Measurements": meas})
+    with pytest.raises(InputError) as e:
+        build_plan(src)
+    return [str(p) for p in e.value.problems]
+
+
+def test_unknown_gpu_located(tmp_path):
+    meas = _measurements()
+    meas[2] = {**meas[2], "gpu": "H100x"}
+    assert "Measurements!B4: gpu 'H100x' is not in GPUs" in _bad(tmp_path, meas)
+
+
+def test_row_neither_calibrated_nor_estimable(tmp_path):
+    # a team label the model catalog does not know, so nothing fills its heads
+    wl = [dict(WORKLOADS[0]), {"workload": "lost", "model": "team-70b", "gpu": "H100", "isl": 4096,
+                               **{**BASE, "tp": 2}}]
+    models = [MODELS[0], {**{k: v for k, v in MODELS[1].items() if k != "heads"}, "model": "team-70b"}]
+    src = tmp_path / "bad.xlsx"
+    write_input_workbook(src, models, GPUS, wl, {})
+    with pytest.raises(InputError) as e:
+        build_plan(src)
+    msg = str(e.value)
+    assert "Workloads!" in msg and "3: workload 'lost'" in msg and "no Measurements for team-70b on 2x H100" in msg
+    assert "Models.heads" in msg
+
+
+def test_hit_out_of_range_and_zero_time_located(tmp_path):
+    meas = _measurements()
+    meas[0] = {**meas[0], "hit": 1.5}
+    meas[1] = {**meas[1], "ttft_ms": 0}
+    src = tmp_path / "bad.xlsx"
+    write_input_workbook(src, MODELS, GPUS, WORKLOADS, {}, optional={"Measurements": meas})
+    r = run_planner("run", src, "-o", tmp_path / "o.xlsx", "--no-memo", cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    assert "Measurements!E2" in r.stderr and "Measurements!F3" in r.stderr
+    assert not (tmp_path / "o.xlsx").exists()
+
+
+def test_one_length_one_hit_is_not_fitted(tmp_path):
+    meas = [m for m in _measurements() if m["isl"] == 4096] * 2
+    wl = [dict(WORKLOADS[1])]
+    src = tmp_path / "one.xlsx"
+    write_input_workbook(src, MODELS, GPUS, wl, {}, optional={"Measurements": meas})
+    plan = build_plan(src)  # the workload falls back to the estimate, the fit says why it was not used
+    assert plan.results["breakdown_source"].iat[0] == "estimated"
+    assert any("cannot be fitted" in str(w) for w in plan.warnings)
+
+
+def test_production_hit_only_is_fitted_with_assumed_bandwidth(tmp_path):
+    meas = []
+    for isl in (2048, 8192, 16384):
+        meas.append({"model": "Llama-3.1-8B", "gpu": "H100", "tp": 1, "isl": isl, "hit": 0.6,
+                     "ttft_ms": float(ttft_law(isl, 0.6, T_FIXED, K_ATTN, K_FFN, S_8B, 50.0))})
+    src = tmp_path / "prod.xlsx"
+    write_input_workbook(src, MODELS, GPUS, [dict(WORKLOADS[1])], {}, optional={"Measurements": meas})
+    plan = build_plan(src)
+    f = plan.calibration.fits[0]
+    assert f.ok and not f.b_fitted and f.b_gbps == 50.0 and f.max_abs_error < 1e-9
+    assert any("cannot be told apart" in str(w) for w in plan.warnings)
+    # no tpot_ms in these points: the blank decode time stays 0, and the planner says so
+    assert any("t_decode_ms is blank and stays 0 (its Measurements have no tpot_ms)" in str(w) for w in plan.warnings)
+
+
+@pytest.mark.libreoffice
+def test_libreoffice_recalculation(built, recalc):
+    """Every Resolved, Results and Calibration value recomputed by LibreOffice equals Python."""
+    plan, out = built
+    again = recalc(out)
+    for sheet, frame in (("Resolved", plan.resolved), ("Results", plan.results)):
+        rows = sheet_values(again, sheet)
+        for i, row in enumerate(rows):
+            for name, got in row.items():
+                if name in frame:
+                    assert same_value(frame[name].iat[i], got, rel=1e-7), (sheet, i, name, frame[name].iat[i], got)
+    stored = openpyxl.load_workbook(out, data_only=True)["Calibration"]
+    fresh = openpyxl.load_workbook(again, data_only=True)["Calibration"]
+    n = 0
+    for r_s, r_f in zip(stored.iter_rows(), fresh.iter_rows()):
+        for a, b in zip(r_s, r_f):
+            if isinstance(a.value, float):
+                assert b.value == pytest.approx(a.value, rel=1e-7, abs=1e-12), a.coordinate
+                n += 1
+    assert n > 50
