@@ -32,6 +32,7 @@ from .layout import (MAX_CHART_WORKLOADS, MAX_COLUMNS, MAX_DATA_ROWS, TORNADO_CO
                      Chunks, Layout, column_templates, write_rows)
 from .long_tables import write_long_table, write_tornado
 from .names import col_range, range_name, sheet_ref
+from .print_setup import apply_print_setup
 from .run_sheet import write_constants, write_run
 from .xlfast import ROW, FastFormulaWorksheet, FormulaTemplate, RowBuffer
 from .xlstyle import STYLE, WB_OPTIONS, Formats, write_header, print_setup, col_width, values_list, write_cell
@@ -128,11 +129,9 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
             ws_results.write_comment(0, pos["Results"][c.name], c.description, {"x_scale": 1.6})
     write_rows(ws_results, fm, 1, pos["Results"], sheets.RESULTS, plan.results, lambda name, row: layout.base(name, row))
     ws_results.autofilter(0, 0, n, len(sheets.RESULTS) - 1)
-    print_setup(ws_results)
     tick(n)
 
     checks_for(plan, layout).write(wb, ws_checks, fm)
-    print_setup(ws_checks)
     write_explorer(wb, ws_explorer, fm, layout, plan)
     if ws_charts is not None:
         write_charts(wb, ws_charts, fm, layout, plan, layout.chunks)
@@ -141,5 +140,6 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
         if buffered is not None:
             buffered.flush()
     ws_results.activate()
+    apply_print_setup(wb, quarter=str(plan.settings.get("quarter") or ""), layout=layout)  # every sheet
     wb.close()
     return [ws.get_name() for ws in wb.worksheets()]
