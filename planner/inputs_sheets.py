@@ -11,6 +11,7 @@ import xlsxwriter
 from . import schema
 from .schema import CHOICE, FRACTION, INT, NUMBER, TEXT, Column
 from .layout import sheet_columns
+from .names import with_currency
 from .xlstyle import WB_OPTIONS, Formats, col_width, write_cell
 
 INPUT_SHEETS = ("Models", "GPUs", "Workloads")
@@ -44,14 +45,15 @@ def _validation(c: Column) -> dict | None:
 
 
 def write_input_sheet(wb, fm: Formats, sheet: str, records: list[dict], extras: list[str],
-                      validate_rows: int | None = None) -> dict[str, int]:
+                      validate_rows: int | None = None, currency: str | None = None) -> dict[str, int]:
     """An input sheet: headers with units and notes, styled input cells, data validation.
+    ``currency`` (Settings) replaces the unit placeholder ``currency`` in headers.
     Returns the 0-based column of every column name."""
     ws = wb.add_worksheet(sheet)
     cols = schema.columns(sheet)
     pos = sheet_columns(sheet, extras)
     for j, c in enumerate(cols):
-        ws.write_string(0, j, c.header, fm("header"))
+        ws.write_string(0, j, with_currency(c.header, currency), fm("header"))
         ws.write_comment(0, j, _column_comment(c), {"x_scale": 2, "y_scale": 1.6})
         ws.set_column(j, j, col_width(c.header, c.kind == TEXT), fm("input", c.fmt))
     for k, head in enumerate(extras):
@@ -128,7 +130,7 @@ def write_input_workbook(path: str | Path, models: list[dict], gpus: list[dict],
         for c in schema.columns(sheet):
             req = "" if c.required is False else (" (required)" if c.required is True else
                                                  f" (required: {c.required})")
-            for j, v in enumerate((c.name, c.unit, c.kind, c.range_text(),
+            for j, v in enumerate((c.name, with_currency(c.unit, settings.get("currency")), c.kind, c.range_text(),
                                    "" if c.default is None else str(c.default), c.description + req)):
                 readme.write_string(r, j, v)
             r += 1
@@ -137,7 +139,7 @@ def write_input_workbook(path: str | Path, models: list[dict], gpus: list[dict],
         extras = []
         for rec in recs:
             extras += [k for k in rec if k not in extras and k not in {c.name for c in schema.columns(sheet)}]
-        write_input_sheet(wb, fm, sheet, recs, extras, validate_rows)
+        write_input_sheet(wb, fm, sheet, recs, extras, validate_rows, currency=settings.get("currency"))
     write_settings_sheet(wb, fm, settings)
     for sheet in schema.OPTIONAL_SHEETS:
         if optional and sheet in optional:

@@ -194,8 +194,9 @@ def apply(ws, spec: PrintSpec, *, quarter: str = "", layout_pos: dict[str, int] 
     if area is not None:
         first_row, first_col, last_row, last_col = area
         ws.print_area(*area)
-    else:  # whole columns of the used range: rows a user adds print too, long notes do not
-        ws.print_area(0, 0, ws.xls_rowmax - 1, last_col)  # spill text onto pages of their own
+    else:  # the used range, so that long notes do not spill onto pages of their own (whole
+        area = (0, 0, last_row, last_col)  # columns, "$A:$V", would upset openpyxl's reader)
+        ws.print_area(*area)
     if spec.header_rows is not None and last_row >= spec.header_rows[1]:
         ws.repeat_rows(*spec.header_rows)
     ws.set_header(header_text(quarter, note), margin=MARGIN_HF)

@@ -31,7 +31,7 @@ from .inputs_sheets import INPUT_SHEETS, write_input_sheet, write_input_workbook
 from .layout import (MAX_CHART_WORKLOADS, MAX_COLUMNS, MAX_DATA_ROWS, TORNADO_COLS, WRITE_BLOCK, ZIP64_ROWS,
                      Chunks, Layout, column_templates, write_rows)
 from .long_tables import write_long_table, write_tornado
-from .names import col_range, range_name, sheet_ref
+from .names import col_range, range_name, sheet_ref, with_currency
 from .print_setup import apply_print_setup
 from .run_sheet import write_constants, write_run
 from .xlfast import ROW, FastFormulaWorksheet, FormulaTemplate, RowBuffer
@@ -90,7 +90,8 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
 
     for sheet, table in (("Workloads", p_in.workloads), ("Models", p_in.models), ("GPUs", p_in.gpus)):
         frame = {"Workloads": plan.workloads, "Models": plan.models, "GPUs": plan.gpus}[sheet]
-        write_input_sheet(wb, fm, sheet, frame.to_dict("records"), list(table.extras))
+        write_input_sheet(wb, fm, sheet, frame.to_dict("records"), list(table.extras),
+                          currency=plan.settings.get("currency"))
     write_settings_sheet(wb, fm, plan.settings, p_in.settings_extra)
     for sheet, table in p_in.optional.items():  # Measurements, Demand, Scenarios: carried as inputs
         write_input_sheet(wb, fm, sheet, table.records, list(table.extras))
@@ -107,7 +108,9 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     write_constants(wb, ws_const, fm)
 
     # Resolved: inputs with defaults applied and lookups done, row-aligned with Workloads
-    write_header(ws_res, fm, [f"{rc.name} [{rc.unit}]" if rc.unit else rc.name for rc in sheets.RESOLVED],
+    cur = plan.settings.get("currency")
+    write_header(ws_res, fm, [with_currency(f"{rc.name} [{rc.unit}]", cur) if rc.unit else rc.name
+                              for rc in sheets.RESOLVED],
             [col_width(rc.name, rc.text) for rc in sheets.RESOLVED])
     jobs = []
     for rc in sheets.RESOLVED:
@@ -122,7 +125,8 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     tick(n)
 
     # Results
-    write_header(ws_results, fm, [c.header for c in sheets.RESULTS], [col_width(c.header, c.text) for c in sheets.RESULTS])
+    write_header(ws_results, fm, [with_currency(c.header, cur) for c in sheets.RESULTS],
+                 [col_width(c.header, c.text) for c in sheets.RESULTS])
     for c in sheets.RESULTS:
         wb.define_name(range_name("Results", c.name), "=" + col_range("Results", pos["Results"][c.name], n))
         if c.description:

@@ -119,3 +119,35 @@ def test_pdf_pages(out, tmp_path):
     pdf = (tmp_path / "out.pdf").read_bytes()
     pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
     assert 20 <= pages <= 60, pages
+
+
+def headers_of(path: Path, sheet: str) -> list[str]:
+    import openpyxl
+
+    wb = openpyxl.load_workbook(path, read_only=True)
+    try:
+        return [c.value for c in next(wb[sheet].iter_rows(max_row=1)) if c.value is not None]
+    finally:
+        wb.close()
+
+
+def test_units_name_the_currency(out, tmp_path):
+    """Settings currency is USD in the example: no header says 'currency' any more."""
+    res = headers_of(out, "Results")
+    assert "cost_per_mtok_delivered [USD/Mtok]" in res and "cost_per_mtok_physical [USD/Mtok]" in res
+    assert "hourly_cost [USD/h]" in headers_of(out, "GPUs")
+    assert "hourly_cost [USD/h]" in headers_of(out, "Resolved")
+    for sheet in ("Results", "GPUs", "Resolved"):
+        assert not any("currency" in h for h in headers_of(out, sheet)), sheet
+    # the output is still a valid input (the reader drops the bracketed unit)
+    proc = run_planner("validate", out, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_with_currency():
+    from planner.names import with_currency
+
+    assert with_currency("hourly_cost [currency/h]", "EUR") == "hourly_cost [EUR/h]"
+    assert with_currency("cost [currency]", "JPY") == "cost [JPY]"
+    assert with_currency("hourly_cost [currency/h]", "") == "hourly_cost [currency/h]"
+    assert with_currency("currency", "EUR") == "currency"  # a Settings key, not a unit
