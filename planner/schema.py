@@ -44,11 +44,18 @@ class Column:
     ref: str | None = None        # sheet whose key this column names
     fmt: str | None = None        # number format in the workbook
     calc: bool = True             # read by the Resolved sheet (False: descriptive, catalog and estimate only)
+    label: str = ""               # readable name for people (blank: the description)
 
     @property
     def header(self) -> str:
         """Header as written to workbooks: the name with its unit in brackets."""
         return f"{self.name} [{self.unit}]" if self.unit else self.name
+
+    @property
+    def title(self) -> str:
+        """Readable label (Explorer, Checks, memo): ``label``, else the description, capitalised."""
+        text = self.label or self.description or self.name
+        return text[:1].upper() + text[1:]
 
     @property
     def default_name(self) -> str:

@@ -151,3 +151,99 @@ def test_with_currency():
     assert with_currency("cost [currency]", "JPY") == "cost [JPY]"
     assert with_currency("hourly_cost [currency/h]", "") == "hourly_cost [currency/h]"
     assert with_currency("currency", "EUR") == "currency"  # a Settings key, not a unit
+
+
+# ----------------------------------------------------------------------------- Explorer
+def _anchors(xml: dict[str, str], sheet: str) -> list[tuple[int, int, int, int]]:
+    """(from col, from row, to col, to row) of every chart on ``sheet``, 0-based."""
+    part = sheet_files(xml)[sheet]
+    rels = xml[part.replace("worksheets/", "worksheets/_rels/") + ".rels"]
+    drawing = re.search(r'Target="\.\./drawings/(drawing\d+\.xml)"', rels)[1]
+    d = xml[f"xl/drawings/{drawing}"]
+    return [tuple(map(int, m)) for m in re.findall(
+        r"<xdr:from><xdr:col>(\d+)</xdr:col>.*?<xdr:row>(\d+)</xdr:row>.*?"
+        r"<xdr:to><xdr:col>(\d+)</xdr:col>.*?<xdr:row>(\d+)</xdr:row>", d, re.S)]
+
+
+def _cells(sx: str) -> set[tuple[int, int]]:
+    """0-based (row, col) of every non-empty cell of a worksheet part."""
+    from xlsxwriter.utility import xl_cell_to_rowcol
+
+    out = set()
+    for ref, body in re.findall(r'<c r="([A-Z]+\d+)"[^>]*?(?:/>|>(.*?)</c>)', sx, re.S):
+        if body:
+            out.add(xl_cell_to_rowcol(ref))
+    return out
+
+
+def _hidden_cols(sx: str) -> set[int]:
+    out = set()
+    for lo, hi in re.findall(r'<col min="(\d+)" max="(\d+)"[^>]*hidden="1"', sx):
+        out |= set(range(int(lo) - 1, int(hi)))
+    return out
+
+
+def test_explorer_charts_cover_no_cell(xml):
+    anchors = _anchors(xml, "Explorer")
+    assert len(anchors) == 4
+    cells = _cells(xml[sheet_files(xml)["Explorer"]])
+    for c0, r0, c1, r1 in anchors:
+        covered = {(r, c) for (r, c) in cells if r0 <= r <= r1 and c0 <= c <= c1}
+        assert not covered, (c0, r0, c1, r1, sorted(covered)[:5])
+    # and no two charts overlap
+    for i, a in enumerate(anchors):
+        for b in anchors[i + 1:]:
+            assert a[2] < b[0] or b[2] < a[0] or a[3] < b[1] or b[3] < a[1], (a, b)
+
+
+def _row_strings(xml, sheet: str) -> dict[tuple[int, int], str]:
+    """(row, col) -> text of the string cells of a sheet (0-based): inline strings (constant_memory
+    mode) or shared strings."""
+    import html
+
+    from xlsxwriter.utility import xl_cell_to_rowcol
+
+    sx = xml[sheet_files(xml)[sheet]]
+    shared = [re.sub(r"<[^>]+>", "", si) for si in re.findall(r"<si>(.*?)</si>", xml.get("xl/sharedStrings.xml", ""), re.S)]
+    out = {}
+    for ref, attrs, body in re.findall(r'<c r="([A-Z]+\d+)"([^>]*)>(.*?)</c>', sx, re.S):
+        if 't="inlineStr"' in attrs:
+            out[xl_cell_to_rowcol(ref)] = html.unescape(re.sub(r"<[^>]+>", "", body))
+        elif 't="s"' in attrs:
+            out[xl_cell_to_rowcol(ref)] = html.unescape(shared[int(re.search(r"<v>(\d+)</v>", body)[1])])
+    return out
+
+
+def test_explorer_helpers_hidden_and_labels_shown(xml):
+    from planner.explorer import EXPLORER_INPUTS_TOP
+
+    sx = xml[sheet_files(xml)["Explorer"]]
+    text = _row_strings(xml, "Explorer")
+    hidden = _hidden_cols(sx)
+    # tornado internals: every cell whose text is driver_no/direction/upper is on a hidden column
+    for name in ("driver_no", "direction", "upper", "swing by driver", "rank by driver", "marker"):
+        where = [c for (r, c), t in text.items() if t == name]
+        assert where and all(c in hidden for c in where), (name, where, sorted(hidden)[:3])
+    assert 'outlineLevel="1"' in sx and 'collapsed="1"' in sx  # a collapsed outline group
+    # readable labels beside the identifiers of the name/value block
+    block = {text[(r, 0)]: text.get((r, 2)) for (r, c) in text if c == 0 and r >= EXPLORER_INPUTS_TOP}
+    assert block["ttft_ms"] == "Time to first token at target hit, α of the row [ms]"
+    assert block["isl"] == "Input length per request [tokens]"
+    assert block["cost_per_mtok_delivered"] == "Cost per million delivered tokens [USD/Mtok]"
+    assert all(block.values()), [k for k, v in block.items() if not v]
+
+
+def test_explorer_blank_for_quantities_that_do_not_apply(xml):
+    """The example's first workload runs a GQA model (Qwen2.5-72B): mla_kv_dim shows blank
+    (a live IF on the attention cell), not 0; kv_heads shows its value."""
+    from xlsxwriter.utility import xl_cell_to_rowcol
+
+    sx = xml[sheet_files(xml)["Explorer"]]
+    text = _row_strings(xml, "Explorer")
+    row = {t: r for (r, c), t in text.items() if c == 0}
+    cells = {xl_cell_to_rowcol(ref): (f, v) for ref, f, v in
+             re.findall(r'<c r="([A-Z]+\d+)"[^>]*><f>(.*?)</f>(?:<v>(.*?)</v>)?</c>', sx)}
+    f, v = cells[(row["mla_kv_dim"], 1)]
+    assert f.startswith("IF($B$") and "\"mla\"" in f and v in ("", None), (f, v)
+    f, v = cells[(row["kv_heads"], 1)]
+    assert "\"gqa\"" in f and float(v) == 8  # Qwen2.5-72B: 8 KV heads (config.json)
