@@ -247,3 +247,28 @@ def test_explorer_blank_for_quantities_that_do_not_apply(xml):
     assert f.startswith("IF($B$") and "\"mla\"" in f and v in ("", None), (f, v)
     f, v = cells[(row["kv_heads"], 1)]
     assert "\"gqa\"" in f and float(v) == 8  # Qwen2.5-72B: 8 KV heads (config.json)
+
+
+# ----------------------------------------------------------------------------- Checks
+def test_checks_sheet_reads_and_prints(xml):
+    sx = xml[sheet_files(xml)["Checks"]]
+    text = _row_strings(xml, "Checks")
+    assert [text[(4, j)] for j in range(5)] == ["check", "kind", "rows found", "status", "what it checks"]
+    assert text[(0, 0)] == "Master check"
+    # one page wide at a readable scale: no column breaks
+    setup = re.search(r"<pageSetup [^>]*/>", sx)[0]
+    assert "<colBreaks" not in sx and int(re.search(r'scale="(\d+)"', setup)[1]) >= 75, setup
+    widths = {int(a): float(w) for a, w in re.findall(r'<col min="(\d+)" max="\1" width="([\d.]+)"', sx)}
+    assert 30 <= widths[1] <= 40 and 55 <= widths[5] <= 70, widths
+    # the warnings list: the message over B:E, wrapped, its row tall enough
+    warn_row = next(r for (r, c), t in text.items() if c == 0 and t.startswith("Warnings found"))
+    assert f"B{warn_row + 3}:E{warn_row + 3}" in re.findall(r'<mergeCell ref="([^"]+)"', sx)
+    assert "beyond the break-even" in text[(warn_row + 2, 1)]
+
+
+def test_wrapped_lines():
+    from planner.checks import wrapped_lines
+
+    assert wrapped_lines("short", 10) == 1
+    assert wrapped_lines("aaaa bbbb cccc dddd", 10) == 2  # 11 characters fit a line of 10 x 1.1
+    assert wrapped_lines("", 10) == 1
