@@ -91,10 +91,12 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     for sheet, table in (("Workloads", p_in.workloads), ("Models", p_in.models), ("GPUs", p_in.gpus)):
         frame = {"Workloads": plan.workloads, "Models": plan.models, "GPUs": plan.gpus}[sheet]
         write_input_sheet(wb, fm, sheet, frame.to_dict("records"), list(table.extras),
-                          currency=plan.settings.get("currency"))
+                          currency=plan.settings.get("currency"),
+                          ref_rows={"Models": len(plan.models), "GPUs": len(plan.gpus), "Workloads": n})
     write_settings_sheet(wb, fm, plan.settings, p_in.settings_extra)
     for sheet, table in p_in.optional.items():  # Measurements, Demand, Scenarios: carried as inputs
-        write_input_sheet(wb, fm, sheet, table.records, list(table.extras))
+        write_input_sheet(wb, fm, sheet, table.records, list(table.extras),
+                          ref_rows={"Models": len(plan.models), "GPUs": len(plan.gpus), "Workloads": n})
     ws_const = RowBuffer(add("Constants"))
     ws_res = add("Resolved")
     ws_run = RowBuffer(add("Run"))

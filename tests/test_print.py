@@ -272,3 +272,35 @@ def test_wrapped_lines():
     assert wrapped_lines("short", 10) == 1
     assert wrapped_lines("aaaa bbbb cccc dddd", 10) == 2  # 11 characters fit a line of 10 x 1.1
     assert wrapped_lines("", 10) == 1
+
+
+# ----------------------------------------------------------------------------- dropdowns
+def _list_validations(xml: dict[str, str], sheet: str) -> dict[str, str]:
+    """Column letter of the validated range -> formula1 of each list validation of ``sheet``."""
+    out = {}
+    for sq, f in re.findall(r'<dataValidation [^>]*type="list"[^>]*sqref="([A-Z]+)2:[A-Z]+\d+"[^>]*>'
+                            r"<formula1>([^<]*)</formula1>", xml[sheet_files(xml)[sheet]]):
+        out[sq] = f
+    return out
+
+
+@pytest.mark.parametrize("which", ["output", "template"])
+def test_dropdowns(which, out):
+    from planner import schema
+    from planner.layout import sheet_columns
+    from xlsxwriter.utility import xl_col_to_name
+
+    xml = parts(out if which == "output" else EXAMPLE.parent / "template.xlsx")
+    col = lambda sheet, name: xl_col_to_name(sheet_columns(sheet)[name])
+    wl = _list_validations(xml, "Workloads")
+    rows = lambda f: int(re.search(r"\$(\d+)$", f)[1])
+    assert wl[col("Workloads", "model")].startswith("Models!$A$2:$A$") and rows(wl[col("Workloads", "model")]) >= 500
+    assert wl[col("Workloads", "gpu")].startswith("GPUs!$A$2:$A$") and rows(wl[col("Workloads", "gpu")]) >= 500
+    assert wl[col("Workloads", "other_scaling")] == '"const,linear,quadratic"'
+    assert _list_validations(xml, "Models")[col("Models", "attention")] == '"gqa,mla"'
+    assert _list_validations(xml, "GPUs")[col("GPUs", "pcie_gen")] == '"4,5"'
+    # the validated cells reach past the data: rows a user adds get the dropdowns too
+    sx = xml[sheet_files(xml)["Workloads"]]
+    sq = re.search(rf'sqref="{col("Workloads", "model")}2:{col("Workloads", "model")}(\d+)"', sx)
+    assert int(sq[1]) >= 500
+    assert schema.column("Workloads", "model").ref == "Models"
