@@ -15,9 +15,10 @@ were written, even in constant_memory mode. :func:`apply_print_setup` gives ever
   groups at the scale from :data:`MIN_SCALE` to :data:`MAX_SCALE` percent that cuts no group
   and needs the fewest pages across, instead of being shrunk onto one page;
 - the long tables (``Sensitivity_*``, ``Tornado_Calc``, ``Tornado``, ``Resolved`` and their
-  continuation sheets) are out of the default print range: their print area is the header and
-  the first :data:`LONG_HEAD_ROWS` rows, and their page header says the full table is not
-  printed by default (clear the print area to print it all). They are calculation sheets; the
+  continuation sheets) are out of the default print range: their print area is one page, the
+  header and the first :data:`LONG_HEAD_ROWS` rows of the columns that fit, and their page
+  header says so and that the full table is not printed by default (clear the print area to
+  print it all). They are calculation sheets; the
   people-facing numbers are on Results, Checks, Explorer and Charts.
 
 A sheet gets all this by default; a sheet whose layout needs more declares a :class:`PrintSpec`
@@ -158,11 +159,11 @@ def best_scale(starts: list[int], widths: list[int], first: int, title_px: int) 
 
 
 def header_text(quarter: str, note: str = "") -> str:
-    """Page header: the plan and its quarter on the left, the sheet name (&A) in the centre,
-    ``note`` on the right. Ampersands in the text are doubled (Excel's escape)."""
+    """Page header: the plan, its quarter and the sheet name (&A, bold) on the left, ``note`` in
+    small type on the right. Ampersands in the text are doubled (Excel's escape)."""
     esc = lambda s: str(s).replace("&", "&&")
     left = "KV-hit capacity plan" + (f" {esc(quarter)}" if quarter else "")
-    text = f"&L{left}&C&\"-,Bold\"&A&R{esc(note)}"
+    text = f"&L{left}: &\"-,Bold\"&A" + (f"&R&8{esc(note)}" if note else "")
     return text[:255]
 
 
@@ -186,13 +187,20 @@ def apply(ws, spec: PrintSpec, *, quarter: str = "", layout_pos: dict[str, int] 
     if area is None and ws.print_area_range:  # the sheet's writer set one (Explorer, Charts): keep it
         area = _parse_area(ws.print_area_range)
     note = ""
-    if spec.long:
+    if spec.long:  # one page: the first rows and the columns that fit at MIN_SCALE
         rows = last_row  # data rows (header in row 0)
         head = min(rows, LONG_HEAD_ROWS)
-        area = (0, 0, head, last_col)
-        if rows > head:
-            note = (f"first {head} of {rows:,} rows: the full table is not printed by default "
-                    "(clear the print area to print it)")
+        widths = column_widths(ws, last_col)
+        fit, used = 0, 0
+        while fit <= last_col and used + widths[fit] <= PAGE_W_PX * 100 / MIN_SCALE:
+            used += widths[fit]
+            fit += 1
+        cols = max(fit, 1)
+        area = (0, 0, head, cols - 1)
+        if rows > head or cols <= last_col:
+            shown = f"first {head:,} of {rows:,} rows" + (f", {cols} of {last_col + 1} columns"
+                                                           if cols <= last_col else "")
+            note = f"{shown}; the full table is not printed by default (clear the print area to print it)"
     if area is not None:
         first_row, first_col, last_row, last_col = area
         ws.print_area(*area)

@@ -110,7 +110,8 @@ def test_long_tables_print_only_their_head(xml):
 
 def test_pdf_pages(out, tmp_path):
     """The whole example output printed by LibreOffice: 151 pages before this set-up (12
-    workloads), 48 after; a bound with some slack for LibreOffice versions."""
+    workloads), 38 after (Results 5, Checks 1, Explorer 4, Charts 12, each long table 1); a
+    bound with some slack for LibreOffice versions and fonts."""
     assert soffice(), "LibreOffice is required"
     profile = make_profile(tmp_path / "profile")
     subprocess.run([soffice(), f"-env:UserInstallation={profile.resolve().as_uri()}", "--headless",
@@ -118,7 +119,7 @@ def test_pdf_pages(out, tmp_path):
                    capture_output=True, timeout=120, env={"HOME": str(profile), "PATH": "/usr/bin:/bin"})
     pdf = (tmp_path / "out.pdf").read_bytes()
     pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
-    assert 20 <= pages <= 60, pages
+    assert 20 <= pages <= 45, pages
 
 
 def headers_of(path: Path, sheet: str) -> list[str]:
