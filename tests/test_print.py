@@ -305,3 +305,30 @@ def test_dropdowns(which, out):
     sq = re.search(rf'sqref="{col("Workloads", "model")}2:{col("Workloads", "model")}(\d+)"', sx)
     assert int(sq[1]) >= 500
     assert schema.column("Workloads", "model").ref == "Models"
+
+
+# ----------------------------------------------------------------------------- the mechanism
+def test_pack_groups_hand_calculated():
+    from planner.print_setup import pack_groups
+
+    # title column 0 (100 px) on every page; groups start at 0, 3, 6; pages 500 px:
+    # page 1 = title + cols 1-2 (300), + group 3-5 would be 600 -> break at 3 (400 used),
+    # + group 6-9 would be 800 -> break at 6, title + 6-9 = 500 fits exactly
+    assert pack_groups([0, 3, 6], [100] * 10, 1, 100, 500) == ([3, 6], 0)
+    # a group wider than a page (cols 2-9, 800 px on 400 px pages) is cut between columns
+    assert pack_groups([0, 2], [100] * 10, 1, 100, 400) == ([2, 5, 8], 1)
+
+
+def test_every_sheet_gets_a_spec():
+    from planner.print_setup import PrintSpec, spec_for
+
+    for name in ("Sensitivity_Hit", "Sensitivity_Hit_2", "Tornado_Calc_3", "Tornado", "Resolved"):
+        assert spec_for(name).long, name
+    assert spec_for("Summary") == PrintSpec() and not spec_for("Results").long  # the default
+
+
+def test_header_escapes_ampersands():
+    from planner.print_setup import header_text
+
+    assert header_text("Q4 R&D") == '&LKV-hit capacity plan Q4 R&&D: &"-,Bold"&A'
+    assert header_text("", "x").endswith("&R&8x")
