@@ -10,6 +10,7 @@ from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 
 from . import schema, sheets
 from .charts import charts_for, write_markers
+from .checks import wrapped_lines
 from .layout import Layout, write_rows
 from .names import range_name
 from .sensitivity import rank_in_blocks_xl, swing_of
@@ -112,7 +113,11 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
             if str(plan.resolved["attention"].iat[0]) != kind:
                 value = ""
         ws.write_formula(r, 1, "=" + f, fm("calc", fmt), value)
-        ws.write_string(r, 2, explorer_label(sheet, name, currency), fm("wrap"))  # wraps, never spills
+        label = explorer_label(sheet, name, currency)
+        lines = wrapped_lines(label, LABEL_WIDTH)
+        if lines > 1:
+            ws.set_row(r, 15 * lines)
+        ws.write_string(r, 2, label, fm("wrap"))  # wraps, never spills
         cell_of[name] = xl_rowcol_to_cell(r, 1, True, True)
 
     def base_ref(name, i):

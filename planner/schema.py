@@ -93,7 +93,7 @@ COLUMNS: tuple[Column, ...] = (
     Column(M, "kv_bytes", "B", NUMBER, "bytes per cached KV element: 2 BF16/FP16, 1 FP8, 0.5 4-bit",
            True, minimum=0.125, maximum=8, fmt=FMT_ELEM_BYTES),
     Column(M, "attention", "", CHOICE, "gqa (GQA/MHA/MQA) or mla (DeepSeek-style latent)",
-           default="gqa", choices=("gqa", "mla")),
+           default="gqa", choices=("gqa", "mla"), label="Attention kind: gqa (GQA/MHA/MQA) or mla (latent)"),
     Column(M, "mla_kv_dim", "count", INT, "MLA: latent + rope width per token per layer "
            "(kv_lora_rank + qk_rope_head_dim)", "mla", minimum=1, maximum=1e6, fmt=FMT_INT),
     Column(M, "params_b", "1e9", NUMBER, "total parameters in billions (blank: weights taken as 0)",

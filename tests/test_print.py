@@ -110,7 +110,7 @@ def test_long_tables_print_only_their_head(xml):
 
 def test_pdf_pages(out, tmp_path):
     """The whole example output printed by LibreOffice: 151 pages before this set-up (12
-    workloads), 38 after (Results 5, Checks 1, Explorer 4, Charts 12, each long table 1); a
+    workloads), 40 after (Results 5, Checks 1, Explorer 6, Charts 12, each long table 1); a
     bound with some slack for LibreOffice versions and fonts."""
     assert soffice(), "LibreOffice is required"
     profile = make_profile(tmp_path / "profile")
