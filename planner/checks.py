@@ -48,45 +48,73 @@ class CheckSheet:
         counts = xl_range_abs(first, 2, last, 2)
         errors = sum(c.count for c in self.checks if c.kind == "error")
         warns = sum(c.count for c in self.checks if c.kind == "warning")
-        ws.set_column(0, 0, 44)
-        ws.set_column(1, 1, 10)
-        ws.set_column(2, 2, 10)
-        ws.set_column(3, 3, 10)
-        ws.set_column(4, 4, 90)
-        ws.write_string(0, 0, "Master check (every error check is 0)", fm("title"))
+        ws.set_column(0, 0, NAME_WIDTH)
+        ws.set_column(1, 1, 9)
+        ws.set_column(2, 2, 11)
+        ws.set_column(3, 3, 9)
+        ws.set_column(4, 4, TEXT_WIDTH)
+        ws.write_string(0, 0, "Master check", fm("title"))
         ws.write_formula(0, 1, f'=IF(IFERROR(SUMIF({kinds},"error",{counts}),1)=0,"OK","ERROR")',
                          fm("ok" if errors == 0 else "bad"), "OK" if errors == 0 else "ERROR")
         wb.define_name("master_check", "=Checks!" + xl_rowcol_to_cell(0, 1, True, True))
-        ws.write_string(1, 0, "Warnings (rows flagged by warning checks)", fm("title"))
+        ws.write_string(1, 0, "Warnings (rows flagged)", fm("title"))
         ws.write_formula(1, 1, f'=SUMIF({kinds},"warning",{counts})', None, warns)
-        ws.write_string(2, 0, "Each count recalculates from the input sheets; edit them and recalculate.",
-                        fm("note"))
-        ws.set_column(5, 5, 60)
-        for j, h in enumerate(("check", "kind", "count", "status", "what it checks", "first row in question")):
+        ws.write_string(2, 0, "The master check is OK when every error check finds 0 rows. Each count "
+                              "recalculates from the input sheets; edit them and recalculate.", fm("note"))
+        ws.set_column(5, 5, NAME_WIDTH)
+        for j, h in enumerate(("check", "kind", "rows found", "status", "what it checks", "first row in question")):
             ws.write_string(4, j, h, fm("header"))
+        ws.set_row(4, 18)
         for i, c in enumerate(self.checks):
             r = first + i
-            ws.write_string(r, 0, c.name)
-            ws.write_string(r, 1, c.kind)
+            lines = max(wrapped_lines(c.name, NAME_WIDTH), wrapped_lines(c.description, TEXT_WIDTH))
+            if lines > 1:
+                ws.set_row(r, 15 * lines)
+            ws.write_string(r, 0, c.name, fm("wrap"))
+            ws.write_string(r, 1, c.kind, fm("wrap"))
             # an array formula: every engine (Excel, LibreOffice, Gnumeric) then evaluates the
             # functions applied to ranges inside SUMPRODUCT element by element
-            ws.write_array_formula(r, 2, r, 2, "{=" + c.formula + "}", None, c.count)
+            ws.write_array_formula(r, 2, r, 2, "{=" + c.formula + "}", fm("wrap"), c.count)
             cnt = xl_rowcol_to_cell(r, 2)
             status = "OK" if c.count == 0 else ("FAIL" if c.kind == "error" else "WARN")
             ws.write_formula(r, 3, f'=IF({cnt}=0,"OK",IF({xl_rowcol_to_cell(r, 1)}="error","FAIL","WARN"))',
-                             None, status)
-            ws.write_string(r, 4, c.description, fm("note"))
+                             fm("wrap"), status)
+            ws.write_string(r, 4, c.description, fm("wrap"))
             if c.detail:
-                ws.write_array_formula(r, 5, r, 5, "{=" + c.detail + "}", fm("note"), "")
+                ws.write_array_formula(r, 5, r, 5, "{=" + c.detail + "}", fm("wrap"), "")
         ws.conditional_format(first, 3, last, 3, {"type": "cell", "criteria": "==", "value": '"OK"',
                                                   "format": fm("ok")})
         ws.conditional_format(first, 3, last, 3, {"type": "cell", "criteria": "!=", "value": '"OK"',
                                                   "format": fm("bad")})
         r = last + 2
         ws.write_string(r, 0, f"Warnings found when the planner ran ({len(self.warnings)})", fm("title"))
-        for i, w in enumerate(self.warnings):
-            ws.write_string(r + 1 + i, 0, w.place)
-            ws.write_string(r + 1 + i, 4, w.message)
+        if self.warnings:
+            ws.write_string(r + 1, 0, "where", fm("header"))
+            ws.merge_range(r + 1, 1, r + 1, 4, "warning", fm("header"))
+        for i, w in enumerate(self.warnings):  # the message over columns B:E, wrapped
+            rr = r + 2 + i
+            width = 9 + 11 + 9 + TEXT_WIDTH
+            lines = max(wrapped_lines(w.message, width), wrapped_lines(w.place, NAME_WIDTH))
+            if lines > 1:
+                ws.set_row(rr, 15 * lines)
+            ws.write_string(rr, 0, w.place, fm("wrap"))
+            ws.merge_range(rr, 1, rr, 4, w.message, fm("wrap"))
+
+
+NAME_WIDTH, TEXT_WIDTH = 34, 62  # columns of the check names and of the descriptions [characters]
+
+
+def wrapped_lines(text: str, width: float) -> int:
+    """Lines a wrapped cell of ``width`` characters needs for ``text`` (word by word), so the
+    row can be given its height up front (rows are written once, in constant_memory mode)."""
+    lines, used = 1, 0
+    for word in str(text).split():
+        need = len(word) + (1 if used else 0)
+        if used and used + need > width * 1.1:  # text is narrower than the digit width
+            lines, used = lines + 1, len(word)
+        else:
+            used += need
+    return lines
 
 
 def checks_for(plan, layout) -> CheckSheet:

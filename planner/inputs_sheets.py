@@ -10,7 +10,10 @@ import xlsxwriter
 
 from . import schema
 from .schema import CHOICE, FRACTION, INT, NUMBER, TEXT, Column
+from xlsxwriter.utility import quote_sheetname, xl_range_abs
+
 from .layout import sheet_columns
+from .names import with_currency
 from .xlstyle import WB_OPTIONS, Formats, col_width, write_cell
 
 INPUT_SHEETS = ("Models", "GPUs", "Workloads")
@@ -44,17 +47,37 @@ def _validation(c: Column) -> dict | None:
     return None
 
 
+VALIDATE_ROWS = 500  # data validation (dropdowns, ranges) reaches at least this sheet row
+
+
+def _ref_validation(c: Column, rows: int) -> dict:
+    """A dropdown of the names of the sheet ``c`` refers to (Workloads.model -> Models.model):
+    a range reference to that sheet's name column, sheet rows 2..``rows`` + 1 (room for added rows).
+    Warning style: a name not (yet) in the list is flagged, not refused."""
+    key = next(k for k in schema.columns(c.ref) if k.key)
+    col = sheet_columns(c.ref)[key.name]
+    return {"validate": "list", "source": f"={quote_sheetname(c.ref)}!{xl_range_abs(1, col, rows, col)}",
+            "error_type": "warning", "error_title": f"not a {key.name} of {c.ref}",
+            "error_message": f"{c.name} should name a row of the {c.ref} sheet"}
+
+
 def write_input_sheet(wb, fm: Formats, sheet: str, records: list[dict], extras: list[str],
-                      validate_rows: int | None = None, filled: list[dict[str, str]] | None = None) -> dict[str, int]:
+                      validate_rows: int | None = None, currency: str | None = None,
+                      ref_rows: dict[str, int] | None = None,
+                      filled: list[dict[str, str]] | None = None) -> dict[str, int]:
     """An input sheet: headers with units and notes, styled input cells, data validation.
-    ``filled[i]`` (column -> provenance) marks record i's cells that were not typed: styled
-    ``catalog`` with a comment saying where the value came from. Returns the 0-based column
-    of every column name."""
+    ``currency`` (Settings) replaces the unit placeholder ``currency`` in headers. Validation
+    (choice lists, ranges, and dropdowns of the Models/GPUs/Workloads names for the columns
+    that refer to them) covers rows 2..``validate_rows`` (default :data:`VALIDATE_ROWS`) or the
+    data, whichever is longer; a name list reaches row ``ref_rows[sheet] + VALIDATE_ROWS`` of the
+    sheet it lists, at least :data:`VALIDATE_ROWS`. ``filled[i]`` (column -> provenance) marks
+    record i's cells that were not typed: styled ``catalog`` with a comment saying where the
+    value came from. Returns the 0-based column of every column name."""
     ws = wb.add_worksheet(sheet)
     cols = schema.columns(sheet)
     pos = sheet_columns(sheet, extras)
     for j, c in enumerate(cols):
-        ws.write_string(0, j, c.header, fm("header"))
+        ws.write_string(0, j, with_currency(c.header, currency), fm("header"))
         ws.write_comment(0, j, _column_comment(c), {"x_scale": 2, "y_scale": 1.6})
         ws.set_column(j, j, col_width(c.header, c.kind == TEXT), fm("input", c.fmt))
     for k, head in enumerate(extras):
@@ -69,9 +92,11 @@ def write_input_sheet(wb, fm: Formats, sheet: str, records: list[dict], extras: 
                 ws.write_comment(i + 1, pos[c.name], came[c.name], {"x_scale": 2.5, "y_scale": 1.5})
         for head in extras:
             write_cell(ws, i + 1, pos[head], rec.get(head), None)
-    last = max(len(records), validate_rows or 0)
+    last = max(len(records), VALIDATE_ROWS if validate_rows is None else validate_rows)
     for c in cols:
         v = _validation(c)
+        if v is None and c.ref is not None:
+            v = _ref_validation(c, max(VALIDATE_ROWS, (ref_rows or {}).get(c.ref, 0) + VALIDATE_ROWS))
         if v and last:
             ws.data_validation(1, pos[c.name], last, pos[c.name], v)
     ws.freeze_panes(1, 1)
@@ -134,7 +159,7 @@ def write_input_workbook(path: str | Path, models: list[dict], gpus: list[dict],
         for c in schema.columns(sheet):
             req = "" if c.required is False else (" (required)" if c.required is True else
                                                  f" (required: {c.required})")
-            for j, v in enumerate((c.name, c.unit, c.kind, c.range_text(),
+            for j, v in enumerate((c.name, with_currency(c.unit, settings.get("currency")), c.kind, c.range_text(),
                                    "" if c.default is None else str(c.default), c.description + req)):
                 readme.write_string(r, j, v)
             r += 1
@@ -143,7 +168,7 @@ def write_input_workbook(path: str | Path, models: list[dict], gpus: list[dict],
         extras = []
         for rec in recs:
             extras += [k for k in rec if k not in extras and k not in {c.name for c in schema.columns(sheet)}]
-        write_input_sheet(wb, fm, sheet, recs, extras, validate_rows)
+        write_input_sheet(wb, fm, sheet, recs, extras, validate_rows, currency=settings.get("currency"))
     write_settings_sheet(wb, fm, settings)
     for sheet in schema.OPTIONAL_SHEETS:
         if optional and sheet in optional:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
 
 
@@ -12,6 +14,17 @@ def sheet_ref(sheet: str, row: int, col: int, row_abs: bool = False, col_abs: bo
 def col_range(sheet: str, col: int, n: int) -> str:
     """Absolute range of a table column: data rows 2..n+1."""
     return f"{quote_sheetname(sheet)}!{xl_range_abs(1, col, max(n, 1), col)}"
+
+
+def with_currency(text: str, currency: str | None) -> str:
+    """A header or unit with the placeholder unit ``currency`` replaced by the plan's currency
+    (Settings ``currency``): ``cost_per_mtok_delivered [currency/Mtok]`` ->
+    ``cost_per_mtok_delivered [USD/Mtok]``. Blank currency: the text unchanged. The reader
+    drops a bracketed unit from a header, so the output stays a valid input."""
+    cur = str(currency or "").strip()
+    if not cur:
+        return text
+    return re.sub(r"\bcurrency(?=/|\])", lambda _m: cur, text)
 
 
 def range_name(sheet: str, name: str) -> str:

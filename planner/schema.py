@@ -44,11 +44,18 @@ class Column:
     ref: str | None = None        # sheet whose key this column names
     fmt: str | None = None        # number format in the workbook
     calc: bool = True             # read by the Resolved sheet (False: descriptive, catalog and estimate only)
+    label: str = ""               # readable name for people (blank: the description)
 
     @property
     def header(self) -> str:
         """Header as written to workbooks: the name with its unit in brackets."""
         return f"{self.name} [{self.unit}]" if self.unit else self.name
+
+    @property
+    def title(self) -> str:
+        """Readable label (Explorer, Checks, memo): ``label``, else the description, capitalised."""
+        text = self.label or self.description or self.name
+        return text[:1].upper() + text[1:]
 
     @property
     def default_name(self) -> str:
@@ -86,7 +93,7 @@ COLUMNS: tuple[Column, ...] = (
     Column(M, "kv_bytes", "B", NUMBER, "bytes per cached KV element: 2 BF16/FP16, 1 FP8, 0.5 4-bit "
            "(blank on a catalog model: 2)", "catalog", minimum=0.125, maximum=8, fmt=FMT_ELEM_BYTES),
     Column(M, "attention", "", CHOICE, "gqa (GQA/MHA/MQA) or mla (DeepSeek-style latent)",
-           default="gqa", choices=("gqa", "mla")),
+           default="gqa", choices=("gqa", "mla"), label="Attention kind: gqa (GQA/MHA/MQA) or mla (latent)"),
     Column(M, "mla_kv_dim", "count", INT, "MLA: latent + rope width per token per layer "
            "(kv_lora_rank + qk_rope_head_dim)", "mla", minimum=1, maximum=1e6, fmt=FMT_INT),
     Column(M, "params_b", "1e9", NUMBER, "total parameters in billions (blank: weights taken as 0)",

@@ -76,88 +76,134 @@ class Out:
     args: tuple[str, ...]
     description: str = ""
     text: bool = False
+    label: str = ""       # readable name for people (Explorer, Checks, Summary, memo)
 
     @property
     def header(self) -> str:
         return f"{self.name} [{self.unit}]" if self.unit else self.name
 
+    @property
+    def title(self) -> str:
+        """The readable label: ``label``, else the description with a capital first letter."""
+        return readable(self.label or self.description or self.name)
 
-def out(name, unit, fmt, func, *args, description="", text=False) -> Out:
-    return Out(name, unit, fmt, func, tuple(args), description, text)
+
+def readable(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def out(name, unit, fmt, func, *args, description="", text=False, label="") -> Out:
+    return Out(name, unit, fmt, func, tuple(args), description, text, label)
+
+
 
 
 # --------------------------------------------------------------------------- Results
 _ALPHA0, _ALPHA1 = "c_alpha_none", "c_alpha_full"  # named cells 0 and 1 (Constants sheet)
 
 RESULTS: tuple[Out, ...] = (
-    out("workload", "", None, same, "workload", text=True),
-    out("model", "", None, same, "model", text=True),
-    out("gpu", "", None, same, "gpu", text=True),
+    out("workload", "", None, same, "workload", text=True,
+        label="Workload"),
+    out("model", "", None, same, "model", text=True,
+        label="Model"),
+    out("gpu", "", None, same, "gpu", text=True,
+        label="GPU"),
     out("kv_bytes_per_token_gpu", "B", FMT_BYTES, m.kv_bytes_per_token_gpu,
         "attention", "layers", "kv_heads", "head_dim", "mla_kv_dim", "kv_bytes", "tp",
-        description="KV-cache bytes per token held by one GPU, S"),
+        description="KV-cache bytes per token held by one GPU, S",
+        label="KV-cache bytes per token on one GPU"),
     out("kv_peak_gib", "GiB", FMT_GIB, m.kv_peak_gib, "batch", "max_seq_len", "kv_bytes_per_token_gpu",
-        description="peak KV per GPU: batch x max_seq_len x S"),
+        description="peak KV per GPU: batch x max_seq_len x S",
+        label="Peak KV cache per GPU (batch x max length)"),
     out("weights_gib_per_gpu", "GiB", FMT_GIB, m.weights_gib_per_gpu, "params_b", "weight_bytes", "tp",
-        description="model weights per GPU"),
+        description="model weights per GPU",
+        label="Model weights per GPU"),
     out("hbm_headroom_gib", "GiB", FMT_GIB, m.hbm_headroom_gib, "hbm_gib", "weights_gib_per_gpu",
-        "kv_peak_gib", description="HBM left after weights and peak KV (negative: does not fit)"),
+        "kv_peak_gib", description="HBM left after weights and peak KV (negative: does not fit)",
+        label="HBM left after weights and peak KV"),
     out("max_batch_fit", "count", FMT_INT, m.max_batch_fit, "hbm_gib", "weights_gib_per_gpu",
-        "max_seq_len", "kv_bytes_per_token_gpu", description="full-length requests whose KV fits"),
+        "max_seq_len", "kv_bytes_per_token_gpu", description="full-length requests whose KV fits",
+        label="Full-length requests whose KV fits in HBM"),
     out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit_target", "isl", "kv_bytes_per_token_gpu", "kv_gbps",
-        description="KV load time at hit_target (over kv_gbps: typed, calibrated B_eff, else pcie_gbps)"),
+        description="KV load time at hit_target (over kv_gbps: typed, calibrated B_eff, else pcie_gbps)",
+        label="KV load time at the target hit"),
     out("compute_ms", "ms", FMT_MS, m.compute_ms, "hit_target", "t_attn0_ms", "t_ffn0_ms", "t_other0_ms",
-        "other_scaling", description="prefill compute at hit_target"),
+        "other_scaling", description="prefill compute at hit_target",
+        label="Prefill compute time at the target hit"),
     out("ttft_alpha0_ms", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms", "compute_ms", "alpha_none",
-        description="TTFT at hit_target without overlap"),
+        description="TTFT at hit_target without overlap",
+        label="Time to first token at target hit, no overlap (α = 0)"),
     out("ttft_alpha1_ms", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms", "compute_ms", "alpha_full",
-        description="TTFT at hit_target with full overlap"),
+        description="TTFT at hit_target with full overlap",
+        label="Time to first token at target hit, full overlap (α = 1)"),
     out("ttft_ms", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms", "compute_ms", "alpha",
-        description="TTFT at hit_target and the row's alpha"),
+        description="TTFT at hit_target and the row's alpha",
+        label="Time to first token at target hit, α of the row"),
     out("regime", "", None, m.regime, "load_ms", "compute_ms", text=True,
-        description="load-bound when load_ms > compute_ms"),
+        description="load-bound when load_ms > compute_ms",
+        label="Bound by KV load or by compute at the target hit"),
     out("delta", "ratio", FMT_RATIO, m.delta, "isl", "kv_bytes_per_token_gpu", "kv_gbps", "t0_ms",
-        description="full-KV load time / 0-hit prefill time"),
-    out("h_star", "fraction", FMT_PCT, m.h_star, "delta", description="break-even hit ratio 1/(1+delta)"),
+        description="full-KV load time / 0-hit prefill time",
+        label="Full KV load time / prefill time at 0 hit (δ)"),
+    out("h_star", "fraction", FMT_PCT, m.h_star, "delta", description="break-even hit ratio 1/(1+delta)",
+        label="Break-even hit ratio h* (more hits beyond it slow prefill)"),
     out("first_order_gain", "ratio", FMT_RATIO, m.first_order_gain, "hit_target", "delta",
-        description="first-order capacity multiplier 1/max(1-h, delta h)"),
+        description="first-order capacity multiplier 1/max(1-h, delta h)",
+        label="First-order capacity gain from hits"),
     out("chip_ms_measured", "ms", FMT_MS, m.chip_ms, "ttft_ms_measured", "t_decode_ms",
-        description="chip time per request at hit_measured"),
+        description="chip time per request at hit_measured",
+        label="Chip time per request at the measured hit"),
     out("chip_ms_target", "ms", FMT_MS, m.chip_ms, "ttft_ms", "t_decode_ms",
-        description="chip time per request at hit_target"),
+        description="chip time per request at hit_target",
+        label="Chip time per request at the target hit"),
     out("tpm_delivered_model", "tokens/min", FMT_INT, m.tpm_delivered, "isl", "osl", "chip_ms_target",
-        description="delivered TPM from the model's chip time"),
+        description="delivered TPM from the model's chip time",
+        label="Delivered tokens/min of one instance (model)"),
     out("tpm_physical_model", "tokens/min", FMT_INT, m.tpm_physical, "isl", "osl", "hit_target",
-        "chip_ms_target", description="physical TPM from the model's chip time"),
+        "chip_ms_target", description="physical TPM from the model's chip time",
+        label="Physical tokens/min of one instance (model)"),
     out("tpm_delivered_target", "tokens/min", FMT_INT, m.tpm_delivered_target, "tpm_measured",
         "chip_ms_measured", "chip_ms_target", "tpm_delivered_model",
-        description="delivered TPM at target, re-hit corrected from tpm_measured when given"),
+        description="delivered TPM at target, re-hit corrected from tpm_measured when given",
+        label="Delivered tokens/min of one instance at the target hit"),
     out("tpm_physical_target", "tokens/min", FMT_INT, m.tpm_physical_from_delivered,
-        "tpm_delivered_target", "isl", "osl", "hit_target", description="physical TPM at target"),
+        "tpm_delivered_target", "isl", "osl", "hit_target", description="physical TPM at target",
+        label="Physical tokens/min of one instance at the target hit"),
     out("tpm_per_gpu", "tokens/min", FMT_INT, m.per_gpu, "tpm_delivered_target", "tp",
-        description="delivered TPM at target per GPU"),
+        description="delivered TPM at target per GPU",
+        label="Delivered tokens/min per GPU at the target hit"),
     out("instances_needed", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered_target",
-        description="serving instances for demand_tpm (blank without demand)"),
+        description="serving instances for demand_tpm (blank without demand)",
+        label="Serving instances for the demand"),
     out("gpus_needed", "count", FMT_INT, m.gpus_needed, "instances_needed", "tp",
-        description="GPUs for demand_tpm (blank without demand)"),
+        description="GPUs for demand_tpm (blank without demand)",
+        label="GPUs for the demand"),
     out("cost_per_mtok_delivered", "currency/Mtok", FMT_COST, m.cost_per_mtok, "hourly_cost", "tp",
-        "tpm_delivered_target", description="cost per million delivered tokens (blank without cost)"),
+        "tpm_delivered_target", description="cost per million delivered tokens (blank without cost)",
+        label="Cost per million delivered tokens"),
     out("cost_per_mtok_physical", "currency/Mtok", FMT_COST, m.cost_per_mtok, "hourly_cost", "tp",
-        "tpm_physical_target", description="cost per million physical tokens (blank without cost)"),
+        "tpm_physical_target", description="cost per million physical tokens (blank without cost)",
+        label="Cost per million physical tokens"),
     # extra columns: the intermediate steps, so every number above can be traced
     out("t0_ms", "ms", FMT_MS, m.prefill0_ms, "t_fixed_ms", "t_attn0_ms", "t_ffn0_ms", "t_other0_ms",
-        description="whole prefill time at 0 hit, T0"),
+        description="whole prefill time at 0 hit, T0",
+        label="Whole prefill time at 0 hit (T0)"),
     out("load_ms_measured", "ms", FMT_MS, m.kv_load_ms, "hit_measured", "isl", "kv_bytes_per_token_gpu",
-        "kv_gbps", description="KV load time at hit_measured"),
+        "kv_gbps", description="KV load time at hit_measured",
+        label="KV load time at the measured hit"),
     out("compute_ms_measured", "ms", FMT_MS, m.compute_ms, "hit_measured", "t_attn0_ms", "t_ffn0_ms",
-        "t_other0_ms", "other_scaling", description="prefill compute at hit_measured"),
+        "t_other0_ms", "other_scaling", description="prefill compute at hit_measured",
+        label="Prefill compute time at the measured hit"),
     out("ttft_ms_measured", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms_measured",
-        "compute_ms_measured", "alpha", description="TTFT at hit_measured and the row's alpha"),
+        "compute_ms_measured", "alpha", description="TTFT at hit_measured and the row's alpha",
+        label="Time to first token at the measured hit, α of the row"),
     out("tpm_change_vs_measured", "fraction", FMT_PCT, ratio_change, "chip_ms_measured", "chip_ms_target",
-        description="change of delivered TPM from hit_measured to hit_target"),
+        description="change of delivered TPM from hit_measured to hit_target",
+        label="Change of delivered tokens/min from measured to target hit"),
     out("breakdown_source", "", None, same, "breakdown_source", text=True,
         description="where t_attn0/t_ffn0/t_fixed/t_decode come from: input, calibrated (Measurements) or "
-                    "estimated (roofline)"),
+                    "estimated (roofline)",
+        label="Where the prefill and decode times come from"),
 )
 
 SENSITIVITY_HIT: tuple[Out, ...] = (

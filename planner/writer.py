@@ -33,7 +33,8 @@ from .inputs_sheets import INPUT_SHEETS, write_input_sheet, write_input_workbook
 from .layout import (MAX_CHART_WORKLOADS, MAX_COLUMNS, MAX_DATA_ROWS, TORNADO_COLS, WRITE_BLOCK, ZIP64_ROWS,
                      Chunks, Layout, column_templates, write_rows)
 from .long_tables import write_long_table, write_tornado
-from .names import col_range, range_name, sheet_ref
+from .names import col_range, range_name, sheet_ref, with_currency
+from .print_setup import apply_print_setup
 from .run_sheet import write_constants, write_run
 from .xlfast import ROW, FastFormulaWorksheet, FormulaTemplate, RowBuffer
 from .xlstyle import STYLE, WB_OPTIONS, Formats, write_header, print_setup, col_width, values_list, write_cell
@@ -91,10 +92,13 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
 
     for sheet, table in (("Workloads", p_in.workloads), ("Models", p_in.models), ("GPUs", p_in.gpus)):
         frame = {"Workloads": plan.workloads, "Models": plan.models, "GPUs": plan.gpus}[sheet]
-        write_input_sheet(wb, fm, sheet, frame.to_dict("records"), list(table.extras), filled=table.filled)
+        write_input_sheet(wb, fm, sheet, frame.to_dict("records"), list(table.extras), filled=table.filled,
+                          currency=plan.settings.get("currency"),
+                          ref_rows={"Models": len(plan.models), "GPUs": len(plan.gpus), "Workloads": n})
     write_settings_sheet(wb, fm, plan.settings, p_in.settings_extra)
     for sheet, table in p_in.optional.items():  # Measurements, Demand, Scenarios: carried as inputs
-        write_input_sheet(wb, fm, sheet, table.records, list(table.extras))
+        write_input_sheet(wb, fm, sheet, table.records, list(table.extras),
+                          ref_rows={"Models": len(plan.models), "GPUs": len(plan.gpus), "Workloads": n})
     ws_const = RowBuffer(add("Constants"))
     ws_res = add("Resolved")
     ws_run = RowBuffer(add("Run"))
@@ -109,7 +113,9 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     write_calibration(wb, fm, plan)  # Calibration sheet when the input has Measurements
 
     # Resolved: inputs with defaults applied and lookups done, row-aligned with Workloads
-    write_header(ws_res, fm, [f"{rc.name} [{rc.unit}]" if rc.unit else rc.name for rc in sheets.RESOLVED],
+    cur = plan.settings.get("currency")
+    write_header(ws_res, fm, [with_currency(f"{rc.name} [{rc.unit}]", cur) if rc.unit else rc.name
+                              for rc in sheets.RESOLVED],
             [col_width(rc.name, rc.text) for rc in sheets.RESOLVED])
     jobs = []
     for rc in sheets.RESOLVED:
@@ -130,18 +136,17 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     tick(n)
 
     # Results
-    write_header(ws_results, fm, [c.header for c in sheets.RESULTS], [col_width(c.header, c.text) for c in sheets.RESULTS])
+    write_header(ws_results, fm, [with_currency(c.header, cur) for c in sheets.RESULTS],
+                 [col_width(c.header, c.text) for c in sheets.RESULTS])
     for c in sheets.RESULTS:
         wb.define_name(range_name("Results", c.name), "=" + col_range("Results", pos["Results"][c.name], n))
         if c.description:
             ws_results.write_comment(0, pos["Results"][c.name], c.description, {"x_scale": 1.6})
     write_rows(ws_results, fm, 1, pos["Results"], sheets.RESULTS, plan.results, lambda name, row: layout.base(name, row))
     ws_results.autofilter(0, 0, n, len(sheets.RESULTS) - 1)
-    print_setup(ws_results)
     tick(n)
 
     checks_for(plan, layout).write(wb, ws_checks, fm)
-    print_setup(ws_checks)
     write_explorer(wb, ws_explorer, fm, layout, plan)
     if ws_charts is not None:
         write_charts(wb, ws_charts, fm, layout, plan, layout.chunks)
@@ -150,5 +155,6 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
         if buffered is not None:
             buffered.flush()
     ws_results.activate()
+    apply_print_setup(wb, quarter=str(plan.settings.get("quarter") or ""), layout=layout)  # every sheet
     wb.close()
     return [ws.get_name() for ws in wb.worksheets()]

@@ -106,7 +106,7 @@ class RowBuffer:
     as XlsxWriter's constant_memory mode needs; everything else passes through."""
 
     _CELL_METHODS = ("write", "write_string", "write_number", "write_formula", "write_vetted", "write_blank", "write_boolean",
-                     "write_datetime", "write_array_formula")
+                     "write_datetime", "write_array_formula", "merge_range")
 
     def __init__(self, ws):
         self._ws = ws

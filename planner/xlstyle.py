@@ -48,7 +48,11 @@ class Formats:
 
 
 def col_width(header: str, text: bool) -> float:
-    return min(max(len(header) * 0.9 + 2, 24 if text else 11), 44)
+    """Width of a table column [characters]: the header wraps onto two lines (its row is 30 pt
+    high), so the longest word or half the header, whichever is longer; text columns wider."""
+    words = header.split() or [""]
+    need = max(max(len(w) for w in words), math.ceil(len(header) / 2))
+    return min(max(need + 2, 16 if text else 10), 44)
 
 
 def write_cell(ws, row: int, col: int, value: Any, fmt) -> None:
