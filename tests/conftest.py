@@ -1,4 +1,5 @@
-"""Shared fixtures: LibreOffice recalculation and reading workbooks back."""
+"""Shared fixtures and helpers: running the planner, LibreOffice recalculation, edited copies of
+the example workbook, problem lines of stderr, reading workbooks back."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 import openpyxl
 import pytest
@@ -31,6 +33,40 @@ def run_planner(*args, cwd: Path, env_extra: dict | None = None, drop: tuple[str
     """``python -m planner ARGS`` in ``cwd``, output captured as text."""
     return subprocess.run([sys.executable, "-m", "planner", *map(str, args)], cwd=cwd,
                           env=planner_env(env_extra, drop), capture_output=True, text=True, timeout=timeout)
+
+
+def edited_example(dest: Path, edit: Callable[[openpyxl.Workbook], Any] | None = None) -> tuple[Path, Any]:
+    """A copy of the example workbook saved at ``dest`` (folders made) after ``edit(wb)``;
+    returns ``(dest, what edit returned)``."""
+    wb = openpyxl.load_workbook(EXAMPLE)
+    extra = edit(wb) if edit else None
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    wb.save(dest)
+    return dest, extra
+
+
+def repeat_workloads(wb: openpyxl.Workbook, n: int, name: str = "{name}-{i}",
+                     row_edit: Callable[[list, int], None] | None = None) -> list[int]:
+    """Append copies of the Workloads rows (cycling) until the sheet has ``n`` data rows; copy
+    ``i`` (0-based) is named ``name.format(name=original, i=i)`` and may be changed in place by
+    ``row_edit(values, i)``. Returns the sheet rows appended."""
+    ws = wb["Workloads"]
+    rows = [[c.value for c in r] for r in ws.iter_rows(min_row=2)]
+    added = []
+    for i in range(n - len(rows)):
+        r = list(rows[i % len(rows)])
+        r[0] = name.format(name=r[0], i=i)
+        if row_edit:
+            row_edit(r, i)
+        ws.append(r)
+        added.append(ws.max_row)
+    return added
+
+
+def problem_lines(stderr: str) -> list[str]:
+    """The problem lines of an input error on stderr (indented by two spaces), without the indent."""
+    return [line[2:] for line in stderr.splitlines() if line.startswith("  ")]
 
 
 @pytest.fixture(scope="session")

@@ -64,13 +64,15 @@ def test_attention_after_half_hit():
 
 
 @pytest.mark.parametrize("h", [0.1, 0.25, 0.5, 0.9])
-def test_exact_causal_count_tends_to_one_minus_h2(h):
+def test_attention_scaling_is_the_limit_of_the_exact_causal_count(h):
+    # SPEC §2: the package's attention factor (compute_ms with only t_attn0 = 1 ms) must
+    # approach the exact causal count (M*H + M(M+1)/2) / (N(N+1)/2) as N grows
     errors = []
     for n in (100, 1_000, 10_000, 100_000):
         hit = round(h * n)
         miss = n - hit
         exact = (miss * hit + miss * (miss + 1) / 2) / (n * (n + 1) / 2)
-        errors.append(abs(exact - (1 - (hit / n) ** 2)))
+        errors.append(abs(exact - float(m.compute_ms(hit / n, 1.0, 0.0, 0.0, "const"))))
     assert errors == sorted(errors, reverse=True)  # shrinks as N grows
     assert errors[-1] < 1e-4
 
