@@ -1,4 +1,4 @@
-"""The command line (SPEC §5), run as a subprocess: ``python -m planner ...``.
+"""The command line (docs/model.md §5), run as a subprocess: ``python -m planner ...``.
 
 Wrong inputs are built from the bundled example by editing a copy with openpyxl; every
 column letter is found from the header row, never hard-coded.

@@ -70,7 +70,7 @@ WORKLOADS = [
 
 def _row1() -> dict:
     """gqa-tp4: L70 on H100 (80 GiB, 50 GB/s, 2.5/h), tp 4, N 8192, osl 512, hm 0.2, ht 0.5."""
-    S = 2 * 80 * 2 * 128 * 2            # kv_heads/GPU = ceil(8/4) = 2 -> 81,920 B (SPEC worked number)
+    S = 2 * 80 * 2 * 128 * 2            # kv_heads/GPU = ceil(8/4) = 2 -> 81,920 B (docs/model.md §2)
     weights = 70e9 * 2 / 4 / GIB        # 140e9 B / 4 GPUs = 35e9 B = 32.596 GiB
     kv_peak = 32 * 8192 * S / GIB       # 32 x 8192 x 81,920 = 21,474,836,480 B = 20 GiB exactly
     load = 0.5 * 8192 * S / 50e9 * 1e3  # 335,544,320 B / 50 GB/s = 6.7108864 ms
@@ -114,7 +114,7 @@ def _row1() -> dict:
 
 def _row2() -> dict:
     """mla-tp8: DSV3 on H200 (141 GiB, 50 GB/s, 4/h), tp 8, N 4096, osl 1024, hm 0 (blank), ht 0.8, alpha 1."""
-    S = 61 * 576 * 2                    # MLA: L x mla_kv_dim x b, no tp division -> 70,272 B (SPEC)
+    S = 61 * 576 * 2                    # MLA: L x mla_kv_dim x b, no tp division -> 70,272 B (docs/model.md §2)
     weights = 671e9 * 1 / 8 / GIB       # FP8 weights: 83.875e9 B per GPU = 78.115 GiB
     nmax = 4096 + 1024                  # max_seq_len blank -> isl + osl = 5120
     kv_peak = 16 * nmax * S / GIB       # 16 x 5120 x 70,272 = 5,756,682,240 B = 5.3613 GiB
@@ -199,7 +199,7 @@ def _row3() -> dict:
 def _row4() -> dict:
     """no-price-no-demand: L8 on H20 (96 GiB, Gen4 -> 25 GB/s, no price), tp 1, N 1024, osl 256,
     hm 0.1, ht 0.95 (beyond h*: load-bound, the delta branch of the first-order gain)."""
-    S = 2 * 32 * 8 * 128 * 2            # tp 1: all 8 heads -> 131,072 B (SPEC worked number)
+    S = 2 * 32 * 8 * 128 * 2            # tp 1: all 8 heads -> 131,072 B (docs/model.md §2)
     weights = 8e9 * 2 / GIB             # 16e9 B = 14.901 GiB
     nmax = 1024 + 256                   # max_seq_len blank -> 1280; batch blank -> 1
     kv_peak = 1 * nmax * S / GIB        # 167,772,160 B = 0.15625 GiB exactly
@@ -281,7 +281,7 @@ def _row5() -> dict:
 
 EXPECTED = [_row1(), _row2(), _row3(), _row4(), _row5()]
 
-# SPEC output contract (Results) plus the traced intermediate columns
+# the Results contract of docs/model.md §4 plus the traced intermediate columns
 COLUMNS = (
     "workload model gpu kv_bytes_per_token_gpu kv_peak_gib weights_gib_per_gpu hbm_headroom_gib "
     "max_batch_fit load_ms compute_ms ttft_alpha0_ms ttft_alpha1_ms ttft_ms regime delta h_star "
@@ -338,7 +338,7 @@ def results(input_path):
 
 
 def test_expected_rows_cover_every_results_column(results):
-    # the hand rows name every column of the SPEC list and the traced extras, and the code has them
+    # the hand rows name every column of the §4 list and the traced extras, and the code has them
     for exp in EXPECTED:
         assert set(exp) == set(COLUMNS)
     assert set(COLUMNS) <= set(results.columns), set(COLUMNS) - set(results.columns)
@@ -354,7 +354,7 @@ def test_build_plan_row_matches_hand_calculation(results, i):
 
 
 def test_hand_calculations_are_the_spec_test_vectors():
-    # the worked numbers of SPEC §2 (docs/model.md): S at tp 4, replication at tp 16, MLA, 8B
+    # the worked numbers of docs/model.md §2: S at tp 4, replication at tp 16, MLA, 8B
     assert EXPECTED[0]["kv_bytes_per_token_gpu"] == 81_920
     assert EXPECTED[2]["kv_bytes_per_token_gpu"] == 40_960
     assert EXPECTED[1]["kv_bytes_per_token_gpu"] == 70_272
