@@ -3,8 +3,11 @@ the example workbook, problem lines of stderr, reading workbooks back."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +36,38 @@ def run_planner(*args, cwd: Path, env_extra: dict | None = None, drop: tuple[str
     """``python -m planner ARGS`` in ``cwd``, output captured as text."""
     return subprocess.run([sys.executable, "-m", "planner", *map(str, args)], cwd=cwd,
                           env=planner_env(env_extra, drop), capture_output=True, text=True, timeout=timeout)
+
+
+def run_cli(*args, cwd: Path, env_extra: dict | None = None, drop: tuple[str, ...] = ()
+            ) -> subprocess.CompletedProcess:
+    """``planner ARGS`` in this process (``planner.cli.main``), in ``cwd``, output captured: the
+    same exit status and output as :func:`run_planner` without a new interpreter (environment:
+    PLANNER_DEBUG and ``drop`` removed, ``env_extra`` added, all restored after). Use
+    ``run_planner`` where the process itself is under test (signals, a real exit status)."""
+    from planner import cli
+
+    argv = [str(a) for a in args]
+    out, err = io.StringIO(), io.StringIO()
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    saved = dict(os.environ)
+    for k in ("PLANNER_DEBUG", *drop):
+        os.environ.pop(k, None)
+    os.environ.update(env_extra or {})
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main(argv)
+            except SystemExit as e:  # argparse: --help, usage errors
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    finally:
+        os.chdir(here)
+        for s, h in handlers.items():
+            signal.signal(s, h)
+        os.environ.clear()
+        os.environ.update(saved)
+    return subprocess.CompletedProcess(["planner", *argv], code, out.getvalue(), err.getvalue())
 
 
 def edited_example(dest: Path, edit: Callable[[openpyxl.Workbook], Any] | None = None) -> tuple[Path, Any]:

@@ -13,14 +13,16 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from conftest import EXAMPLE, edited_example, problem_lines, run_planner
+from conftest import EXAMPLE, edited_example, problem_lines, run_cli, run_planner
 
 OUTPUT_SHEETS = {"Results", "Sensitivity_Hit", "Models", "GPUs", "Workloads", "Settings", "Checks", "Run"}
 OLD_OUTPUT = b"previous output, must survive a failed run"
 
 
 # --------------------------------------------------------------------------- helpers
-planner = run_planner
+# In this process (planner.cli.main): a subprocess adds an interpreter start and nothing else
+# here; the tests where the process itself matters call run_planner.
+planner = run_cli
 
 
 def base(header) -> str:
@@ -83,15 +85,17 @@ def example_plan(tmp_path_factory) -> Path:
     """The bundled example planned once (explicit input and output)."""
     d = tmp_path_factory.mktemp("example-plan")
     out = d / "example-plan.xlsx"
-    r = planner("run", EXAMPLE, "-o", out, cwd=d)
+    r = planner("run", EXAMPLE, "-o", out, "--no-memo", cwd=d)
     assert r.returncode == 0, r.stderr
     return out
 
 
 # --------------------------------------------------------------------------- run
+@pytest.mark.slow
 def test_run_without_input_plans_the_example_into_out(tmp_path):
+    # a real process end to end: default input, default output, memo
     example_before = EXAMPLE.read_bytes()
-    r = planner("run", cwd=tmp_path)
+    r = run_planner("run", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
     out = tmp_path / "out" / "example-plan.xlsx"
@@ -127,6 +131,7 @@ def test_run_without_input_plans_the_example_into_out(tmp_path):
 Q4_FILES = ["q4-memo.html", "q4-memo.md", "q4-tpm.png", "q4-ttft.png", "q4.xlsx"]
 
 
+@pytest.mark.slow
 def test_run_explicit_output_twice_replaces_it(tmp_path):
     src = tmp_path / "in.xlsx"
     src.write_bytes(EXAMPLE.read_bytes())
@@ -157,7 +162,7 @@ def test_run_explicit_output_twice_replaces_it(tmp_path):
 
 def test_run_quiet_prints_nothing(tmp_path):
     out = tmp_path / "o.xlsx"
-    r = planner("run", EXAMPLE, "-o", out, "-q", cwd=tmp_path)
+    r = planner("run", EXAMPLE, "-o", out, "-q", "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout == ""
     assert out.is_file()
@@ -170,7 +175,7 @@ def test_output_file_permissions_follow_umask(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     out = tmp_path / "plan.xlsx"
-    r = planner("run", EXAMPLE, "-o", out, cwd=tmp_path)
+    r = planner("run", EXAMPLE, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert oct(out.stat().st_mode & 0o777) == oct(0o666 & ~umask)
     tpl = tmp_path / "t.xlsx"
@@ -235,7 +240,7 @@ def test_template_validate_run(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["T.xlsx"]  # validate writes nothing
 
     out = tmp_path / "X.xlsx"
-    r = planner("run", tpl, "-o", out, cwd=tmp_path)
+    r = planner("run", tpl, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert len(sheet_rows(out, "Results")) == 1
     assert tpl.read_bytes() == tpl_bytes
@@ -439,6 +444,14 @@ def test_wrong_input(tmp_path, case):
     assert sorted(os.listdir(src.parent)) == ["wrong.xlsx"]
 
 
+def test_wrong_input_as_a_process_exits_2_without_traceback(tmp_path):
+    # the real process status (the cases above run planner.cli.main in this process)
+    src, expected = edited_example(tmp_path / "in" / "wrong.xlsx", case_several)
+    for args in (["run", src, "-o", tmp_path / "plan.xlsx"], ["validate", src]):
+        assert_input_error(run_planner(*args, cwd=tmp_path), expected)
+    assert sorted(os.listdir(tmp_path)) == ["in"]
+
+
 def test_not_a_zip(tmp_path):
     src = tmp_path / "hello.xlsx"
     src.write_bytes(b"hello")
@@ -494,7 +507,7 @@ def test_percent_text_and_percent_format_give_identical_results(tmp_path, exampl
         assert r.returncode == 0, r.stderr
         assert "is valid" in r.stdout
         out = tmp_path / f"{name}-plan.xlsx"
-        r = planner("run", src, "-o", out, cwd=tmp_path)
+        r = planner("run", src, "-o", out, "--no-memo", cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         outputs[name] = out
         w_row = [x for x in sheet_rows(out, W) if x["workload"] == workload]
@@ -516,7 +529,7 @@ def test_header_with_spaces_and_unit_in_parentheses(tmp_path, example_plan):
     r = planner("validate", src, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = tmp_path / "plan.xlsx"
-    r = planner("run", src, "-o", out, cwd=tmp_path)
+    r = planner("run", src, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert sheet_rows(out, "Results") == sheet_rows(example_plan, "Results")
     assert [x["isl"] for x in sheet_rows(out, W)] == [x["isl"] for x in sheet_rows(EXAMPLE, W)]
@@ -537,7 +550,7 @@ def test_extra_column_is_passed_through(tmp_path):
 
     src, owners = edited_example(tmp_path / "in" / "owner.xlsx", edit)
     out = tmp_path / "plan.xlsx"
-    r = planner("run", src, "-o", out, cwd=tmp_path)
+    r = planner("run", src, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     rows = sheet_rows(out, W)
     assert len(rows) == len(owners) > 0
@@ -554,7 +567,7 @@ def test_blank_row_in_the_middle_is_skipped(tmp_path, example_plan):
     r = planner("validate", src, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = tmp_path / "plan.xlsx"
-    r = planner("run", src, "-o", out, cwd=tmp_path)
+    r = planner("run", src, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     results = sheet_rows(out, "Results")
     wb = openpyxl.load_workbook(out, data_only=True, read_only=True)
@@ -571,7 +584,7 @@ def test_model_reference_in_other_case_and_spaces_is_matched_with_a_note(tmp_pat
     assert canonical == "Qwen2.5-72B"
     src, place = edited_example(tmp_path / "in" / "fuzzy.xlsx", lambda wb: _set(wb, W, "model", 3, " qwen2.5-72b "))
 
-    for args in (["validate", src], ["run", src, "-o", tmp_path / "plan.xlsx"]):
+    for args in (["validate", src], ["run", src, "-o", tmp_path / "plan.xlsx", "--no-memo"]):
         r = planner(*args, cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         notes = [line for line in r.stderr.splitlines() if "note" in line.lower()]
@@ -590,7 +603,7 @@ def test_model_reference_in_other_case_and_spaces_is_matched_with_a_note(tmp_pat
 def test_internal_errors_exit_1_without_traceback(tmp_path):
     # an output folder that cannot be created (a file is in the way) is not an input problem
     (tmp_path / "blocker").write_bytes(b"x")
-    r = planner("run", EXAMPLE, "-o", tmp_path / "blocker" / "plan.xlsx", cwd=tmp_path)
+    r = run_planner("run", EXAMPLE, "-o", tmp_path / "blocker" / "plan.xlsx", cwd=tmp_path)
     assert r.returncode == 1, r.stderr        # not an input problem (2): the target folder is blocked
     assert "Traceback" not in r.stderr
     assert "cannot write" in r.stderr and "nothing was written" in r.stderr

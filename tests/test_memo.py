@@ -1,6 +1,6 @@
 """The planning memo: golden files, numbers equal to the workbook's, escaping, sandboxed
-custom templates, atomic writing. The command line runs as a subprocess
-(``python -m planner``); the hidden options ``--fixed-time`` and ``--fixed-sha256`` fix
+custom templates, atomic writing. The command line runs in this process
+(``planner.cli.main`` through ``conftest.run_cli``); the hidden options ``--fixed-time`` and ``--fixed-sha256`` fix
 the run time and input hash so the memo is byte-for-byte reproducible.
 
 Regenerate the golden files after an intended change of the memo or the example with
@@ -20,7 +20,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from conftest import EXAMPLE, REPO, edited_example, run_planner, sheet_values
+from conftest import EXAMPLE, REPO, edited_example, run_cli, sheet_values
 from planner import memo
 from planner.plan import build_plan
 
@@ -32,7 +32,7 @@ XSS = "<script>alert(1)</script>"
 
 
 # --------------------------------------------------------------------------- helpers
-planner = run_planner
+planner = run_cli  # in this process: a subprocess adds an interpreter start and nothing else here
 
 
 def set_workload_names(wb, names: dict[int, str]) -> None:
