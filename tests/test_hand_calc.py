@@ -72,11 +72,11 @@ def _row1() -> dict:
     """gqa-tp4: L70 on H100 (80 GiB, 50 GB/s, 2.5/h), tp 4, N 8192, osl 512, hm 0.2, ht 0.5."""
     S = 2 * 80 * 2 * 128 * 2            # kv_heads/GPU = ceil(8/4) = 2 -> 81,920 B (docs/model.md §2)
     weights = 70e9 * 2 / 4 / GIB        # 140e9 B / 4 GPUs = 35e9 B = 32.596 GiB
-    kv_peak = 32 * 8192 * S / GIB       # 32 x 8192 x 81,920 = 21,474,836,480 B = 20 GiB exactly
+    # kv_peak = 32 x 8192 x S / GIB -> 32 x 8192 x 81,920 = 21,474,836,480 B = 20 GiB exactly
     load = 0.5 * 8192 * S / 50e9 * 1e3  # 335,544,320 B / 50 GB/s = 6.7108864 ms
     compute = 400 * (1 - 0.5 ** 2) + 600 * (1 - 0.5) + 100 * 1  # 300 + 300 + 100 (const) = 700 ms
     ttft0 = 20 + load + compute         # 726.7108864 ms
-    ttft1 = 20 + max(load, compute)     # 720 ms
+    # ttft1 = 20 + max(load, compute) -> 720 ms
     ttft = ttft0                        # alpha 0
     t0 = 20 + 400 + 600 + 100           # 1120 ms
     delta = 8192 * S / 50e9 * 1e3 / t0  # 13.4217728 ms / 1120 ms = 0.011983726
@@ -125,7 +125,7 @@ def _row2() -> dict:
     t0 = 10 + 300 + 500                 # 810 ms
     delta = 4096 * S / 50e9 * 1e3 / t0  # 5.75668224 ms / 810 ms = 0.0071070151
     ttft_m = 10 + 0 + 800 - 1 * 0       # hm 0: load 0, compute 300 + 500 = 800; alpha*min(0, 800) = 0
-    chip_m = ttft_m + 1500              # 2310 ms
+    # chip_m = ttft_m + 1500 -> 2310 ms
     chip_t = ttft1 + 1500               # alpha 1 -> TTFT = 218: 1718 ms
     tpm_del = (4096 + 1024) * 60000 / chip_t            # no tpm_measured: the model value, 178,812.6
     tpm_phys = (4096 * 0.2 + 1024) * 60000 / chip_t     # 1843.2 tokens computed per request
@@ -158,7 +158,7 @@ def _row3() -> dict:
     """replicated-tp16: L70 on H100, tp 16 > 8 KV heads, N 2000, osl 200, hm 0, ht 0.3, quadratic other, alpha 0.5."""
     S = 2 * 80 * 1 * 128 * 2            # ceil(8/16) = 1 head per GPU (replicated) -> 40,960 B, not 20,480
     weights = 70e9 * 2 / 16 / GIB       # 8.75e9 B = 8.149 GiB
-    kv_peak = 4 * 32768 * S / GIB       # 4 x 32768 x 40,960 = 5,368,709,120 B = 5 GiB exactly
+    # kv_peak = 4 x 32768 x S / GIB -> 4 x 32768 x 40,960 = 5,368,709,120 B = 5 GiB exactly
     load = 0.3 * 2000 * S / 50e9 * 1e3  # 24,576,000 B / 50 GB/s = 0.49152 ms
     compute = 50 * (1 - 0.09) + 80 * 0.7 + 10 * (1 - 0.09)  # 45.5 + 56 + 9.1 (quadratic) = 110.6 ms
     ttft0 = 5 + load + compute          # 116.09152 ms
@@ -167,7 +167,7 @@ def _row3() -> dict:
     t0 = 5 + 50 + 80 + 10               # 145 ms
     delta = 2000 * S / 50e9 * 1e3 / t0  # 1.6384 ms / 145 ms = 0.011299310
     ttft_m = 5 + 0 + 140 - 0.5 * 0      # hm 0: compute 50 + 80 + 10 = 140 ms -> 145 ms
-    chip_m = ttft_m + 800               # 945 ms
+    # chip_m = ttft_m + 800 -> 945 ms
     chip_t = ttft + 800                 # 915.84576 ms
     tpm_del = (2000 + 200) * 60000 / chip_t          # no tpm_measured: model value, 144,129.1
     tpm_phys = (2000 * 0.7 + 200) * 60000 / chip_t   # 1600 tokens computed per request
@@ -202,7 +202,7 @@ def _row4() -> dict:
     S = 2 * 32 * 8 * 128 * 2            # tp 1: all 8 heads -> 131,072 B (docs/model.md §2)
     weights = 8e9 * 2 / GIB             # 16e9 B = 14.901 GiB
     nmax = 1024 + 256                   # max_seq_len blank -> 1280; batch blank -> 1
-    kv_peak = 1 * nmax * S / GIB        # 167,772,160 B = 0.15625 GiB exactly
+    # kv_peak = 1 x nmax x S / GIB -> 167,772,160 B = 0.15625 GiB exactly
     load = 0.95 * 1024 * S / 25e9 * 1e3            # 127,506,841.6 B / 25 GB/s = 5.100273664 ms
     compute = 20 * (1 - 0.95 ** 2) + 30 * 0.05     # 20 x 0.0975 + 1.5 = 3.45 ms
     t0 = 20 + 30                        # 50 ms (no fixed, no other)
@@ -241,7 +241,7 @@ def _row5() -> dict:
     """linear-alpha: L8 on H100, tp 2, N 16384, osl 128, hm 0.5, ht 0.75, other linear, alpha 0.4."""
     S = 2 * 32 * 4 * 128 * 2            # ceil(8/2) = 4 heads per GPU -> 65,536 B
     weights = 8e9 * 2 / 2 / GIB         # 8e9 B = 7.4506 GiB
-    kv_peak = 8 * 20000 * S / GIB       # 10,485,760,000 B = 9.765625 GiB
+    # kv_peak = 8 x 20000 x S / GIB -> 10,485,760,000 B = 9.765625 GiB
     load = 0.75 * 16384 * S / 50e9 * 1e3                  # 805,306,368 B / 50 GB/s = 16.10612736 ms
     compute = 900 * (1 - 0.5625) + 300 * 0.25 + 200 * 0.25   # 393.75 + 75 + 50 (linear) = 518.75 ms
     ttft = load + compute - 0.4 * load                    # fixed 0, min = load: 528.413676416 ms

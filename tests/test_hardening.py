@@ -14,11 +14,18 @@ import openpyxl
 import pytest
 
 import corpus
-from conftest import EXAMPLE, edited_example, planner_env, problem_lines, repeat_workloads, run_planner, sheet_values
+from conftest import (EXAMPLE, edited_example, planner_env, problem_lines, repeat_workloads, run_cli, run_planner,
+                      sheet_values)
 from planner.errors import MAX_LISTED
 
 def planner(*args, cwd: Path) -> subprocess.CompletedProcess:
+    """A real process: exit status, no traceback, nothing touched, whatever the input does."""
     return run_planner(*args, cwd=cwd, timeout=120)
+
+
+def planner_here(*args, cwd: Path) -> subprocess.CompletedProcess:
+    """In this process (planner.cli.main), where the process adds nothing."""
+    return run_cli(*args, cwd=cwd)
 
 
 @pytest.mark.parametrize("case", sorted(corpus.BAD))
@@ -45,13 +52,13 @@ def test_bad_input_exit_2_every_problem_nothing_touched(case, tmp_path):
     assert out.read_bytes() == b"last quarter's plan"      # existing output untouched
     assert sorted(os.listdir(out_dir)) == ["plan.xlsx"]     # no partial or temporary file
     # validate says the same and writes nothing
-    r2 = planner("validate", path, cwd=tmp_path)
+    r2 = planner_here("validate", path, cwd=tmp_path)
     assert r2.returncode == 2 and sorted(problem_lines(r2.stderr)) == sorted(lines)
 
 
 def test_case_and_space_references_accepted_and_said_once(tmp_path):
     path, _ = corpus.case_and_space_refs(tmp_path)
-    r = planner("run", path, "-o", tmp_path / "plan.xlsx", cwd=tmp_path)
+    r = planner_here("run", path, "-o", tmp_path / "plan.xlsx", "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     notes = [line for line in r.stderr.splitlines() if "note:" in line]
     assert len(notes) == 1 and "2 model/gpu reference(s)" in notes[0]
@@ -70,7 +77,7 @@ def test_xlsm_is_read_as_values_and_no_macro_is_carried(tmp_path):
     with zipfile.ZipFile(path) as z:                      # the case really is a macro workbook
         assert "xl/vbaProject.bin" in z.namelist()
         assert b"macroEnabled" in z.read("[Content_Types].xml")
-    r = planner("run", path, "--no-memo", cwd=tmp_path)
+    r = planner_here("run", path, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = tmp_path / "out" / "macros-plan.xlsx"
     with zipfile.ZipFile(out) as z:
@@ -101,7 +108,7 @@ def test_formula_looking_text_stays_text(tmp_path):
     ws["A2"].data_type = "s"  # openpyxl would otherwise store it as a formula
     src = tmp_path / "evil.xlsx"
     wb.save(src)
-    r = planner("run", src, "-o", tmp_path / "plan.xlsx", cwd=tmp_path)
+    r = planner_here("run", src, "-o", tmp_path / "plan.xlsx", "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     with zipfile.ZipFile(tmp_path / "plan.xlsx") as z:
         xml = "".join(z.read(n).decode("utf-8") for n in z.namelist() if n.startswith("xl/worksheets/"))
@@ -115,7 +122,7 @@ def test_formula_looking_text_stays_text(tmp_path):
 def test_excel_lock_file_refused(tmp_path):
     out = tmp_path / "plan.xlsx"
     (tmp_path / "~$plan.xlsx").write_bytes(b"lock")
-    r = planner("run", EXAMPLE, "-o", out, cwd=tmp_path)
+    r = planner_here("run", EXAMPLE, "-o", out, cwd=tmp_path)
     assert r.returncode == 2 and "open in Excel" in r.stderr and not out.exists()
 
 
@@ -131,11 +138,19 @@ def test_zip_limits_are_read_from_the_directory_not_inflated(tmp_path, monkeypat
     assert "above the limit of 0.0 MiB" in str(e.value)
 
 
+@pytest.fixture(scope="module")
+def big_input(tmp_path_factory) -> Path:
+    """The example with 3,000 workloads (read-only: made once for both signals)."""
+    path, _ = edited_example(tmp_path_factory.mktemp("big") / "big.xlsx", lambda wb: repeat_workloads(wb, 3000))
+    return path
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("sig, code", [("SIGTERM", 143), ("SIGINT", 130)])
-def test_interrupted_run_leaves_no_partial_file(tmp_path, sig, code):
+def test_interrupted_run_leaves_no_partial_file(tmp_path, big_input, sig, code):
     import signal
 
-    src, _ = edited_example(tmp_path / "big.xlsx", lambda wb: repeat_workloads(wb, 3000))
+    src = big_input
     out_dir = tmp_path / "out"
     out_dir.mkdir()
     (out_dir / "plan.xlsx").write_bytes(b"previous")

@@ -1,6 +1,6 @@
 """A fleet larger than the memo table: the largest demands are shown, the rest are counted."""
 
-from conftest import EXAMPLE, edited_example, repeat_workloads
+from conftest import edited_example, repeat_workloads
 from planner.memo import MEMO_TABLE_MAX, build_context
 from planner.plan import build_plan
 
