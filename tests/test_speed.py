@@ -93,6 +93,7 @@ def test_block_and_sheet_boundaries_keep_every_value(tmp_path, monkeypatch):
     compare_sheet(out, "Results", plan.results)
 
 
+@pytest.mark.slow
 def test_results_at_scale_equal_the_small_run(tmp_path):
     """No approximation for speed: 1,200 workloads (the example repeated) give, row for row,
     the example's own numbers in Results and in the sensitivity blocks."""
