@@ -146,14 +146,14 @@ def test_run_explicit_output_twice_replaces_it(tmp_path):
 
     # second run, from a changed input, onto the existing output
     src2, _ = edited_example(tmp_path / "in" / "in2.xlsx", lambda wb: _set(wb, W, "workload", 2, "renamed-workload"))
-    r = planner("run", src2, "-o", out, cwd=tmp_path)
+    r = planner("run", src2, "-o", out, "--no-memo", cwd=tmp_path)  # memo replacement: test_memo.py
     assert r.returncode == 0, r.stderr
     assert sheet_rows(out, "Results")[0]["workload"] == "renamed-workload"
     assert sorted(os.listdir(out_dir)) == Q4_FILES  # replaced in place, no temporaries
 
     # a stale or damaged file at the output path is replaced by a complete workbook
     out.write_bytes(b"stale")
-    r = planner("run", src, "-o", out, cwd=tmp_path)
+    r = planner("run", src, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert [x["workload"] for x in sheet_rows(out, "Results")] == example_workloads()
     assert sorted(os.listdir(out_dir)) == Q4_FILES
