@@ -132,15 +132,16 @@ def header_index(ws) -> dict[str, int]:
 
 
 def sheet_values(path: Path, sheet: str) -> list[dict]:
-    """Rows of a table sheet (header row 1) as dicts of cached values."""
-    wb = openpyxl.load_workbook(path, data_only=True)
-    ws = wb[sheet]
-    idx = header_index(ws)
-    rows = []
-    for r in range(2, ws.max_row + 1):
-        rows.append({name: ws.cell(r, j).value for name, j in idx.items()})
-    wb.close()
-    return rows
+    """Rows of a table sheet (header row 1) as dicts of cached values. Read-only mode: only
+    that sheet's XML is parsed (a full load parses every sheet of a large output each call)."""
+    wb = openpyxl.load_workbook(path, data_only=True, read_only=True)
+    try:
+        rows = wb[sheet].iter_rows(values_only=True)
+        head = next(rows, ())
+        idx = {str(h).split(" [")[0]: j for j, h in enumerate(head) if h is not None}
+        return [{name: (r[j] if j < len(r) else None) for name, j in idx.items()} for r in rows]
+    finally:
+        wb.close()
 
 
 def same_value(expected, got, rel: float = 1e-9) -> bool:
