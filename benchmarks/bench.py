@@ -9,8 +9,10 @@ workbook, memo), and separately the whole ``planner run`` as its own process wit
 memory (max RSS). The baseline writes the same number of cells as plain values with
 ``pandas.DataFrame.to_excel`` (XlsxWriter engine), also as its own process. With
 ``--libreoffice`` it also times LibreOffice's load-recalculate-save of the 10,000-row
-output and of the values-only baseline. The model evaluation rate is measured on a
-1,000,000-row frame. Prints a table and writes JSON.
+output and of the values-only baseline. With ``--bad-inputs`` it times ``planner run`` on every
+case of the bad-input corpus (tests/corpus.py: each must be refused quickly, exit 2) and
+reports the slowest. The model evaluation rate is measured on a 1,000,000-row frame. Prints
+a table and writes JSON.
 """
 
 from __future__ import annotations
@@ -164,12 +166,32 @@ def libreoffice_seconds(path: Path) -> float:
         return time.perf_counter() - t
 
 
+def bad_input_seconds() -> dict[str, float]:
+    """Wall time [s] of ``planner run`` refusing each case of the bad-input corpus (exit 2)."""
+    sys.path.insert(0, str(REPO / "tests"))
+    import corpus
+
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for case, build in sorted(corpus.BAD.items()):
+            path, _ = build(tmp)
+            t = time.perf_counter()
+            r = subprocess.run([sys.executable, "-m", "planner", "run", str(path), "-o", str(tmp / "plan.xlsx"),
+                                "--no-memo"], capture_output=True, text=True, cwd=tmp)
+            out[case] = time.perf_counter() - t
+            if r.returncode != 2:
+                raise RuntimeError(f"{case}: exit {r.returncode}, expected 2: {r.stderr[-2000:]}")
+    return out
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", type=int, nargs="+", default=[100, 1000, 10_000, 50_000])
     ap.add_argument("--json", type=Path, default=REPO / "out" / "bench.json")
     ap.add_argument("--libreoffice", action="store_true", help="also time LibreOffice recalculation at 10,000")
     ap.add_argument("--no-phases", action="store_true", help="skip the in-process phase timing")
+    ap.add_argument("--bad-inputs", action="store_true", help="also time the refusal of every bad-input case")
     args = ap.parse_args(argv)
     results = {"machine": {"python": platform.python_version(), "cpus": os.cpu_count(),
                            "platform": platform.platform()}, "sizes": []}
@@ -194,6 +216,12 @@ def main(argv=None) -> int:
             print(json.dumps(row))
             for f in (src, out, base_out):
                 f.unlink(missing_ok=True)
+    if args.bad_inputs:
+        bad = bad_input_seconds()
+        slowest = max(bad, key=bad.get)
+        results["bad_inputs_s"] = bad
+        print(f"bad inputs: {len(bad)} cases refused, slowest {slowest} {bad[slowest]:.2f} s, "
+              f"median {sorted(bad.values())[len(bad) // 2]:.2f} s")
     results["model_rows_per_s"] = model_rate()
     print(f"model evaluation: {results['model_rows_per_s']:,.0f} rows/s (Results columns, 1,000,000 rows)")
     sizes = {r["workloads"]: r for r in results["sizes"]}

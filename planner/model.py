@@ -8,8 +8,8 @@ builder of the same quantity's Excel formula: it takes cell references (strings 
 leading ``=``. Keeping both together is what lets a reader check one against the other;
 the tests recalculate the Excel side in LibreOffice and compare it with the Python side.
 
-Source of every equation: ``shared/SPEC.md`` section 1 (restating the design note
-``seed/000_0f3a1b611c36ad0a.txt``) and section 4 for the derived columns.
+Source of every equation: ``docs/model.md`` in the repository, section 1 (the model) and
+section 4 (the derived output columns).
 
 Glossary (the names used throughout the package)
 ------------------------------------------------

@@ -1,6 +1,6 @@
 """Read and validate an input workbook (openpyxl, cached values, no macros).
 
-The header rules of SPEC §3: header row 1; names match case-insensitively, ignoring
+The header rules of ``docs/model.md`` section 3: header row 1; names match case-insensitively, ignoring
 surrounding spaces and a trailing unit in brackets or parentheses; extra columns are
 kept; blank rows are skipped. Cells are read with openpyxl (not ``pandas.read_excel``,
 which turns ``#DIV/0!`` into NaN silently). Every problem is collected and raised at once

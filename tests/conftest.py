@@ -1,12 +1,17 @@
-"""Shared fixtures: LibreOffice recalculation and reading workbooks back."""
+"""Shared fixtures and helpers: running the planner, LibreOffice recalculation, edited copies of
+the example workbook, problem lines of stderr, reading workbooks back."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any, Callable
 
 import openpyxl
 import pytest
@@ -31,6 +36,72 @@ def run_planner(*args, cwd: Path, env_extra: dict | None = None, drop: tuple[str
     """``python -m planner ARGS`` in ``cwd``, output captured as text."""
     return subprocess.run([sys.executable, "-m", "planner", *map(str, args)], cwd=cwd,
                           env=planner_env(env_extra, drop), capture_output=True, text=True, timeout=timeout)
+
+
+def run_cli(*args, cwd: Path, env_extra: dict | None = None, drop: tuple[str, ...] = ()
+            ) -> subprocess.CompletedProcess:
+    """``planner ARGS`` in this process (``planner.cli.main``), in ``cwd``, output captured: the
+    same exit status and output as :func:`run_planner` without a new interpreter (environment:
+    PLANNER_DEBUG and ``drop`` removed, ``env_extra`` added, all restored after). Use
+    ``run_planner`` where the process itself is under test (signals, a real exit status)."""
+    from planner import cli
+
+    argv = [str(a) for a in args]
+    out, err = io.StringIO(), io.StringIO()
+    handlers = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+    saved = dict(os.environ)
+    for k in ("PLANNER_DEBUG", *drop):
+        os.environ.pop(k, None)
+    os.environ.update(env_extra or {})
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            try:
+                code = cli.main(argv)
+            except SystemExit as e:  # argparse: --help, usage errors
+                code = e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
+    finally:
+        os.chdir(here)
+        for s, h in handlers.items():
+            signal.signal(s, h)
+        os.environ.clear()
+        os.environ.update(saved)
+    return subprocess.CompletedProcess(["planner", *argv], code, out.getvalue(), err.getvalue())
+
+
+def edited_example(dest: Path, edit: Callable[[openpyxl.Workbook], Any] | None = None) -> tuple[Path, Any]:
+    """A copy of the example workbook saved at ``dest`` (folders made) after ``edit(wb)``;
+    returns ``(dest, what edit returned)``."""
+    wb = openpyxl.load_workbook(EXAMPLE)
+    extra = edit(wb) if edit else None
+    dest = Path(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    wb.save(dest)
+    return dest, extra
+
+
+def repeat_workloads(wb: openpyxl.Workbook, n: int, name: str = "{name}-{i}",
+                     row_edit: Callable[[list, int], None] | None = None) -> list[int]:
+    """Append copies of the Workloads rows (cycling) until the sheet has ``n`` data rows; copy
+    ``i`` (0-based) is named ``name.format(name=original, i=i)`` and may be changed in place by
+    ``row_edit(values, i)``. Returns the sheet rows appended."""
+    ws = wb["Workloads"]
+    rows = [[c.value for c in r] for r in ws.iter_rows(min_row=2)]
+    added = []
+    for i in range(n - len(rows)):
+        r = list(rows[i % len(rows)])
+        r[0] = name.format(name=r[0], i=i)
+        if row_edit:
+            row_edit(r, i)
+        ws.append(r)
+        added.append(ws.max_row)
+    return added
+
+
+def problem_lines(stderr: str) -> list[str]:
+    """The problem lines of an input error on stderr (indented by two spaces), without the indent."""
+    return [line[2:] for line in stderr.splitlines() if line.startswith("  ")]
 
 
 @pytest.fixture(scope="session")
@@ -61,15 +132,16 @@ def header_index(ws) -> dict[str, int]:
 
 
 def sheet_values(path: Path, sheet: str) -> list[dict]:
-    """Rows of a table sheet (header row 1) as dicts of cached values."""
-    wb = openpyxl.load_workbook(path, data_only=True)
-    ws = wb[sheet]
-    idx = header_index(ws)
-    rows = []
-    for r in range(2, ws.max_row + 1):
-        rows.append({name: ws.cell(r, j).value for name, j in idx.items()})
-    wb.close()
-    return rows
+    """Rows of a table sheet (header row 1) as dicts of cached values. Read-only mode: only
+    that sheet's XML is parsed (a full load parses every sheet of a large output each call)."""
+    wb = openpyxl.load_workbook(path, data_only=True, read_only=True)
+    try:
+        rows = wb[sheet].iter_rows(values_only=True)
+        head = next(rows, ())
+        idx = {str(h).split(" [")[0]: j for j, h in enumerate(head) if h is not None}
+        return [{name: (r[j] if j < len(r) else None) for name, j in idx.items()} for r in rows]
+    finally:
+        wb.close()
 
 
 def same_value(expected, got, rel: float = 1e-9) -> bool:

@@ -18,7 +18,9 @@ from typing import Callable
 import openpyxl
 
 REPO = Path(__file__).resolve().parent.parent
-EXAMPLE = REPO / "workbooks" / "example.xlsx"
+sys.path.insert(0, str(REPO))  # run as a script: the planner importable (conftest imports it)
+
+from conftest import EXAMPLE, edited_example, repeat_workloads  # noqa: E402
 W, M, G = "Workloads", "Models", "GPUs"
 OLE2_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 
@@ -33,11 +35,7 @@ def col(ws, name: str) -> str:
 
 def edit(folder: Path, name: str, change: Callable[[openpyxl.Workbook], list[str]]) -> tuple[Path, list[str]]:
     """Copy the example, apply ``change`` (which returns the expected lines), save."""
-    wb = openpyxl.load_workbook(EXAMPLE)
-    expected = change(wb)
-    path = folder / f"{name}.xlsx"
-    wb.save(path)
-    return path, expected
+    return edited_example(Path(folder) / f"{name}.xlsx", change)
 
 
 def setc(wb, sheet: str, name: str, row: int, value) -> str:
@@ -287,11 +285,7 @@ def many_problems(folder):
     """More problems than are listed: the list is cut with the count of the rest."""
     def change(wb):
         ws = wb[W]
-        rows = [[c.value for c in r] for r in ws.iter_rows(min_row=2)]
-        for i in range(300):
-            r = list(rows[i % len(rows)])
-            r[0] = f"bulk-{i}"
-            ws.append(r)
+        repeat_workloads(wb, ws.max_row - 1 + 300, "bulk-{i}")
         c = col(ws, "hit_target")
         lines = []
         for row in range(2, ws.max_row + 1):
@@ -457,7 +451,6 @@ ACCEPTED = {f.__name__: f for f in (xlsm_with_macros, case_and_space_refs, total
 if __name__ == "__main__":
     out = Path(sys.argv[1] if len(sys.argv) > 1 else "out/corpus")
     out.mkdir(parents=True, exist_ok=True)
-    sys.path.insert(0, str(REPO))
     for name, build in {**BAD, **ACCEPTED}.items():
         path, expected = build(out)
         print(f"{path}  ({len(expected)} expected problem lines)")

@@ -1,4 +1,4 @@
-"""The command line (SPEC §5), run as a subprocess: ``python -m planner ...``.
+"""The command line (docs/model.md §5), run as a subprocess: ``python -m planner ...``.
 
 Wrong inputs are built from the bundled example by editing a copy with openpyxl; every
 column letter is found from the header row, never hard-coded.
@@ -9,21 +9,20 @@ from __future__ import annotations
 import os
 import subprocess
 from pathlib import Path
-from typing import Callable
 
 import openpyxl
 import pytest
 
-from conftest import run_planner
+from conftest import EXAMPLE, edited_example, problem_lines, run_cli, run_planner
 
-REPO = Path(__file__).resolve().parents[1]
-EXAMPLE = REPO / "workbooks" / "example.xlsx"
 OUTPUT_SHEETS = {"Results", "Sensitivity_Hit", "Models", "GPUs", "Workloads", "Settings", "Checks", "Run"}
 OLD_OUTPUT = b"previous output, must survive a failed run"
 
 
 # --------------------------------------------------------------------------- helpers
-planner = run_planner
+# In this process (planner.cli.main): a subprocess adds an interpreter start and nothing else
+# here; the tests where the process itself matters call run_planner.
+planner = run_cli
 
 
 def base(header) -> str:
@@ -46,17 +45,6 @@ def col_index(ws, name: str) -> int:
     raise KeyError(f"{ws.title}: no column {name!r}")
 
 
-def edited_example(tmp_path: Path, name: str, edit: Callable, folder: str = "in"):
-    """Copy of the example, edited by ``edit(wb)``; returns (path, whatever edit returned)."""
-    wb = openpyxl.load_workbook(EXAMPLE)
-    extra = edit(wb)
-    d = tmp_path / folder
-    d.mkdir(parents=True, exist_ok=True)
-    path = d / f"{name}.xlsx"
-    wb.save(path)
-    return path, extra
-
-
 def sheet_rows(path: Path, sheet: str) -> list[dict]:
     """Non-blank data rows of ``sheet`` keyed by header (unit dropped), cached values."""
     wb = openpyxl.load_workbook(path, data_only=True, read_only=True)
@@ -75,10 +63,6 @@ def sheet_rows(path: Path, sheet: str) -> list[dict]:
 
 def example_workloads() -> list[str]:
     return [r["workload"] for r in sheet_rows(EXAMPLE, "Workloads")]
-
-
-def problem_lines(stderr: str) -> list[str]:
-    return [line.strip() for line in stderr.splitlines() if line.startswith("  ")]
 
 
 def assert_input_error(r: subprocess.CompletedProcess, expected: list[str]) -> None:
@@ -101,15 +85,17 @@ def example_plan(tmp_path_factory) -> Path:
     """The bundled example planned once (explicit input and output)."""
     d = tmp_path_factory.mktemp("example-plan")
     out = d / "example-plan.xlsx"
-    r = planner("run", EXAMPLE, "-o", out, cwd=d)
+    r = planner("run", EXAMPLE, "-o", out, "--no-memo", cwd=d)
     assert r.returncode == 0, r.stderr
     return out
 
 
 # --------------------------------------------------------------------------- run
+@pytest.mark.slow
 def test_run_without_input_plans_the_example_into_out(tmp_path):
+    # a real process end to end: default input, default output, memo
     example_before = EXAMPLE.read_bytes()
-    r = planner("run", cwd=tmp_path)
+    r = run_planner("run", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "Traceback" not in r.stderr
     out = tmp_path / "out" / "example-plan.xlsx"
@@ -145,6 +131,7 @@ def test_run_without_input_plans_the_example_into_out(tmp_path):
 Q4_FILES = ["q4-memo.html", "q4-memo.md", "q4-tpm.png", "q4-ttft.png", "q4.xlsx"]
 
 
+@pytest.mark.slow
 def test_run_explicit_output_twice_replaces_it(tmp_path):
     src = tmp_path / "in.xlsx"
     src.write_bytes(EXAMPLE.read_bytes())
@@ -158,15 +145,15 @@ def test_run_explicit_output_twice_replaces_it(tmp_path):
     assert sorted(os.listdir(out_dir)) == Q4_FILES
 
     # second run, from a changed input, onto the existing output
-    src2, _ = edited_example(tmp_path, "in2", lambda wb: _set(wb, W, "workload", 2, "renamed-workload"))
-    r = planner("run", src2, "-o", out, cwd=tmp_path)
+    src2, _ = edited_example(tmp_path / "in" / "in2.xlsx", lambda wb: _set(wb, W, "workload", 2, "renamed-workload"))
+    r = planner("run", src2, "-o", out, "--no-memo", cwd=tmp_path)  # memo replacement: test_memo.py
     assert r.returncode == 0, r.stderr
     assert sheet_rows(out, "Results")[0]["workload"] == "renamed-workload"
     assert sorted(os.listdir(out_dir)) == Q4_FILES  # replaced in place, no temporaries
 
     # a stale or damaged file at the output path is replaced by a complete workbook
     out.write_bytes(b"stale")
-    r = planner("run", src, "-o", out, cwd=tmp_path)
+    r = planner("run", src, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert [x["workload"] for x in sheet_rows(out, "Results")] == example_workloads()
     assert sorted(os.listdir(out_dir)) == Q4_FILES
@@ -175,7 +162,7 @@ def test_run_explicit_output_twice_replaces_it(tmp_path):
 
 def test_run_quiet_prints_nothing(tmp_path):
     out = tmp_path / "o.xlsx"
-    r = planner("run", EXAMPLE, "-o", out, "-q", cwd=tmp_path)
+    r = planner("run", EXAMPLE, "-o", out, "-q", "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout == ""
     assert out.is_file()
@@ -188,7 +175,7 @@ def test_output_file_permissions_follow_umask(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     out = tmp_path / "plan.xlsx"
-    r = planner("run", EXAMPLE, "-o", out, cwd=tmp_path)
+    r = planner("run", EXAMPLE, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert oct(out.stat().st_mode & 0o777) == oct(0o666 & ~umask)
     tpl = tmp_path / "t.xlsx"
@@ -253,7 +240,7 @@ def test_template_validate_run(tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["T.xlsx"]  # validate writes nothing
 
     out = tmp_path / "X.xlsx"
-    r = planner("run", tpl, "-o", out, cwd=tmp_path)
+    r = planner("run", tpl, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert len(sheet_rows(out, "Results")) == 1
     assert tpl.read_bytes() == tpl_bytes
@@ -427,7 +414,7 @@ CASES = {
 
 @pytest.mark.parametrize("case", list(CASES), ids=list(CASES))
 def test_wrong_input(tmp_path, case):
-    src, expected = edited_example(tmp_path, "wrong", CASES[case])
+    src, expected = edited_example(tmp_path / "in" / "wrong.xlsx", CASES[case])
     before = src.read_bytes()
 
     # run onto an existing output: exit 2, every problem listed, the output untouched
@@ -455,6 +442,14 @@ def test_wrong_input(tmp_path, case):
 
     assert src.read_bytes() == before
     assert sorted(os.listdir(src.parent)) == ["wrong.xlsx"]
+
+
+def test_wrong_input_as_a_process_exits_2_without_traceback(tmp_path):
+    # the real process status (the cases above run planner.cli.main in this process)
+    src, expected = edited_example(tmp_path / "in" / "wrong.xlsx", case_several)
+    for args in (["run", src, "-o", tmp_path / "plan.xlsx"], ["validate", src]):
+        assert_input_error(run_planner(*args, cwd=tmp_path), expected)
+    assert sorted(os.listdir(tmp_path)) == ["in"]
 
 
 def test_not_a_zip(tmp_path):
@@ -486,7 +481,7 @@ def test_row_numbers_are_the_sheets_after_a_blank_row(tmp_path):
         ws.insert_rows(5)  # a blank row 5; the rows below move down by one
         return _set(wb, W, "hit_target", 7, 1.3)
 
-    src, place = edited_example(tmp_path, "blank-then-bad", edit)
+    src, place = edited_example(tmp_path / "in" / "blank-then-bad.xlsx", edit)
     r = planner("validate", src, cwd=tmp_path)
     assert_input_error(r, [f"{place}: hit_target 1.3 is outside [0, 1]"])
     assert place.endswith("7")
@@ -507,12 +502,12 @@ def test_percent_text_and_percent_format_give_identical_results(tmp_path, exampl
 
     outputs = {}
     for name, value, fmt in (("text", "85%", None), ("formatted", 0.85, "0%")):
-        src, _ = edited_example(tmp_path, name, lambda wb: _set(wb, W, "hit_target", 3, value, fmt))
+        src, _ = edited_example(tmp_path / "in" / f"{name}.xlsx", lambda wb: _set(wb, W, "hit_target", 3, value, fmt))
         r = planner("validate", src, cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         assert "is valid" in r.stdout
         out = tmp_path / f"{name}-plan.xlsx"
-        r = planner("run", src, "-o", out, cwd=tmp_path)
+        r = planner("run", src, "-o", out, "--no-memo", cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         outputs[name] = out
         w_row = [x for x in sheet_rows(out, W) if x["workload"] == workload]
@@ -530,11 +525,11 @@ def test_header_with_spaces_and_unit_in_parentheses(tmp_path, example_plan):
         ws = wb[W]
         ws[f"{col(ws, 'isl')}1"] = " ISL (tokens) "
 
-    src, _ = edited_example(tmp_path, "header", edit)
+    src, _ = edited_example(tmp_path / "in" / "header.xlsx", edit)
     r = planner("validate", src, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = tmp_path / "plan.xlsx"
-    r = planner("run", src, "-o", out, cwd=tmp_path)
+    r = planner("run", src, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert sheet_rows(out, "Results") == sheet_rows(example_plan, "Results")
     assert [x["isl"] for x in sheet_rows(out, W)] == [x["isl"] for x in sheet_rows(EXAMPLE, W)]
@@ -553,9 +548,9 @@ def test_extra_column_is_passed_through(tmp_path):
                 ws.cell(row=i, column=j, value=f"team-{i}")
         return owners
 
-    src, owners = edited_example(tmp_path, "owner", edit)
+    src, owners = edited_example(tmp_path / "in" / "owner.xlsx", edit)
     out = tmp_path / "plan.xlsx"
-    r = planner("run", src, "-o", out, cwd=tmp_path)
+    r = planner("run", src, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     rows = sheet_rows(out, W)
     assert len(rows) == len(owners) > 0
@@ -568,11 +563,11 @@ def test_blank_row_in_the_middle_is_skipped(tmp_path, example_plan):
         ws.insert_rows(6)
         return ws.max_row - 1  # data rows of the sheet, the blank one included
 
-    src, sheet_data_rows = edited_example(tmp_path, "blank", edit)
+    src, sheet_data_rows = edited_example(tmp_path / "in" / "blank.xlsx", edit)
     r = planner("validate", src, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = tmp_path / "plan.xlsx"
-    r = planner("run", src, "-o", out, cwd=tmp_path)
+    r = planner("run", src, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     results = sheet_rows(out, "Results")
     wb = openpyxl.load_workbook(out, data_only=True, read_only=True)
@@ -587,9 +582,9 @@ def test_model_reference_in_other_case_and_spaces_is_matched_with_a_note(tmp_pat
     workload = ws[f"{col(ws, 'workload')}3"].value
     canonical = ws[f"{col(ws, 'model')}3"].value
     assert canonical == "Qwen2.5-72B"
-    src, place = edited_example(tmp_path, "fuzzy", lambda wb: _set(wb, W, "model", 3, " qwen2.5-72b "))
+    src, place = edited_example(tmp_path / "in" / "fuzzy.xlsx", lambda wb: _set(wb, W, "model", 3, " qwen2.5-72b "))
 
-    for args in (["validate", src], ["run", src, "-o", tmp_path / "plan.xlsx"]):
+    for args in (["validate", src], ["run", src, "-o", tmp_path / "plan.xlsx", "--no-memo"]):
         r = planner(*args, cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         notes = [line for line in r.stderr.splitlines() if "note" in line.lower()]
@@ -608,8 +603,8 @@ def test_model_reference_in_other_case_and_spaces_is_matched_with_a_note(tmp_pat
 def test_internal_errors_exit_1_without_traceback(tmp_path):
     # an output folder that cannot be created (a file is in the way) is not an input problem
     (tmp_path / "blocker").write_bytes(b"x")
-    r = planner("run", EXAMPLE, "-o", tmp_path / "blocker" / "plan.xlsx", cwd=tmp_path)
-    assert r.returncode in (1, 2), r.stderr
+    r = run_planner("run", EXAMPLE, "-o", tmp_path / "blocker" / "plan.xlsx", cwd=tmp_path)
+    assert r.returncode == 1, r.stderr        # not an input problem (2): the target folder is blocked
     assert "Traceback" not in r.stderr
-    assert r.stderr.strip()
+    assert "cannot write" in r.stderr and "nothing was written" in r.stderr
     assert (tmp_path / "blocker").read_bytes() == b"x"

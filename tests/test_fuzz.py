@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import openpyxl
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -77,6 +78,7 @@ def row(draw):
     return rec
 
 
+@pytest.mark.slow
 @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck))
 @given(rows=st.lists(row(), min_size=1, max_size=4))
 def test_random_workbooks_plan_or_refuse_with_places(rows):

@@ -19,7 +19,7 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
-from conftest import EXAMPLE, run_planner
+from conftest import EXAMPLE, run_cli
 from planner import mail, memo
 from planner.plan import build_plan
 
@@ -27,11 +27,11 @@ XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 TO = ["Capacity team <cap@example.org>", "finance@example.org"]
 SENDER = "KV planner <planner@example.org>"
 FIXED = ("--fixed-time", "2026-10-01T09:00:00+00:00", "--fixed-sha256", "0123456789abcdef" * 4)
-TIMEOUT = 60  # seconds for any subprocess here; SMTP itself runs with --timeout 10
 
 
 def planner(*args, cwd: Path, env_extra: dict | None = None) -> subprocess.CompletedProcess:
-    return run_planner(*args, cwd=cwd, env_extra=env_extra, drop=(mail.PASSWORD_ENV,), timeout=TIMEOUT)
+    """In this process (planner.cli.main), the password variable never inherited."""
+    return run_cli(*args, cwd=cwd, env_extra=env_extra, drop=(mail.PASSWORD_ENV,))
 
 
 @pytest.fixture(scope="module")

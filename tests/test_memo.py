@@ -1,6 +1,6 @@
 """The planning memo: golden files, numbers equal to the workbook's, escaping, sandboxed
-custom templates, atomic writing. The command line runs as a subprocess
-(``python -m planner``); the hidden options ``--fixed-time`` and ``--fixed-sha256`` fix
+custom templates, atomic writing. The command line runs in this process
+(``planner.cli.main`` through ``conftest.run_cli``); the hidden options ``--fixed-time`` and ``--fixed-sha256`` fix
 the run time and input hash so the memo is byte-for-byte reproducible.
 
 Regenerate the golden files after an intended change of the memo or the example with
@@ -21,7 +21,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from conftest import EXAMPLE, REPO, run_planner, sheet_values
+from conftest import EXAMPLE, REPO, edited_example, run_cli, run_planner, sheet_values
 from planner import memo, memo_charts, memo_numbers
 from planner.plan import build_plan
 
@@ -33,16 +33,7 @@ XSS = "<script>alert(1)</script>"
 
 
 # --------------------------------------------------------------------------- helpers
-planner = run_planner
-
-
-def edited_example(tmp_path: Path, edit) -> Path:
-    wb = openpyxl.load_workbook(EXAMPLE)
-    edit(wb)
-    path = tmp_path / "in" / "edited.xlsx"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    wb.save(path)
-    return path
+planner = run_cli  # in this process: a subprocess adds an interpreter start and nothing else here
 
 
 def set_workload_names(wb, names: dict[int, str]) -> None:
@@ -303,7 +294,7 @@ def test_kv_that_does_not_fit_is_a_finding(tmp_path):
         col = next(c.column for c in ws[1] if str(c.value).split(" [")[0].strip().lower() == "batch")
         ws.cell(2, col).value = 4000
 
-    src = edited_example(tmp_path, edit)
+    src, _ = edited_example(tmp_path / "in" / "edited.xlsx", edit)
     plan = build_plan(src)
     text = " ".join(f["text"] for f in memo_numbers.findings(plan) if f["kind"] == "hbm")
     name = plan.results["workload"].iat[0]
@@ -339,7 +330,7 @@ def test_format_number_refuses_unknown_formats():
 # --------------------------------------------------------------------------- escaping
 def test_hostile_workload_name_is_escaped(tmp_path):
     odd = "a|b *c* _d_ $x$ [e](f)"
-    src = edited_example(tmp_path, lambda wb: set_workload_names(wb, {1: XSS, 2: odd}))
+    src, _ = edited_example(tmp_path / "in" / "edited.xlsx", lambda wb: set_workload_names(wb, {1: XSS, 2: odd}))
     out = tmp_path / "out" / "plan.xlsx"
     r = planner("run", src, "-o", out, "--eml", tmp_path / "out" / "plan.eml", *FIXED, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -412,7 +403,7 @@ def test_custom_template_overrides_one_and_extends_the_builtin(tmp_path):
                       '{{ fleet.gpus }} GPUs; first {{ rows[0].workload }}{% endblock %}',
         "memo.html.j2": "<p>{{ rows[0].workload }} {{ '<b>' }} {{ rows[0].tpm_delivered_target }}</p>\n",
     })
-    src = edited_example(tmp_path, lambda wb: set_workload_names(wb, {1: XSS}))
+    src, _ = edited_example(tmp_path / "in" / "edited.xlsx", lambda wb: set_workload_names(wb, {1: XSS}))
     out = tmp_path / "out" / "plan.xlsx"
     r = planner("run", src, "-o", out, "--templates", tpl, cwd=tmp_path)
     assert r.returncode == 0, r.stderr

@@ -1,26 +1,22 @@
 """A fleet larger than the memo table: the largest demands are shown, the rest are counted."""
 
-import openpyxl
-
-from conftest import EXAMPLE
+from conftest import edited_example, repeat_workloads
 from planner.memo import build_context
 from planner.memo_numbers import MEMO_TABLE_MAX
 from planner.plan import build_plan
 
 
 def test_memo_table_is_capped_at_the_largest_demands(tmp_path):
-    wb = openpyxl.load_workbook(EXAMPLE)
-    ws = wb["Workloads"]
-    rows = [[c.value for c in r] for r in ws.iter_rows(min_row=2)]
-    head = [str(c.value).split(" [")[0] for c in ws[1]]
-    d = head.index("demand_tpm")
-    for i in range(60):
-        r = list(rows[i % len(rows)])
-        r[0] = f"{r[0]}-x{i}"
-        r[d] = 1000 + i  # later copies have the larger demand among the copies
-        ws.append(r)
-    src = tmp_path / "many.xlsx"
-    wb.save(src)
+    def add_60_copies(wb):
+        ws = wb["Workloads"]
+        d = [str(c.value).split(" [")[0] for c in ws[1]].index("demand_tpm")
+
+        def larger_demand(row, i):
+            row[d] = 1000 + i  # later copies have the larger demand among the copies
+
+        repeat_workloads(wb, ws.max_row - 1 + 60, "{name}-x{i}", larger_demand)
+
+    src, _ = edited_example(tmp_path / "many.xlsx", add_60_copies)
     plan = build_plan(src)
     ctx = build_context(plan, workbook="many-plan.xlsx")
     n = len(plan.results)

@@ -1,4 +1,4 @@
-"""The model against SPEC §2 worked numbers, hand calculations and properties."""
+"""The model against docs/model.md §2 worked numbers, hand calculations and properties."""
 
 from __future__ import annotations
 
@@ -18,11 +18,11 @@ def S(layers, kv_heads, head_dim, kv_bytes, tp, attention=GQA, mla_kv_dim=0):
     return float(m.kv_bytes_per_token_gpu(attention, layers, kv_heads, head_dim, mla_kv_dim, kv_bytes, tp))
 
 
-# ----------------------------------------------------------------------------- SPEC §2 worked numbers
+# ----------------------------------------------------------------------------- docs/model.md §2 worked numbers
 @pytest.mark.parametrize("tp, expected", [
     (1, 2 * 80 * 8 * 128 * 2),   # hand calc: 2*80*8*128*2 = 327,680
     (2, 2 * 80 * 4 * 128 * 2),   # 163,840: the seed note's "160 KB" is this tp=2 value
-    (4, 2 * 80 * 2 * 128 * 2),   # 81,920 (SPEC §2 corrects the note)
+    (4, 2 * 80 * 2 * 128 * 2),   # 81,920 (docs/model.md §2 corrects the note)
     (8, 2 * 80 * 1 * 128 * 2),   # 40,960
     (16, 2 * 80 * 1 * 128 * 2),  # 40,960: tp > kv_heads replicates one head per GPU, not 8/16
 ])
@@ -54,7 +54,7 @@ def test_uneven_heads_round_up():
 
 
 def test_peak_kv_tp4_batch32():
-    # SPEC §2: batch 32 x 8,192 tokens x 81,920 B = 21,474,836,480 B = 20 GiB (not 40)
+    # docs/model.md §2: batch 32 x 8,192 tokens x 81,920 B = 21,474,836,480 B = 20 GiB (not 40)
     assert float(m.kv_peak_gib(32, 8192, 81_920)) == 20.0
 
 
@@ -64,13 +64,15 @@ def test_attention_after_half_hit():
 
 
 @pytest.mark.parametrize("h", [0.1, 0.25, 0.5, 0.9])
-def test_exact_causal_count_tends_to_one_minus_h2(h):
+def test_attention_scaling_is_the_limit_of_the_exact_causal_count(h):
+    # docs/model.md §2: the package's attention factor (compute_ms with only t_attn0 = 1 ms) must
+    # approach the exact causal count (M*H + M(M+1)/2) / (N(N+1)/2) as N grows
     errors = []
     for n in (100, 1_000, 10_000, 100_000):
         hit = round(h * n)
         miss = n - hit
         exact = (miss * hit + miss * (miss + 1) / 2) / (n * (n + 1) / 2)
-        errors.append(abs(exact - (1 - (hit / n) ** 2)))
+        errors.append(abs(exact - float(m.compute_ms(hit / n, 1.0, 0.0, 0.0, "const"))))
     assert errors == sorted(errors, reverse=True)  # shrinks as N grows
     assert errors[-1] < 1e-4
 

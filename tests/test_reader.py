@@ -1,4 +1,4 @@
-"""Unit tests of the cell and header parsing of :mod:`planner.reader` (SPEC §3)."""
+"""Unit tests of the cell and header parsing of :mod:`planner.reader` (docs/model.md §3)."""
 
 from __future__ import annotations
 

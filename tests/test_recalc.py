@@ -57,47 +57,74 @@ def checks_counts(path: Path) -> dict[str, tuple]:
     return out
 
 
-def corrupt_cached_value(path: Path, sheet_xml: str, cell: str, value: str) -> None:
-    """Replace the cached <v> of a formula cell inside the xlsx zip."""
+def rewrite_cell_xml(path: Path, sheet_xml: str, pattern: str, repl: str) -> None:
+    """Rewrite one cell inside the xlsx zip (a regex over the sheet XML that must match once),
+    leaving every other cached value as XlsxWriter stored it (openpyxl would drop them all)."""
     tmp = path.with_suffix(".tmp")
     with zipfile.ZipFile(path) as zin, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zout:
         for item in zin.infolist():
             data = zin.read(item.filename)
             if item.filename == sheet_xml:
-                text = data.decode("utf-8")
-                pat = re.compile(rf'(<c r="{cell}"[^>]*>\s*<f>[^<]*</f>\s*<v>)([^<]*)(</v>)')
-                text, k = pat.subn(rf"\g<1>{value}\g<3>", text)
-                assert k == 1, f"cell {cell} not found in {sheet_xml}"
+                text, k = re.subn(pattern, repl, data.decode("utf-8"))
+                assert k == 1, f"{pattern} matched {k} times in {sheet_xml}"
                 data = text.encode("utf-8")
             zout.writestr(item, data)
     shutil.move(tmp, path)
 
 
-def results_sheet_xml(path: Path) -> str:
+def corrupt_cached_value(path: Path, sheet_xml: str, cell: str, value: str) -> None:
+    """Replace the cached <v> of a formula cell inside the xlsx zip."""
+    rewrite_cell_xml(path, sheet_xml, rf'(<c r="{cell}"[^>]*>\s*<f>[^<]*</f>\s*<v>)([^<]*)(</v>)',
+                     rf"\g<1>{value}\g<3>")
+
+
+def sheet_xml(path: Path, sheet: str) -> str:
+    """The zip member of a sheet, from workbook.xml and its relationships."""
     with zipfile.ZipFile(path) as z:
         wbxml = z.read("xl/workbook.xml").decode()
         rels = z.read("xl/_rels/workbook.xml.rels").decode()
-    rid = re.search(r'<sheet [^>]*name="Results"[^>]*r:id="(rId\d+)"', wbxml).group(1)
+    rid = re.search(rf'<sheet [^>]*name="{sheet}"[^>]*r:id="(rId\d+)"', wbxml).group(1)
     target = re.search(rf'<Relationship [^>]*Id="{rid}"[^>]*Target="([^"]+)"', rels) or \
         re.search(rf'<Relationship [^>]*Target="([^"]+)"[^>]*Id="{rid}"', rels)
     return "xl/" + target.group(1).lstrip("/").removeprefix("xl/")
 
 
 # ----------------------------------------------------------------------------- the example
-def test_example_values_before_and_after_recalculation(tmp_path, recalc):
+EXPLORER_PICK = 6  # the workload chosen in the Explorer before recalculation
+
+
+@pytest.fixture(scope="module")
+def example_recalc(tmp_path_factory, lo_profile) -> dict:
+    """The example's output recalculated ONCE for every test of it: a wrong cached value planted
+    in Results (the canary) and the Explorer switched to workload EXPLORER_PICK, both by editing
+    the sheet XML so that every other cached value stays as written."""
+    from planner.libreoffice import recalculate
+    from planner.explorer import EXPLORER_SELECT
+
     plan = build_plan(EXAMPLE)
-    out = tmp_path / "example-plan.xlsx"
+    d = tmp_path_factory.mktemp("example-recalc")
+    out = d / "example-plan.xlsx"
     write_output(plan, out)
-    # before: the cached values a non-calculating viewer shows
-    n_before = compare_all(out, plan)
-    # canary: a deliberately wrong cached value must come back right after recalculation
+    edited = d / "example-edited.xlsx"
+    shutil.copyfile(out, edited)
     wb = openpyxl.load_workbook(out, data_only=True)
     col = header_index(wb["Results"])["ttft_ms"]
     wb.close()
-    cell = openpyxl.utils.get_column_letter(col) + "3"
-    corrupt_cached_value(out, results_sheet_xml(out), cell, "987654321")
-    assert openpyxl.load_workbook(out, data_only=True)["Results"][cell].value == 987654321
-    again = recalc(out)
+    canary = openpyxl.utils.get_column_letter(col) + "3"
+    corrupt_cached_value(edited, sheet_xml(edited, "Results"), canary, "987654321")
+    pick = openpyxl.utils.get_column_letter(EXPLORER_SELECT[1] + 1) + str(EXPLORER_SELECT[0] + 1)
+    rewrite_cell_xml(edited, sheet_xml(edited, "Explorer"), rf'(<c r="{pick}"[^>]*><is><t>)[^<]*(</t>)',
+                     rf"\g<1>{plan.results['workload'].iat[EXPLORER_PICK]}\g<2>")
+    again = recalculate(edited, d / "recalc", profile=lo_profile)
+    return {"plan": plan, "out": out, "edited": edited, "again": again, "canary": canary}
+
+
+def test_example_values_before_and_after_recalculation(example_recalc):
+    plan, out, again, cell = (example_recalc[k] for k in ("plan", "out", "again", "canary"))
+    # before: the cached values a non-calculating viewer shows
+    n_before = compare_all(out, plan)
+    # canary: a deliberately wrong cached value must come back right after recalculation
+    assert openpyxl.load_workbook(example_recalc["edited"], data_only=True)["Results"][cell].value == 987654321
     assert openpyxl.load_workbook(again, data_only=True)["Results"][cell].value == pytest.approx(
         plan.results["ttft_ms"].iat[1], rel=1e-12)
     n_after = compare_all(again, plan)
@@ -106,6 +133,37 @@ def test_example_values_before_and_after_recalculation(tmp_path, recalc):
     assert counts == checks_counts(out)
     assert counts["master"] == ("OK",)
     assert counts["hit_target within break-even h*"] == ("warning", 1)
+
+
+def test_explorer_follows_the_chosen_workload(example_recalc):
+    from planner.explorer import EXPLORER_INPUTS_TOP, applies_when
+
+    plan, again, pick = example_recalc["plan"], example_recalc["again"], EXPLORER_PICK
+    name = plan.results["workload"].iat[pick]
+    ws = openpyxl.load_workbook(again, data_only=True)["Explorer"]
+    # the name/value block is that workload's Results and Resolved row
+    got = {}
+    r = EXPLORER_INPUTS_TOP + 1
+    while ws.cell(r, 1).value:
+        got[ws.cell(r, 1).value] = ws.cell(r, 2).value
+        r += 1
+    want = {**plan.resolved.iloc[pick].to_dict(), **plan.results.iloc[pick].to_dict()}
+    assert len(got) > 50, [[ws.cell(rr, c).value for c in range(1, 4)] for rr in range(1, 10)]
+    for k, v in got.items():
+        kind = applies_when("Resolved" if k in plan.resolved else "Results", k)
+        if kind is not None and want["attention"] != kind:  # does not apply: blank, not 0
+            assert v in (None, ""), (k, v)
+            continue
+        assert same_value(want[k], v), (k, want[k], v)
+    # the hit sweep block: header row at sheet row 3 from column D
+    hit_block = plan.sensitivity_hit[plan.sensitivity_hit["workload"] == name].reset_index(drop=True)
+    heads = {ws.cell(3, j).value.split(" [")[0]: j for j in range(4, 4 + 12) if ws.cell(3, j).value}
+    for i in range(len(hit_block)):
+        for col in ("hit", "ttft_alpha0_ms", "ttft_alpha1_ms", "tpm_delivered", "tpm_physical"):
+            assert same_value(hit_block[col].iat[i], ws.cell(4 + i, heads[col]).value), (i, col)
+    # charts on the Explorer read these cells
+    with zipfile.ZipFile(again) as z:
+        assert any(n.startswith("xl/charts/") for n in z.namelist())
 
 
 # ----------------------------------------------------------------------------- every feature
@@ -176,7 +234,7 @@ def test_every_feature_workbook_recalculates_to_python(tmp_path, recalc):
     assert res.at["w-blank-scaling", "other_scaling"] == "const"
     assert res.at["w-4bit", "weight_bytes"] == 2 and res.at["w-4bit", "params_b"] == 0
     assert np.isnan(r.at["w-4bit", "gpus_needed"]) and np.isnan(r.at["w-4bit", "cost_per_mtok_delivered"])
-    assert np.isnan(r.at["w-mla", "tpm_measured"] if "tpm_measured" in r else res.at["w-mla", "tpm_measured"])
+    assert np.isnan(res.at["w-mla", "tpm_measured"])  # blank stays blank (NaN), not 0
     assert r.at["w-mla", "tpm_delivered_target"] == r.at["w-mla", "tpm_delivered_model"]
     assert len(plan.hit_grid) == 11  # hit_step "10%"
     assert plan.input.notes and "case or surrounding spaces" in plan.input.notes[0]
@@ -202,25 +260,29 @@ def _set_by_header(ws, row: int, name: str, value) -> None:
 
 
 def test_live_edit_of_output_matches_fresh_run(tmp_path, recalc):
+    """Edit inputs inside the output (workload hit_target and tp, a GPU's bandwidth, a model's
+    layers, a workload's isl); after ONE recalculation Results, Resolved, every sensitivity
+    table and the tornado equal a fresh run of the same edit made in the input."""
     plan = build_plan(EXAMPLE)
     out = tmp_path / "plan.xlsx"
     write_output(plan, out)
-    # edit hit_target and tp of the third workload (row 4) inside the output
-    wb = openpyxl.load_workbook(out)
-    _set_by_header(wb["Workloads"], 4, "hit_target", 0.33)
-    _set_by_header(wb["Workloads"], 4, "tp", 8)
-    _set_by_header(wb["Workloads"], 6, "hit_target", 0.99)
-    edited_out = tmp_path / "plan-edited.xlsx"
-    wb.save(edited_out)
-    # the same edit in the input, planned afresh
-    wb = openpyxl.load_workbook(EXAMPLE)
-    _set_by_header(wb["Workloads"], 4, "hit_target", 0.33)
-    _set_by_header(wb["Workloads"], 4, "tp", 8)
-    _set_by_header(wb["Workloads"], 6, "hit_target", 0.99)
-    edited_in = tmp_path / "input-edited.xlsx"
-    wb.save(edited_in)
+    edits = [("Workloads", 4, "hit_target", 0.33), ("Workloads", 4, "tp", 8), ("Workloads", 6, "hit_target", 0.99),
+             ("GPUs", 3, "pcie_gbps", 12.5), ("Models", 2, "layers", 40), ("Workloads", 5, "isl", 20000)]
+    wb_out, wb_in = openpyxl.load_workbook(out), openpyxl.load_workbook(EXAMPLE)
+    for sheet, row, name, value in edits:
+        for wb in (wb_out, wb_in):
+            _set_by_header(wb[sheet], row, name, value)
+    edited_out, edited_in = tmp_path / "plan-edited.xlsx", tmp_path / "input-edited.xlsx"
+    wb_out.save(edited_out)
+    wb_in.save(edited_in)
     fresh = build_plan(edited_in)
-    assert fresh.results["tp" if "tp" in fresh.results else "workload"].size == plan.results["workload"].size
+    # the fresh run really carries the edit (sheet rows 4 and 6: the third and fifth workloads)
+    assert list(fresh.resolved["workload"]) == list(plan.resolved["workload"])
+    assert (fresh.resolved["tp"].iat[2], fresh.resolved["hit_target"].iat[2]) == (8, 0.33)
+    assert fresh.resolved["hit_target"].iat[4] == 0.99
+    assert (plan.resolved["tp"].iat[2], plan.resolved["hit_target"].iat[2]) != (8, 0.33)
     assert not np.allclose(fresh.results["ttft_ms"], plan.results["ttft_ms"])  # the edit matters
+    pcie = "Sensitivity_PCIe"
+    assert not np.allclose(fresh.sens.frames[pcie]["h_star"], plan.sens.frames[pcie]["h_star"])
     again = recalc(edited_out)
     compare_all(again, fresh)

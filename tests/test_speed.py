@@ -10,7 +10,7 @@ import pytest
 import xlsxwriter
 from xlsxwriter.worksheet import Worksheet
 
-from conftest import EXAMPLE
+from conftest import EXAMPLE, edited_example, repeat_workloads
 from planner.plan import build_plan
 from planner.writer import write_output
 from planner.xlfast import FastFormulaWorksheet, FormulaTemplate, needs_upstream
@@ -93,21 +93,13 @@ def test_block_and_sheet_boundaries_keep_every_value(tmp_path, monkeypatch):
     compare_sheet(out, "Results", plan.results)
 
 
+@pytest.mark.slow
 def test_results_at_scale_equal_the_small_run(tmp_path):
     """No approximation for speed: 1,200 workloads (the example repeated) give, row for row,
     the example's own numbers in Results and in the sensitivity blocks."""
     import numpy as np
-    import openpyxl
 
-    wb = openpyxl.load_workbook(EXAMPLE)
-    ws = wb["Workloads"]
-    rows = [[c.value for c in r] for r in ws.iter_rows(min_row=2)]
-    for i in range(1200 - len(rows)):
-        r = list(rows[i % len(rows)])
-        r[0] = f"{r[0]}~{i}"
-        ws.append(r)
-    src = tmp_path / "big.xlsx"
-    wb.save(src)
+    src, _ = edited_example(tmp_path / "big.xlsx", lambda wb: repeat_workloads(wb, 1200, "{name}~{i}"))
     small, big = build_plan(EXAMPLE), build_plan(src)
     n = len(small.results)
     num = small.results.select_dtypes("number").columns
