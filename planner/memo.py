@@ -274,7 +274,7 @@ def fleet_totals(plan) -> dict[str, Any]:
     has_c = has_d & ~np.isnan(price)
     inst = _f(r["instances_needed"])
     gpus = _f(r["gpus_needed"])
-    gpus_m = m.gpus_needed(m.instances_needed(demand, measured_tpm(plan)), tp)
+    gpus_m = _f(r["gpus_measured"])  # Results (planner.fleet): same demand, same utilisation, measured hits
     tot = lambda x, mask=has_d: float(np.sum(np.where(mask, x, 0.0)))  # noqa: E731
     n_d, n_c = int(has_d.sum()), int(has_c.sum())
     g, g_m = tot(gpus), tot(gpus_m)

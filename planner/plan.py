@@ -125,7 +125,7 @@ def build_plan(source: str | Path | PlanInput) -> Plan:
     models = table_frame(p_in.models, "Models")
     gpus = table_frame(p_in.gpus, "GPUs")
     workloads = table_frame(p_in.workloads, "Workloads")
-    resolved = sheets.resolve(models, gpus, workloads)
+    resolved = sheets.resolve(models, gpus, workloads, p_in.settings)
     results = evaluate_results(resolved)
     grid = hit_grid(float(p_in.settings["hit_step"]))
     sens = evaluate_all(resolved, results, grid, tuple(p_in.settings.get("pcie_sweep_gbps") or ()))

@@ -23,7 +23,7 @@ import numpy as np
 import xlsxwriter
 from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
 
-from . import __version__, schema, sheets
+from . import __version__, finance_sheets, schema, sheets
 from .constants import CONSTANTS
 from .sensitivity import rank_in_blocks_xl, swing_of
 from .xlfast import ROW, WL_ROW, FastFormulaWorksheet, FormulaTemplate, RowBuffer, needs_upstream
@@ -521,6 +521,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
                        "subject": f"planned from {plan.input.path.name}", "comments": f"planner {__version__}"})
     fm = Formats(wb)
     add = lambda name: wb.add_worksheet(name, worksheet_class=FastFormulaWorksheet)
+    fin = finance_sheets.add_sheets(wb, plan)  # Summary first, then Fleet and the other finance sheets
     ws_results = add("Results")
     ws_checks = RowBuffer(add("Checks"))
     ws_explorer = RowBuffer(add("Explorer"))
@@ -541,7 +542,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     for sheet, table in (("Workloads", p_in.workloads), ("Models", p_in.models), ("GPUs", p_in.gpus)):
         frame = {"Workloads": plan.workloads, "Models": plan.models, "GPUs": plan.gpus}[sheet]
         pos[sheet] = write_input_sheet(wb, fm, sheet, frame.to_dict("records"), list(table.extras))
-    write_settings_sheet(wb, fm, plan.settings, p_in.settings_extra)
+    settings_rows = write_settings_sheet(wb, fm, plan.settings, p_in.settings_extra)
     for sheet, table in p_in.optional.items():  # Measurements, Demand, Scenarios: carried as inputs
         write_input_sheet(wb, fm, sheet, table.records, list(table.extras))
     ws_const = RowBuffer(add("Constants"))
@@ -591,7 +592,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     for buffered in (ws_checks, ws_explorer, ws_charts, ws_const, ws_run):
         if buffered is not None:
             buffered.flush()
-    ws_results.activate()
+    finance_sheets.write_finance(wb, fm, layout, plan, fin, settings_rows)  # activates Summary
     wb.close()
     return [ws.get_name() for ws in wb.worksheets()]
 
