@@ -155,7 +155,6 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
     # the note beside the total: GPUs of unpriced types are not in the total cost
     note_col = len(fl.FLEET_COLS) + NOTE_GAP
     ws.set_column(note_col, note_col, 90)
-    ws.write_string(0, note_col, "notes", fm("header"))
     ws.write_formula(t, note_col, "=" + uncosted_note(own, rows), fm("note"), uncosted_text(frame))
     ws.write_string(1, note_col, "Per GPU type, over the workloads with a demand_tpm (live: SUMIFS over Results). "
                                  "cost_per_hour = sum of gpus_needed x hourly_cost; cost_per_month x "
@@ -261,7 +260,6 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
             ws.write_formula(r, p_own[c], "=" + f[c], fmt, _v(rec[c]))
     note_col = len(fl.PERIOD_COLS) + NOTE_GAP
     ws.set_column(note_col, note_col, 80)
-    ws.write_string(0, note_col, "notes", fm("header"))
     ws.write_string(1, note_col, "Each Demand row sizes its workload as in Results with that period's demand "
                                  "(Demand_Calc), summed here per period and GPU type (live).", fm("note"))
     ws.write_string(2, note_col, "A workload without a row (or with a blank demand_tpm) in a period needs no GPUs "
@@ -274,8 +272,8 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
         calc_ws.write_formula(0, left + 1 + gi, "=" + layout.other("GPUs", "gpu", gi + 1), fm("header"), str(g))
     for pi in range(len(periods)):
         r = pi + 1
-        calc_ws.write_formula(r, left, "=" + xl_rowcol_to_cell(1 + pi * n_types, p_own["period"], True, True)
-                              .join(["Fleet_By_Period!", ""]), None, periods[pi])
+        first_of_period = xl_rowcol_to_cell(1 + pi * n_types, p_own["period"], True, True)
+        calc_ws.write_formula(r, left, f"=Fleet_By_Period!{first_of_period}", None, periods[pi])
         for gi in range(n_types):
             src = 1 + pi * n_types + gi
             calc_ws.write_formula(r, left + 1 + gi, "=Fleet_By_Period!" +
@@ -320,7 +318,6 @@ def write_scenarios(wb, ws, fm, plan, fleet_rows: int) -> None:
                 ws.write_number(r, j, float(rec[c]), fm("const", FMT_MONEY0 if c == "cost_per_month" else FMT_INT))
     note_col = len(fl.SCENARIO_COLS) + NOTE_GAP
     ws.set_column(note_col, note_col, 90)
-    ws.write_string(0, note_col, "notes", fm("header"))
     ws.write_string(1, note_col, "Scenario totals are computed at run time (not live): the planner re-plans a copy "
                                  "of the inputs with each scenario's overrides from the Scenarios sheet. Edit "
                                  "Scenarios and run the planner again to update them.", fm("note"))
@@ -444,7 +441,9 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     res = plan.results
     cost_h = fl._f(res["cost_per_hour"])
     gpus = fl._f(res["gpus_needed"])
-    order = sorted(np.flatnonzero(~np.isnan(gpus)), key=lambda i: (-np.nan_to_num(cost_h[i], nan=-1.0), -gpus[i], i))
+    # cost first (unpriced last), then GPUs, then input order; vectorised for large fleets
+    keep = np.flatnonzero(~np.isnan(gpus))
+    order = keep[np.lexsort((keep, -gpus[keep], -np.nan_to_num(cost_h[keep], nan=-1.0)))].tolist()
     hours = float(plan.settings["hours_per_month"])
     for k, i in enumerate(order[:TOP_WORKLOADS]):
         rr = r + 2 + k

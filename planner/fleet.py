@@ -439,6 +439,8 @@ def overrides(scn, tables: dict, settings: dict, problems: list[Problem]) -> lis
             old = st.get((sheet, j, col.name), t.records[j].get(col.name))
             if old is None and op != "set":
                 old = col.default if isinstance(col.default, (int, float)) else None
+                if old is None and match is None:
+                    continue  # every row: a blank without a default stays blank (no demand stays none)
                 if old is None:
                     problems.append(Problem(_place(scn, "value", i), f"scenario {key!r}: {sheet} row "
                                             f"{names[j]!r} has no {col.name} to {op}"))
@@ -489,7 +491,9 @@ def scenario_input(p_in, name: str, ovs: list[Override]):
             if o.match is None or str(rec.get(keycol)) == o.match:
                 old = rec.get(o.column)
                 if old is None and o.op != "set":
-                    old = col.default
+                    old = col.default if isinstance(col.default, (int, float)) else None
+                    if old is None:
+                        continue  # blank stays blank (checked in overrides)
                 rec[o.column], _err = _new_value(parse_value, col, o.op, old, o.value)
     optional = {k: v for k, v in p_in.optional.items() if k != schema.SCN}
     return dataclasses.replace(p_in, models=tables[schema.M], gpus=tables[schema.G], workloads=tables[schema.W],
@@ -540,3 +544,27 @@ def scenario_compare(plan) -> pd.DataFrame:
             rows.append({"scenario": name, "gpus_needed": float(t["gpus_needed"]),
                          "cost_per_month": float(t["cost_per_month"]), "tpm_capacity": float(t["tpm_capacity"])})
     return pd.DataFrame(rows, columns=list(SCENARIO_COLS))
+
+
+# --------------------------------------------------------------------------- words (the memo)
+def fleet_sentences(plan, currency: str) -> str:
+    """The fleet by GPU type and by period in words, for the memo's headline (leading space)."""
+    fr = plan_fleet(plan)
+    types = fr.iloc[:-1]
+    used = types[types["gpus_needed"] > 0]
+    if used.empty:
+        return ""
+    out = " By GPU type: " + ", ".join(f"{r.gpus_needed:,.0f} {r.gpu}" for r in used.itertuples()) + "."
+    u = fr.attrs.get("uncosted_gpus", 0.0)
+    if u > 0:
+        out += f" The cost leaves out {u:,.0f} GPUs of types without an hourly_cost."
+    if demand_records(plan):
+        bp = fleet_by_period(plan)
+        parts = []
+        for p in periods(demand_records(plan)):
+            on = bp[bp["period"] == p]
+            cost = _priced_sum(on["cost_per_month"])
+            money = "" if np.isnan(cost) else f" ({currency} {cost:,.0f} per month)"
+            parts.append(f"{p} {on['gpus_needed'].sum():,.0f} GPUs{money}")
+        out += " By period (Demand sheet): " + "; ".join(parts) + "."
+    return out

@@ -73,6 +73,7 @@ import numpy as np
 import pandas as pd
 
 from . import __version__, schema, sheets
+from . import fleet as fleet_
 from . import model as m
 
 TEMPLATE_NAMES: dict[str, str] = {"md": "memo.md.j2", "html": "memo.html.j2", "txt": "memo.txt.j2"}
@@ -279,6 +280,8 @@ def fleet_totals(plan) -> dict[str, Any]:
     n_d, n_c = int(has_d.sum()), int(has_c.sum())
     g, g_m = tot(gpus), tot(gpus_m)
     cost, cost_m = tot(gpus * price, has_c), tot(gpus_m * price, has_c)
+    ft = fleet_.totals(plan)  # the Fleet sheet's Total row (what the Summary shows)
+    g, g_m, cost, cost_m = ft.gpus, ft.gpus_measured, ft.cost_per_hour, ft.cost_per_hour_measured
     delivered = tot(inst * _f(r["tpm_delivered_target"]))
     physical = tot(inst * _f(r["tpm_physical_target"]))
     blank_d = lambda x: x if n_d else None  # noqa: E731
@@ -301,6 +304,9 @@ def fleet_totals(plan) -> dict[str, Any]:
         "cost_per_hour_measured": num(blank_c(cost_m), FMT_MONEY),
         "cost_saved_per_hour": num(blank_c(cost_m - cost), FMT_MONEY),
         "cost_change_per_hour": num(blank_c(cost - cost_m), FMT_MONEY, signed=True),
+        "cost_per_month": num(blank_c(ft.cost_per_month), schema.FMT_INT),
+        "cost_per_month_measured": num(blank_c(ft.cost_per_month_measured), schema.FMT_INT),
+        "cost_saved_per_month": num(blank_c(ft.cost_per_month_measured - ft.cost_per_month), schema.FMT_INT),
     }
 
 
@@ -315,7 +321,8 @@ def headline(plan, fleet: dict, quarter: str, currency: str) -> str:
     scope = f"{nd} workload{'s' if nd != 1 else ''}" + (f" with demand (of {n})" if nd != n else "")
     s = (f"{when} {scope} need {fleet['gpus']} GPUs ({fleet['instances']} serving instances) at their "
          f"target hit ratios")
-    s += f", costing {currency} {fleet['cost_per_hour']} per hour." if fleet["has_cost"] else "."
+    s += (f", costing {currency} {fleet['cost_per_hour']} per hour ({currency} {fleet['cost_per_month']} per "
+          f"month)." if fleet["has_cost"] else ".")
     s += (f" Those instances deliver up to {fleet['delivered_tpm']} tokens/min against a demand of "
           f"{fleet['demand_tpm']} tokens/min, of which the GPUs physically compute {fleet['physical_tpm']} "
           f"tokens/min; the rest is input served from the KV cache.")
@@ -325,13 +332,14 @@ def headline(plan, fleet: dict, quarter: str, currency: str) -> str:
         at_m += f" ({currency} {fleet['cost_per_hour_measured']} per hour)"
     if saved > 0:
         s += (f"{at_m}: the target hits save {fleet['gpus_saved']} GPUs ({fleet['gpus_saved_pct']})"
-              + (f" and {currency} {fleet['cost_saved_per_hour']} per hour." if fleet["has_cost"] else "."))
+              + (f" and {currency} {fleet['cost_saved_per_hour']} per hour ({currency} "
+                 f"{fleet['cost_saved_per_month']} per month)." if fleet["has_cost"] else "."))
     elif saved < 0:
         more = num(-saved, schema.FMT_INT)
         s += f"{at_m}: the target hits need {more} GPUs more."
     else:
         s += f"{at_m}, as many as at the target hits."
-    return s
+    return s + fleet_.fleet_sentences(plan, currency)
 
 
 # --------------------------------------------------------------------------- findings
@@ -422,7 +430,10 @@ ASSUMPTIONS: tuple[str, ...] = (
     "Fleet delivered capacity = Σ instances_needed × tpm_delivered_target over the workloads with "
     "demand_tpm; physical capacity likewise with tpm_physical_target; GPUs = Σ gpus_needed; "
     "cost per hour = Σ gpus_needed × hourly_cost over the workloads with demand and a price.",
-    "GPUs at the measured hit = ceil(demand_tpm / TPM at measured) × tp, with TPM at measured = "
+    "Instances are sized to run at target_utilization (Settings, or the workload's own): instances = "
+    "ceil(demand_tpm / (TPM · target_utilization)); cost per month = cost per hour × hours_per_month.",
+    "GPUs at the measured hit = ceil(demand_tpm / (TPM at measured · target_utilization)) × tp, with TPM at "
+    "measured = "
     "tpm_measured when given, else the model's (isl + osl) · 60000 / C(h_measured).",
     "Cost counts GPU-hours only (hourly_cost × GPUs) and assumes busy instances; cost per million "
     "tokens = hourly_cost · tp · 10⁶ / (TPM · 60).",

@@ -49,6 +49,9 @@ def col_index(ws, name: str) -> int:
 def edited_example(tmp_path: Path, name: str, edit: Callable, folder: str = "in"):
     """Copy of the example, edited by ``edit(wb)``; returns (path, whatever edit returned)."""
     wb = openpyxl.load_workbook(EXAMPLE)
+    for sheet in ("Demand", "Scenarios"):  # they name the example's workloads: the edits here rename them
+        if sheet in wb.sheetnames:
+            del wb[sheet]
     extra = edit(wb)
     d = tmp_path / folder
     d.mkdir(parents=True, exist_ok=True)

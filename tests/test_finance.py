@@ -352,3 +352,50 @@ def test_live_edit_moves_fleet_like_a_fresh_run(small, recalc, tmp_path):
     assert fresh.iloc[0]["gpus_needed"] == 32 and fresh.iloc[1]["cost_per_hour"] == 70
     assert fresh.iloc[-1]["cost_per_hour"] == 134
     _fleet_rows_equal(live, [tuple(r.values()) for r in fresh.to_dict("records")])
+
+
+@pytest.mark.libreoffice
+def test_live_edit_of_utilisation_and_period_demand(small, recalc, tmp_path):
+    """Settings target_utilization (via s_target_utilization) and a Demand cell edited in the
+    output move Fleet and Fleet_By_Period as a fresh run of the equally edited input does."""
+    _src, _plan, out = small
+    wb = openpyxl.load_workbook(out)
+    ws = wb["Settings"]
+    row = next(r for r in range(2, ws.max_row + 1) if ws.cell(r, 1).value == "target_utilization")
+    ws.cell(row, 2).value = 0.8
+    ws = wb["Demand"]
+    ws.cell(5, 3).value = 2_000_000  # Demand row 5: a, 2027-Q2
+    edited = tmp_path / "edited2.xlsx"
+    wb.save(edited)
+    done = recalc(edited)
+    demand = [dict(d) for d in DEMAND]
+    demand[3]["demand_tpm"] = 2_000_000
+    fresh = build_plan(make_input(tmp_path / "fresh2.xlsx", settings={"target_utilization": 0.8},
+                                  optional={"Demand": demand, "Scenarios": SCENARIOS}))
+    fr = fleet.fleet_table(fresh)
+    # hand check: a ceil(700,000 / 57,600) = 13 inst x 2 = 26 GPUs (+ b 4 = 30 on G1)
+    assert fr.iloc[0]["gpus_needed"] == 30
+    _fleet_rows_equal([r for r in sheet_values(done, "Fleet") if r["gpu"] is not None],
+                      [tuple(r.values()) for r in fr.to_dict("records")])
+    bp = fleet.fleet_by_period(fresh)
+    # hand check: 2027-Q2 a ceil(2,000,000 / 57,600) = ceil(34.7) = 35 inst x 2 = 70 GPUs
+    assert bp.iloc[3]["gpus_needed"] == 70
+    live = sheet_values(done, "Fleet_By_Period")
+    for r, e in zip(live, bp.to_dict("records")):
+        for k in fleet.PERIOD_COLS:
+            assert same_value(e[k], r[k]), (k, e[k], r[k])
+
+
+def test_scenario_over_every_row_keeps_blank_demands_blank(tmp_path):
+    scen = [{"scenario": "demand x1.5", "sheet": "Workloads", "column": "demand_tpm", "op": "multiply",
+             "value": 1.5}]
+    plan = build_plan(make_input(tmp_path / "s.xlsx", optional={"Scenarios": scen}))
+    rows = fleet.scenario_compare(plan).to_dict("records")
+    assert [r["scenario"] for r in rows] == ["base", "demand x1.5"]
+    s = rows[1]
+    # a: ceil(1,050,000 / 72,000) = ceil(14.58) = 15 x 2 = 30; b: ceil(150,000 / (55,384.6 x 0.5)) = ceil(5.42)
+    # = 6; c: ceil(450,000 / 72,000) = ceil(6.25) = 7 x 4 = 28; d: 216,000 / 72,000 = 3; e: still no demand
+    assert s["gpus_needed"] == 30 + 6 + 28 + 3
+    # cost (30 + 6) x 2.0 + 28 x 3.0 = 156/h x 730
+    assert math.isclose(s["cost_per_month"], 156 * 730)
+    assert math.isclose(s["tpm_capacity"], (15 + 7 + 3) * TPM_T + 6 * TPM_0)
