@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -321,24 +322,29 @@ def _apply(op: str, old: Any, value: Any) -> Any:
 def check_optional(optional: dict, tables: dict, settings: dict, problems: list[Problem]) -> None:
     """Cross-checks of the Demand and Scenarios sheets (called by the reader, so every
     problem is listed at once). ``tables`` maps Models/GPUs/Workloads to their Table (or None)."""
+    # references are checked against Models/GPUs/Workloads that read without a problem: a
+    # duplicate, renamed or missing column there would only echo here as unknown names
+    base_ok = all(tables.get(s) is not None for s in schema.SHEETS) and not any(
+        re.match(r"(models|gpus|workloads)( row |!|$)", p.place.strip().lower()) for p in problems)
     w = tables.get(schema.W)
     dem = optional.get(schema.DEM)
-    if dem is not None and w is not None:
-        _check_demand(dem, w, problems)
+    if dem is not None:
+        _check_demand(dem, w if base_ok else None, problems)
     scn = optional.get(schema.SCN)
-    if scn is not None and all(tables.get(s) is not None for s in schema.SHEETS):
+    if scn is not None and base_ok:
         overrides(scn, tables, settings, problems)
 
 
 def _check_demand(dem, w, problems: list[Problem]) -> None:
-    names = {str(x).strip().lower(): str(x) for x in w.column("workload") if x is not None}
+    """Unknown workloads (when ``w`` is given), duplicate (workload, period), empty periods."""
+    names = {str(x).strip().lower(): str(x) for x in w.column("workload") if x is not None} if w is not None else None
     seen: dict[tuple[str, str], int] = {}
     by_period: dict[str, list[int]] = {}
     for i, rec in enumerate(dem.records):
         wl, period = rec.get("workload"), rec.get("period")
-        if wl is not None and str(wl).strip().lower() not in names:
+        if wl is not None and names is not None and str(wl).strip().lower() not in names:
             problems.append(Problem(_place(dem, "workload", i), f"workload {wl!r} is not in Workloads"))
-        elif wl is not None:
+        elif wl is not None and names is not None:
             rec["workload"] = names[str(wl).strip().lower()]  # matched as the Workloads sheet spells it
         if wl is None or period is None:
             continue

@@ -101,16 +101,15 @@ def test_settings_utilisation_applies_to_blank_rows(tmp_path):
 
 def test_default_utilisation_keeps_the_old_numbers(tmp_path):
     """Default 1: instances_needed is exactly the pre-issue-11 ceil(demand / tpm), row for row,
-    also on the bundled example (whose Settings sheet has no target_utilization)."""
+    on the bundled example; and a Settings sheet without the key gives 1."""
     import numpy as np
 
     from conftest import EXAMPLE
 
-    plan = build_plan(EXAMPLE)
-    if "target_utilization" in {k for k, v in plan.input.settings.items()} and plan.input.settings[
-            "target_utilization"] != 1:
-        plan.input.settings["target_utilization"] = 1.0
-        plan = build_plan(plan.input)
+    p_in = build_plan(EXAMPLE).input
+    p_in.settings["target_utilization"] = 1.0  # the example plans at 0.8: back to the default
+    plan = build_plan(p_in)
+    assert set(plan.resolved["target_utilization"]) == {1.0}
     r = plan.results
     demand = plan.resolved["demand_tpm"].to_numpy(dtype=float)
     tpm = r["tpm_delivered_target"].to_numpy(dtype=float)
@@ -399,3 +398,32 @@ def test_scenario_over_every_row_keeps_blank_demands_blank(tmp_path):
     # cost (30 + 6) x 2.0 + 28 x 3.0 = 156/h x 730
     assert math.isclose(s["cost_per_month"], 156 * 730)
     assert math.isclose(s["tpm_capacity"], (15 + 7 + 3) * TPM_T + 6 * TPM_0)
+
+
+def test_settings_without_the_new_keys_take_the_defaults(tmp_path):
+    src = make_input(tmp_path / "old.xlsx", settings={"target_utilization": 0.5, "hours_per_month": 700},
+                     optional={})
+    wb = openpyxl.load_workbook(src)
+    ws = wb["Settings"]
+    for r in range(ws.max_row, 1, -1):  # an older workbook: the two keys are not there at all
+        if ws.cell(r, 1).value in ("target_utilization", "hours_per_month"):
+            ws.delete_rows(r)
+    wb.save(src)
+    plan = build_plan(src)
+    assert plan.settings["target_utilization"] == 1.0 and plan.settings["hours_per_month"] == 730.0
+    assert dict(zip(plan.results["workload"], plan.results["instances_needed"]))["a"] == 10  # 700,000 / 72,000
+
+
+def test_references_are_checked_once_workloads_read_cleanly(tmp_path):
+    """A duplicate workload is reported; the Demand rows naming other workloads are not echoed
+    as unknown until Workloads reads cleanly (duplicates within Demand still are)."""
+    workloads = [dict(w) for w in WORKLOADS]
+    workloads[1]["workload"] = "a"
+    optional = {"Demand": [{"workload": "zz", "period": "P1", "demand_tpm": 5},
+                           {"workload": "zz", "period": "P1", "demand_tpm": 6}]}
+    src = make_input(tmp_path / "bad.xlsx", workloads=workloads, optional=optional)
+    p = run_planner("validate", src, cwd=tmp_path)
+    assert p.returncode == 2
+    assert "Workloads!A3: workload 'a' duplicates row 2" in p.stderr
+    assert "Demand!B3: workload 'zz' has period 'P1' twice (also row 2)" in p.stderr
+    assert "is not in Workloads" not in p.stderr
