@@ -270,17 +270,13 @@ def fleet_totals(plan) -> dict[str, Any]:
     r, res = plan.results, plan.resolved
     demand = _f(res["demand_tpm"])
     price = _f(res["hourly_cost"])
-    tp = _f(res["tp"])
     has_d = ~np.isnan(demand)
     has_c = has_d & ~np.isnan(price)
     inst = _f(r["instances_needed"])
-    gpus = _f(r["gpus_needed"])
-    gpus_m = _f(r["gpus_measured"])  # Results (planner.fleet): same demand, same utilisation, measured hits
     tot = lambda x, mask=has_d: float(np.sum(np.where(mask, x, 0.0)))  # noqa: E731
     n_d, n_c = int(has_d.sum()), int(has_c.sum())
-    g, g_m = tot(gpus), tot(gpus_m)
-    cost, cost_m = tot(gpus * price, has_c), tot(gpus_m * price, has_c)
-    ft = fleet_.totals(plan)  # the Fleet sheet's Total row (what the Summary shows)
+    # the Fleet sheet's Total row and the fleet at the measured hits (what the Summary shows)
+    ft = fleet_.totals(plan)
     g, g_m, cost, cost_m = ft.gpus, ft.gpus_measured, ft.cost_per_hour, ft.cost_per_hour_measured
     delivered = tot(inst * _f(r["tpm_delivered_target"]))
     physical = tot(inst * _f(r["tpm_physical_target"]))
