@@ -37,6 +37,9 @@ CONSTANTS: tuple[Constant, ...] = (
              "effective host-to-device bandwidth of PCIe Gen4 x16, used when pcie_gbps is blank", True),
     Constant("PCIE_GEN5_GBPS", "c_pcie_gen5_gbps", 50.0, "GB/s",
              "effective host-to-device bandwidth of PCIe Gen5 x16, used when pcie_gbps is blank", True),
+    Constant("MONTHS_PER_YEAR", "c_months_per_year", 12.0, "month/year", "months in a year (fleet cost per year)"),
+    Constant("MONTHS_PER_QUARTER", "c_months_per_quarter", 3.0, "month/quarter",
+             "months in a quarter (fleet cost per quarter)"),
 )
 
 

@@ -25,7 +25,8 @@ def write_example(path: Path) -> None:
                          _settings(example_data.SETTINGS),
                          title="KV-hit capacity planner: example input (illustrative numbers; sources "
                                "in the source/note columns)",
-                         optional={"Measurements": example_data.MEASUREMENTS})
+                         optional={"Measurements": example_data.MEASUREMENTS, "Demand": example_data.DEMAND,
+                                   "Scenarios": example_data.SCENARIOS})
 
 
 def _template_rows() -> tuple[list[dict], list[dict], list[dict]]:
@@ -39,8 +40,12 @@ def _template_rows() -> tuple[list[dict], list[dict], list[dict]]:
 
 def write_template(path: Path) -> None:
     m, g, w = _template_rows()
+    demand = [{"workload": w[0]["workload"], "period": example_data.PERIODS[0], "demand_tpm": w[0]["demand_tpm"]}]
+    scenario = [{"scenario": "price -10%", "sheet": "GPUs", "column": "hourly_cost", "match": g[0]["gpu"],
+                 "op": "multiply", "value": 0.9}]
     write_input_workbook(path, m, g, w, {s.key: s.default for s in schema.SETTING_KEYS},
-                         title="KV-hit capacity planner: input template (replace the example rows)")
+                         title="KV-hit capacity planner: input template (replace the example rows)",
+                         optional={"Demand": demand, "Scenarios": scenario})
 
 
 def example_path() -> Path:

@@ -617,6 +617,46 @@ SETTINGS: List[Dict[str, Any]] = [
         "value": "200; 450",
         "note": "Extra host-to-device bandwidths for the PCIe sweep (GB/s).",
     },
+    {
+        "key": "target_utilization",
+        "value": 0.8,
+        "note": "Size instances to run 80% busy (20% headroom for peaks); a workload may override it.",
+    },
+    {
+        "key": "hours_per_month",
+        "value": 730,
+        "note": "Hours billed per month (8,760 h a year / 12).",
+    },
+]
+
+# ---------------------------------------------------------------------------
+# DEMAND (optional sheet): delivered tokens/min per workload for the next four
+# quarters. Illustrative growth assumptions, not forecasts: chat +10% a quarter,
+# agents +25%, code +15%, RAG and summarisation flat; the 2027-Q1 start is the
+# Workloads demand_tpm.
+# ---------------------------------------------------------------------------
+_GROWTH = {"chat": 1.10, "agent": 1.25, "code": 1.15, "rag": 1.0, "summarise": 1.0}
+PERIODS = ["2027-Q1", "2027-Q2", "2027-Q3", "2027-Q4"]
+DEMAND: List[Dict[str, Any]] = [
+    {"workload": w["workload"], "period": period,
+     "demand_tpm": round(w["demand_tpm"] * _GROWTH[w["workload"].split("-")[0]] ** q, -4)}
+    for q, period in enumerate(PERIODS) for w in WORKLOADS
+]
+
+# ---------------------------------------------------------------------------
+# SCENARIOS (optional sheet): named what-ifs, re-planned when the planner runs.
+# ---------------------------------------------------------------------------
+SCENARIOS: List[Dict[str, Any]] = [
+    {"scenario": "H100 price -10%", "sheet": "GPUs", "column": "hourly_cost", "match": "H100-SXM",
+     "op": "multiply", "value": 0.9},
+    {"scenario": "hit_target +5 points on chat", "sheet": "Workloads", "column": "hit_target",
+     "match": "chat-qwen72b-h100", "op": "add", "value": 0.05},
+    {"scenario": "hit_target +5 points on chat", "sheet": "Workloads", "column": "hit_target",
+     "match": "chat-dsv3-h200", "op": "add", "value": 0.05},
+    {"scenario": "hit_target +5 points on chat", "sheet": "Workloads", "column": "hit_target",
+     "match": "chat-llama8b-l40s", "op": "add", "value": 0.05},
+    {"scenario": "utilisation 70%", "sheet": "Settings", "column": "target_utilization", "op": "set",
+     "value": 0.7},
 ]
 
 

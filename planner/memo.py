@@ -91,7 +91,10 @@ ASSUMPTIONS: tuple[str, ...] = (
     "Fleet delivered capacity = Σ instances_needed × tpm_delivered_target over the workloads with "
     "demand_tpm; physical capacity likewise with tpm_physical_target; GPUs = Σ gpus_needed; "
     "cost per hour = Σ gpus_needed × hourly_cost over the workloads with demand and a price.",
-    "GPUs at the measured hit = ceil(demand_tpm / TPM at measured) × tp, with TPM at measured = "
+    "Instances are sized to run at target_utilization (Settings, or the workload's own): instances = "
+    "ceil(demand_tpm / (TPM · target_utilization)); cost per month = cost per hour × hours_per_month.",
+    "GPUs at the measured hit = ceil(demand_tpm / (TPM at measured · target_utilization)) × tp, with TPM at "
+    "measured = "
     "tpm_measured when given, else the model's (isl + osl) · 60000 / C(h_measured).",
     "Cost counts GPU-hours only (hourly_cost × GPUs) and assumes busy instances; cost per million "
     "tokens = hourly_cost · tp · 10⁶ / (TPM · 60).",

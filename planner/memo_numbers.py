@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import fleet as fleet_
 from . import model as m
 from . import schema, sheets
 
@@ -198,16 +199,14 @@ def fleet_totals(plan) -> dict[str, Any]:
     r, res = plan.results, plan.resolved
     demand = _f(res["demand_tpm"])
     price = _f(res["hourly_cost"])
-    tp = _f(res["tp"])
     has_d = ~np.isnan(demand)
     has_c = has_d & ~np.isnan(price)
     inst = _f(r["instances_needed"])
-    gpus = _f(r["gpus_needed"])
-    gpus_m = m.gpus_needed(m.instances_needed(demand, measured_tpm(plan)), tp)
     tot = lambda x, mask=has_d: float(np.sum(np.where(mask, x, 0.0)))  # noqa: E731
     n_d, n_c = int(has_d.sum()), int(has_c.sum())
-    g, g_m = tot(gpus), tot(gpus_m)
-    cost, cost_m = tot(gpus * price, has_c), tot(gpus_m * price, has_c)
+    # the Fleet sheet's Total row and the fleet at the measured hits (what the Summary shows)
+    ft = fleet_.totals(plan)
+    g, g_m, cost, cost_m = ft.gpus, ft.gpus_measured, ft.cost_per_hour, ft.cost_per_hour_measured
     delivered = tot(inst * _f(r["tpm_delivered_target"]))
     physical = tot(inst * _f(r["tpm_physical_target"]))
     blank_d = lambda x: x if n_d else None  # noqa: E731
@@ -230,6 +229,9 @@ def fleet_totals(plan) -> dict[str, Any]:
         "cost_per_hour_measured": num(blank_c(cost_m), FMT_MONEY),
         "cost_saved_per_hour": num(blank_c(cost_m - cost), FMT_MONEY),
         "cost_change_per_hour": num(blank_c(cost - cost_m), FMT_MONEY, signed=True),
+        "cost_per_month": num(blank_c(ft.cost_per_month), schema.FMT_INT),
+        "cost_per_month_measured": num(blank_c(ft.cost_per_month_measured), schema.FMT_INT),
+        "cost_saved_per_month": num(blank_c(ft.cost_per_month_measured - ft.cost_per_month), schema.FMT_INT),
     }
 
 
@@ -244,7 +246,8 @@ def headline(plan, fleet: dict, quarter: str, currency: str) -> str:
     scope = f"{nd} workload{'s' if nd != 1 else ''}" + (f" with demand (of {n})" if nd != n else "")
     s = (f"{when} {scope} need {fleet['gpus']} GPUs ({fleet['instances']} serving instances) at their "
          f"target hit ratios")
-    s += f", costing {currency} {fleet['cost_per_hour']} per hour." if fleet["has_cost"] else "."
+    s += (f", costing {currency} {fleet['cost_per_hour']} per hour ({currency} {fleet['cost_per_month']} per "
+          f"month)." if fleet["has_cost"] else ".")
     s += (f" Those instances deliver up to {fleet['delivered_tpm']} tokens/min against a demand of "
           f"{fleet['demand_tpm']} tokens/min, of which the GPUs physically compute {fleet['physical_tpm']} "
           f"tokens/min; the rest is input served from the KV cache.")
@@ -254,13 +257,14 @@ def headline(plan, fleet: dict, quarter: str, currency: str) -> str:
         at_m += f" ({currency} {fleet['cost_per_hour_measured']} per hour)"
     if saved > 0:
         s += (f"{at_m}: the target hits save {fleet['gpus_saved']} GPUs ({fleet['gpus_saved_pct']})"
-              + (f" and {currency} {fleet['cost_saved_per_hour']} per hour." if fleet["has_cost"] else "."))
+              + (f" and {currency} {fleet['cost_saved_per_hour']} per hour ({currency} "
+                 f"{fleet['cost_saved_per_month']} per month)." if fleet["has_cost"] else "."))
     elif saved < 0:
         more = num(-saved, schema.FMT_INT)
         s += f"{at_m}: the target hits need {more} GPUs more."
     else:
         s += f"{at_m}, as many as at the target hits."
-    return s
+    return s + fleet_.fleet_sentences(plan, currency)
 
 
 # --------------------------------------------------------------------------- findings

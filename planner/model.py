@@ -592,26 +592,30 @@ def _(value, tp):
     return f"{value}/{tp}"
 
 
-def instances_needed(demand_tpm, tpm):
-    r"""Serving instances to carry the demand, NaN where no demand is given.
+def instances_needed(demand_tpm, tpm, utilization=1.0):
+    r"""Serving instances to carry the demand at a target utilisation, NaN where no demand is given.
 
-    .. math:: n = \lceil demand / TPM_{del}(h_t) \rceil
+    .. math:: n = \lceil demand / (TPM_{del}(h_t) \cdot u) \rceil
 
     Parameters
     ----------
     demand_tpm : numeric, delivered tokens/min to serve, NaN when blank [tokens/min]
-    tpm : numeric, delivered TPM of one instance [tokens/min]
+    tpm : numeric, delivered TPM of one instance at full speed [tokens/min]
+    utilization : numeric, busy fraction the instances are sized for, in (0, 1]; 1 (the default)
+        sizes them 100% busy [fraction]
 
     Returns
     -------
     numeric, instances [count]
     """
-    return np.ceil(_approx(np.asarray(demand_tpm, dtype=float) / tpm))
+    return np.ceil(_approx(np.asarray(demand_tpm, dtype=float) / (tpm * np.asarray(utilization, dtype=float))))
 
 
 @excel_twin(instances_needed)
-def _(demand_tpm, tpm):
-    return f'IF(ISNUMBER({demand_tpm}),ROUNDUP({demand_tpm}/{tpm},0),"")'
+def _(demand_tpm, tpm, utilization=None):
+    if utilization is None:
+        return f'IF(ISNUMBER({demand_tpm}),ROUNDUP({demand_tpm}/{tpm},0),"")'
+    return f'IF(ISNUMBER({demand_tpm}),ROUNDUP({demand_tpm}/({tpm}*{utilization}),0),"")'
 
 
 def gpus_needed(instances, tp):

@@ -75,7 +75,7 @@ def build_plan(source: str | Path | PlanInput) -> Plan:
     gpus = table_frame(p_in.gpus, "GPUs")
     workloads = table_frame(p_in.workloads, "Workloads")
     filled, calib = fill_breakdown(p_in, models, gpus, workloads)  # typed > calibrated > estimated
-    resolved = sheets.resolve(models, gpus, filled)
+    resolved = sheets.resolve(models, gpus, filled, p_in.settings)
     results = evaluate_results(resolved)
     grid = hit_grid(float(p_in.settings["hit_step"]))
     sens = evaluate_all(resolved, results, grid, tuple(p_in.settings.get("pcie_sweep_gbps") or ()))

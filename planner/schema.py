@@ -194,8 +194,9 @@ COLUMNS: tuple[Column, ...] = (
     # ---------------------------------------------------------------- Demand (optional)
     Column(DEM, "workload", "", TEXT, "a workload of the Workloads sheet", True, ref=W),
     Column(DEM, "period", "", TEXT, "planning period, e.g. 2027-Q1", True),
-    Column(DEM, "demand_tpm", "tokens/min", NUMBER, "delivered tokens/min the workload needs in the period",
-           True, minimum=0, maximum=1e15, fmt=FMT_INT),
+    Column(DEM, "demand_tpm", "tokens/min", NUMBER, "delivered tokens/min the workload needs in the period "
+           "(blank: none in that period; a period whose demands are all blank is an error)",
+           minimum=0, maximum=1e15, fmt=FMT_INT),
     # ---------------------------------------------------------------- Scenarios (optional)
     Column(SCN, "scenario", "", TEXT, "name of the what-if scenario (rows of one name form one scenario)",
            True),
@@ -232,11 +233,16 @@ SETTING_KEYS: tuple[Setting, ...] = (
     Setting("pcie_sweep_gbps", NUMBERS, (), "further host-to-device bandwidths for the PCIe sweep beside "
             "Gen4 and Gen5, in GB/s, separated by ';' (e.g. '200; 450' for C2C-class links)"),
     Setting("prefill_mfu", FRACTION, 0.45, "roofline estimate: achieved fraction of the dense peak during prefill "
-            "(0.45: the prefill MFU peer planners use, SPEC section 7; PaLM inference, Pope et al. 2022, "
+            "(0.45: the prefill MFU peer capacity planners use; PaLM inference, Pope et al. 2022, "
             "arXiv:2211.05102, reports prefill MFU of this order)", 0, 1, True),
     Setting("decode_mbu", FRACTION, 0.6, "roofline estimate: achieved fraction of HBM bandwidth during decode "
             "(0.6: Databricks, 'LLM Inference Performance Engineering: Best Practices', 2023, measured MBU "
             "around 60% at small batch)", 0, 1, True),
+    Setting("target_utilization", FRACTION, 1.0, "busy fraction instances are sized for (Workloads may override "
+            "per row): instances = ceil(demand_tpm / (tpm_delivered_target x target_utilization)); 0.8 leaves "
+            "20% headroom", 0, 1, True),
+    Setting("hours_per_month", NUMBER, 730.0, "hours billed per month for the fleet cost per month "
+            "(730 = 8,760 h a year / 12)", 0, 744, True),
 )
 
 

@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
+from . import fleet as fl
 from . import model as m
 from . import schema
 from .constants import PCIE_GEN_GBPS, N
@@ -173,8 +174,8 @@ RESULTS: tuple[Out, ...] = (
         description="delivered TPM at target per GPU",
         label="Delivered tokens/min per GPU at the target hit"),
     out("instances_needed", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered_target",
-        description="serving instances for demand_tpm (blank without demand)",
-        label="Serving instances for the demand"),
+        "target_utilization", description="serving instances for demand_tpm at target_utilization "
+        "(blank without demand)", label="Serving instances for the demand"),
     out("gpus_needed", "count", FMT_INT, m.gpus_needed, "instances_needed", "tp",
         description="GPUs for demand_tpm (blank without demand)",
         label="GPUs for the demand"),
@@ -204,6 +205,23 @@ RESULTS: tuple[Out, ...] = (
         description="where t_attn0/t_ffn0/t_fixed/t_decode come from: input, calibrated (Measurements) or "
                     "estimated (roofline)",
         label="Where the prefill and decode times come from"),
+    # the finance view (Fleet, Summary): per-workload cost and capacity, and the fleet at hit_measured
+    out("cost_per_hour", "currency/h", FMT_GIB, fl.cost_per_hour, "gpus_needed", "hourly_cost",
+        description="cost of the workload's GPUs per hour: gpus_needed x hourly_cost (blank without "
+                    "demand or price)"),
+    out("tpm_capacity", "tokens/min", FMT_INT, fl.capacity_tpm, "instances_needed", "tpm_delivered_target",
+        description="delivered capacity of the sized instances at full speed (blank without demand)"),
+    out("tpm_delivered_model_measured", "tokens/min", FMT_INT, m.tpm_delivered, "isl", "osl", "chip_ms_measured",
+        description="delivered TPM of one instance from the model's chip time at hit_measured"),
+    out("tpm_delivered_measured", "tokens/min", FMT_INT, fl.given_or, "tpm_measured",
+        "tpm_delivered_model_measured", description="delivered TPM at hit_measured: tpm_measured when "
+                                                    "given, else the model value"),
+    out("instances_measured", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered_measured",
+        "target_utilization", description="instances for demand_tpm at the measured hit ratio"),
+    out("gpus_measured", "count", FMT_INT, m.gpus_needed, "instances_measured", "tp",
+        description="GPUs for demand_tpm at the measured hit ratio"),
+    out("cost_per_hour_measured", "currency/h", FMT_GIB, fl.cost_per_hour, "gpus_measured", "hourly_cost",
+        description="cost per hour of the GPUs at the measured hit ratio"),
 )
 
 SENSITIVITY_HIT: tuple[Out, ...] = (
@@ -272,9 +290,11 @@ def resolved_columns() -> tuple[ResolvedCol, ...]:
 RESOLVED = resolved_columns()
 
 
-def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame) -> pd.DataFrame:
+def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame,
+            settings: dict | None = None) -> pd.DataFrame:
     """Python twin of the ``Resolved`` sheet: one row per workload, every input with its
-    default applied, model and GPU attributes looked up; optional blanks stay NaN."""
+    default applied (a :data:`SETTING_DEFAULTS` column from ``settings``), model and GPU
+    attributes looked up; optional blanks stay NaN."""
     mi = {name: i for i, name in enumerate(models["model"])}
     gi = {name: i for i, name in enumerate(gpus["gpu"])}
     model_idx = workloads["model"].map(mi).to_numpy()
@@ -304,6 +324,9 @@ def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame) -
         elif rc.name == "max_seq_len":
             values = np.where(blank, out["isl"].to_numpy() + out["osl"].to_numpy(),
                               pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
+        elif rc.name in SETTING_DEFAULTS:
+            fallback = float((settings or {}).get(rc.name, schema_setting(rc.name).default))
+            values = np.where(blank, fallback, pd.to_numeric(pd.Series(raw, dtype=object)).to_numpy(dtype=float))
         elif rc.text:
             values = np.where(blank, c.default if c.default is not None else "", raw).astype(object)
         else:
@@ -315,6 +338,14 @@ def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame) -
             values = num
         out[rc.name] = values
     return out
+
+
+# Workloads columns whose blank takes a Settings value (the named Settings cell s_<key>).
+SETTING_DEFAULTS = {"target_utilization": "s_target_utilization"}
+
+
+def schema_setting(key: str) -> schema.Setting:
+    return next(s for s in schema.SETTING_KEYS if s.key == key)
 
 
 # Optional inputs without a default: blank stays blank (their results are blank too).
@@ -350,6 +381,8 @@ def resolved_formula(rc: ResolvedCol, ref: Callable[[str], str], wl: Callable[[s
     if rc.name == "kv_gbps":
         return f"IF(ISNUMBER({x}),{x},{ref('pcie_gbps')})"
     test = "ISTEXT" if rc.text else "ISNUMBER"
+    if rc.name in SETTING_DEFAULTS:
+        return f"IF({test}({x}),{x},{SETTING_DEFAULTS[rc.name]})"
     if c.default is not None:
         return f"IF({test}({x}),{x},{c.default_name})"
     if rc.name in OPTIONAL_BLANK:

@@ -22,7 +22,7 @@ from typing import Callable
 
 import xlsxwriter
 
-from . import __version__, schema, sheets
+from . import __version__, finance_sheets, schema, sheets
 from .calib_sheet import resolved_overrides, write_calibration, write_filled
 from .catalog import filled_run_rows
 from .charts import write_charts
@@ -77,6 +77,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
                        "subject": f"planned from {plan.input.path.name}", "comments": f"planner {__version__}"})
     fm = Formats(wb)
     add = lambda name: wb.add_worksheet(name, worksheet_class=FastFormulaWorksheet)
+    fin = finance_sheets.add_sheets(wb, plan)  # Summary first, then Fleet and the other finance sheets
     ws_results = add("Results")
     ws_checks = RowBuffer(add("Checks"))
     ws_explorer = RowBuffer(add("Explorer"))
@@ -95,7 +96,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
         write_input_sheet(wb, fm, sheet, frame.to_dict("records"), list(table.extras), filled=table.filled,
                           currency=plan.settings.get("currency"),
                           ref_rows={"Models": len(plan.models), "GPUs": len(plan.gpus), "Workloads": n})
-    write_settings_sheet(wb, fm, plan.settings, p_in.settings_extra)
+    settings_rows = write_settings_sheet(wb, fm, plan.settings, p_in.settings_extra)
     for sheet, table in p_in.optional.items():  # Measurements, Demand, Scenarios: carried as inputs
         write_input_sheet(wb, fm, sheet, table.records, list(table.extras),
                           ref_rows={"Models": len(plan.models), "GPUs": len(plan.gpus), "Workloads": n})
@@ -154,7 +155,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     for buffered in (ws_checks, ws_explorer, ws_charts, ws_const, ws_run):
         if buffered is not None:
             buffered.flush()
-    ws_results.activate()
+    finance_sheets.write_finance(wb, fm, layout, plan, fin, settings_rows)  # activates Summary
     apply_print_setup(wb, quarter=str(plan.settings.get("quarter") or ""), layout=layout)  # every sheet
     wb.close()
     return [ws.get_name() for ws in wb.worksheets()]

@@ -37,7 +37,10 @@ def _upstream_names() -> re.Pattern:
         src = inspect.getsource(Worksheet._prepare_formula)
         names = set(re.findall(r're\.sub\(\s*r"\\[bS]?([A-Z0-9_.]+)\\\(', src))
         names |= {"SINGLE"}
-        _UPSTREAM_NAMES = re.compile(r"(?:%s)\(" % "|".join(sorted(map(re.escape, names), key=len, reverse=True)))
+        # upstream matches at a word boundary (\bIFS\(), so SUMIFS( is not IFS(; its one \S pattern
+        # (\SINGLE\() matches any character before INGLE(, kept without a boundary
+        bounded = sorted(map(re.escape, names - {"INGLE"}), key=len, reverse=True)
+        _UPSTREAM_NAMES = re.compile(r"(?:\b(?:%s)|INGLE)\(" % "|".join(bounded))
     return _UPSTREAM_NAMES
 
 

@@ -74,6 +74,9 @@ def edited_example(dest: Path, edit: Callable[[openpyxl.Workbook], Any] | None =
     """A copy of the example workbook saved at ``dest`` (folders made) after ``edit(wb)``;
     returns ``(dest, what edit returned)``."""
     wb = openpyxl.load_workbook(EXAMPLE)
+    for sheet in ("Demand", "Scenarios"):  # they name the example's workloads, which edits rename
+        if sheet in wb.sheetnames:
+            del wb[sheet]
     extra = edit(wb) if edit else None
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -28,7 +28,9 @@ from planner.writer import write_output
 
 EXAMPLES = int(os.environ.get("PLANNER_FUZZ_EXAMPLES", "40"))
 PLACE = re.compile(r"^(Models|GPUs|Workloads|Settings)(![A-Z]{1,3}\d+(:[A-Z]{1,3}\d+)?| row \d+)?$")
-BLANK_OK = {"instances_needed", "gpus_needed", "cost_per_mtok_delivered", "cost_per_mtok_physical"}
+BLANK_OK = {"instances_needed", "gpus_needed", "cost_per_mtok_delivered", "cost_per_mtok_physical",
+            # the finance view: blank without demand or price
+            "cost_per_hour", "tpm_capacity", "instances_measured", "gpus_measured", "cost_per_hour_measured"}
 
 MODELS = [["model", "layers", "kv_heads", "head_dim", "kv_bytes", "attention", "mla_kv_dim", "params_b"],
           ["M-gqa", 80, 8, 128, 2, "gqa", None, 70],

@@ -40,8 +40,18 @@ def set_workload_names(wb, names: dict[int, str]) -> None:
     """Rename Workloads rows (1-based data row -> new name)."""
     ws = wb["Workloads"]
     col = next(c.column for c in ws[1] if str(c.value).split(" [")[0].strip().lower() == "workload")
+    renamed = {}
     for row, name in names.items():
+        renamed[ws.cell(row + 1, col).value] = name
         ws.cell(row + 1, col).value = name
+    # the example's Demand and Scenarios sheets name workloads too: rename them there as well
+    for sheet, head in (("Demand", "workload"), ("Scenarios", "match")):
+        if sheet in wb.sheetnames:
+            ws = wb[sheet]
+            j = next(c.column for c in ws[1] if str(c.value).split(" [")[0].strip().lower() == head)
+            for r in range(2, ws.max_row + 1):
+                if ws.cell(r, j).value in renamed:
+                    ws.cell(r, j).value = renamed[ws.cell(r, j).value]
 
 
 def md_unescape(text: str) -> str:
@@ -257,13 +267,14 @@ def test_headline_totals_are_the_workbooks_sums(example_run):
     assert_printed(re.search(r"costing USD ([\d,.]+) per hour", head)[1], cost, "fleet cost per hour")
     assert_printed(re.search(r"deliver up to ([\d,]+) tokens/min", head)[1], delivered, "fleet delivered TPM")
     assert_printed(re.search(r"demand of ([\d,]+) tokens/min", head)[1], demand, "fleet demand")
-    # GPUs at the measured hits: ceil(demand / TPM at measured) x tp, as the assumptions say
+    # GPUs at the measured hits: ceil(demand / (TPM at measured x target_utilization)) x tp, as the
+    # assumptions say
     measured = 0
     for r, v in zip(res, resolved):
         tpm_m = v["tpm_measured"]  # blank (the calibrated/estimated rows): the model's TPM at hit_measured
         if tpm_m in (None, ""):
             tpm_m = (v["isl"] + v["osl"]) * 60000 / r["chip_ms_measured"]
-        measured += math.ceil(round(v["demand_tpm"] / tpm_m, 9)) * v["tp"]
+        measured += math.ceil(round(v["demand_tpm"] / (tpm_m * v["target_utilization"]), 9)) * v["tp"]
     m = re.search(r"would need ([\d,]+) GPUs", head)
     assert_printed(m[1], measured, "GPUs at the measured hits")
     assert f"save {int(measured - gpus):,} GPUs" in head
