@@ -26,103 +26,54 @@ from typing import Any, Dict, List
 #          params_b, weight_bytes, source
 # ---------------------------------------------------------------------------
 MODELS: List[Dict[str, Any]] = [
+    # Dimensions (layers, KV heads, head_dim, MLA width, parameters, ...) are left blank: the
+    # planner's model catalog fills them from each model's config.json (green cells in the
+    # output, each with a comment citing its source; `planner catalog` lists the entries).
+    # Only what the deployment chooses is typed: the KV-cache and weight precision.
     {
         "model": "Qwen2.5-72B",
-        "layers": 80,
-        "kv_heads": 8,
-        "head_dim": 128,
         "kv_bytes": 2,
-        "attention": "gqa",
-        "params_b": 72.7,
         "weight_bytes": 2,
-        "source": (
-            "Hugging Face Qwen/Qwen2.5-72B-Instruct config.json: "
-            "num_hidden_layers=80, num_key_value_heads=8, hidden_size 8192 / "
-            "num_attention_heads 64 = head_dim 128, torch_dtype bfloat16; "
-            "model card: 72.7B parameters. BF16 KV cache."
-        ),
+        "source": "model catalog entry Qwen2.5-72B-Instruct (config.json); BF16 weights and KV cache.",
     },
     {
         "model": "Qwen2.5-7B",
-        "layers": 28,
-        "kv_heads": 4,
-        "head_dim": 128,
         "kv_bytes": 2,
-        "attention": "gqa",
-        "params_b": 7.61,
         "weight_bytes": 2,
-        "source": (
-            "Hugging Face Qwen/Qwen2.5-7B-Instruct config.json: "
-            "num_hidden_layers=28, num_key_value_heads=4, hidden_size 3584 / "
-            "num_attention_heads 28 = head_dim 128; model card: 'Number of "
-            "Parameters: 7.61B', '28 for Q and 4 for KV'. BF16 KV cache."
-        ),
+        "source": "model catalog entry Qwen2.5-7B-Instruct (config.json); BF16 weights and KV cache.",
     },
     {
         "model": "Llama-3.1-8B",
-        "layers": 32,
-        "kv_heads": 8,
-        "head_dim": 128,
         "kv_bytes": 2,
-        "attention": "gqa",
-        "params_b": 8.03,
         "weight_bytes": 2,
-        "source": (
-            "Hugging Face meta-llama/Llama-3.1-8B config.json: "
-            "num_hidden_layers=32, num_key_value_heads=8, hidden_size 4096 / "
-            "num_attention_heads 32 = head_dim 128, torch_dtype bfloat16; "
-            "8,030,261,248 parameters (size of original/params.json weights). "
-            "BF16 KV cache."
-        ),
+        "source": "model catalog entry Llama-3.1-8B-Instruct (config.json); BF16 weights and KV cache.",
     },
     {
         "model": "Llama-3.1-70B",
-        "layers": 80,
-        "kv_heads": 8,
-        "head_dim": 128,
         "kv_bytes": 2,
-        "attention": "gqa",
-        "params_b": 70.6,
         "weight_bytes": 2,
-        "source": (
-            "Hugging Face meta-llama/Llama-3.1-70B config.json: "
-            "num_hidden_layers=80, num_key_value_heads=8, hidden_size 8192 / "
-            "num_attention_heads 64 = head_dim 128, torch_dtype bfloat16; "
-            "70,562,938,880 parameters. BF16 KV cache."
-        ),
+        "source": "model catalog entry Llama-3.1-70B-Instruct (config.json); BF16 weights and KV cache.",
     },
     {
         "model": "Llama-3.1-70B-FP8KV",
-        "layers": 80,
-        "kv_heads": 8,
-        "head_dim": 128,
+        "catalog": "Llama-3.1-70B-Instruct",
         "kv_bytes": 1,
-        "attention": "gqa",
-        "params_b": 70.6,
         "weight_bytes": 2,
         "source": (
-            "Same shapes as Llama-3.1-70B (Hugging Face meta-llama/Llama-3.1-70B "
-            "config.json: 80 layers, 8 KV heads, head_dim 128; 70.56B params); "
-            "BF16 weights served with an FP8 (e4m3) KV cache, e.g. vLLM "
+            "A team label: the `catalog` column names the Llama-3.1-70B-Instruct entry for its "
+            "dimensions; BF16 weights served with an FP8 (e4m3) KV cache, e.g. vLLM "
             "--kv-cache-dtype fp8, so 1 byte per KV element."
         ),
     },
     {
         "model": "DeepSeek-V3",
-        "layers": 61,
         "kv_bytes": 2,
-        "attention": "mla",
-        "mla_kv_dim": 576,
-        "params_b": 671,
         "weight_bytes": 1,
         "source": (
-            "Hugging Face deepseek-ai/DeepSeek-V3 config.json: "
-            "num_hidden_layers=61, kv_lora_rank=512 + qk_rope_head_dim=64 = "
-            "576 cached elements per token per layer (MLA latent, replicated on "
-            "every tensor-parallel rank), quantization_config fp8 e4m3 with "
-            "128x128 blocks (1 byte per weight); README_WEIGHTS.md: 671B total "
-            "parameters (37B activated), MTP module not counted. BF16 latent "
-            "KV cache. kv_heads/head_dim left blank: not used for MLA."
+            "model catalog entry DeepSeek-V3 (config.json: MLA, kv_lora_rank 512 + qk_rope_head_dim 64 "
+            "= 576 cached elements per token per layer, replicated on every tensor-parallel rank; "
+            "671B total / 37B active parameters). FP8 weights as released (1 byte per weight); "
+            "BF16 latent KV cache."
         ),
     },
     {
@@ -154,15 +105,14 @@ MODELS: List[Dict[str, Any]] = [
 # copy bandwidth per GPU; blank means the planner's default for pcie_gen.
 # ---------------------------------------------------------------------------
 GPUS: List[Dict[str, Any]] = [
+    # Memory, bandwidths, dense TFLOPS and the host link come from the planner's GPU catalog
+    # (vendor datasheets; memory as the device reports it). A row whose own name is not the
+    # vendor's names its entry in `catalog`. Typed here: the price, and the two measured-estimate
+    # host-to-device bandwidths (typed cells win over the catalog).
     {
         "gpu": "H100-SXM",
-        "hbm_gib": 79.6,
-        # pcie_gbps left blank on purpose: the Gen5 default applies.
-        "pcie_gen": 5,
         # Estimate: plausible late-2026 on-demand cloud price per GPU-hour.
         "hourly_cost": 2.50,
-        "hbm_tbps": 3.35,
-        "bf16_tflops": 989.4,
         "note": (
             "NVIDIA H100 SXM5 80GB HBM3. Datasheet: 3.35 TB/s HBM3, 989.4 dense BF16 "
             "TFLOPS (1,979 is the sparsity figure). nvidia-smi reports 81559 MiB = 79.6 GiB "
@@ -175,11 +125,10 @@ GPUS: List[Dict[str, Any]] = [
     },
     {
         "gpu": "H200-SXM",
-        "hbm_gib": 140.4,
+        "catalog": "H200",
         # Estimate: ~83% of the 64 GB/s raw Gen5 x16 rate for pinned
         # copy-engine transfers.
         "pcie_gbps": 53,
-        "pcie_gen": 5,
         # Estimate: plausible late-2026 on-demand cloud price per GPU-hour.
         "hourly_cost": 3.40,
         "note": (
@@ -192,10 +141,9 @@ GPUS: List[Dict[str, Any]] = [
     },
     {
         "gpu": "A100-SXM-80GB",
-        "hbm_gib": 80.0,
+        "catalog": "A100 80GB",
         # Estimate: measured Gen4 x16 peak is ~25 GB/s of 32 GB/s raw.
         "pcie_gbps": 24,
-        "pcie_gen": 4,
         # Estimate: plausible late-2026 on-demand cloud price per GPU-hour.
         "hourly_cost": 1.30,
         "note": (
@@ -207,9 +155,6 @@ GPUS: List[Dict[str, Any]] = [
     },
     {
         "gpu": "L40S",
-        "hbm_gib": 45.0,
-        # pcie_gbps left blank on purpose: the Gen4 default applies.
-        "pcie_gen": 4,
         # Estimate: plausible late-2026 on-demand cloud price per GPU-hour.
         "hourly_cost": 0.95,
         "note": (
@@ -635,7 +580,7 @@ SETTINGS: List[Dict[str, Any]] = [
 # agents +25%, code +15%, RAG and summarisation flat; the 2027-Q1 start is the
 # Workloads demand_tpm.
 # ---------------------------------------------------------------------------
-_GROWTH = {"chat": 1.10, "agent": 1.25, "code": 1.15, "rag": 1.0, "summarise": 1.0}
+_GROWTH = {"chat": 1.10, "agent": 1.25, "code": 1.15, "rag": 1.0, "summarise": 1.0, "vision": 1.0}
 PERIODS = ["2027-Q1", "2027-Q2", "2027-Q3", "2027-Q4"]
 DEMAND: List[Dict[str, Any]] = [
     {"workload": w["workload"], "period": period,
