@@ -22,6 +22,7 @@ from . import fleet as fl
 from . import model as m
 from . import schema
 from .constants import C, N
+from .names import exact_criteria, exact_text
 from .xlfast import FastFormulaWorksheet, RowBuffer
 
 SETTING_NAMES = {"target_utilization": "s_target_utilization", "hours_per_month": "s_hours_per_month"}
@@ -127,7 +128,7 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
             "tpm_demand": fm("calc", FMT_INT)}
     n_types = len(frame) - 1
     rows = fleet_cells(n_types)
-    sumifs = lambda rng, crit_rng, r: f"SUMIFS({rng},{crit_rng},{xl_rowcol_to_cell(r, own['gpu'], col_abs=True)})"  # noqa: E731
+    sumifs = lambda rng, crit_rng, r: f"SUMIFS({rng},{crit_rng},{exact_criteria(xl_rowcol_to_cell(r, own['gpu'], col_abs=True))})"  # noqa: E731
     for i in range(n_types):
         r = rows["first"] + i
         rec = frame.iloc[i]
@@ -215,7 +216,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
             "workload": dem("workload", r),
             "period": dem("period", r),
             "demand_tpm": f'IF(ISNUMBER({dem("demand_tpm", r)}),{dem("demand_tpm", r)},"")',
-            "res_row": f"MATCH({me('workload')},res_workload,0)",
+            "res_row": f"MATCH({exact_text(me('workload'))},res_workload,0)",
             "gpu": f"INDEX(res_gpu,{row})",
             "tp": f"INDEX(res_tp,{row})",
             "tpm_delivered_target": f"INDEX(results_tpm_delivered_target,{row})",
@@ -245,7 +246,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
         pi, gi = divmod(idx, n_types)
         rec = frame.iloc[idx]
         me = lambda c: xl_rowcol_to_cell(r, p_own[c], col_abs=True)  # noqa: E731,B023
-        crit = f"{dc('period')},{me('period')},{dc('gpu')},{me('gpu')}"
+        crit = f"{dc('period')},{exact_criteria(me('period'))},{dc('gpu')},{exact_criteria(me('gpu'))}"
         price = layout.other("GPUs", "hourly_cost", gi + 1)
         f = {
             "period": dem("period", first_row[periods[pi]]),
@@ -449,7 +450,7 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
         rr = r + 2 + k
         name = str(res["workload"].iat[i])
         ws.write_string(rr, 0, name)
-        match = f"MATCH({xl_rowcol_to_cell(rr, 0, col_abs=True)},results_workload,0)"
+        match = f"MATCH({exact_text(xl_rowcol_to_cell(rr, 0, col_abs=True))},results_workload,0)"
         ws.write_formula(rr, 1, f"=INDEX(results_gpu,{match})", None, str(res["gpu"].iat[i]))
         ws.write_formula(rr, 2, f"=INDEX(results_gpus_needed,{match})", fm("calc", FMT_INT), _v(gpus[i]))
         ws.write_formula(rr, 3, "=" + fl.per_month.xl(f"INDEX(results_cost_per_hour,{match})",
@@ -469,12 +470,12 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
             on = bp["period"] == p
             ws.write_string(rr, 0, p)
             me = xl_rowcol_to_cell(rr, 0, col_abs=True)
-            ws.write_formula(rr, 1, f"=SUMIFS({rng('gpus_needed')},{rng('period')},{me})", fm("calc", FMT_INT),
+            ws.write_formula(rr, 1, f"=SUMIFS({rng('gpus_needed')},{rng('period')},{exact_criteria(me)})", fm("calc", FMT_INT),
                              float(bp.loc[on, "gpus_needed"].sum()))
             costs = bp.loc[on, "cost_per_month"].to_numpy(dtype=float)
             v = float(np.nansum(costs)) if np.any(~np.isnan(costs)) else float("nan")
-            ws.write_formula(rr, 2, f'=IF(COUNTIFS({rng("period")},{me},{rng("cost_per_month")},">=0")=0,"",'
-                                    f'SUMIFS({rng("cost_per_month")},{rng("period")},{me}))',
+            ws.write_formula(rr, 2, f'=IF(COUNTIFS({rng("period")},{exact_criteria(me)},{rng("cost_per_month")},">=0")=0,"",'
+                                    f'SUMIFS({rng("cost_per_month")},{rng("period")},{exact_criteria(me)}))',
                              fm("calc", FMT_MONEY0), _v(v))
         r += 2 + len(fl.periods(fl.demand_records(plan))) + 1
     if fs.scenarios is not None:

@@ -21,6 +21,8 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+from planner import schema
+
 from conftest import run_planner, same_value, sheet_values
 from planner import fleet
 from planner.plan import build_plan
@@ -239,6 +241,9 @@ def test_summary_numbers(small):
     assert labels["Model checks (Checks sheet)"] == "OK"
 
 
+# the Settings sheet lists its keys in schema order from row 2
+_UTIL_ROW = 2 + [k.key for k in schema.SETTING_KEYS].index("target_utilization")
+
 # --------------------------------------------------------------------------- bad input
 BAD = {
     "unknown workload": ({"Demand": [{"workload": "zz", "period": "P1", "demand_tpm": 5}]},
@@ -267,9 +272,9 @@ BAD = {
                                                "op": "multiply", "value": 0}]}, None,
                                ["Scenarios!F2: scenario 's': Settings target_utilization: target_utilization 0 is "
                                 "outside (0, 1]"]),
-    "settings utilisation 0": ({}, {"target_utilization": 0}, ["Settings!B6: target_utilization 0 is outside (0, 1]"]),
+    "settings utilisation 0": ({}, {"target_utilization": 0}, [f"Settings!B{_UTIL_ROW}: target_utilization 0 is outside (0, 1]"]),
     "settings utilisation above 1": ({}, {"target_utilization": 1.2},
-                                     ["Settings!B6: target_utilization 1.2 is outside (0, 1]"]),
+                                     [f"Settings!B{_UTIL_ROW}: target_utilization 1.2 is outside (0, 1]"]),
     "workload utilisation 0": ({}, None, ["Workloads!", "target_utilization 0 is outside (0, 1]"]),
 }
 
@@ -296,7 +301,7 @@ def test_every_problem_listed_at_once(tmp_path):
     src = make_input(tmp_path / "bad.xlsx", settings={"target_utilization": 0}, optional=optional)
     p = run_planner("validate", src, cwd=tmp_path)
     assert p.returncode == 2
-    for piece in ("Settings!B6", "Demand!A2", "Scenarios!B2"):
+    for piece in (f"Settings!B{_UTIL_ROW}", "Demand!A2", "Scenarios!B2"):
         assert piece in p.stderr, p.stderr
 
 

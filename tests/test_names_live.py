@@ -12,9 +12,17 @@ from planner import example, example_data as ed
 from planner.inputs_sheets import write_input_workbook
 from planner.plan import build_plan
 from planner.writer import write_output
+from conftest import same_value
 from test_recalc import checks_counts, compare_all
 
 pytestmark = pytest.mark.libreoffice
+
+
+def _values(path, sheet: str) -> dict:
+    """Every non-empty cached value of a sheet, by cell."""
+    ws = openpyxl.load_workbook(path, data_only=True, read_only=True)[sheet]
+    return {(r, c): v for r, row in enumerate(ws.iter_rows(values_only=True), 1)
+            for c, v in enumerate(row, 1) if v not in (None, "")}
 
 
 def wild_input(path):
@@ -26,7 +34,9 @@ def wild_input(path):
     models.append({**models[1], "model": "Qwen2.5-7?B", "layers": 99})
     wls.append({**wls[0], "workload": "wild-?*~", "gpu": "H*", "model": "Qwen2.5-7?B"})
     wls.append({**wls[1], "workload": "~tilde", "gpu": "H100-SXM"})
-    write_input_workbook(path, models, gpus, wls, example._settings(ed.SETTINGS))
+    demand = ed.DEMAND + [{"workload": "wild-?*~", "period": p, "demand_tpm": 1e6} for p in ed.PERIODS]
+    write_input_workbook(path, models, gpus, wls, example._settings(ed.SETTINGS),
+                         optional={"Measurements": ed.MEASUREMENTS, "Demand": demand})
 
 
 def test_wildcard_names_recalculate_to_python(tmp_path, recalc):
@@ -35,6 +45,7 @@ def test_wildcard_names_recalculate_to_python(tmp_path, recalc):
     plan = build_plan(src)
     out = tmp_path / "wild-plan.xlsx"
     write_output(plan, out)
+    stored = {sheet: _values(out, sheet) for sheet in ("Fleet", "Fleet_By_Period", "Demand_Calc", "Summary")}
     # choose the wildcard-named workload in the Explorer (openpyxl keeps the formulas;
     # LibreOffice recomputes every value)
     wb = openpyxl.load_workbook(out)
@@ -42,6 +53,12 @@ def test_wildcard_names_recalculate_to_python(tmp_path, recalc):
     wb.save(out)
     again = recalc(out)
     assert compare_all(again, plan) > 10_000
+    # the finance sheets' SUMIFS/MATCH over names find the wildcard-named GPU's own rows
+    for sheet, before in stored.items():
+        after = _values(again, sheet)
+        bad = [(k, v, after.get(k)) for k, v in before.items() if not same_value(v, after.get(k))]
+        assert not bad, (sheet, bad[:10])
+    assert any(v == "H*" for v in stored["Fleet"].values())
     counts = checks_counts(again)
     assert counts["master"] == ("OK",), counts
     assert counts["gpu names unique"] == ("error", 0)
