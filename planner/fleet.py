@@ -508,13 +508,10 @@ def scenario_input(p_in, name: str, ovs: list[Override]):
 
 def _quick_plan(p_in):
     """Resolved and Results of an input (no sensitivity tables): enough for the fleet totals."""
-    from . import sheets
-    from .plan import evaluate_results, table_frame
+    from .plan import evaluate_input
 
-    models, gpus = table_frame(p_in.models, schema.M), table_frame(p_in.gpus, schema.G)
-    workloads = table_frame(p_in.workloads, schema.W)
-    resolved = sheets.resolve(models, gpus, workloads, p_in.settings)
-    return _Lite(p_in, gpus, resolved, evaluate_results(resolved))
+    _models, gpus, _workloads, resolved, results, _calib = evaluate_input(p_in)
+    return _Lite(p_in, gpus, resolved, results)
 
 
 @dataclass

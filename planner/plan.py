@@ -68,15 +68,24 @@ def evaluate_results(resolved: pd.DataFrame) -> pd.DataFrame:
     return sheets.evaluate(sheets.RESULTS, column_arrays(resolved), len(resolved))
 
 
-def build_plan(source: str | Path | PlanInput) -> Plan:
-    """Read (unless given a :class:`PlanInput`) and evaluate every workload."""
-    p_in = source if isinstance(source, PlanInput) else read_input(source)
+def evaluate_input(p_in: PlanInput):
+    """Frames of an input and its Resolved/Results (no sensitivity tables): the one path from a
+    :class:`PlanInput` to numbers, shared by :func:`build_plan` and the scenario re-plans.
+
+    Returns ``(models, gpus, workloads, resolved, results, calibration)``.
+    """
     models = table_frame(p_in.models, "Models")
     gpus = table_frame(p_in.gpus, "GPUs")
     workloads = table_frame(p_in.workloads, "Workloads")
     filled, calib = fill_breakdown(p_in, models, gpus, workloads)  # typed > calibrated > estimated
     resolved = sheets.resolve(models, gpus, filled, p_in.settings)
-    results = evaluate_results(resolved)
+    return models, gpus, workloads, resolved, evaluate_results(resolved), calib
+
+
+def build_plan(source: str | Path | PlanInput) -> Plan:
+    """Read (unless given a :class:`PlanInput`) and evaluate every workload."""
+    p_in = source if isinstance(source, PlanInput) else read_input(source)
+    models, gpus, workloads, resolved, results, calib = evaluate_input(p_in)
     grid = hit_grid(float(p_in.settings["hit_step"]))
     sens = evaluate_all(resolved, results, grid, tuple(p_in.settings.get("pcie_sweep_gbps") or ()))
     plan = Plan(p_in, models, gpus, workloads, resolved, results, grid, sens,

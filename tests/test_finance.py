@@ -432,3 +432,21 @@ def test_references_are_checked_once_workloads_read_cleanly(tmp_path):
     assert "Workloads!A3: workload 'a' duplicates row 2" in p.stderr
     assert "Demand!B3: workload 'zz' has period 'P1' twice (also row 2)" in p.stderr
     assert "is not in Workloads" not in p.stderr
+
+
+def test_example_scenarios_replan_like_the_base_run():
+    """The example's scenarios re-plan the same inputs as the base run (calibrated and estimated
+    workloads included): a price-only scenario keeps every GPU and capacity and cuts the cost
+    by exactly 10% of the H100 spend; a lower utilisation needs more GPUs, never fewer."""
+    from conftest import EXAMPLE
+
+    plan = build_plan(EXAMPLE)
+    sc = fleet.scenario_compare(plan).set_index("scenario")
+    base = sc.loc["base"]
+    h100 = fleet.plan_fleet(plan).set_index("gpu").loc["H100-SXM"]
+    price = sc.loc["H100 price -10%"]
+    assert price["gpus_needed"] == base["gpus_needed"]
+    assert price["tpm_capacity"] == pytest.approx(base["tpm_capacity"], rel=1e-12)
+    # hand: the H100 GPUs cost 2.50 USD/h each for 730 h a month; 10% of that is saved
+    assert base["cost_per_month"] - price["cost_per_month"] == pytest.approx(0.1 * h100["gpus_needed"] * 2.50 * 730)
+    assert sc.loc["utilisation 70%", "gpus_needed"] > base["gpus_needed"]
