@@ -357,7 +357,7 @@ def cmd_diff(args) -> int:
     memo_ = None if args.no_memo else build_memo(d, out, created=created)
     save_atomic(out, lambda tmp: write_diff(d, tmp, created))
     if memo_ is not None:
-        write_memo(memo_, save_atomic)
+        write_memo(memo_)
     if args.eml:
         from .mail import build_message, message_bytes
 

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import datetime as _dt
 import urllib.parse
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .diff import Diff
-from .memo import _template_error, environments
+from .memo import Memo, _template_error, data_uri, environments, write_memo  # noqa: F401 - write_memo: the diff's too
 from .memo_charts import Chart, _figure_png, _png_size, _style
 from .memo_numbers import FMT_MONEY, num
 from .schema import FMT_INT, FMT_PCT
@@ -40,19 +39,6 @@ STEP_WORDS = {
     "price": "the new GPU prices",
     "other": "everything else (models, GPUs, parallelism, lengths, times, settings)",
 }
-
-
-@dataclass
-class DiffMemo:
-    """The rendered diff memo (the attributes :func:`planner.mail.build_message` reads)."""
-
-    markdown: str
-    html: str
-    email_html: str
-    email_text: str
-    charts: list[Chart]
-    subject: str = ""
-    paths: dict[str, Path] = field(default_factory=dict)
 
 
 def memo_paths(output: Path) -> dict[str, Path]:
@@ -175,8 +161,9 @@ def render(kind: str, context: dict[str, Any], envs: dict[str, Any]) -> str:
         raise _template_error(name, err, None) from None
 
 
-def build_memo(d: Diff, output: str | Path, *, created: _dt.datetime) -> DiffMemo:
-    """Render the diff memo in memory (nothing is written)."""
+def build_memo(d: Diff, output: str | Path, *, created: _dt.datetime) -> Memo:
+    """Render the diff memo in memory (nothing is written): a :class:`planner.memo.Memo`, so
+    :func:`planner.memo.write_memo` and :func:`planner.mail.build_message` take it as they are."""
     output = Path(output)
     paths = memo_paths(output)
     currency = str(d.new.settings.get("currency") or "").strip()
@@ -188,17 +175,12 @@ def build_memo(d: Diff, output: str | Path, *, created: _dt.datetime) -> DiffMem
                   cid=f"bridge-{d.new.input.sha256[:12]}@kv-planner")
     envs = environments(None)
     disk = build_context(d, workbook=output.name, created=created, charts=[chart])
+    # the standalone HTML carries its chart inside (data: URI); the email refers to it by cid:
+    standalone = build_context(d, workbook=output.name, created=created, charts=[chart], chart_src=data_uri)
     mail = build_context(d, workbook=output.name, created=created, charts=[chart], email=True,
                          chart_src=lambda c: f"cid:{c.cid}")
     subject = f"{disk['title']}: {currency} {disk['total']['change']} per month".replace("  ", " ")
-    return DiffMemo(render("md", disk, envs), render("html", disk, envs), render("html", mail, envs),
-                    render("txt", mail, envs), [chart], subject, paths)
+    return Memo(render("md", disk, envs), render("html", standalone, envs), render("html", mail, envs),
+                render("txt", mail, envs), [chart], subject, paths)
 
 
-def write_memo(m: DiffMemo, save_atomic) -> list[Path]:
-    """Write the memo files and the chart, each atomically."""
-    out = []
-    for key, data in (("bridge", m.charts[0].png), ("md", m.markdown.encode("utf-8")),
-                      ("html", m.html.encode("utf-8"))):
-        out.append(save_atomic(m.paths[key], lambda tmp, data=data: tmp.write_bytes(data)))
-    return out
