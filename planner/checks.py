@@ -91,6 +91,8 @@ class CheckSheet:
         if self.warnings:
             ws.write_string(r + 1, 0, "where", fm("header"))
             ws.merge_range(r + 1, 1, r + 1, 4, "warning", fm("header"))
+        # printed: A:E (the "first row in question" column is for the screen)
+        ws.print_area(0, 0, r + 1 + len(self.warnings), 4)
         for i, w in enumerate(self.warnings):  # the message over columns B:E, wrapped
             rr = r + 2 + i
             width = 9 + 11 + 9 + TEXT_WIDTH

@@ -73,6 +73,7 @@ class PrintSpec:
     row_bands: tuple[int, int] | None = None
     long: bool = False
     gridlines: bool = True
+    fit_pages: tuple[int, int] | None = None  # (wide, tall) pages the print area is fitted to (0: any)
 
 
 # Results: its columns in the groups a reader looks at together (the first column of each).
@@ -84,6 +85,9 @@ RESULTS_GROUPS = (
     ("TPM", "chip_ms_measured"),
     ("fleet and cost", "instances_needed"),
     ("intermediate steps", "t0_ms"),
+    ("source of the times", "breakdown_source"),
+    ("fleet detail", "cost_per_hour"),
+    ("fleet at the measured hit", "tpm_delivered_model_measured"),
 )
 
 SPECS: dict[str, PrintSpec] = {
@@ -95,6 +99,12 @@ SPECS: dict[str, PrintSpec] = {
     # two of the four charts of a workload side by side (charts start every 8 columns), whole bands
     "Charts": PrintSpec(header_rows=None, title_cols=None, groups=(("TTFT, load", 0), ("TPM, tornado", 16)),
                         row_bands=(1, 18), gridlines=False),
+    # the finance reader's sheets: the Summary on one page, the fleet tables one page wide
+    "Summary": PrintSpec(header_rows=None, title_cols=None, gridlines=False, fit_pages=(1, 1)),
+    "Fleet": PrintSpec(fit_pages=(1, 0)),
+    "Fleet_By_Period": PrintSpec(fit_pages=(1, 0)),
+    "Scenario_Compare": PrintSpec(fit_pages=(1, 0)),
+    "Demand_Calc": PrintSpec(long=True),
     "Settings": PrintSpec(title_cols=None),
     "Constants": PrintSpec(title_cols=None),
     "Run": PrintSpec(title_cols=None, gridlines=False),
@@ -215,6 +225,10 @@ def apply(ws, spec: PrintSpec, *, quarter: str = "", layout_pos: dict[str, int] 
     widths = column_widths(ws, last_col)
     total = sum(widths[first_col:])
     decided = {"scale": 100, "vbreaks": [], "hbreaks": [], "area": area}
+    if spec.fit_pages is not None:  # a page to read as a whole: fitted, not cut
+        ws.fit_to_pages(*spec.fit_pages)
+        decided["fit"] = spec.fit_pages
+        return decided
     if total <= PAGE_W_PX:
         scale = 100
     elif total * MIN_SCALE / 100 <= PAGE_W_PX:

@@ -239,6 +239,11 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         if c.required is True and c.name not in col_of:
             problems.append(Problem(f"{ws.title} row 1", f"required column {c.name!r} is missing"
                                     + _header_hint(ws.title, c, extras)))
+        elif c.required == "catalog" and c.name not in col_of and (hint := _header_hint(ws.title, c, extras)):
+            # the catalog could fill the column, but the values typed under a near-miss header
+            # would be silently replaced: say so instead
+            problems.append(Problem(f"{ws.title} row 1", f"column {c.name!r} is missing{hint}; rename the header, "
+                                    f"or remove that column to take {c.name} from the catalog"))
     for rng in (scan.merged if scan else ()):
         problems.append(Problem(f"{ws.title}!{rng}", "merged cells in the table: unmerge them (a merge keeps "
                                                      "only its first cell's value)"))

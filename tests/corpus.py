@@ -202,7 +202,7 @@ def duplicate_names(folder):
         # workloads that named the renamed model / GPU now dangle (closest names offered, the few listed)
         assert (lost_m, lost_g) == ("Llama-3.1-8B", "H200-SXM")
         hint = {"Models": ": did you mean 'Llama-3.1-70B'? (Models has: Qwen2.5-72B, Qwen2.5-7B, Llama-3.1-70B, "
-                          "Llama-3.1-70B-FP8KV, DeepSeek-V3)",
+                          "Llama-3.1-70B-FP8KV, DeepSeek-V3, Llama-3.2-90B-Vision)",
                 "GPUs": ": did you mean 'H100-SXM'? (GPUs has: H100-SXM, A100-SXM-80GB, L40S)"}
         ws = wb[W]
         for row in range(2, ws.max_row + 1):
@@ -218,7 +218,7 @@ def dangling_refs(folder):
     def change(wb):
         return [f"{setc(wb, W, 'model', 3, 'Qwen3-235B')}: model 'Qwen3-235B' is not in Models: did you mean "
                 f"'Qwen2.5-7B' or 'Qwen2.5-72B'? (Models has: Qwen2.5-72B, Qwen2.5-7B, Llama-3.1-8B, Llama-3.1-70B, "
-                f"Llama-3.1-70B-FP8KV, DeepSeek-V3)",
+                f"Llama-3.1-70B-FP8KV, DeepSeek-V3, Llama-3.2-90B-Vision)",
                 # nothing close: no guess, the four valid names listed
                 f"{setc(wb, W, 'gpu', 6, 'B200')}: gpu 'B200' is not in GPUs (GPUs has: H100-SXM, H200-SXM, "
                 f"A100-SXM-80GB, L40S)"]
@@ -368,8 +368,11 @@ def near_miss_headers(folder):
         ws3[f"{c3}1"] = "input tokens"
         c4 = col(ws3, "t_fixed_ms")
         ws3[f"{c4}1"] = "t_fixed_ms (s)"  # a unit that contradicts the column's
-        return [f"GPUs row 1: required column 'hbm_gib' is missing; found 'hbm (GB)' in GPUs!{c}1, ignored: the "
-                f"column is hbm_gib, in GiB (2^30 bytes)",
+        # the GPU catalog could fill hbm_gib, but the values typed under 'hbm (GB)' would then be
+        # replaced without a word: refused, with the header found and the unit
+        return [f"GPUs row 1: column 'hbm_gib' is missing; found 'hbm (GB)' in GPUs!{c}1, ignored: the "
+                f"column is hbm_gib, in GiB (2^30 bytes); rename the header, or remove that column to take "
+                f"hbm_gib from the catalog",
                 f"Workloads row 1: required column 'isl' is missing; found 'input tokens' in Workloads!{c3}1, "
                 f"ignored: the column is isl, in tokens (a whole number)",
                 f"Workloads!{c4}1: header 't_fixed_ms (s)' says s but the column is in milliseconds (ms): convert the "
@@ -387,7 +390,7 @@ def closest_names(folder):
                 f"(GPUs has: {gpus})",
                 f"{setc(wb, W, 'model', 4, 'Qwen2.5 72B')}: model 'Qwen2.5 72B' is not in Models: did you mean "
                 f"'Qwen2.5-72B'? (Models has: Qwen2.5-72B, Qwen2.5-7B, Llama-3.1-8B, Llama-3.1-70B, "
-                f"Llama-3.1-70B-FP8KV, DeepSeek-V3)"]
+                f"Llama-3.1-70B-FP8KV, DeepSeek-V3, Llama-3.2-90B-Vision)"]
     return edit(folder, "closest-names", change)
 
 
@@ -395,6 +398,9 @@ def long_names(folder):
     """Names over 255 characters: Excel's MATCH and COUNTIF cannot look them up."""
     def change(wb):
         tail = ": at most 255 (Excel's MATCH and COUNTIF cannot look up longer text); shorten it"
+        # the renamed GPU row keeps its dimensions typed: a name the catalog cannot find fills nothing
+        setc(wb, G, "hbm_gib", 2, 80)
+        setc(wb, G, "pcie_gen", 2, 5)
         return [f"{setc(wb, W, 'workload', 2, 'w' * 256)}: workload is 256 characters long{tail}",
                 f"{setc(wb, W, 'model', 3, 'm' * 300)}: model is 300 characters long{tail}",
                 f"{setc(wb, G, 'gpu', 2, 'g' * 256)}: gpu is 256 characters long{tail}",

@@ -30,8 +30,10 @@ def plan(tmp_path_factory):
     wl.cell(5, _col(wl, "tp")).value = 3
     # rag-qwen72b-h200 (sheet row 3): tpm_measured kept, hit_measured cleared
     wl.cell(3, _col(wl, "hit_measured")).value = None
-    # Llama-3.1-70B-FP8KV (Models sheet row 6; a team label the model catalog does not fill): params_b blank
-    models.cell(6, _col(models, "params_b")).value = None
+    # a model the catalog does not know, typed without params_b (Models sheet row 9, no workload uses it)
+    row = models.max_row + 1
+    for name, value in (("model", "team-model"), ("layers", 32), ("kv_heads", 8), ("head_dim", 128), ("kv_bytes", 2)):
+        models.cell(row, _col(models, name)).value = value
     path = tmp_path_factory.mktemp("flags") / "flags.xlsx"
     wb.save(path)
     return build_plan(path)
@@ -44,7 +46,7 @@ def test_flags_mark_the_edited_rows(plan):
     assert rows(fl.uneven_heads) == [5]
     assert rows(fl.tpm_without_hit) == [3]
     assert rows(fl.beyond_h_star) == [9]  # the example's own: hit_target 97% > h* 94.8%
-    assert [plan.input.models.rows[i] for i in fl.params_missing.nonzero()[0]] == [6]
+    assert [plan.input.models.rows[i] for i in fl.params_missing.nonzero()[0]] == [9]
 
 
 def test_warnings_are_problems_in_row_order(plan):
@@ -52,14 +54,14 @@ def test_warnings_are_problems_in_row_order(plan):
     places = [w.place for w in plan.warnings]
     assert places == ["Workloads row 3 (rag-qwen72b-h200)", "Workloads row 5 (code-qwen7b-l40s)",
                       "Workloads row 5 (code-qwen7b-l40s)", "Workloads row 9 (agent-llama8b-a100-long)",
-                      "Workloads row 10 (chat-llama8b-l40s)", "Models row 6 (Llama-3.1-70B-FP8KV)"]
+                      "Workloads row 10 (chat-llama8b-l40s)", "Models row 9 (team-model)"]
     text = [str(w) for w in plan.warnings]
     assert text[0] == ("Workloads row 3 (rag-qwen72b-h200): tpm_measured is given without hit_measured: "
                        "taken as measured at 0 hit")
     assert text[1].startswith("Workloads row 5 (code-qwen7b-l40s): KV does not fit in HBM: weights ")
     assert text[2] == ("Workloads row 5 (code-qwen7b-l40s): kv_heads 4 and tp 3 do not divide either way: "
                        "KV heads are spread unevenly over GPUs")
-    assert text[-1] == "Models row 6 (Llama-3.1-70B-FP8KV): params_b is blank: weights taken as 0 GiB in the HBM check"
+    assert text[-1] == "Models row 9 (team-model): params_b is blank: weights taken as 0 GiB in the HBM check"
 
 
 def test_checks_counts_are_the_flags(plan):

@@ -198,10 +198,12 @@ def test_tables_continue_on_numbered_sheets(tmp_path, recalc):
     names = wb.sheetnames
     n = len(PLAN.results)
     hit_sheets = [s for s in names if s == "Sensitivity_Hit" or s.startswith("Sensitivity_Hit_")]
-    assert hit_sheets == ["Sensitivity_Hit"] + [f"Sensitivity_Hit_{i}" for i in range(2, 7)]  # 12 workloads / 2
+    per_sheet = lambda k: -(-n // (50 // k))  # sheets of a table of k rows a workload  # noqa: E731
+    assert hit_sheets == ["Sensitivity_Hit"] + [f"Sensitivity_Hit_{i}" for i in range(2, per_sheet(21) + 1)]
     long_tables = [s for s in names if s.startswith(("Sensitivity", "Tornado_Calc"))]
-    # 12 workloads: Hit 2 a sheet, Alpha/HitAlpha 4, PCIe 10, Tornado_Calc 3 (16 rows each)
-    assert len(long_tables) == 6 + 3 + 2 + 3 + 4
+    # at most 50 rows a sheet: Hit 21 rows a workload (2 a sheet), Alpha and HitAlpha 11 (4 a sheet),
+    # PCIe 5 (10 a sheet), Tornado_Calc 16 (3 a sheet)
+    assert len(long_tables) == per_sheet(21) + 2 * per_sheet(11) + per_sheet(5) + per_sheet(16)
     assert all(wb[s].max_row <= 51 for s in long_tables)
     wb.close()
     again = recalc(out)

@@ -9,6 +9,8 @@ from pathlib import Path
 import openpyxl
 import pytest
 
+from planner import example_data
+
 import corpus
 from conftest import run_planner, sheet_values
 from planner import schema
@@ -230,15 +232,17 @@ def test_blank_row_inside_table_still_skipped_and_table_goes_on(tmp_path):
         return []
     path, _ = corpus.edit(tmp_path, "blank-middle", change)
     p = read_input(path)
-    assert len(p.workloads) == 12 and 5 not in p.workloads.rows and p.notes == []
+    n = len(example_data.WORKLOADS)
+    assert len(p.workloads) == n and 5 not in p.workloads.rows and p.notes == []
 
 
 def test_totals_row_below_blank_row_ends_table_with_one_note(tmp_path):
     path, _ = corpus.totals_row_below_blank(tmp_path)
     p = read_input(path)
-    assert len(p.workloads) == 12 and p.workloads.rows[-1] == 13
-    assert p.notes == ["Workloads!A15: 'Total' below a blank row is read as a totals row: the table ends above it "
-                       "(row 15 and below ignored)"]
+    n = len(example_data.WORKLOADS)  # data rows 2..n+1, a blank row, then the Total row
+    assert len(p.workloads) == n and p.workloads.rows[-1] == n + 1
+    assert p.notes == [f"Workloads!A{n + 3}: 'Total' below a blank row is read as a totals row: the table ends above "
+                       f"it (row {n + 3} and below ignored)"]
 
 
 def test_totals_row_inside_table_is_one_problem(tmp_path):
