@@ -30,8 +30,8 @@ def wild_input(path):
     patterns would match ('H100-SXM', 'Qwen2.5-72B'), and a workload named with all three
     characters that uses both; their own numbers differ, so a wrong match changes results."""
     models, gpus, wls = (copy.deepcopy(x) for x in (ed.MODELS, ed.GPUS, ed.WORKLOADS))
-    gpus.append({**gpus[0], "gpu": "H*", "hourly_cost": 9.99, "pcie_gbps": 7.0})
-    models.append({**models[1], "model": "Qwen2.5-7?B", "layers": 99})
+    gpus.append({**gpus[0], "gpu": "H*", "catalog": "H100 SXM", "hourly_cost": 9.99, "pcie_gbps": 7.0})
+    models.append({**models[1], "model": "Qwen2.5-7?B", "catalog": "Qwen2.5-7B", "layers": 99})
     wls.append({**wls[0], "workload": "wild-?*~", "gpu": "H*", "model": "Qwen2.5-7?B"})
     wls.append({**wls[1], "workload": "~tilde", "gpu": "H100-SXM"})
     demand = ed.DEMAND + [{"workload": "wild-?*~", "period": p, "demand_tpm": 1e6} for p in ed.PERIODS]

@@ -198,7 +198,7 @@ def write_feature_input(path: Path) -> None:
         [None] * 20,  # blank row: skipped
         ["w-4bit", "Llama-8B-4bit", "A100", 1, 4000, 300, 64, None, 0.1, 0.95, 10, 40, 5, "quadratic", 3,
          None, 1, 200000, None, None],
-        ["w-blank-scaling", "Odd-MHA-FP8", "C2C", 4, 1500.5, 0, None, None, None, 0, 2, 3, None, None, None,
+        ["w-blank-scaling", "Odd-MHA-FP8", "C2C", 4, 1501, 0, None, None, None, 0, 2, 3, None, None, None,
          50, 0.25, None, 123456, "team c"],
         ["w-hit-one", "Qwen2.5-72B", "C2C", 2, 2048, 256, 4, 4096, 0.5, 1, 20, 80, 0, "linear", 5, 400, 1,
          750000, 3e6, None],
