@@ -65,6 +65,14 @@ class FastFormulaWorksheet(Worksheet):
             return super()._prepare_formula(formula, expand_future_functions)
         return formula[1:] if formula.startswith("=") else formula
 
+    def _xml_formula_element(self, formula, result, attributes=[]) -> None:  # noqa: B006 - upstream's signature
+        # XlsxWriter stores a text result that reads like an error ("#N/A") as an error value
+        # (t="e"). The planner stores only what Python computed, and Python computes no error
+        # values: such a result is text (a workload named "#N/A"), so it is stored as text.
+        if ("t", "e") in attributes:
+            attributes = [("t", "str") if a == ("t", "e") else a for a in attributes]
+        return super()._xml_formula_element(formula, result, attributes)
+
     def write_vetted(self, row: int, col: int, formula: str, cell_format=None, value=0):
         self._vetted = True
         try:

@@ -300,6 +300,11 @@ def test_workload_named_text_na_plans(na_plan):
     wb = openpyxl.load_workbook(na_plan, read_only=True)
     cell = wb["Workloads"]["A2"]
     assert (cell.value, cell.data_type) == ("#N/A", "s")  # written back as text
+    # the formulas' stored results are text too (XlsxWriter alone would store them as error values),
+    # so a viewer that does not calculate shows the name, not an error
+    wb = openpyxl.load_workbook(na_plan, data_only=True)
+    for sheet in ("Resolved", "Results"):
+        assert (wb[sheet]["A2"].value, wb[sheet]["A2"].data_type) == ("#N/A", "s"), sheet
 
 
 @pytest.mark.libreoffice
