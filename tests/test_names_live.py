@@ -127,17 +127,3 @@ def test_rows_added_to_the_output_fail_the_master_check_and_are_named(tmp_path, 
     assert rows["every Workloads row planned"] == (1, "FAIL", f"Workloads row {n + 2}: added-after-run")
     assert rows["every Models row planned"] == (1, "FAIL", f"Models row {len(plan.models) + 2}: Added-Model")
     assert rows["every GPUs row planned"] == (0, "OK", "")
-
-
-def test_unedited_output_names_no_unplanned_row(tmp_path, recalc):
-    from conftest import EXAMPLE
-
-    plan = build_plan(EXAMPLE)
-    out = tmp_path / "plan.xlsx"
-    write_output(plan, out)
-    for path in (out, recalc(out)):
-        checks = openpyxl.load_workbook(path, data_only=True)["Checks"]
-        assert checks["B1"].value == "OK"
-        named = [checks.cell(r, 6).value for r in range(6, checks.max_row + 1)
-                 if str(checks.cell(r, 1).value).startswith("every ")]
-        assert len(named) == 3 and all(v in (None, "") for v in named)

@@ -133,6 +133,12 @@ def test_example_values_before_and_after_recalculation(example_recalc):
     assert counts == checks_counts(out)
     assert counts["master"] == ("OK",)
     assert counts["hit_target within break-even h*"] == ("warning", 1)
+    # no row was added after the run: the "first row in question" cells of those checks are blank
+    for path in (out, again):
+        checks = openpyxl.load_workbook(path, data_only=True)["Checks"]
+        named = [checks.cell(r, 6).value for r in range(6, checks.max_row + 1)
+                 if str(checks.cell(r, 1).value).startswith("every ")]
+        assert len(named) == 3 and all(v in (None, "") for v in named)
 
 
 def test_explorer_follows_the_chosen_workload(example_recalc):
