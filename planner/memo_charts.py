@@ -227,33 +227,31 @@ def make_charts(plan) -> list[Chart]:
 
 
 def _make_charts(plan, n: int) -> list[Chart]:
-    out: list[Chart] = []
     # panels and bars in the memo table's order (input order); when there are more workloads
     # than panels, the ones with the largest demand are chosen (then shown in table order)
-    rows = sorted(chart_rows(plan, CHART_TTFT_MAX))
-    which = "every workload" if len(rows) == n else (f"the {len(rows)} workloads with the largest demand (of {n}), "
-                                                     f"in the table's order")
-    png = ttft_chart(plan, rows)
-    out.append(Chart("ttft", "TTFT against hit ratio",
-                     f"TTFT at α=0 (solid) and α=1 (dashed) over the hit ratio for {which}; the dotted line "
-                     f"is the break-even h*, dots mark the measured (open) and target (filled) hits.",
-                     "Line charts of TTFT in milliseconds against hit ratio, with and without overlap",
-                     png, CHART_PX, 0))
-    rows = sorted(chart_rows(plan, CHART_TPM_MAX))
-    which = "every workload" if len(rows) == n else (f"the {len(rows)} workloads with the largest demand (of {n}), "
-                                                     f"in the table's order")
-    png = tpm_chart(plan, rows)
-    out.append(Chart("tpm", "Delivered and physical TPM per GPU",
-                     f"Delivered and physical tokens per minute per GPU at the target hit (one serving "
-                     f"instance's TPM divided by its tp, so deployments of different tp compare), for {which}; "
-                     f"the gap is input served from the KV cache.",
-                     "Bar chart of delivered and physical tokens per minute per GPU per workload", png, CHART_PX, 0))
-    missing = undrawable(plan.results["workload"].iloc[sorted(set(chart_rows(plan, CHART_TTFT_MAX))
-                                                              | set(rows))])
-    if missing:
-        for c in out:
-            c.caption += " " + NO_GLYPH_NOTE
+    specs = (
+        ("ttft", CHART_TTFT_MAX, ttft_chart, "TTFT against hit ratio",
+         "TTFT at α=0 (solid) and α=1 (dashed) over the hit ratio for {which}; the dotted line "
+         "is the break-even h*, dots mark the measured (open) and target (filled) hits.",
+         "Line charts of TTFT in milliseconds against hit ratio, with and without overlap"),
+        ("tpm", CHART_TPM_MAX, tpm_chart, "Delivered and physical TPM per GPU",
+         "Delivered and physical tokens per minute per GPU at the target hit (one serving instance's "
+         "TPM divided by its tp, so deployments of different tp compare), for {which}; the gap is "
+         "input served from the KV cache.",
+         "Bar chart of delivered and physical tokens per minute per GPU per workload"),
+    )
+    out: list[Chart] = []
+    shown: set[int] = set()
+    for key, limit, draw, title, caption, alt in specs:
+        rows = sorted(chart_rows(plan, limit))
+        shown |= set(rows)
+        which = "every workload" if len(rows) == n else (f"the {len(rows)} workloads with the largest demand "
+                                                         f"(of {n}), in the table's order")
+        out.append(Chart(key, title, caption.format(which=which), alt, draw(plan, rows), CHART_PX, 0))
+    missing = undrawable(plan.results["workload"].iloc[sorted(shown)])
     for c in out:
+        if missing:
+            c.caption += " " + NO_GLYPH_NOTE
         w, h = _png_size(c.png)
         c.height = round(c.width * h / w)
     return out
