@@ -45,7 +45,8 @@ def write_template(path: Path) -> None:
                  "op": "multiply", "value": 0.9}]
     write_input_workbook(path, m, g, w, {s.key: s.default for s in schema.SETTING_KEYS},
                          title="KV-hit capacity planner: input template (replace the example rows)",
-                         optional={"Demand": demand, "Scenarios": scenario})
+                         # Measurements: the headers, to paste load-test results under (see README)
+                         optional={"Measurements": [], "Demand": demand, "Scenarios": scenario})
 
 
 def example_path() -> Path:
