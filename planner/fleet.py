@@ -365,8 +365,8 @@ def _check_demand(dem, w, problems: list[Problem]) -> None:
 def overrides(scn, tables: dict, settings: dict, problems: list[Problem]) -> list[Override]:
     """The Scenarios rows checked against the inputs: sheet, column, row, op and value named
     correctly, and every overridden value within the schema's own range (the value is
-    applied to the input and parsed again with :func:`planner.reader.parse_value`)."""
-    from .reader import parse_value
+    applied to the input and parsed again with :func:`planner.cells.parse_value`)."""
+    from .cells import parse_value
 
     out: list[Override] = []
     sheet_of = {s.lower(): s for s in SCENARIO_SHEETS}
@@ -480,7 +480,7 @@ def _new_value(parse_value, col: schema.Column, op: str, old: Any, value: Any):
 
 def scenario_input(p_in, name: str, ovs: list[Override]):
     """A copy of ``p_in`` with scenario ``name``'s overrides applied (no Scenarios sheet)."""
-    from .reader import parse_value
+    from .cells import parse_value
 
     tables = {s: dataclasses.replace(p_in.table(s), records=copy.deepcopy(p_in.table(s).records))
               for s in schema.SHEETS}
