@@ -2,7 +2,7 @@
 (with its Demand_Calc helper) and Scenario_Compare.
 
 Every derived cell is a live formula over Results/Resolved/GPUs/Demand (SUMIFS, INDEX/MATCH)
-stored with the value :mod:`planner.fleet` computed; Scenario_Compare's scenario rows are
+stored with the value :mod:`planner.fleet` (:mod:`planner.demand`, :mod:`planner.scenarios`) computed; Scenario_Compare's scenario rows are
 the exception (re-planned at run time, said in the sheet). Notes sit to the right of the
 tables (never below), so a table read with pandas ends with its last data row.
 
@@ -18,8 +18,10 @@ from dataclasses import dataclass, field
 import numpy as np
 from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
 
+from . import demand as dm
 from . import fleet as fl
 from . import model as m
+from . import scenarios as sc
 from . import schema
 from .constants import C, N
 from .names import exact_criteria, exact_text
@@ -51,7 +53,7 @@ def add_sheets(wb, plan) -> FinanceSheets:
     add = lambda name: RowBuffer(wb.add_worksheet(name, worksheet_class=FastFormulaWorksheet))  # noqa: E731
     summary = add("Summary")
     fleet = add("Fleet")
-    by_period = add("Fleet_By_Period") if fl.demand_records(plan) else None
+    by_period = add("Fleet_By_Period") if dm.demand_records(plan) else None
     scen = add("Scenario_Compare") if schema.SCN in plan.input.optional else None
     return FinanceSheets(summary, fleet, by_period, scen)
 
@@ -192,8 +194,8 @@ def uncosted_text(frame) -> str:
 
 # --------------------------------------------------------------------------- Demand by period
 def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
-    calc = fl.demand_calc(plan)
-    frame = fl.fleet_by_period(plan, calc)
+    calc = dm.demand_calc(plan)
+    frame = dm.fleet_by_period(plan, calc)
     cur = _cur(plan)
     dem_pos = {c.name: j for j, c in enumerate(schema.columns(schema.DEM))}  # as write_input_sheet lays it out
     own = {c: j for j, c in enumerate(DEMAND_CALC_COLS)}
@@ -232,13 +234,13 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
     dc = lambda c: f"Demand_Calc!{rng(c)}"  # noqa: E731
 
     # Fleet_By_Period
-    p_own = {c: j for j, c in enumerate(fl.PERIOD_COLS)}
+    p_own = {c: j for j, c in enumerate(dm.PERIOD_COLS)}
     _header(ws, fm, ["period", "gpu", "instances [count]", "gpus_needed [count]", f"cost_per_month [{cur}/month]"],
             [14, 22, 12, 14, 20])
     ws.freeze_panes(1, 2)
-    periods = fl.periods(fl.demand_records(plan))
+    periods = dm.periods(dm.demand_records(plan))
     first_row = {}
-    for i, rec in enumerate(fl.demand_records(plan)):
+    for i, rec in enumerate(dm.demand_records(plan)):
         first_row.setdefault(str(rec.get("period")), i + 1)
     n_types = len(plan.gpus)
     for idx in range(len(frame)):
@@ -256,10 +258,10 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
             "cost_per_month": f'IF(ISNUMBER({price}),SUMIFS({dc("cost_per_hour")},{crit})*'
                               f'{SETTING_NAMES["hours_per_month"]},"")',
         }
-        for c in fl.PERIOD_COLS:
+        for c in dm.PERIOD_COLS:
             fmt = None if c in ("period", "gpu") else fm("calc", FMT_MONEY0 if c == "cost_per_month" else FMT_INT)
             ws.write_formula(r, p_own[c], "=" + f[c], fmt, _v(rec[c]))
-    note_col = len(fl.PERIOD_COLS) + NOTE_GAP
+    note_col = len(dm.PERIOD_COLS) + NOTE_GAP
     ws.set_column(note_col, note_col, 80)
     ws.write_string(1, note_col, "Each Demand row sizes its workload as in Results with that period's demand "
                                  "(Demand_Calc), summed here per period and GPU type (live).", fm("note"))
@@ -297,7 +299,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
 
 # --------------------------------------------------------------------------- Scenarios
 def write_scenarios(wb, ws, fm, plan, fleet_rows: int) -> None:
-    frame = fl.scenario_compare(plan)
+    frame = sc.scenario_compare(plan)
     cur = _cur(plan)
     _header(ws, fm, ["scenario", "gpus_needed [count]", f"cost_per_month [{cur}/month]", "tpm_capacity [tokens/min]"],
             [28, 14, 20, 20])
@@ -309,7 +311,7 @@ def write_scenarios(wb, ws, fm, plan, fleet_rows: int) -> None:
         r = i + 1
         rec = frame.iloc[i]
         ws.write_string(r, 0, str(rec["scenario"]))
-        for j, c in enumerate(fl.SCENARIO_COLS[1:], start=1):
+        for j, c in enumerate(sc.SCENARIO_COLS[1:], start=1):
             if i == 0:  # base: live, from the Fleet total
                 ws.write_formula(r, j, "=Fleet!" + xl_rowcol_to_cell(total, fleet_col[c], True, True), fmts[c],
                                  _v(rec[c]))
@@ -317,7 +319,7 @@ def write_scenarios(wb, ws, fm, plan, fleet_rows: int) -> None:
                 ws.write_blank(r, j, None, fm("const", None))
             else:
                 ws.write_number(r, j, float(rec[c]), fm("const", FMT_MONEY0 if c == "cost_per_month" else FMT_INT))
-    note_col = len(fl.SCENARIO_COLS) + NOTE_GAP
+    note_col = len(sc.SCENARIO_COLS) + NOTE_GAP
     ws.set_column(note_col, note_col, 90)
     ws.write_string(1, note_col, "Scenario totals are computed at run time (not live): the planner re-plans a copy "
                                  "of the inputs with each scenario's overrides from the Scenarios sheet. Edit "
@@ -328,7 +330,7 @@ def write_scenarios(wb, ws, fm, plan, fleet_rows: int) -> None:
     for j, (c, title, fmt) in enumerate((("gpus_needed", "GPUs by scenario", "#,##0"),
                                          ("cost_per_month", f"Cost per month [{cur}] by scenario", "#,##0"))):
         ch = wb.add_chart({"type": "column"})
-        col = fl.SCENARIO_COLS.index(c)
+        col = sc.SCENARIO_COLS.index(c)
         ch.add_series({"name": c, "categories": ["Scenario_Compare", 1, 0, n, 0],
                        "values": ["Scenario_Compare", 1, col, n, col], "data_labels": {"value": True}})
         ch.set_title({"name": title, "name_font": {"size": 11}})
@@ -460,12 +462,12 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
 
     # demand by period (when given)
     if fs.by_period is not None:
-        bp = fl.fleet_by_period(plan)
+        bp = dm.fleet_by_period(plan)
         ws.write_string(r, 0, "Fleet by period (Demand sheet)", fm("title"))
         _header(ws, fm, ["Period", "GPUs", f"Cost per month [{cur}]"], [46, 17, 17], top=r + 1)
-        rng = lambda c: "Fleet_By_Period!" + xl_range_abs(1, fl.PERIOD_COLS.index(c), len(bp),  # noqa: E731
-                                                          fl.PERIOD_COLS.index(c))
-        for k, p in enumerate(fl.periods(fl.demand_records(plan))):
+        rng = lambda c: "Fleet_By_Period!" + xl_range_abs(1, dm.PERIOD_COLS.index(c), len(bp),  # noqa: E731
+                                                          dm.PERIOD_COLS.index(c))
+        for k, p in enumerate(dm.periods(dm.demand_records(plan))):
             rr = r + 2 + k
             on = bp["period"] == p
             ws.write_string(rr, 0, p)
@@ -477,7 +479,7 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
             ws.write_formula(rr, 2, f'=IF(COUNTIFS({rng("period")},{exact_criteria(me)},{rng("cost_per_month")},">=0")=0,"",'
                                     f'SUMIFS({rng("cost_per_month")},{rng("period")},{exact_criteria(me)}))',
                              fm("calc", FMT_MONEY0), _v(v))
-        r += 2 + len(fl.periods(fl.demand_records(plan))) + 1
+        r += 2 + len(dm.periods(dm.demand_records(plan))) + 1
     if fs.scenarios is not None:
         ws.write_string(r, 0, "What-if scenarios: see Scenario_Compare (computed when the planner ran)", fm("note"))
         r += 1

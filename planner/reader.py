@@ -271,7 +271,7 @@ def read_input(path: str | Path) -> PlanInput:
         _check_workloads(w, positions["Workloads"], canon, problems, notes)
     for sheet, t in optional.items():
         _check_required(t, sheet, positions[sheet], problems, skip=set())
-    from .fleet import check_optional  # Demand and Scenarios against the inputs (the finance view)
+    from .scenarios import check_optional  # Demand and Scenarios against the inputs (the finance view)
 
     check_optional(optional, {"Models": m, "GPUs": g, "Workloads": w}, settings, problems)
     if problems:
