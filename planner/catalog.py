@@ -175,7 +175,7 @@ def closest_text(name: Any, kind: str) -> str:
 # --------------------------------------------------------------------------- filling
 def _cell(table, name: str, i: int) -> str:
     """The place of a cell of ``table`` for messages (the reader's rule)."""
-    from .reader import _cell as reader_cell  # local: the reader imports this module
+    from .input_checks import _cell as reader_cell  # local: the input checks import this module
 
     return reader_cell(table, table.positions, name, i)
 
@@ -201,7 +201,7 @@ def fill_table(table, sheet: str, problems: list[Problem], notes: list[str]) -> 
     if kind is None:
         return
     cols = {c.name: c for c in schema.columns(sheet)}
-    from .reader import parse_value  # local: the reader calls this module
+    from .cells import parse_value  # local: the reader calls this module
 
     filled: list[dict[str, str]] = []
     kv_default: list[str] = []

@@ -140,7 +140,7 @@ def write_catalog_workbook(path: Path, kinds: tuple[str, ...], name: str | None 
 
 
 def cmd_catalog(args) -> int:
-    from .cli import EXIT_INPUT, EXIT_OK, UsageError
+    from .cli_options import EXIT_INPUT, EXIT_OK, UsageError
 
     kinds = _kinds(args)
     if args.xlsx is not None:

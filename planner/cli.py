@@ -16,13 +16,10 @@ import textwrap
 from pathlib import Path
 
 from . import __version__
+from .cli_options import (EXIT_ERROR, EXIT_INPUT, EXIT_OK, UsageError, _fix_provenance, _memo_options, _say,
+                          check_output_path, default_output)
+from .diff_cli import add_parser as add_diff_parser, cmd_diff
 from .errors import InputError, Problem
-
-EXIT_OK, EXIT_ERROR, EXIT_INPUT = 0, 1, 2
-
-
-class UsageError(Exception):
-    """A wrong path or option (exit 2, like a wrong input)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -84,24 +81,7 @@ def _parser() -> argparse.ArgumentParser:
     from .catalog_cli import add_parser as add_catalog_parser
 
     add_catalog_parser(sub)
-
-    dif = sub.add_parser("diff", help="compare two plans: input changes, workload changes, cost bridge",
-                         formatter_class=argparse.RawDescriptionHelpFormatter,
-                         epilog="example:\n  planner diff plan-2026q3.xlsx plan-2026q4.xlsx -o out/q3-q4-diff.xlsx")
-    dif.add_argument("old", type=Path, help="the earlier plan: an input workbook or a planner output")
-    dif.add_argument("new", type=Path, help="the later plan: an input workbook or a planner output")
-    dif.add_argument("-o", "--output", type=Path,
-                     help="diff workbook; default: out/<old>-vs-<new>-diff.xlsx under the current folder")
-    dif.add_argument("-q", "--quiet", action="store_true", help="print only problems")
-    dmemo = dif.add_argument_group("memo and email")
-    dmemo.add_argument("--no-memo", action="store_true",
-                       help="write only the workbook (no <output>-memo.md/.html and chart beside it)")
-    dmemo.add_argument("--eml", type=Path, metavar="PATH",
-                       help="also write the diff memo as an email (.eml), the diff workbook attached; nothing is sent")
-    dmemo.add_argument("--to", action="append", metavar="ADDR", help="recipient of the .eml (repeatable)")
-    dmemo.add_argument("--from", dest="sender", metavar="ADDR", help="sender of the .eml")
-    dmemo.add_argument("--subject", metavar="S", help="subject of the .eml (default: title and cost change)")
-    dif.add_argument("--fixed-time", metavar="ISO8601", help=argparse.SUPPRESS)
+    add_diff_parser(sub)
 
     snd = sub.add_parser("send", help="send an .eml written by planner run --eml over SMTP",
                          formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -116,11 +96,6 @@ def _parser() -> argparse.ArgumentParser:
     snd.add_argument("--user", metavar="U", help="log in as U (password from $PLANNER_SMTP_PASSWORD)")
     snd.add_argument("--timeout", type=float, default=60.0, metavar="S", help="network timeout in seconds")
     return p
-
-
-def _say(msg: str, quiet: bool = False) -> None:
-    if not quiet:
-        print(msg)
 
 
 def _report_problems(err: InputError) -> None:
@@ -158,69 +133,6 @@ def _progress(plan, quiet: bool):
     with tqdm(total=output_rows(plan), unit="rows", desc="planner: writing", delay=2, file=sys.stderr,
               mininterval=0.5, leave=False, unit_scale=True) as bar:
         yield bar.update
-
-
-def default_output(input_path: Path) -> Path:
-    return Path.cwd() / "out" / f"{input_path.stem}-plan.xlsx"
-
-
-def check_output_path(input_path: Path, output: Path) -> None:
-    """Refuse an output that is the input, is not .xlsx, or is open in Excel."""
-    if output.suffix.lower() != ".xlsx":
-        raise UsageError(f"{output}: the output must be an .xlsx file")
-    if output.resolve() == input_path.resolve() or (output.exists() and os.path.samefile(output, input_path)):
-        raise UsageError(f"{output}: the output may not be the input itself; choose another -o path")
-    lock = output.parent / f"~${output.name}"
-    if lock.exists():
-        raise UsageError(f"{output}: the file is open in Excel (lock file {lock.name} beside it); "
-                         f"close it or choose another -o path")
-    if output.exists() and output.is_dir():
-        raise UsageError(f"{output}: is a folder")
-
-
-def _memo_options(args, src: Path, out: Path) -> None:
-    """Check the memo and email options before anything is read or written."""
-    from . import mail, memo
-
-    if args.no_memo and (args.eml or args.templates):
-        raise UsageError("--no-memo cannot be combined with --eml or --templates")
-    if (args.to or args.sender or args.subject) and not args.eml:
-        raise UsageError("--to, --from and --subject need --eml PATH")
-    if args.templates:
-        try:
-            memo.check_template_dir(args.templates)
-        except ValueError as err:
-            raise UsageError(str(err)) from None
-    if args.eml:
-        if args.eml.suffix.lower() != ".eml":
-            raise UsageError(f"{args.eml}: the email must be an .eml file")
-        taken = [src, out] + ([] if args.no_memo else list(memo.memo_paths(out).values()))
-        if any(args.eml.resolve() == p.resolve() for p in taken):
-            raise UsageError(f"{args.eml}: is the input or another output; choose another --eml path")
-        if args.eml.is_dir():
-            raise UsageError(f"{args.eml}: is a folder")
-        try:
-            mail.check_headers(args.to, args.sender, args.subject)
-        except ValueError as err:
-            raise UsageError(str(err)) from None
-
-
-def _fix_provenance(plan, args) -> None:
-    """--fixed-time / --fixed-sha256 (hidden, for tests): replace the run time and input hash."""
-    import dataclasses
-    import datetime as dt
-    import re
-
-    if args.fixed_time:
-        try:
-            t = dt.datetime.fromisoformat(args.fixed_time)
-        except ValueError:
-            raise UsageError(f"--fixed-time {args.fixed_time!r}: not an ISO 8601 time") from None
-        plan.created = t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
-    if args.fixed_sha256:
-        if not re.fullmatch(r"[0-9a-f]{64}", args.fixed_sha256):
-            raise UsageError("--fixed-sha256: give 64 lowercase hex digits")
-        plan.input = dataclasses.replace(plan.input, sha256=args.fixed_sha256)
 
 
 def cmd_run(args) -> int:
@@ -321,58 +233,6 @@ def cmd_send(args) -> int:
         print(f"planner: sending {args.eml} failed: {err}", file=sys.stderr)
         return EXIT_ERROR
     print(f"planner: sent {args.eml} to {', '.join(accepted)} via {host}:{port}")
-    return EXIT_OK
-
-
-def cmd_diff(args) -> int:
-    """planner diff OLD NEW: compare two plans (see planner.diff)."""
-    import datetime as dt
-
-    from .diff import diff_plans
-    from .diff_memo import build_memo, memo_paths, write_memo
-    from .diff_sheets import write_diff
-    from .fileio import save_atomic
-
-    old, new = args.old, args.new
-    if old.resolve() == new.resolve() or (old.exists() and new.exists() and os.path.samefile(old, new)):
-        raise UsageError(f"{new}: OLD and NEW are the same file; give two different plans")
-    out = args.output or Path.cwd() / "out" / f"{old.stem}-vs-{new.stem}-diff.xlsx"
-    for src in (old, new):  # (a missing input is reported with the other file's problems below)
-        check_output_path(src if src.exists() else Path(os.devnull), out)
-        if out.resolve() == src.resolve():
-            raise UsageError(f"{out}: the output may not be the input itself; choose another -o path")
-    args.templates = None
-    _memo_options(args, old, out)
-    if args.eml and any(args.eml.resolve() == p.resolve() for p in
-                        [new] + ([] if args.no_memo else list(memo_paths(out).values()))):
-        raise UsageError(f"{args.eml}: is an input or another output; choose another --eml path")
-    created = dt.datetime.now(dt.timezone.utc)
-    if args.fixed_time:
-        try:
-            created = dt.datetime.fromisoformat(args.fixed_time)
-        except ValueError:
-            raise UsageError(f"--fixed-time {args.fixed_time!r}: not an ISO 8601 time") from None
-        created = created if created.tzinfo else created.replace(tzinfo=dt.timezone.utc)
-    d = diff_plans(old, new)
-    memo_ = None if args.no_memo else build_memo(d, out, created=created)
-    save_atomic(out, lambda tmp: write_diff(d, tmp, created))
-    if memo_ is not None:
-        write_memo(memo_)
-    if args.eml:
-        from .mail import build_message, message_bytes
-
-        msg = build_message(memo_, out, to=args.to, sender=args.sender, subject=args.subject, date=created)
-        save_atomic(args.eml, lambda tmp: tmp.write_bytes(message_bytes(msg)))
-    counts = {s: sum(1 for w in d.workloads if w["status"] == s) for s in ("added", "removed", "changed")}
-    cur = str(d.new.settings.get("currency") or "").strip()
-    _say(f"planner: compared {old} with {new}: {len(d.changes)} input cells changed; workloads "
-         f"{counts['added']} added, {counts['removed']} removed, {counts['changed']} changed", args.quiet)
-    _say(f"planner: fleet cost per month {cur} {d.bridge[0][1]:,.2f} -> {cur} {d.bridge[-1][1]:,.2f} "
-         f"({d.total_change:+,.2f}); wrote {out}", args.quiet)
-    if memo_ is not None:
-        _say(f"planner: wrote memo {memo_.paths['md']} and {memo_.paths['html']}", args.quiet)
-    if args.eml:
-        _say(f"planner: wrote email {args.eml} (not sent: use planner send)", args.quiet)
     return EXIT_OK
 
 

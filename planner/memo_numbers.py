@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from . import demand as dm
 from . import fleet as fleet_
 from . import model as m
 from . import schema, sheets
@@ -264,7 +265,7 @@ def headline(plan, fleet: dict, quarter: str, currency: str) -> str:
         s += f"{at_m}: the target hits need {more} GPUs more."
     else:
         s += f"{at_m}, as many as at the target hits."
-    return s + fleet_.fleet_sentences(plan, currency)
+    return s + dm.fleet_sentences(plan, currency)
 
 
 # --------------------------------------------------------------------------- findings

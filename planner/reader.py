@@ -10,7 +10,6 @@ as :class:`~planner.errors.InputError`.
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -23,43 +22,10 @@ from openpyxl.utils import get_column_letter
 from . import catalog, schema
 from .errors import InputError, Problem
 from .safety import SheetScan, check_container, require_defusedxml, scan_sheet, sheet_xml_paths
-from .schema import ANY, CHOICE, FRACTION, INT, TEXT, Column
+from .cells import _parse_numbers, cell_value, normalise_header, parse_cell
+from .input_checks import _check_gpus, _check_keys, _check_models, _check_required, _check_workloads
+from .schema import Column
 from . import typing_hints as th
-
-MIN_PREFILL_MS = 1e-3  # the 0-hit variable prefill time must add up to at least this (1 microsecond)
-
-
-class ExcelError(str):
-    """The value of a true error cell (openpyxl ``data_type == 'e'``); the same text typed
-    into a cell (``'#N/A'`` as a string) is plain text."""
-
-
-def cell_value(cell: Any) -> Any:
-    """A cell's value, an error cell's wrapped as :class:`ExcelError`."""
-    v = getattr(cell, "value", None)
-    if isinstance(v, str) and getattr(cell, "data_type", None) == "e":
-        return ExcelError(v)
-    return v
-
-
-_UNIT_SUFFIX = re.compile(r"\s*[\[(][^\[\]()]*[\])]\s*$")
-
-
-def normalise_header(text: Any) -> str:
-    """``' ISL (tokens) '`` -> ``'isl'``; inner spaces become underscores."""
-    if text is None:
-        return ""
-    h = _UNIT_SUFFIX.sub("", str(text).strip()).strip().lower()
-    return re.sub(r"\s+", "_", h)
-
-
-def _show(v: Any) -> str:
-    """A value as a person would type it: 85 not 85.0, text quoted."""
-    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
-        return str(int(v))
-    if isinstance(v, str):
-        return repr(v)
-    return str(v)
 
 
 @dataclass
@@ -106,96 +72,6 @@ def sha256_of(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
-
-
-# --------------------------------------------------------------------------- cell parsing
-def parse_value(col: Column, raw: Any, number_format: str | None) -> tuple[Any, str | None]:
-    """Parse one cell for ``col``. Returns ``(value, problem_message)``; value None = blank."""
-    v, err, _ = parse_cell(col, raw, number_format)
-    return v, err
-
-
-def parse_cell(col: Column, raw: Any, number_format: str | None) -> tuple[Any, str | None, str | None]:
-    """:func:`parse_value` plus the note of a number read from text with separators."""
-    if raw is None or (isinstance(raw, str) and raw.strip() == ""):
-        return None, None, None
-    if isinstance(raw, ExcelError):
-        return None, f"{col.name} holds the Excel error {raw.strip().upper()}: fix the formula or type the value", None
-    note: list[str] = []
-    v, err = _parse(col, raw, number_format, note)
-    return v, err, (note[0] if note and err is None else None)
-
-
-def _parse(col: Column, raw: Any, number_format: str | None, note: list[str]) -> tuple[Any, str | None]:
-    if col.kind == ANY:  # kept as typed: a number, or a text without its surrounding spaces
-        if isinstance(raw, bool):
-            return None, f"{col.name} {raw} is neither a number nor a text"
-        if isinstance(raw, (int, float)):
-            return float(raw), None
-        return str(raw).strip(), None
-    if col.kind == TEXT:
-        if isinstance(raw, float) and raw.is_integer():
-            raw = int(raw)
-        if (col.key or col.ref) and (long := th.too_long(col.name, str(raw).strip())):
-            return None, long
-        # references keep their spaces until they are matched (and the match is noted)
-        return (str(raw) if col.ref else str(raw).strip()), None
-    if col.kind == CHOICE:
-        allowed = ", ".join(str(c) for c in col.choices)
-        if all(isinstance(c, int) for c in col.choices):
-            v, err = _number(col, raw, number_format, note)
-            if err is None and v not in col.choices:
-                err = f"{col.name} {_show(raw)} is not one of {allowed}"
-            return (int(v) if err is None else None), err
-        text = str(raw).strip().lower()
-        if text not in col.choices:
-            return None, f"{col.name} {_show(raw)} is not one of {allowed}"
-        return text, None
-    v, err = _number(col, raw, number_format, note)
-    if err:
-        return None, err
-    if col.kind == INT and not float(v).is_integer():
-        return None, f"{col.name} {_show(v)} is not a whole number"
-    rng = col.range_text()
-    if col.minimum is not None and (v < col.minimum or (col.min_open and v == col.minimum)):
-        if col.min_open and col.minimum == 0:
-            return None, f"{col.name} {_show(v)} is outside {rng}: it must be positive"
-        return None, f"{col.name} {_show(v)} is outside {rng}"
-    if col.maximum is not None and v > col.maximum:
-        hint = ""
-        if col.kind == FRACTION and 2 <= v <= 100:  # 85 most likely meant 85%
-            hint = f" (a ratio: write {v / 100:g} or {v:g}%)"
-        return None, f"{col.name} {_show(v)} is outside {rng}{hint}"
-    if col.kind == INT:
-        v = int(v)
-    return v, None
-
-
-def _number(col: Column, raw: Any, number_format: str | None, note: list[str] | None = None) -> tuple[Any, str | None]:
-    if isinstance(raw, bool):
-        return None, f"{col.name} {raw} is not a number"
-    if isinstance(raw, (int, float)):
-        v = float(raw)
-    elif isinstance(raw, str):
-        text = raw.strip()
-        pct = text.endswith("%") and col.kind == FRACTION
-        # separators read only when unambiguous (typing_hints.read_number_text): "1,024" and
-        # "8.192" are refused (1024 or 1.024?), "1,024,000", "8,192.5", "8 192", "2,5" read with a note
-        v, reading, why = th.read_number_text(text[:-1].strip() if pct else text)
-        if why:
-            return None, f"{col.name} {_show(raw)} {why}"
-        if v is None:
-            return None, (None if pct else th.unit_problem(col.name, col.unit, text)) \
-                or f"{col.name} {_show(raw)} is not a number"
-        if pct:
-            v = v / 100.0
-        if reading and note is not None:
-            note.append(reading)
-    else:  # dates, times
-        return None, f"{col.name} {_show(raw)} is not a number"
-    if not math.isfinite(v):
-        return None, f"{col.name} {_show(raw)} is not a finite number"
-    return v, None
 
 
 # --------------------------------------------------------------------------- sheets
@@ -312,45 +188,6 @@ def _header_hint(title: str, c: Column, extras: list[tuple[int, str]]) -> str:
     return f"; found {found[0]!r} in {found[1]}, ignored: the column is {c.name}, {what}"
 
 
-def _cell(table: Table, ws_cols: dict[str, int], name: str, i: int) -> str:
-    if name in ws_cols:
-        return f"{table.sheet}!{get_column_letter(ws_cols[name] + 1)}{table.rows[i]}"
-    return f"{table.sheet} row {table.rows[i]}"
-
-
-def _check_keys(table: Table, pos: dict[str, int], key: str, problems: list[Problem]) -> dict[str, str]:
-    """Unique names (case and surrounding spaces ignored); returns folded -> canonical name."""
-    first: dict[str, int] = {}
-    canon: dict[str, str] = {}
-    for i, rec in enumerate(table.records):
-        name = rec.get(key)
-        where = _cell(table, pos, key, i)
-        if name is None:
-            if key in pos and not _had_error(problems, where):
-                problems.append(Problem(where, f"{key} is required"))
-            continue
-        folded = name.strip().lower()
-        if folded in first:
-            problems.append(Problem(where, f"{key} {name!r} duplicates row {table.rows[first[folded]]}"))
-            continue
-        first[folded] = i
-        canon[folded] = name
-    return canon
-
-
-def _check_required(table: Table, sheet: str, pos: dict[str, int], problems: list[Problem],
-                    skip: set[str]) -> None:
-    for c in schema.columns(sheet):
-        if c.required is True and c.name in pos and c.name not in skip:
-            for i, rec in enumerate(table.records):
-                if rec.get(c.name) is None and not _had_error(problems, _cell(table, pos, c.name, i)):
-                    problems.append(Problem(_cell(table, pos, c.name, i), f"{c.name} is required"))
-
-
-def _had_error(problems: list[Problem], place: str) -> bool:
-    return any(p.place == place for p in problems)
-
-
 _PLACE = re.compile(r"^(?P<sheet>[^!]+?)(?:!(?P<col>[A-Z]+)(?P<row>\d+)| row (?P<row2>\d+))?$")
 
 
@@ -434,69 +271,12 @@ def read_input(path: str | Path) -> PlanInput:
         _check_workloads(w, positions["Workloads"], canon, problems, notes)
     for sheet, t in optional.items():
         _check_required(t, sheet, positions[sheet], problems, skip=set())
-    from .fleet import check_optional  # Demand and Scenarios against the inputs (the finance view)
+    from .scenarios import check_optional  # Demand and Scenarios against the inputs (the finance view)
 
     check_optional(optional, {"Models": m, "GPUs": g, "Workloads": w}, settings, problems)
     if problems:
         raise InputError(sorted(problems, key=_place_order))
     return PlanInput(path, sha256_of(path), m, g, w, settings, settings_extra, notes, optional)
-
-
-def _check_models(t: Table, pos: dict[str, int], problems: list[Problem]) -> None:
-    for i, rec in enumerate(t.records):
-        att = rec.get("attention") or "gqa"
-        needs = ("layers", "kv_bytes") + (("kv_heads", "head_dim") if att == "gqa" else ("mla_kv_dim",))
-        missing = [name for name in needs
-                   if rec.get(name) is None and not _had_error(problems, _cell(t, pos, name, i))]
-        if missing and rec.get("model") is not None:  # required unless the catalog supplies it
-            problems.extend(catalog.missing_problem(t, "Models", i, missing, f"attention {att}"))
-
-
-def _check_gpus(t: Table, pos: dict[str, int], problems: list[Problem]) -> None:
-    for i, rec in enumerate(t.records):
-        missing = [] if rec.get("hbm_gib") is not None or _had_error(problems, _cell(t, pos, "hbm_gib", i)) \
-            else ["hbm_gib"]
-        if rec.get("pcie_gbps") is None and rec.get("pcie_gen") is None:
-            where = _cell(t, pos, "pcie_gbps", i)
-            if not _had_error(problems, where) and not _had_error(problems, _cell(t, pos, "pcie_gen", i)):
-                if catalog.entry_of_row(t, "GPUs", i)[0] is not None or rec.get("gpu") is None:
-                    problems.append(Problem(where, "pcie_gbps and pcie_gen are both blank: give the "
-                                                   "bandwidth in GB/s or the PCIe generation (4 or 5)"))
-                else:
-                    missing.append("pcie_gbps/pcie_gen")
-        if missing and rec.get("gpu") is not None:  # required unless the catalog supplies it
-            problems.extend(catalog.missing_problem(t, "GPUs", i, missing))
-
-
-def _check_workloads(t: Table, pos: dict[str, int], canon: dict[str, dict[str, str]],
-                     problems: list[Problem], notes: list[str]) -> None:
-    fuzzy: list[str] = []
-    for i, rec in enumerate(t.records):
-        for col, sheet in (("model", "Models"), ("gpu", "GPUs")):
-            name = rec.get(col)
-            if name is None or sheet not in canon:
-                continue
-            target = canon[sheet].get(name.strip().lower())
-            where = _cell(t, pos, col, i)
-            if target is None:
-                problems.append(Problem(where, th.not_found_message(col, name, sheet, list(canon[sheet].values()))))
-            else:
-                if target != name:
-                    fuzzy.append(f"{where} {name!r} -> {target!r}")
-                rec[col] = target
-        times = [rec.get(k) for k in ("t_attn0_ms", "t_ffn0_ms", "t_other0_ms")]
-        total = sum(v or 0 for v in times)
-        if all(v is not None for v in times[:2]) and total == 0:
-            problems.append(Problem(f"{t.sheet} row {t.rows[i]}", "t_attn0_ms, t_ffn0_ms and "
-                                    "t_other0_ms are all 0: at least one 0-hit time must be positive"))
-        elif all(v is not None for v in times[:2]) and total < MIN_PREFILL_MS:
-            problems.append(Problem(f"{t.sheet} row {t.rows[i]}", f"t_attn0_ms + t_ffn0_ms + t_other0_ms is "
-                                    f"{total:g} ms: below {MIN_PREFILL_MS:g} ms, too small to plan with "
-                                    f"(the times are in milliseconds)"))
-    if fuzzy:
-        more = f" (and {len(fuzzy) - 3} more)" if len(fuzzy) > 3 else ""
-        notes.append(f"{t.sheet}: {len(fuzzy)} model/gpu reference(s) differ from their names only in "
-                     f"case or surrounding spaces; matched them: {'; '.join(fuzzy[:3])}{more}")
 
 
 def _unreadable(path: Path, exc: BaseException) -> Problem:
@@ -557,24 +337,3 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
             values[key] = v
     return values, extra
 
-
-def _parse_numbers(key: str, raw: Any) -> tuple[tuple[float, ...], list[str]]:
-    """``"200; 450"`` (or one number) -> (200.0, 450.0); each must be a positive number."""
-    if raw is None or (isinstance(raw, str) and not raw.strip()):
-        return (), []
-    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
-        parts = [raw]
-    else:
-        parts = [p for p in re.split(r"[;\s]+", str(raw).strip()) if p]
-    out, errs = [], []
-    for p in parts:
-        try:
-            v = float(p)
-        except (TypeError, ValueError):
-            errs.append(f"{key} {_show(p)} is not a number (separate bandwidths with ';')")
-            continue
-        if not math.isfinite(v) or v <= 0:
-            errs.append(f"{key} {_show(v)} must be a positive bandwidth in GB/s")
-        else:
-            out.append(v)
-    return tuple(out), errs

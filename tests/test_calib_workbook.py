@@ -7,7 +7,7 @@ import openpyxl
 import pytest
 
 from conftest import run_planner, same_value, sheet_values
-from planner.calibrate import ttft_law
+from planner.calib_fit import ttft_law
 from planner.errors import InputError
 from planner.plan import build_plan
 from planner.writer import write_input_workbook, write_output

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from planner import estimate as est
-from planner.calibrate import fit_points, ttft_law
+from planner.calib_fit import fit_points, ttft_law
 
 DATA = Path(__file__).parent / "data" / "published_ttft.csv"
 

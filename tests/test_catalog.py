@@ -109,7 +109,7 @@ def test_base_and_instruct_variants_found_without_aliases(fake_catalog):
 
 def test_every_catalog_entry_passes_the_input_checks():
     """Every value the catalogs can fill is one the reader accepts when typed."""
-    from planner.reader import parse_value
+    from planner.cells import parse_value
 
     for kind, sheet in ((MODEL, "Models"), (GPU, "GPUs")):
         assert catalog.entries(kind), kind

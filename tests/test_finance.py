@@ -24,7 +24,7 @@ import pytest
 from planner import schema
 
 from conftest import run_planner, same_value, sheet_values
-from planner import fleet
+from planner import demand, fleet, scenarios
 from planner.plan import build_plan
 from planner.writer import write_input_workbook, write_output
 
@@ -187,13 +187,13 @@ BY_PERIOD_EXPECTED = [
 def _period_rows_equal(rows):
     assert len(rows) == len(BY_PERIOD_EXPECTED)
     for r, e in zip(rows, BY_PERIOD_EXPECTED):
-        for name, want in zip(fleet.PERIOD_COLS, e):
+        for name, want in zip(demand.PERIOD_COLS, e):
             assert same_value(want, r[name]), (e, name, r[name])
 
 
 def test_fleet_by_period(small):
     _src, plan, out = small
-    _period_rows_equal(fleet.fleet_by_period(plan).to_dict("records"))
+    _period_rows_equal(demand.fleet_by_period(plan).to_dict("records"))
     _period_rows_equal(sheet_values(out, "Fleet_By_Period"))
 
 
@@ -214,13 +214,13 @@ SCENARIO_EXPECTED = [
 def _scenario_rows_equal(rows):
     assert [r["scenario"] for r in rows] == [e[0] for e in SCENARIO_EXPECTED]
     for r, e in zip(rows, SCENARIO_EXPECTED):
-        for name, want in zip(fleet.SCENARIO_COLS[1:], e[1:]):
+        for name, want in zip(scenarios.SCENARIO_COLS[1:], e[1:]):
             assert same_value(want, r[name]), (e[0], name, want, r[name])
 
 
 def test_scenario_compare(small):
     _src, plan, out = small
-    _scenario_rows_equal(fleet.scenario_compare(plan).to_dict("records"))
+    _scenario_rows_equal(scenarios.scenario_compare(plan).to_dict("records"))
     _scenario_rows_equal(sheet_values(out, "Scenario_Compare"))
 
 
@@ -381,12 +381,12 @@ def test_live_edit_of_utilisation_and_period_demand(small, recalc, tmp_path):
     assert fr.iloc[0]["gpus_needed"] == 30
     _fleet_rows_equal([r for r in sheet_values(done, "Fleet") if r["gpu"] is not None],
                       [tuple(r.values()) for r in fr.to_dict("records")])
-    bp = fleet.fleet_by_period(fresh)
+    bp = demand.fleet_by_period(fresh)
     # hand check: 2027-Q2 a ceil(2,000,000 / 57,600) = ceil(34.7) = 35 inst x 2 = 70 GPUs
     assert bp.iloc[3]["gpus_needed"] == 70
     live = sheet_values(done, "Fleet_By_Period")
     for r, e in zip(live, bp.to_dict("records")):
-        for k in fleet.PERIOD_COLS:
+        for k in demand.PERIOD_COLS:
             assert same_value(e[k], r[k]), (k, e[k], r[k])
 
 
@@ -394,7 +394,7 @@ def test_scenario_over_every_row_keeps_blank_demands_blank(tmp_path):
     scen = [{"scenario": "demand x1.5", "sheet": "Workloads", "column": "demand_tpm", "op": "multiply",
              "value": 1.5}]
     plan = build_plan(make_input(tmp_path / "s.xlsx", optional={"Scenarios": scen}))
-    rows = fleet.scenario_compare(plan).to_dict("records")
+    rows = scenarios.scenario_compare(plan).to_dict("records")
     assert [r["scenario"] for r in rows] == ["base", "demand x1.5"]
     s = rows[1]
     # a: ceil(1,050,000 / 72,000) = ceil(14.58) = 15 x 2 = 30; b: ceil(150,000 / (55,384.6 x 0.5)) = ceil(5.42)
@@ -441,7 +441,7 @@ def test_example_scenarios_replan_like_the_base_run():
     from conftest import EXAMPLE
 
     plan = build_plan(EXAMPLE)
-    sc = fleet.scenario_compare(plan).set_index("scenario")
+    sc = scenarios.scenario_compare(plan).set_index("scenario")
     base = sc.loc["base"]
     h100 = fleet.plan_fleet(plan).set_index("gpu").loc["H100-SXM"]
     price = sc.loc["H100 price -10%"]

@@ -14,7 +14,7 @@ if str(REPO) not in sys.path:  # run as plain `pytest` too, without installing t
     sys.path.insert(0, str(REPO))
 
 from planner import schema  # noqa: E402
-from planner.reader import ExcelError, normalise_header, parse_value  # noqa: E402
+from planner.cells import ExcelError, normalise_header, parse_value  # noqa: E402
 from planner.schema import CHOICE, FRACTION, INT, NUMBER, TEXT, Column  # noqa: E402
 
 # hand-made columns, one per kind (and per kind of bound)

@@ -16,7 +16,8 @@ from conftest import run_planner, sheet_values
 from planner import schema
 from planner import typing_hints as th
 from planner.errors import InputError
-from planner.reader import ExcelError, parse_cell, parse_value, read_input
+from planner.cells import ExcelError, parse_cell, parse_value
+from planner.reader import read_input
 
 ISL = schema.column("Workloads", "isl")
 OSL = schema.column("Workloads", "osl")
