@@ -1,4 +1,4 @@
-"""Calibration of the prefill breakdown from measured load tests (SPEC section 7).
+"""Calibration of the prefill breakdown from measured load tests (README "Where do my numbers come from").
 
 Per deployment (model, gpu, tp) the measured points of the ``Measurements`` sheet are
 fitted to the seed's law with the input length made explicit::

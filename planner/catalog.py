@@ -1,4 +1,4 @@
-"""Model and GPU catalogs shipped with the package (SPEC §6): lookup by name and filling.
+"""Model and GPU catalogs shipped with the package (README "Catalogs"): lookup by name and filling.
 
 ``planner/data/models.json`` and ``planner/data/gpus.json`` hold one entry per model or GPU,
 each citing its source (the model's ``config.json``, the vendor's datasheet). A ``Models`` or

@@ -1,6 +1,6 @@
 """Quarter over quarter: compare two plans and bridge the fleet cost from OLD to NEW.
 
-``planner diff OLD.xlsx NEW.xlsx`` (SPEC §9). Both files are read by the ordinary reader,
+``planner diff OLD.xlsx NEW.xlsx`` (docs/model.md; README "Quarter over quarter"). Both files are read by the ordinary reader,
 so an input workbook and a planner output (which carries its input sheets) are both
 valid. Rows are matched by name (workload, model, GPU, Settings key) case-insensitively
 and ignoring surrounding spaces, as the reader matches references.
@@ -41,29 +41,26 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from . import fleet
 from .errors import InputError, Problem
 from .input_diff import Change, _same_record, fold, input_changes
 from .reader import PlanInput, Table, read_input
 
 STEPS = ("removed", "added", "demand", "hit", "price", "other")
-HOURS_PER_MONTH = 730.0  # default of Settings hours_per_month (SPEC §8)
 
 
 # --------------------------------------------------------------------------- fleet cost
-# The one definition of the fleet cost used by the diff (SPEC §8). The lead may point these
-# at the finance module at merge.
+# The fleet cost of the diff is the finance view's (planner.fleet, Results cost_per_hour).
 def hours_per_month(plan) -> float:
-    """Settings ``hours_per_month`` [h], default 730."""
-    v = plan.settings.get("hours_per_month", HOURS_PER_MONTH)
-    return HOURS_PER_MONTH if v is None else float(v)
+    """Settings ``hours_per_month`` [h/month]."""
+    return float(plan.settings["hours_per_month"])
 
 
 def workload_cost_per_month(plan) -> np.ndarray:
-    """Cost per month of each workload [currency/month]: ``gpus_needed · hourly_cost ·
-    hours_per_month``; NaN without a demand (no GPU count) or without a price."""
-    gpus = plan.results["gpus_needed"].to_numpy(dtype=float)
-    price = plan.resolved["hourly_cost"].to_numpy(dtype=float)
-    return gpus * price * hours_per_month(plan)
+    """Cost per month of each workload [currency/month]: Results ``cost_per_hour`` (gpus_needed ·
+    hourly_cost, the finance view's column) · Settings ``hours_per_month``; NaN without a demand
+    (no GPU count) or without a price."""
+    return fleet.per_month(plan.results["cost_per_hour"].to_numpy(dtype=float), hours_per_month(plan))
 
 
 def fleet_cost_per_month(plan) -> float:

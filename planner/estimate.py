@@ -1,4 +1,4 @@
-"""Roofline estimate of the prefill breakdown and decode time (SPEC section 7, last step).
+"""Roofline estimate of the prefill breakdown and decode time (README "Where do my numbers come from").
 
 Used for a workload with neither a typed breakdown nor measurements of its deployment.
 

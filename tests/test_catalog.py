@@ -1,4 +1,4 @@
-"""Model and GPU catalogs (SPEC §6, issue 10 part 1): name matching, filling blank Models/GPUs
+"""Model and GPU catalogs (docs/model.md, issue 10 part 1): name matching, filling blank Models/GPUs
 cells (typed cells win), located errors with the closest names, provenance in the output,
 ``planner catalog``.
 

@@ -46,7 +46,7 @@ GPUS = _load("gpus.json")["gpus"]
 
 
 def norm(name: str) -> str:
-    """SPEC §6 matching key: case, spaces, hyphens and underscores ignored."""
+    """docs/model.md matching key: case, spaces, hyphens and underscores ignored."""
     return re.sub(r"[\s\-_]", "", name).casefold()
 
 
@@ -57,7 +57,7 @@ def find(entries: list[dict], name: str) -> dict:
 
 
 def kv_bytes(m: dict, tp: int, b_elem: float = 2) -> float:
-    """KV bytes per token per GPU, SPEC §1, written here from the formula (not imported)."""
+    """KV bytes per token per GPU, docs/model.md, written here from the formula (not imported)."""
     if m["attention"] == "mla":
         return m["layers"] * m["mla_kv_dim"] * b_elem
     return 2 * m["layers"] * math.ceil(m["kv_heads"] / tp) * m["head_dim"] * b_elem
@@ -115,7 +115,7 @@ def test_gpu_entry_has_every_field(g):
     if g["host_link"] == "NVLink-C2C":  # Grace parts: no PCIe generation
         assert g["pcie_gen"] is None
     else:
-        # SPEC §1 defaults when only the generation is known: Gen4 x16 25 GB/s, Gen5 x16 50 GB/s
+        # docs/model.md defaults when only the generation is known: Gen4 x16 25 GB/s, Gen5 x16 50 GB/s
         assert g["host_link"] == f"PCIe Gen{g['pcie_gen']} x16"
         assert g["pcie_gbps"] == {4: 25, 5: 50}[g["pcie_gen"]]
 
@@ -131,7 +131,7 @@ def test_names_and_aliases_unique_across_entries(entries):
             seen[k] = e["name"]
 
 
-# ------------------------------------------------------------------------------- coverage (SPEC §6)
+# ------------------------------------------------------------------------------- coverage (docs/model.md)
 
 
 @pytest.mark.parametrize("name", [
@@ -158,11 +158,11 @@ def test_required_gpus_present_under_the_vendor_name(name):
     assert find(GPUS, name)["name"] == name
 
 
-# ------------------------------------------------------------------------------- KV bytes (SPEC §2)
+# ------------------------------------------------------------------------------- KV bytes (docs/model.md)
 
 
 @pytest.mark.parametrize("name, tp, b_elem, expected", [
-    # hand calc: 2*80*8*128*2 = 327,680 (SPEC §2)
+    # hand calc: 2*80*8*128*2 = 327,680 (docs/model.md)
     ("Llama-3.1-70B", 1, 2, 327_680),
     ("Qwen2.5-72B", 1, 2, 327_680),
     # hand calc: 2*80*ceil(8/4)*128*2 = 2*80*2*128*2 = 81,920

@@ -1,4 +1,4 @@
-"""planner diff (SPEC §9): input changes, workload changes and the cost bridge.
+"""planner diff (docs/model.md): input changes, workload changes and the cost bridge.
 
 OLD/NEW pairs are built in tmp_path from records with known edits; the expected changes
 are the edits themselves, and the expected costs are hand-calculated.

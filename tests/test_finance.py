@@ -1,4 +1,4 @@
-"""The finance view (issue 11, SPEC section 8): utilisation headroom, Fleet, Fleet_By_Period,
+"""The finance view (issue 11, docs/model.md): utilisation headroom, Fleet, Fleet_By_Period,
 Scenario_Compare and Summary, against hand calculations, LibreOffice and a live edit.
 
 The small workbook is built so every number can be done by hand:

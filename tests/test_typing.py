@@ -229,7 +229,7 @@ def _problems(path: Path) -> list[str]:
 def test_blank_row_inside_table_still_skipped_and_table_goes_on(tmp_path):
     def change(wb):
         ws = wb[corpus.W]
-        ws.insert_rows(5)  # a blank row in the middle (SPEC §3), rows below it still read
+        ws.insert_rows(5)  # a blank row in the middle (docs/model.md), rows below it still read
         return []
     path, _ = corpus.edit(tmp_path, "blank-middle", change)
     p = read_input(path)
