@@ -372,10 +372,10 @@ def test_live_edit_of_utilisation_and_period_demand(small, recalc, tmp_path):
     edited = tmp_path / "edited2.xlsx"
     wb.save(edited)
     done = recalc(edited)
-    demand = [dict(d) for d in DEMAND]
-    demand[3]["demand_tpm"] = 2_000_000
+    demand_rows = [dict(d) for d in DEMAND]
+    demand_rows[3]["demand_tpm"] = 2_000_000
     fresh = build_plan(make_input(tmp_path / "fresh2.xlsx", settings={"target_utilization": 0.8},
-                                  optional={"Demand": demand, "Scenarios": SCENARIOS}))
+                                  optional={"Demand": demand_rows, "Scenarios": SCENARIOS}))
     fr = fleet.fleet_table(fresh)
     # hand check: a ceil(700,000 / 57,600) = 13 inst x 2 = 26 GPUs (+ b 4 = 30 on G1)
     assert fr.iloc[0]["gpus_needed"] == 30
