@@ -277,15 +277,27 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                 continue
             src = f"estimated by roofline (prefill_mfu {mfu:g}, decode_mbu {mbu:g})"
             source[i] = "estimated"
+        decode_src = src
+        if blank["t_decode_ms"] and "t_decode_ms" not in vals and source[i] == "calibrated":
+            # no tpot_ms measured: decode from the memory-bandwidth roofline, as for estimated rows
+            s_kv = s_kv_of(model_recs[rec["model"]], int(rec["tp"]))
+            est, _missing = estimate.estimate_row(rec, model_recs[rec["model"]], gpu_recs[rec["gpu"]], s_kv, mfu, mbu)
+            if "t_decode_ms" in est:
+                vals["t_decode_ms"] = est["t_decode_ms"]
+                decode_src = f"estimated by roofline (decode_mbu {mbu:g}): the Measurements have no tpot_ms"
         if blank["t_decode_ms"] and "t_decode_ms" not in vals:
             why = ("its Measurements have no tpot_ms" if source[i] == "calibrated"
                    else "the estimate needs GPUs.hbm_tbps and Models.params_b")
             warns.append((place, f"t_decode_ms is blank and stays 0 ({why}): decode time is left out of "
                                  f"chip time and TPM"))
+        elif blank["t_decode_ms"] and (source[i] == "estimated" or decode_src != src):  # decode estimated
+            if rec.get("batch") is None:
+                warns.append((place, "t_decode_ms is estimated with batch blank (1): one request at a time, "
+                                     "which makes decode the bottleneck; type the serving concurrency in batch"))
         for col, v in vals.items():
             if blank[col]:
                 filled.iat[i, filled.columns.get_loc(col)] = float(v)
-                prov[(i, col)] = src
+                prov[(i, col)] = decode_src if col == "t_decode_ms" else src
     if problems:
         raise InputError(problems)
     filled["breakdown_source"] = source

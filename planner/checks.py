@@ -57,8 +57,11 @@ class CheckSheet:
         ws.write_formula(0, 1, f'=IF(IFERROR(SUMIF({kinds},"error",{counts}),1)=0,"OK","ERROR")',
                          fm("ok" if errors == 0 else "bad"), "OK" if errors == 0 else "ERROR")
         wb.define_name("master_check", "=Checks!" + xl_rowcol_to_cell(0, 1, True, True))
-        ws.write_string(1, 0, "Warnings (rows flagged)", fm("title"))
+        ws.write_string(1, 0, "Rows flagged by the warning checks", fm("title"))
         ws.write_formula(1, 1, f'=SUMIF({kinds},"warning",{counts})', None, warns)
+        # every warning of the run (calibration and estimate warnings too), listed at the bottom
+        ws.write_string(1, 3, f"Warnings when the planner ran: {len(self.warnings)} (listed below the checks)",
+                        fm("ok" if not self.warnings else "bad"))
         ws.write_string(2, 0, "The master check is OK when every error check finds 0 rows. Each count "
                               "recalculates from the input sheets; edit them and recalculate.", fm("note"))
         ws.set_column(5, 5, NAME_WIDTH)

@@ -38,15 +38,19 @@ def _template_rows() -> tuple[list[dict], list[dict], list[dict]]:
     return [keep(model, "Models")], [keep(gpu, "GPUs")], [keep(wl, "Workloads")]
 
 
+# Left blank in the template's example workload: the times come from Measurements or the
+# roofline estimate unless someone has profiled them (README "Where do my numbers come from").
+TEMPLATE_BLANK = ("t_attn0_ms", "t_ffn0_ms", "t_other0_ms", "t_fixed_ms", "t_decode_ms")
+
+
 def write_template(path: Path) -> None:
     m, g, w = _template_rows()
-    demand = [{"workload": w[0]["workload"], "period": example_data.PERIODS[0], "demand_tpm": w[0]["demand_tpm"]}]
-    scenario = [{"scenario": "price -10%", "sheet": "GPUs", "column": "hourly_cost", "match": g[0]["gpu"],
-                 "op": "multiply", "value": 0.9}]
+    w = [{k: v for k, v in w[0].items() if k not in TEMPLATE_BLANK}]
     write_input_workbook(path, m, g, w, {s.key: s.default for s in schema.SETTING_KEYS},
                          title="KV-hit capacity planner: input template (replace the example rows)",
-                         # Measurements: the headers, to paste load-test results under (see README)
-                         optional={"Measurements": [], "Demand": demand, "Scenarios": scenario})
+                         # the optional sheets with their headers only, so that replacing the example
+                         # rows leaves nothing that names them (README sheet: their columns)
+                         optional={"Measurements": [], "Demand": [], "Scenarios": []})
 
 
 def example_path() -> Path:

@@ -50,6 +50,15 @@ def _header(ws, fm, headers, widths, top=0, left=0):
     ws.set_row(top, 30)
 
 
+def _named_header(ws, fm, names, units: dict, widths) -> None:
+    """The contract's header row: each column's name exactly (what pandas and other tools read:
+    ``gpus_needed``, not ``gpus_needed [count]``), its unit in the header cell's comment."""
+    _header(ws, fm, list(names), widths)
+    for j, name in enumerate(names):
+        if units.get(name):
+            ws.write_comment(0, j, f"{name}: unit {units[name]}", {"x_scale": 1.4, "y_scale": 0.6})
+
+
 def _cur(plan) -> str:
     return str(plan.settings.get("currency") or "currency")
 
@@ -77,8 +86,7 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
     units = {"instances": "count", "gpus_needed": "count", "cost_per_hour": f"{cur}/h",
              "cost_per_month": f"{cur}/month", "cost_per_year": f"{cur}/year", "tpm_capacity": "tokens/min",
              "tpm_demand": "tokens/min"}
-    headers = [c if c == "gpu" else f"{c} [{units[c]}]" for c in fl.FLEET_COLS]
-    _header(ws, fm, headers, [22, 12, 12, 16, 18, 18, 18, 18])
+    _named_header(ws, fm, fl.FLEET_COLS, units, [22, 12, 12, 16, 18, 18, 18, 18])
     ws.freeze_panes(1, 1)
     own = {c: j for j, c in enumerate(fl.FLEET_COLS)}
     fmts = {"instances": fm("calc", FMT_INT), "gpus_needed": fm("calc", FMT_INT),
@@ -192,8 +200,8 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
 
     # Fleet_By_Period
     p_own = {c: j for j, c in enumerate(dm.PERIOD_COLS)}
-    _header(ws, fm, ["period", "gpu", "instances [count]", "gpus_needed [count]", f"cost_per_month [{cur}/month]"],
-            [14, 22, 12, 14, 20])
+    _named_header(ws, fm, dm.PERIOD_COLS, {"instances": "count", "gpus_needed": "count",
+                                           "cost_per_month": f"{cur}/month"}, [14, 22, 12, 14, 20])
     ws.freeze_panes(1, 2)
     periods = dm.periods(dm.demand_records(plan))
     first_row = {}
@@ -258,8 +266,8 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
 def write_scenarios(wb, ws, fm, plan, fleet_rows: int) -> None:
     frame = sc.scenario_compare(plan)
     cur = _cur(plan)
-    _header(ws, fm, ["scenario", "gpus_needed [count]", f"cost_per_month [{cur}/month]", "tpm_capacity [tokens/min]"],
-            [28, 14, 20, 20])
+    _named_header(ws, fm, sc.SCENARIO_COLS, {"gpus_needed": "count", "cost_per_month": f"{cur}/month",
+                                             "tpm_capacity": "tokens/min"}, [28, 14, 20, 20])
     total = fleet_cells(fleet_rows - 1)["total"]
     fleet_col = {c: j for j, c in enumerate(fl.FLEET_COLS)}
     fmts = {"gpus_needed": fm("calc", FMT_INT), "cost_per_month": fm("calc", FMT_MONEY0),

@@ -160,8 +160,14 @@ def test_production_hit_only_is_fitted_with_assumed_bandwidth(tmp_path):
     f = plan.calibration.fits[0]
     assert f.ok and not f.b_fitted and f.b_gbps == 50.0 and f.max_abs_error < 1e-9
     assert any("cannot be told apart" in str(w) for w in plan.warnings)
-    # no tpot_ms in these points: the blank decode time stays 0, and the planner says so
-    assert any("t_decode_ms is blank and stays 0 (its Measurements have no tpot_ms)" in str(w) for w in plan.warnings)
+    # no tpot_ms in these points: decode comes from the memory-bandwidth roofline, as for estimated rows
+    # hand calc: 200 steps x (8.03e9 params x 2 B + (6000 + 200/2) tokens x 131,072 B) / (3.35e12 B/s x 0.6)
+    #            x 1000 ms/s / batch 1 = 1,677.57 ms
+    want = 200 * (8.03e9 * 2 + (6000 + 200 / 2) * 131_072) / (3.35e12 * 0.6) * 1000
+    assert plan.resolved["t_decode_ms"].iat[0] == pytest.approx(want, rel=1e-12)
+    assert "tpot_ms" in plan.calibration.filled[(0, "t_decode_ms")]
+    # batch left blank: the estimate assumes one request at a time, and the planner says so
+    assert any("t_decode_ms is estimated with batch blank (1)" in str(w) for w in plan.warnings)
 
 
 @pytest.mark.libreoffice
