@@ -121,29 +121,25 @@ def _index(kind: str) -> tuple[dict[str, Entry], ...]:
     levels: list[dict[str, Entry]] = [{}, {}, {}] if kind == MODEL else [{}, {}]
     for e in entries(kind):
         for n in e.names:
-            if kind == MODEL:
-                k = model_key(n)
-                keys = (k, _variant_key(k), _VERSION.sub("", _variant_key(k)))
-            else:
-                k = gpu_key(n)
-                keys = (k, _gpu_vendorless(k))
-            for level, key in zip(levels, keys):
+            for level, key in zip(levels, _keys(n, kind)):
                 level.setdefault(key, e)
     return tuple(levels)
+
+
+def _keys(name: Any, kind: str) -> tuple[str, ...]:
+    """The matching keys of a name, most exact first (the same for catalog names and typed ones)."""
+    if kind == MODEL:
+        k = model_key(name)
+        return k, _variant_key(k), _VERSION.sub("", _variant_key(k))
+    k = gpu_key(name)
+    return k, _gpu_vendorless(k)
 
 
 def find(name: Any, kind: str) -> Entry | None:
     """The catalog entry ``name`` names (see the module docstring for the rules), or None."""
     if name is None or not str(name).strip():
         return None
-    levels = _index(kind)
-    if kind == MODEL:
-        k = model_key(name)
-        keys = (k, _variant_key(k), _VERSION.sub("", _variant_key(k)))
-    else:
-        k = gpu_key(name)
-        keys = (k, _gpu_vendorless(k))
-    for level, key in zip(levels, keys):
+    for level, key in zip(_index(kind), _keys(name, kind)):
         if key in level:
             return level[key]
     return None
