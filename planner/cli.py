@@ -17,7 +17,7 @@ from pathlib import Path
 
 from . import __version__
 from .cli_options import (EXIT_ERROR, EXIT_INPUT, EXIT_OK, UsageError, _fix_provenance, _memo_options, _say,
-                          check_output_path, default_output)
+                          add_email_options, check_output_path, default_output)
 from .diff_cli import add_parser as add_diff_parser, cmd_diff
 from .errors import InputError, Problem
 
@@ -56,12 +56,8 @@ def _parser() -> argparse.ArgumentParser:
     memo.add_argument("--templates", type=Path, metavar="DIR",
                       help="folder whose memo.md.j2, memo.html.j2 and/or memo.txt.j2 replace the built-in "
                            "templates (rendered sandboxed)")
-    memo.add_argument("--eml", type=Path, metavar="PATH",
-                      help="also write the memo as an email (.eml): HTML and plain text, charts inline, "
-                           "the workbook attached; nothing is sent")
-    memo.add_argument("--to", action="append", metavar="ADDR", help="recipient of the .eml (repeatable)")
-    memo.add_argument("--from", dest="sender", metavar="ADDR", help="sender of the .eml")
-    memo.add_argument("--subject", metavar="S", help="subject of the .eml (default: title, GPUs, cost)")
+    add_email_options(memo, "also write the memo as an email (.eml): HTML and plain text, charts inline, "
+                            "the workbook attached; nothing is sent", "title, GPUs, cost")
     # for tests and reproducible output: fix the run time and the input hash shown in the
     # workbook's Run sheet and the memo (not in --help)
     run.add_argument("--fixed-time", metavar="ISO8601", help=argparse.SUPPRESS)

@@ -79,3 +79,12 @@ def _fix_provenance(plan, args) -> None:
         if not re.fullmatch(r"[0-9a-f]{64}", args.fixed_sha256):
             raise UsageError("--fixed-sha256: give 64 lowercase hex digits")
         plan.input = dataclasses.replace(plan.input, sha256=args.fixed_sha256)
+
+
+def add_email_options(group, eml_help: str, subject_default: str) -> None:
+    """``--eml``, ``--to``, ``--from`` and ``--subject`` of a command that writes a memo
+    (``planner run`` and ``planner diff`` alike)."""
+    group.add_argument("--eml", type=Path, metavar="PATH", help=eml_help)
+    group.add_argument("--to", action="append", metavar="ADDR", help="recipient of the .eml (repeatable)")
+    group.add_argument("--from", dest="sender", metavar="ADDR", help="sender of the .eml")
+    group.add_argument("--subject", metavar="S", help=f"subject of the .eml (default: {subject_default})")

@@ -7,7 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
-from .cli_options import EXIT_OK, UsageError, _memo_options, _say, check_output_path
+from .cli_options import EXIT_OK, UsageError, _memo_options, _say, add_email_options, check_output_path
 
 
 def add_parser(sub) -> None:
@@ -23,11 +23,8 @@ def add_parser(sub) -> None:
     dmemo = dif.add_argument_group("memo and email")
     dmemo.add_argument("--no-memo", action="store_true",
                        help="write only the workbook (no <output>-memo.md/.html and chart beside it)")
-    dmemo.add_argument("--eml", type=Path, metavar="PATH",
-                       help="also write the diff memo as an email (.eml), the diff workbook attached; nothing is sent")
-    dmemo.add_argument("--to", action="append", metavar="ADDR", help="recipient of the .eml (repeatable)")
-    dmemo.add_argument("--from", dest="sender", metavar="ADDR", help="sender of the .eml")
-    dmemo.add_argument("--subject", metavar="S", help="subject of the .eml (default: title and cost change)")
+    add_email_options(dmemo, "also write the diff memo as an email (.eml), the diff workbook attached; nothing "
+                             "is sent", "title and cost change")
     dif.add_argument("--fixed-time", metavar="ISO8601", help=argparse.SUPPRESS)
 
 
