@@ -21,7 +21,6 @@ import argparse
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
 import tempfile
@@ -35,7 +34,6 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 import openpyxl  # noqa: E402
-import pandas as pd  # noqa: E402
 
 from planner.example import example_path  # noqa: E402
 

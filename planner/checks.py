@@ -195,8 +195,6 @@ def unplanned_rows(plan, layout) -> list[Check]:
     appended row has none). Models and GPUs: every name must lie inside the lookup range
     (a row inserted inside the table widens it and is found; an appended one is not).
     """
-    from xlsxwriter.utility import xl_range_abs
-
     from .names import col_range
 
     out = []

@@ -33,7 +33,8 @@ def cmd_diff(args) -> int:
     import datetime as dt
 
     from .diff import diff_plans
-    from .diff_memo import build_memo, memo_paths, write_memo
+    from .diff_memo import build_memo, memo_paths
+    from .memo import write_memo
     from .diff_sheets import write_diff
     from .fileio import save_atomic
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .diff import Diff
-from .memo import Memo, _template_error, data_uri, environments, write_memo  # noqa: F401 - write_memo: the diff's too
+from .memo import Memo, _template_error, data_uri, environments
 from .memo_charts import Chart, _figure_png, _png_size, _style
 from .memo_numbers import FMT_MONEY, num
 from .schema import FMT_INT, FMT_PCT

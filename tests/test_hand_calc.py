@@ -149,7 +149,7 @@ def _row2() -> dict:
         gpus_needed=28 * 8,
         cost_per_mtok_delivered=4.0 * 8 * 1e6 / (tpm_del * 60),   # 32/h per instance: 2.9827
         cost_per_mtok_physical=4.0 * 8 * 1e6 / (tpm_phys * 60),
-        t0_ms=810.0, load_ms_measured=0.0, compute_ms_measured=800.0, ttft_ms_measured=810.0,
+        t0_ms=810.0, load_ms_measured=0.0, compute_ms_measured=800.0, ttft_ms_measured=ttft_m,
         tpm_change_vs_measured=2310 / 1718 - 1,            # +34.46 %
     )
 
@@ -191,7 +191,7 @@ def _row3() -> dict:
         gpus_needed=7 * 16,                                # 112
         cost_per_mtok_delivered=2.5 * 16 * 1e6 / (tpm_del * 60),  # 40/h per instance: 4.6256
         cost_per_mtok_physical=2.5 * 16 * 1e6 / (tpm_phys * 60),
-        t0_ms=145.0, load_ms_measured=0.0, compute_ms_measured=140.0, ttft_ms_measured=145.0,
+        t0_ms=145.0, load_ms_measured=0.0, compute_ms_measured=140.0, ttft_ms_measured=ttft_m,
         tpm_change_vs_measured=945 / chip_t - 1,          # +3.18 %
     )
 
@@ -201,7 +201,7 @@ def _row4() -> dict:
     hm 0.1, ht 0.95 (beyond h*: load-bound, the delta branch of the first-order gain)."""
     S = 2 * 32 * 8 * 128 * 2            # tp 1: all 8 heads -> 131,072 B (docs/model.md §2)
     weights = 8e9 * 2 / GIB             # 16e9 B = 14.901 GiB
-    nmax = 1024 + 256                   # max_seq_len blank -> 1280; batch blank -> 1
+    # max_seq_len blank -> nmax = 1024 + 256 = 1280; batch blank -> 1
     # kv_peak = 1 x nmax x S / GIB -> 167,772,160 B = 0.15625 GiB exactly
     load = 0.95 * 1024 * S / 25e9 * 1e3            # 127,506,841.6 B / 25 GB/s = 5.100273664 ms
     compute = 20 * (1 - 0.95 ** 2) + 30 * 0.05     # 20 x 0.0975 + 1.5 = 3.45 ms

@@ -21,7 +21,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from conftest import EXAMPLE, REPO, edited_example, run_cli, run_planner, sheet_values
+from conftest import EXAMPLE, REPO, edited_example, run_cli, sheet_values
 from planner import memo, memo_charts, memo_numbers
 from planner.plan import build_plan
 

@@ -14,7 +14,6 @@ from conftest import EXAMPLE, same_value, sheet_values
 from planner import model as m
 from planner.plan import build_plan, hit_grid
 from planner.sensitivity import ALPHA_STEPS, DRIVERS
-from planner.explorer import EXPLORER_INPUTS_TOP, EXPLORER_SELECT
 from planner.writer import write_output
 from test_recalc import compare_sheet
 
