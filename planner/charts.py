@@ -111,9 +111,6 @@ def write_charts(wb, ws, fm: Formats, layout: Layout, plan, chunks: dict) -> Non
             ch.set_size({"width": 470, "height": 300})
             ws.insert_chart(band, j * 8, ch)
     ws.print_area(0, 0, 2 + layout.n * 18, 31)
-    ws.set_landscape()
-    ws.set_paper(9)
-    ws.fit_to_pages(1, 0)
 
 
 # the rows of a sorted tornado, declared once: header, formula over the driver-order ranges

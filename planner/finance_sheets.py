@@ -229,9 +229,6 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
         ch.set_size({"width": 440, "height": 260})
         ws.insert_chart(5 + j * 14, 6, ch)
     ws.print_area(0, 0, max(last_row, 32), 12)
-    ws.set_landscape()
-    ws.set_paper(9)
-    ws.fit_to_pages(1, 1)
 
 
 def _g(x) -> str:

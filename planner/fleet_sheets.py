@@ -130,9 +130,6 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
     ws.write_string(2, note_col, "A GPU type without hourly_cost has a blank cost; the Total cost is the total of the "
                                  "priced types only (see the note on the Total row).", fm("note"))
     ws.autofilter(0, 0, rows["last"], len(fl.FLEET_COLS) - 1)
-    ws.set_landscape()
-    ws.set_paper(9)
-    ws.fit_to_pages(1, 0)
 
 
 def uncosted_gpus_formula(own: dict[str, int], rows: dict[str, int], sheet: str = "") -> str:
@@ -257,9 +254,6 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
     chart.set_legend({"position": "bottom"})
     chart.set_size({"width": 620, "height": 340})
     ws.insert_chart(4, note_col, chart)
-    ws.set_landscape()
-    ws.set_paper(9)
-    ws.fit_to_pages(1, 0)
 
 
 # --------------------------------------------------------------------------- Scenarios

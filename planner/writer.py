@@ -27,28 +27,16 @@ from .calib_sheet import resolved_overrides, write_calibration, write_filled
 from .catalog import filled_run_rows
 from .charts import write_charts
 from .checks import checks_for
-from .explorer import EXPLORER_INDEX, EXPLORER_INPUTS_TOP, EXPLORER_SELECT, write_explorer
-from .fileio import save_atomic
-from .inputs_sheets import INPUT_SHEETS, write_input_sheet, write_input_workbook, write_settings_sheet
-from .layout import (MAX_CHART_WORKLOADS, MAX_COLUMNS, MAX_DATA_ROWS, TORNADO_COLS, WRITE_BLOCK, ZIP64_ROWS,
-                     Chunks, Layout, column_templates, write_rows)
+from .explorer import write_explorer
+from .inputs_sheets import INPUT_SHEETS, write_input_sheet, write_settings_sheet
+from .layout import MAX_CHART_WORKLOADS, ZIP64_ROWS, Layout, write_rows
 from .long_tables import write_long_table, write_tornado
-from .names import col_range, range_name, sheet_ref, with_currency
+from .names import col_range, range_name, with_currency
 from .print_setup import apply_print_setup
 from .run_sheet import write_constants, write_run
 from .xlfast import ROW, FastFormulaWorksheet, FormulaTemplate, RowBuffer
-from .xlstyle import STYLE, WB_OPTIONS, Formats, write_header, print_setup, col_width, values_list, write_cell
+from .xlstyle import WB_OPTIONS, Formats, col_width, values_list, write_header
 
-_header, _width, _print_setup = write_header, col_width, print_setup  # their names before the split
-
-# names that lived here before the split, still importable from planner.writer
-__all__ = ["write_output", "output_rows", "save_atomic", "write_input_workbook", "write_input_sheet",
-           "write_settings_sheet", "INPUT_SHEETS", "WB_OPTIONS", "STYLE", "Formats", "write_cell", "values_list",
-           "sheet_ref", "col_range", "range_name", "Layout", "Chunks", "column_templates", "write_rows",
-           "write_long_table", "write_tornado", "write_explorer", "write_charts", "TORNADO_COLS",
-           "MAX_DATA_ROWS", "MAX_COLUMNS", "MAX_CHART_WORKLOADS", "WRITE_BLOCK", "ZIP64_ROWS",
-           "EXPLORER_SELECT", "EXPLORER_INDEX", "EXPLORER_INPUTS_TOP", "write_header", "col_width",
-           "print_setup", "_header", "_width", "_print_setup"]
 
 
 def output_rows(plan) -> int:

@@ -91,11 +91,3 @@ def write_header(ws, fm: Formats, headers: list[str], widths: list[float], top: 
     ws.set_row(top, 30)
     if freeze:
         ws.freeze_panes(top + 1, left + 1)
-
-
-def print_setup(ws, landscape: bool = True) -> None:
-    if landscape:
-        ws.set_landscape()
-    ws.set_paper(9)  # A4
-    ws.fit_to_pages(1, 0)
-    ws.repeat_rows(0)

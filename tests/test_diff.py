@@ -20,7 +20,8 @@ from planner.diff import STEPS, diff_plans, exact_quantum, fleet_cost_per_month,
 from planner.diff_sheets import write_diff
 from planner.plan import build_plan
 from planner.reader import read_input
-from planner.writer import write_input_workbook, write_output
+from planner.inputs_sheets import write_input_workbook
+from planner.writer import write_output
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "workbooks" / "example.xlsx"
