@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 import openpyxl  # noqa: E402
 
-from planner.example import example_path  # noqa: E402
+from planner.examples.build import example_path  # noqa: E402
 
 
 def make_input(n: int, path: Path) -> Path:
@@ -121,10 +121,10 @@ with pd.ExcelWriter(path, engine="xlsxwriter") as writer:
 
 
 def phases(src: Path, out_dir: Path) -> dict:
-    from planner.memo import build_memo, write_memo
-    from planner.plan import build_plan
-    from planner.reader import read_input
-    from planner.writer import write_output
+    from planner.memo.render import build_memo, write_memo
+    from planner.plan.build import build_plan
+    from planner.inputs.reader import read_input
+    from planner.workbook.writer import write_output
 
     t0 = time.perf_counter()
     p_in = read_input(src)
@@ -142,7 +142,7 @@ def phases(src: Path, out_dir: Path) -> dict:
 
 def model_rate(rows: int = 1_000_000) -> float:
     """Rows per second of the Results evaluation (numpy, no per-row Python)."""
-    from planner.plan import build_plan, evaluate_results
+    from planner.plan.build import build_plan, evaluate_results
 
     base = build_plan(example_path()).resolved
     big = base.iloc[np.arange(rows) % len(base)].reset_index(drop=True)
@@ -155,7 +155,7 @@ def model_rate(rows: int = 1_000_000) -> float:
 
 
 def libreoffice_seconds(path: Path) -> float:
-    from planner.libreoffice import make_profile, recalculate
+    from libreoffice import make_profile, recalculate
 
     with tempfile.TemporaryDirectory() as tmp:
         profile = make_profile(Path(tmp) / "profile")

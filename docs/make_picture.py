@@ -18,10 +18,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
-from planner.example import example_path  # noqa: E402
-from planner.libreoffice import make_profile, soffice  # noqa: E402
-from planner.plan import build_plan  # noqa: E402
-from planner.writer import write_output  # noqa: E402
+from planner.examples.build import example_path  # noqa: E402
+from libreoffice import make_profile, soffice  # noqa: E402
+from planner.plan.build import build_plan  # noqa: E402
+from planner.workbook.writer import write_output  # noqa: E402
 
 
 def main(out_png: Path = HERE / "example-charts.png", marker: str = "Charts per workload") -> Path:

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import openpyxl
 import pytest
 
-from planner.libreoffice import make_profile, recalculate, soffice
+from libreoffice import make_profile, recalculate, soffice
 
 REPO = Path(__file__).resolve().parent.parent
 EXAMPLE = REPO / "workbooks" / "example.xlsx"
@@ -40,11 +40,11 @@ def run_planner(*args, cwd: Path, env_extra: dict | None = None, drop: tuple[str
 
 def run_cli(*args, cwd: Path, env_extra: dict | None = None, drop: tuple[str, ...] = ()
             ) -> subprocess.CompletedProcess:
-    """``planner ARGS`` in this process (``planner.cli.main``), in ``cwd``, output captured: the
+    """``planner ARGS`` in this process (``planner.cli.main.main``), in ``cwd``, output captured: the
     same exit status and output as :func:`run_planner` without a new interpreter (environment:
     PLANNER_DEBUG and ``drop`` removed, ``env_extra`` added, all restored after). Use
     ``run_planner`` where the process itself is under test (signals, a real exit status)."""
-    from planner import cli
+    from planner.cli import main as cli
 
     argv = [str(a) for a in args]
     out, err = io.StringIO(), io.StringIO()

@@ -57,7 +57,7 @@ def rezip(src: Path, dst: Path, change: Callable[[str, bytes], bytes | None], ex
 
 
 def sheet_member(path: Path, sheet: str) -> str:
-    from planner.safety import sheet_xml_paths
+    from planner.inputs.container import sheet_xml_paths
 
     with zipfile.ZipFile(path) as z:
         return sheet_xml_paths(z)[sheet]

@@ -7,11 +7,11 @@ import openpyxl
 import pytest
 
 from conftest import run_planner, same_value, sheet_values
-from planner.calib_fit import ttft_law
-from planner.errors import InputError
-from planner.plan import build_plan
-from planner.inputs_sheets import write_input_workbook
-from planner.writer import write_output
+from planner.equations.ttft_fit import ttft_law
+from planner.core.errors import InputError
+from planner.plan.build import build_plan
+from planner.workbook.input_sheets import write_input_workbook
+from planner.workbook.writer import write_output
 
 S_8B = 131_072.0  # hand calc: 2*32*8*128*2
 T_FIXED, K_ATTN, K_FFN, B_EFF = 15.0, 1.5e-6, 0.06, 18.0  # the deployment the Measurements were made from

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from planner import estimate as est
-from planner.calib_fit import fit_points, ttft_law
+from planner.equations import roofline as est
+from planner.equations.ttft_fit import fit_points, ttft_law
 
 DATA = Path(__file__).parent / "data" / "published_ttft.csv"
 

@@ -14,13 +14,15 @@ import openpyxl
 import pytest
 
 from conftest import run_planner, same_value, sheet_values
-from planner import catalog, schema
-from planner.catalog import GPU, MODEL, Entry
-from planner.cli import main
-from planner.errors import InputError
-from planner.plan import build_plan
-from planner.reader import read_input
-from planner.writer import write_output
+from planner.catalog import lookup as catalog
+from planner.inputs import catalog_fill as catalog2
+from planner.core import schema
+from planner.catalog.lookup import GPU, MODEL, Entry
+from planner.cli.main import main
+from planner.core.errors import InputError
+from planner.plan.build import build_plan
+from planner.inputs.reader import read_input
+from planner.workbook.writer import write_output
 
 WL_HEAD = ["workload", "model", "gpu", "tp", "isl", "osl", "hit_target", "t_attn0_ms", "t_ffn0_ms"]
 CATALOG_FILL = "FFE2EFDA"  # the writer's "catalog" style: light green, italic
@@ -109,7 +111,7 @@ def test_base_and_instruct_variants_found_without_aliases(fake_catalog):
 
 def test_every_catalog_entry_passes_the_input_checks():
     """Every value the catalogs can fill is one the reader accepts when typed."""
-    from planner.cells import parse_value
+    from planner.inputs.cells import parse_value
 
     for kind, sheet in ((MODEL, "Models"), (GPU, "GPUs")):
         assert catalog.entries(kind), kind
@@ -203,7 +205,7 @@ def test_typed_pcie_gen_is_not_overridden_by_the_catalog_host_link(tmp_path):
     assert p_in.gpus.records[0].get("pcie_gbps") is None and "pcie_gbps" not in p_in.gpus.filled[0]
     plan = build_plan(p_in)
     assert plan.resolved.at[0, "pcie_gbps"] == 25  # Gen4 default, as typed
-    assert catalog.filled_run_rows(p_in)["cells filled from the catalogs"].startswith(
+    assert catalog2.filled_run_rows(p_in)["cells filled from the catalogs"].startswith(
         f"{sum(map(len, p_in.models.filled + p_in.gpus.filled))} (Models ")
 
 
@@ -214,7 +216,7 @@ def test_nothing_filled_says_nothing(tmp_path):
              [WL_HEAD, ["w", "team-model", "team-gpu", 4, 1000, 10, 0.5, 10, 10]])
     p_in = read_input(src)
     assert p_in.models.filled == [{}] and p_in.gpus.filled == [{}]
-    assert catalog.filled_run_rows(p_in) == {} and p_in.notes == []
+    assert catalog2.filled_run_rows(p_in) == {} and p_in.notes == []
 
 
 # --------------------------------------------------------------------------- errors

@@ -1,6 +1,6 @@
-"""The catalog data files (planner/data/models.json, gpus.json): shape, sources, hand-checked numbers.
+"""The catalog data files (planner/catalog/data/models.json, gpus.json): shape, sources, hand-checked numbers.
 
-Nothing here imports planner.model: every expected number is a hand calculation from the
+Nothing here imports planner.equations.kvhit: every expected number is a hand calculation from the
 published config.json / datasheet figure, written out beside it, or a published figure typed in
 from the model card / datasheet the entry's ``source`` cites.
 """
@@ -38,7 +38,7 @@ MOE_EXTRA = {"moe_intermediate_size", "shared_experts", "first_dense_layers"}
 
 def _load(name: str) -> dict:
     # read through the installed package, as the catalog code will
-    return json.loads(files("planner").joinpath("data", name).read_text(encoding="utf-8"))
+    return json.loads(files("planner.catalog").joinpath("data", name).read_text(encoding="utf-8"))
 
 
 MODELS = _load("models.json")["models"]
@@ -289,7 +289,7 @@ def test_grace_part_uses_nvlink_c2c():
 
 def test_pyproject_ships_the_data_files():
     cfg = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    assert "data/*.json" in cfg["tool"]["setuptools"]["package-data"]["planner"]
+    assert "data/*.json" in cfg["tool"]["setuptools"]["package-data"]["planner.catalog"]
 
 
 def _setuptools_major() -> int:
@@ -311,7 +311,7 @@ def test_wheel_carries_the_data_files(tmp_path):
             (src / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(ROOT / rel, src / rel)
     # copy the working-tree versions of the files under test (they may be uncommitted while editing)
-    for rel in ("pyproject.toml", "planner/data/models.json", "planner/data/gpus.json"):
+    for rel in ("pyproject.toml", "planner/catalog/data/models.json", "planner/catalog/data/gpus.json"):
         shutil.copy2(ROOT / rel, src / rel)
     out = tmp_path / "wheel"
     # reuse this environment's setuptools when it meets the build requirement (seconds); else let pip
@@ -321,4 +321,4 @@ def test_wheel_carries_the_data_files(tmp_path):
                     "-w", str(out), str(src)], check=True, capture_output=True)
     (wheel,) = out.glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
-    assert {"planner/data/models.json", "planner/data/gpus.json"} <= names
+    assert {"planner/catalog/data/models.json", "planner/catalog/data/gpus.json"} <= names

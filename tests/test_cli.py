@@ -20,7 +20,7 @@ OLD_OUTPUT = b"previous output, must survive a failed run"
 
 
 # --------------------------------------------------------------------------- helpers
-# In this process (planner.cli.main): a subprocess adds an interpreter start and nothing else
+# In this process (planner.cli.main.main): a subprocess adds an interpreter start and nothing else
 # here; the tests where the process itself matters call run_planner.
 planner = run_cli
 
@@ -445,7 +445,7 @@ def test_wrong_input(tmp_path, case):
 
 
 def test_wrong_input_as_a_process_exits_2_without_traceback(tmp_path):
-    # the real process status (the cases above run planner.cli.main in this process)
+    # the real process status (the cases above run planner.cli.main.main in this process)
     src, expected = edited_example(tmp_path / "in" / "wrong.xlsx", case_several)
     for args in (["run", src, "-o", tmp_path / "plan.xlsx"], ["validate", src]):
         assert_input_error(run_planner(*args, cwd=tmp_path), expected)

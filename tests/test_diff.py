@@ -16,12 +16,12 @@ import openpyxl
 import pytest
 
 from conftest import run_planner, same_value, sheet_values
-from planner.diff import STEPS, diff_plans, exact_quantum, fleet_cost_per_month, snap
-from planner.diff_sheets import write_diff
-from planner.plan import build_plan
-from planner.reader import read_input
-from planner.inputs_sheets import write_input_workbook
-from planner.writer import write_output
+from planner.diff.bridge import STEPS, diff_plans, exact_quantum, fleet_cost_per_month, snap
+from planner.diff.workbook import write_diff
+from planner.plan.build import build_plan
+from planner.inputs.reader import read_input
+from planner.workbook.input_sheets import write_input_workbook
+from planner.workbook.writer import write_output
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "workbooks" / "example.xlsx"
@@ -228,7 +228,7 @@ def test_hit_change_lands_wholly_in_hit(example_base):
 def test_new_warnings_and_memo(example_base, tmp_path):
     import datetime as dt
 
-    from planner.diff_memo import build_memo
+    from planner.diff.memo import build_memo
 
     d, old = example_base
     m, g, w, s = example_records()
@@ -440,7 +440,7 @@ def test_planner_outputs_are_valid_inputs(tiny, tmp_path):
 # --------------------------------------------------------------------------- bad input
 def diff_cli(capsys, *args) -> tuple[int, str, str]:
     """``planner diff ARGS`` in this process (faster than a subprocess): (status, stdout, stderr)."""
-    from planner.cli import main
+    from planner.cli.main import main
 
     code = main(["diff", *map(str, args)])
     cap = capsys.readouterr()
@@ -487,7 +487,7 @@ def test_bad_inputs(tiny, tmp_path, capsys):
 def test_unreadable_files_are_input_problems(tmp_path, capsys, monkeypatch):
     """A file the reader cannot open (permissions: not testable as root, so simulated) is an
     input problem naming its file, exit 2, not an internal error."""
-    import planner.diff
+    import planner.diff.bridge
 
     for name in ("a.xlsx", "b.xlsx"):
         (tmp_path / name).write_bytes(b"x")
@@ -495,7 +495,7 @@ def test_unreadable_files_are_input_problems(tmp_path, capsys, monkeypatch):
     def denied(path):
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(planner.diff, "read_input", denied)
+    monkeypatch.setattr(planner.diff.bridge, "read_input", denied)
     code, _, err = diff_cli(capsys, tmp_path / "a.xlsx", tmp_path / "b.xlsx", "-o", tmp_path / "o.xlsx")
     assert code == 2
     assert "OLD" in err and "a.xlsx: cannot be read (Permission denied)" in err

@@ -1,7 +1,7 @@
 """The README's column reference is the schema's (one table drives both)."""
 
 from conftest import REPO
-from planner import schema
+from planner.core import schema
 
 
 def test_readme_column_reference_matches_schema():
@@ -10,7 +10,7 @@ def test_readme_column_reference_matches_schema():
     start = text.index("-->", start) + 3
     end = text.index("<!-- columns:end -->")
     assert text[start:end].strip() == schema.markdown().strip(), (
-        "README column reference is stale: regenerate it from `python -m planner.schema`")
+        "README column reference is stale: regenerate it from `python -m planner.core.schema`")
 
 
 def test_readme_opens_with_the_two_commands():

@@ -20,6 +20,6 @@ def test_doctests(name):
 
 def test_the_examples_are_found():
     """The number formatting examples are doctests: a module list that lost them would pass vacuously."""
-    from planner import memo_numbers
+    from planner.memo import numbers as memo_numbers
 
     assert doctest.testmod(memo_numbers).attempted >= 2

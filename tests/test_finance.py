@@ -21,13 +21,15 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from planner import schema
+from planner.core import schema
 
 from conftest import run_planner, same_value, sheet_values
-from planner import demand, fleet, scenarios
-from planner.plan import build_plan
-from planner.inputs_sheets import write_input_workbook
-from planner.writer import write_output
+from planner.finance import demand
+from planner.finance import fleet
+from planner.finance import scenarios
+from planner.plan.build import build_plan
+from planner.workbook.input_sheets import write_input_workbook
+from planner.workbook.writer import write_output
 
 TPM_T = 1200 * 60000 / 1000      # 72,000 tokens/min at hit 0.5
 TPM_0 = 1200 * 60000 / 1300      # 55,384.6 tokens/min at hit 0

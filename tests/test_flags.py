@@ -1,4 +1,4 @@
-"""Flags computed once (planner.flags): the run's warnings, the Checks sheet's Python counts and
+"""Flags computed once (planner.plan.flags): the run's warnings, the Checks sheet's Python counts and
 the memo's findings read the same arrays. The example is edited so that every flag fires on
 rows chosen by hand; the expected rows below are those edits, not the code's output."""
 
@@ -8,11 +8,11 @@ import openpyxl
 import pytest
 
 from conftest import EXAMPLE
-from planner.checks import checks_for
-from planner.errors import Problem
-from planner.layout import Layout
-from planner.memo_numbers import findings
-from planner.plan import build_plan
+from planner.workbook.checks_sheet import checks_for
+from planner.core.errors import Problem
+from planner.workbook.layout import Layout
+from planner.memo.numbers import findings
+from planner.plan.build import build_plan
 
 
 def _col(ws, name: str) -> int:

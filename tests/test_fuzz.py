@@ -21,10 +21,10 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from planner import schema
-from planner.errors import InputError
-from planner.plan import build_plan
-from planner.writer import write_output
+from planner.core import schema
+from planner.core.errors import InputError
+from planner.plan.build import build_plan
+from planner.workbook.writer import write_output
 
 EXAMPLES = int(os.environ.get("PLANNER_FUZZ_EXAMPLES", "40"))
 PLACE = re.compile(r"^(Models|GPUs|Workloads|Settings)(![A-Z]{1,3}\d+(:[A-Z]{1,3}\d+)?| row \d+)?$")

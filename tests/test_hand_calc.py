@@ -1,10 +1,10 @@
-"""Whole Results rows computed BY HAND, independently of planner.model.
+"""Whole Results rows computed BY HAND, independently of planner.equations.kvhit.
 
 Every other result test compares the code with itself (the Python value and the Excel
 formula come from one ``Out(func, *args)`` declaration, so a wrong argument passes on
 both sides). Here each expected number is written as plain arithmetic with its
 derivation from the model (docs/model.md: equations, output contract), numpy-financial
-style. Nothing from planner.model / planner.sheets is called to get an expected value.
+style. Nothing from planner.equations.kvhit / planner.plan.columns is called to get an expected value.
 
 Five workloads cover: GQA at tp=4 with hit_measured, tpm_measured, demand and price;
 MLA; replication (tp > kv_heads); blank demand and price (blank cost/GPU columns) and a
@@ -22,7 +22,7 @@ import openpyxl
 import pytest
 
 from conftest import header_index, run_planner
-from planner.plan import build_plan
+from planner.plan.build import build_plan
 
 GIB = 2 ** 30          # bytes per GiB
 REL = 1e-9             # relative tolerance of every float column

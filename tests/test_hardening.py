@@ -16,7 +16,7 @@ import pytest
 import corpus
 from conftest import (EXAMPLE, edited_example, planner_env, problem_lines, repeat_workloads, run_cli, run_planner,
                       sheet_values)
-from planner.errors import MAX_LISTED
+from planner.core.errors import MAX_LISTED
 
 def planner(*args, cwd: Path) -> subprocess.CompletedProcess:
     """A real process: exit status, no traceback, nothing touched, whatever the input does."""
@@ -24,7 +24,7 @@ def planner(*args, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def planner_here(*args, cwd: Path) -> subprocess.CompletedProcess:
-    """In this process (planner.cli.main), where the process adds nothing."""
+    """In this process (planner.cli.main.main), where the process adds nothing."""
     return run_cli(*args, cwd=cwd)
 
 
@@ -89,7 +89,7 @@ def test_xlsm_is_read_as_values_and_no_macro_is_carried(tmp_path):
     with zipfile.ZipFile(out) as z:
         assert not any("vba" in n.lower() for n in z.namelist())
         assert b"macroEnabled" not in z.read("[Content_Types].xml")
-    from planner.plan import build_plan
+    from planner.plan.build import build_plan
 
     expected = build_plan(EXAMPLE).results       # the same cells as the plain example
     got = sheet_values(out, "Results")
@@ -136,9 +136,9 @@ def test_excel_lock_file_refused(tmp_path):
 
 def test_zip_limits_are_read_from_the_directory_not_inflated(tmp_path, monkeypatch):
     """The size check runs before openpyxl: a small limit refuses the normal example."""
-    from planner import safety
-    from planner.errors import InputError
-    from planner.reader import read_input
+    from planner.inputs import container as safety
+    from planner.core.errors import InputError
+    from planner.inputs.reader import read_input
 
     monkeypatch.setattr(safety, "MAX_TOTAL_INFLATED", 10_000)
     with pytest.raises(InputError) as e:

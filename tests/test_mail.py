@@ -20,8 +20,9 @@ from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
 from conftest import EXAMPLE, run_cli
-from planner import mail, memo
-from planner.plan import build_plan
+from planner.memo import mail
+from planner.memo import render as memo
+from planner.plan.build import build_plan
 
 XLSX = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 TO = ["Capacity team <cap@example.org>", "finance@example.org"]
@@ -30,7 +31,7 @@ FIXED = ("--fixed-time", "2026-10-01T09:00:00+00:00", "--fixed-sha256", "0123456
 
 
 def planner(*args, cwd: Path, env_extra: dict | None = None) -> subprocess.CompletedProcess:
-    """In this process (planner.cli.main), the password variable never inherited."""
+    """In this process (planner.cli.main.main), the password variable never inherited."""
     return run_cli(*args, cwd=cwd, env_extra=env_extra, drop=(mail.PASSWORD_ENV,))
 
 

@@ -1,6 +1,6 @@
 """The planning memo: golden files, numbers equal to the workbook's, escaping, sandboxed
 custom templates, atomic writing. The command line runs in this process
-(``planner.cli.main`` through ``conftest.run_cli``); the hidden options ``--fixed-time`` and ``--fixed-sha256`` fix
+(``planner.cli.main.main`` through ``conftest.run_cli``); the hidden options ``--fixed-time`` and ``--fixed-sha256`` fix
 the run time and input hash so the memo is byte-for-byte reproducible.
 
 Regenerate the golden files after an intended change of the memo or the example with
@@ -22,8 +22,10 @@ import openpyxl
 import pytest
 
 from conftest import EXAMPLE, REPO, edited_example, run_cli, sheet_values
-from planner import memo, memo_charts, memo_numbers
-from planner.plan import build_plan
+from planner.memo import render as memo
+from planner.memo import charts as memo_charts
+from planner.memo import numbers as memo_numbers
+from planner.plan.build import build_plan
 
 GOLDEN = REPO / "tests" / "golden"
 FIXED_TIME = "2026-10-01T09:00:00+00:00"

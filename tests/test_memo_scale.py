@@ -1,9 +1,9 @@
 """A fleet larger than the memo table: the largest demands are shown, the rest are counted."""
 
 from conftest import edited_example, repeat_workloads
-from planner.memo import build_context
-from planner.memo_numbers import MEMO_TABLE_MAX
-from planner.plan import build_plan
+from planner.memo.render import build_context
+from planner.memo.numbers import MEMO_TABLE_MAX
+from planner.plan.build import build_plan
 
 
 def test_memo_table_is_capped_at_the_largest_demands(tmp_path):

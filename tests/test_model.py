@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from planner import model as m
+from planner.equations import kvhit as m
 
 GQA, MLA = "gqa", "mla"
 

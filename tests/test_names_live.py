@@ -8,10 +8,12 @@ import copy
 import openpyxl
 import pytest
 
-from planner import example, example_data as ed
-from planner.inputs_sheets import write_input_workbook
-from planner.plan import build_plan
-from planner.writer import write_output
+from planner.examples import build as example
+
+from planner.examples import data as ed
+from planner.workbook.input_sheets import write_input_workbook
+from planner.plan.build import build_plan
+from planner.workbook.writer import write_output
 from conftest import same_value
 from test_recalc import checks_counts, compare_all
 
@@ -75,8 +77,8 @@ def test_tornado_ties_rank_by_driver_order_in_python_and_libreoffice(tmp_path, r
     import numpy as np
     import xlsxwriter
 
-    from planner.constants import C, N
-    from planner.sensitivity import rank_in_blocks, rank_in_blocks_xl
+    from planner.equations.constants import C, N
+    from planner.plan.sensitivity import rank_in_blocks, rank_in_blocks_xl
 
     x = 123456.789
     up = np.nextafter(x, np.inf)

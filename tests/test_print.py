@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from planner.libreoffice import make_profile, soffice
+from libreoffice import make_profile, soffice
 
 from conftest import EXAMPLE, run_planner
 
@@ -58,7 +58,7 @@ def xml(out) -> dict[str, str]:
 
 
 def test_every_sheet_is_set_up_for_print(xml):
-    from planner.print_setup import spec_for
+    from planner.workbook.print_setup import spec_for
 
     files = sheet_files(xml)
     assert {"Results", "Checks", "Explorer", "Workloads", "Tornado_Calc", "Resolved", "Run"} <= set(files)
@@ -86,8 +86,8 @@ def test_every_sheet_is_set_up_for_print(xml):
 
 
 def test_results_breaks_between_column_groups(xml):
-    from planner import sheets
-    from planner.print_setup import RESULTS_GROUPS
+    from planner.plan import columns as sheets
+    from planner.workbook.print_setup import RESULTS_GROUPS
 
     sx = xml[sheet_files(xml)["Results"]]
     breaks = [int(b) for b in re.findall(r'<brk id="(\d+)"[^>]*man="1"', re.search(r"<colBreaks.*?</colBreaks>", sx)[0])]
@@ -151,7 +151,7 @@ def test_units_name_the_currency(out, tmp_path):
 
 
 def test_with_currency():
-    from planner.names import with_currency
+    from planner.core.refs import with_currency
 
     assert with_currency("hourly_cost [currency/h]", "EUR") == "hourly_cost [EUR/h]"
     assert with_currency("cost [currency]", "JPY") == "cost [JPY]"
@@ -221,7 +221,7 @@ def _row_strings(xml, sheet: str) -> dict[tuple[int, int], str]:
 
 
 def test_explorer_helpers_hidden_and_labels_shown(xml):
-    from planner.explorer import EXPLORER_INPUTS_TOP
+    from planner.workbook.explorer import EXPLORER_INPUTS_TOP
 
     sx = xml[sheet_files(xml)["Explorer"]]
     text = _row_strings(xml, "Explorer")
@@ -273,7 +273,7 @@ def test_checks_sheet_reads_and_prints(xml):
 
 
 def test_wrapped_lines():
-    from planner.checks import wrapped_lines
+    from planner.workbook.checks_sheet import wrapped_lines
 
     assert wrapped_lines("short", 10) == 1
     assert wrapped_lines("aaaa bbbb cccc dddd", 10) == 2  # 11 characters fit a line of 10 x 1.1
@@ -292,8 +292,8 @@ def _list_validations(xml: dict[str, str], sheet: str) -> dict[str, str]:
 
 @pytest.mark.parametrize("which", ["output", "template"])
 def test_dropdowns(which, out):
-    from planner import schema
-    from planner.layout import sheet_columns
+    from planner.core import schema
+    from planner.workbook.layout import sheet_columns
     from xlsxwriter.utility import xl_col_to_name
 
     xml = parts(out if which == "output" else EXAMPLE.parent / "template.xlsx")
@@ -314,7 +314,7 @@ def test_dropdowns(which, out):
 
 # ----------------------------------------------------------------------------- the mechanism
 def test_pack_groups_hand_calculated():
-    from planner.print_setup import pack_groups
+    from planner.workbook.print_setup import pack_groups
 
     # title column 0 (100 px) on every page; groups start at 0, 3, 6; pages 500 px:
     # page 1 = title + cols 1-2 (300), + group 3-5 would be 600 -> break at 3 (400 used),
@@ -325,7 +325,7 @@ def test_pack_groups_hand_calculated():
 
 
 def test_every_sheet_gets_a_spec():
-    from planner.print_setup import PrintSpec, spec_for
+    from planner.workbook.print_setup import PrintSpec, spec_for
 
     for name in ("Sensitivity_Hit", "Sensitivity_Hit_2", "Tornado_Calc_3", "Tornado", "Resolved"):
         assert spec_for(name).long, name
@@ -334,7 +334,7 @@ def test_every_sheet_gets_a_spec():
 
 
 def test_header_escapes_ampersands():
-    from planner.print_setup import header_text
+    from planner.workbook.print_setup import header_text
 
     assert header_text("Q4 R&D") == '&LKV-hit capacity plan Q4 R&&D: &"-,Bold"&A'
     assert header_text("", "x").endswith("&R&8x")

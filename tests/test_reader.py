@@ -1,4 +1,4 @@
-"""Unit tests of the cell and header parsing of :mod:`planner.reader` (docs/model.md §3)."""
+"""Unit tests of the cell and header parsing of :mod:`planner.inputs.reader` (docs/model.md §3)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run as plain `pytest` too, without installing the package
     sys.path.insert(0, str(REPO))
 
-from planner import schema  # noqa: E402
-from planner.cells import ExcelError, normalise_header, parse_value  # noqa: E402
-from planner.schema import CHOICE, FRACTION, INT, NUMBER, TEXT, Column  # noqa: E402
+from planner.core import schema  # noqa: E402
+from planner.inputs.cells import ExcelError, normalise_header, parse_value  # noqa: E402
+from planner.core.schema import CHOICE, FRACTION, INT, NUMBER, TEXT, Column  # noqa: E402
 
 # hand-made columns, one per kind (and per kind of bound)
 FRAC = Column("Workloads", "hit_target", "fraction", FRACTION, "planning hit ratio", True,

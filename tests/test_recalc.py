@@ -13,8 +13,8 @@ import openpyxl
 import pytest
 
 from conftest import EXAMPLE, header_index, same_value, sheet_values
-from planner.plan import build_plan
-from planner.writer import write_output
+from planner.plan.build import build_plan
+from planner.workbook.writer import write_output
 
 pytestmark = pytest.mark.libreoffice
 
@@ -98,8 +98,8 @@ def example_recalc(tmp_path_factory, lo_profile) -> dict:
     """The example's output recalculated ONCE for every test of it: a wrong cached value planted
     in Results (the canary) and the Explorer switched to workload EXPLORER_PICK, both by editing
     the sheet XML so that every other cached value stays as written."""
-    from planner.libreoffice import recalculate
-    from planner.explorer import EXPLORER_SELECT
+    from libreoffice import recalculate
+    from planner.workbook.explorer import EXPLORER_SELECT
 
     plan = build_plan(EXAMPLE)
     d = tmp_path_factory.mktemp("example-recalc")
@@ -142,7 +142,7 @@ def test_example_values_before_and_after_recalculation(example_recalc):
 
 
 def test_explorer_follows_the_chosen_workload(example_recalc):
-    from planner.explorer import EXPLORER_INPUTS_TOP, applies_when
+    from planner.workbook.explorer import EXPLORER_INPUTS_TOP, applies_when
 
     plan, again, pick = example_recalc["plan"], example_recalc["again"], EXPLORER_PICK
     name = plan.results["workload"].iat[pick]

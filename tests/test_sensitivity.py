@@ -11,10 +11,10 @@ import openpyxl
 import pytest
 
 from conftest import EXAMPLE, same_value, sheet_values
-from planner import model as m
-from planner.plan import build_plan, hit_grid
-from planner.sensitivity import ALPHA_STEPS, DRIVERS
-from planner.writer import write_output
+from planner.equations import kvhit as m
+from planner.plan.build import build_plan, hit_grid
+from planner.plan.sensitivity import ALPHA_STEPS, DRIVERS
+from planner.workbook.writer import write_output
 from test_recalc import compare_sheet
 
 PLAN = build_plan(EXAMPLE)
@@ -217,6 +217,6 @@ def test_tables_continue_on_numbered_sheets(tmp_path, recalc):
 
 
 def test_row_limit_constant_is_excel_limit():
-    from planner import layout
+    from planner.workbook import layout
 
     assert layout.MAX_DATA_ROWS + 1 == 1_048_576 and layout.MAX_COLUMNS == 16_384

@@ -1,5 +1,5 @@
 """The fast formula path writes exactly what XlsxWriter's own path would (tests the private
-behaviour planner.xlfast relies on), and the output stays row-ordered and complete."""
+behaviour planner.workbook.xlfast relies on), and the output stays row-ordered and complete."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ import xlsxwriter
 from xlsxwriter.worksheet import Worksheet
 
 from conftest import EXAMPLE, edited_example, repeat_workloads
-from planner.plan import build_plan
-from planner.writer import write_output
-from planner.xlfast import FastFormulaWorksheet, FormulaTemplate, needs_upstream
+from planner.plan.build import build_plan
+from planner.workbook.writer import write_output
+from planner.workbook.xlfast import FastFormulaWorksheet, FormulaTemplate, needs_upstream
 
 
 def _formulas(path) -> list[str]:
@@ -62,12 +62,12 @@ def test_upstream_still_has_the_private_method_we_override():
     assert callable(getattr(Worksheet, "_prepare_formula", None))
     assert callable(getattr(Worksheet, "_write_formula", None))
     major = int(xlsxwriter.__version__.split(".")[0])
-    assert major == 3, "planner.xlfast is tested against XlsxWriter 3.x only (pyproject pins <4)"
+    assert major == 3, "planner.workbook.xlfast is tested against XlsxWriter 3.x only (pyproject pins <4)"
 
 
 def test_block_and_sheet_boundaries_keep_every_value(tmp_path, monkeypatch):
     """Small write blocks and small sheets: every stored value still lands in its cell."""
-    from planner import long_tables
+    from planner.workbook import long_tables
     from test_recalc import compare_sheet
     from conftest import sheet_values
 

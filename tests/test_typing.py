@@ -9,15 +9,15 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from planner import example_data
+from planner.examples import data as example_data
 
 import corpus
 from conftest import run_planner, sheet_values
-from planner import schema
-from planner import typing_hints as th
-from planner.errors import InputError
-from planner.cells import ExcelError, parse_cell, parse_value
-from planner.reader import read_input
+from planner.core import schema
+from planner.inputs import typed_text as th
+from planner.core.errors import InputError
+from planner.inputs.cells import ExcelError, parse_cell, parse_value
+from planner.inputs.reader import read_input
 
 ISL = schema.column("Workloads", "isl")
 OSL = schema.column("Workloads", "osl")

@@ -1,0 +1,276 @@
+"""Command line: a thin layer over :mod:`planner.plan.build` (parse arguments, call, report).
+
+Exit status: 0 success; 2 the input is wrong (every problem listed on stderr); 1 anything
+else. Never a traceback (set PLANNER_DEBUG=1 to see one for an internal error).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import signal
+import sys
+import threading
+import textwrap
+from pathlib import Path
+
+from planner import __version__
+from planner.cli.options import (EXIT_ERROR, EXIT_INPUT, EXIT_OK, UsageError, _fix_provenance, _memo_options, _say, add_email_options, check_output_path, default_output)
+from planner.cli.diff import add_parser as add_diff_parser, cmd_diff
+from planner.core.errors import InputError, Problem
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="planner",
+        description="KV-cache hit capacity planner: turns hit ratios into TTFT, TPM, GPUs and cost, "
+                    "and writes the answer as a live Excel model.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=textwrap.dedent("""\
+            examples:
+              planner run                                   # plan the bundled example -> out/
+              planner run plan-2026q4.xlsx -o out/q4.xlsx   # plan your workbook
+              planner template my-input.xlsx                # blank, documented input workbook
+              planner validate my-input.xlsx                # check an input, write nothing
+              planner catalog --xlsx catalogs.xlsx          # the model and GPU catalogs (rows to copy)
+              planner diff q3.xlsx q4.xlsx -o out/q3-q4.xlsx  # what changed, and the cost bridge
+              planner run -o out/q4.xlsx --eml out/q4.eml --to team@example.org --from me@example.org
+              planner send out/q4.eml --smtp smtp.example.org:587 --starttls --user me@example.org
+            """))
+    p.add_argument("--version", action="version", version=f"planner {__version__}")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    run = sub.add_parser("run", help="plan every workload row and write the output workbook",
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         epilog="example:\n  planner run workbooks/example.xlsx -o out/example-plan.xlsx")
+    run.add_argument("input", nargs="?", type=Path,
+                     help="input workbook (.xlsx/.xlsm); default: the bundled example")
+    run.add_argument("-o", "--output", type=Path,
+                     help="output workbook; default: out/<input name>-plan.xlsx under the current folder")
+    run.add_argument("-q", "--quiet", action="store_true", help="print only problems")
+    memo = run.add_argument_group("memo and email")
+    memo.add_argument("--no-memo", action="store_true",
+                      help="write only the workbook (no <output>-memo.md/.html and charts beside it)")
+    memo.add_argument("--templates", type=Path, metavar="DIR",
+                      help="folder whose memo.md.j2, memo.html.j2 and/or memo.txt.j2 replace the built-in "
+                           "templates (rendered sandboxed)")
+    add_email_options(memo, "also write the memo as an email (.eml): HTML and plain text, charts inline, "
+                            "the workbook attached; nothing is sent", "title, GPUs, cost")
+    # for tests and reproducible output: fix the run time and the input hash shown in the
+    # workbook's Run sheet and the memo (not in --help)
+    run.add_argument("--fixed-time", metavar="ISO8601", help=argparse.SUPPRESS)
+    run.add_argument("--fixed-sha256", metavar="HEX", help=argparse.SUPPRESS)
+
+    tpl = sub.add_parser("template", help="write a blank, documented input workbook",
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         epilog="example:\n  planner template my-input.xlsx")
+    tpl.add_argument("path", type=Path, help="where to write the template (.xlsx)")
+    tpl.add_argument("--force", action="store_true", help="replace an existing file")
+
+    val = sub.add_parser("validate", help="check an input workbook and report; writes nothing",
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         epilog="example:\n  planner validate my-input.xlsx")
+    val.add_argument("input", type=Path, help="input workbook (.xlsx/.xlsm)")
+
+    from planner.cli.catalog import add_parser as add_catalog_parser
+
+    add_catalog_parser(sub)
+    add_diff_parser(sub)
+
+    snd = sub.add_parser("send", help="send an .eml written by planner run --eml over SMTP",
+                         formatter_class=argparse.RawDescriptionHelpFormatter,
+                         epilog="example:\n  PLANNER_SMTP_PASSWORD=... planner send out/q4.eml "
+                                "--smtp smtp.example.org:587 --starttls --user planner@example.org\n\n"
+                                "The password is read from the environment variable PLANNER_SMTP_PASSWORD, "
+                                "never from the command line.\nThe message is sent byte for byte as written; "
+                                "recipients are its To and Cc addresses.")
+    snd.add_argument("eml", type=Path, help="the message (.eml)")
+    snd.add_argument("--smtp", required=True, metavar="HOST:PORT", help="SMTP server")
+    snd.add_argument("--starttls", action="store_true", help="upgrade the connection with STARTTLS")
+    snd.add_argument("--user", metavar="U", help="log in as U (password from $PLANNER_SMTP_PASSWORD)")
+    snd.add_argument("--timeout", type=float, default=60.0, metavar="S", help="network timeout in seconds")
+    return p
+
+
+def _report_problems(err: InputError) -> None:
+    n = len(err.problems)
+    print(f"planner: the input has {n} problem{'s' if n != 1 else ''}; nothing was written:", file=sys.stderr)
+    for line in err.lines():
+        print(f"  {line}", file=sys.stderr)
+
+
+MAX_WARNINGS_SHOWN = 20
+
+
+def _print_warnings(plan) -> None:
+    """Notes and warnings on stderr; a long list is cut (all of them are in the Checks sheet)."""
+    for note in plan.input.notes:
+        print(f"planner: note: {note}", file=sys.stderr)
+    for w in plan.warnings[:MAX_WARNINGS_SHOWN]:
+        print(f"planner: warning: {w}", file=sys.stderr)
+    rest = len(plan.warnings) - MAX_WARNINGS_SHOWN
+    if rest > 0:
+        print(f"planner: ... and {rest} more warnings: all are listed in the output's Checks sheet", file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _progress(plan, quiet: bool):
+    """A progress bar on stderr for writes that take more than about two seconds; none when
+    stderr is not a terminal or with --quiet."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from tqdm import tqdm
+
+    from planner.workbook.writer import output_rows
+
+    with tqdm(total=output_rows(plan), unit="rows", desc="planner: writing", delay=2, file=sys.stderr,
+              mininterval=0.5, leave=False, unit_scale=True) as bar:
+        yield bar.update
+
+
+def cmd_run(args) -> int:
+    from planner.plan.build import build_plan
+    from planner.core.fileio import save_atomic
+    from planner.workbook.writer import write_output
+
+    src = args.input
+    if src is None:
+        from planner.examples.build import example_path
+
+        src = example_path()
+    out = args.output or default_output(src)
+    if not src.exists():
+        raise InputError([Problem(str(src), "no such file")])
+    check_output_path(src, out)
+    _memo_options(args, src, out)
+    plan = build_plan(src)
+    _fix_provenance(plan, args)
+    memo_ = None
+    if not args.no_memo:
+        from planner.memo.render import MemoTemplateError, build_memo
+
+        try:  # everything rendered in memory first: a template error writes nothing
+            memo_ = build_memo(plan, out, templates=args.templates)
+        except MemoTemplateError as err:
+            raise UsageError(str(err)) from None
+    sheet_names: list[str] = []
+    with _progress(plan, args.quiet) as tick:
+        save_atomic(out, lambda tmp: sheet_names.extend(write_output(plan, tmp, progress=tick)))
+    if memo_ is not None:
+        from planner.memo.render import write_memo
+
+        write_memo(memo_)
+    if args.eml:
+        from planner.memo.mail import build_message, message_bytes
+
+        msg = build_message(memo_, out, to=args.to, sender=args.sender, subject=args.subject, date=plan.created)
+        save_atomic(args.eml, lambda tmp: tmp.write_bytes(message_bytes(msg)))
+    _print_warnings(plan)
+    r = plan.results
+    _say(f"planner: read {src} ({len(r)} workloads, {len(plan.models)} models, {len(plan.gpus)} GPUs)",
+         args.quiet)
+    w = len(plan.warnings)
+    _say(f"planner: wrote {out}: {len(sheet_names)} sheets ({', '.join(sheet_names[:4])}, ...); "
+         f"{w} warning{'s' if w != 1 else ''}", args.quiet)
+    gpus = plan.results["gpus_needed"].sum(min_count=1)
+    if gpus == gpus:  # some workloads have demand
+        _say(f"planner: the workloads with demand need {gpus:,.0f} GPUs at their target hit ratios", args.quiet)
+    if memo_ is not None:
+        p = memo_.paths
+        _say(f"planner: wrote memo {p['md']} and {p['html']}, charts {p['ttft'].name} and {p['tpm'].name} beside it",
+             args.quiet)
+    if args.eml:
+        to = ", ".join(args.to) if args.to else "no recipient yet"
+        _say(f"planner: wrote email {args.eml} ({to}; not sent: use planner send)", args.quiet)
+    return EXIT_OK
+
+
+def cmd_template(args) -> int:
+    from planner.examples.build import write_template
+    from planner.core.fileio import save_atomic
+
+    if args.path.suffix.lower() != ".xlsx":
+        raise UsageError(f"{args.path}: the template must be an .xlsx file")
+    if args.path.exists() and not args.force:
+        raise UsageError(f"{args.path}: exists already; use --force to replace it")
+    save_atomic(args.path, write_template)
+    print(f"planner: wrote template {args.path}")
+    return EXIT_OK
+
+
+def cmd_validate(args) -> int:
+    from planner.plan.build import build_plan
+
+    plan = build_plan(args.input)
+    _print_warnings(plan)
+    print(f"planner: {args.input} is valid ({len(plan.results)} workloads, {len(plan.models)} models, "
+          f"{len(plan.gpus)} GPUs, {len(plan.warnings)} warnings)")
+    return EXIT_OK
+
+
+def cmd_send(args) -> int:
+    from planner.memo.mail import PASSWORD_ENV, SendError, parse_smtp, send_eml
+
+    try:
+        host, port = parse_smtp(args.smtp)
+    except ValueError as err:
+        raise UsageError(str(err)) from None
+    if not args.eml.is_file():
+        raise UsageError(f"{args.eml}: no such file")
+    try:
+        accepted = send_eml(args.eml, host, port, starttls=args.starttls, user=args.user,
+                            password=os.environ.get(PASSWORD_ENV), timeout=args.timeout)
+    except ValueError as err:
+        raise UsageError(f"{args.eml}: {err}; nothing was sent") from None
+    except SendError as err:
+        print(f"planner: sending {args.eml} failed: {err}", file=sys.stderr)
+        return EXIT_ERROR
+    print(f"planner: sent {args.eml} to {', '.join(accepted)} via {host}:{port}")
+    return EXIT_OK
+
+
+class Terminated(BaseException):
+    """SIGTERM, turned into an exception so that half-written files are removed."""
+
+
+def _on_sigterm(signum, frame):  # pragma: no cover - exercised in a subprocess test
+    raise Terminated()
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
+        # also when started with SIGINT ignored (a background job of a script): Ctrl-C and
+        # SIGINT must still stop the run cleanly
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    from planner.cli.catalog import cmd_catalog
+
+    handler = {"run": cmd_run, "template": cmd_template, "validate": cmd_validate, "send": cmd_send,
+               "catalog": cmd_catalog, "diff": cmd_diff}[args.command]
+    try:
+        return handler(args)
+    except InputError as err:
+        _report_problems(err)
+        return EXIT_INPUT
+    except UsageError as err:
+        print(f"planner: {err}", file=sys.stderr)
+        return EXIT_INPUT
+    except OSError as err:  # the output folder cannot be made or written
+        where = err.filename or ""
+        print(f"planner: cannot write {where}: {err.strerror or err}; nothing was written", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("planner: interrupted; no partial file was left", file=sys.stderr)
+        return 130
+    except Terminated:
+        print("planner: terminated; no partial file was left", file=sys.stderr)
+        return 143
+    except Exception as err:  # noqa: BLE001 - the promise is: never a traceback
+        if os.environ.get("PLANNER_DEBUG"):
+            raise
+        print(f"planner: internal error ({type(err).__name__}: {err}); "
+              f"set PLANNER_DEBUG=1 for details", file=sys.stderr)
+        return EXIT_ERROR

@@ -1,0 +1,91 @@
+"""Shared pieces of the command line: exit codes, :class:`UsageError`, and the checks of
+the output path and of the memo/email and provenance options (used by ``run`` and ``diff``)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+EXIT_OK, EXIT_ERROR, EXIT_INPUT = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A wrong path or option (exit 2, like a wrong input)."""
+
+
+def _say(msg: str, quiet: bool = False) -> None:
+    if not quiet:
+        print(msg)
+
+
+def default_output(input_path: Path) -> Path:
+    return Path.cwd() / "out" / f"{input_path.stem}-plan.xlsx"
+
+
+def check_output_path(input_path: Path, output: Path) -> None:
+    """Refuse an output that is the input, is not .xlsx, or is open in Excel."""
+    if output.suffix.lower() != ".xlsx":
+        raise UsageError(f"{output}: the output must be an .xlsx file")
+    if output.resolve() == input_path.resolve() or (output.exists() and os.path.samefile(output, input_path)):
+        raise UsageError(f"{output}: the output may not be the input itself; choose another -o path")
+    lock = output.parent / f"~${output.name}"
+    if lock.exists():
+        raise UsageError(f"{output}: the file is open in Excel (lock file {lock.name} beside it); "
+                         f"close it or choose another -o path")
+    if output.exists() and output.is_dir():
+        raise UsageError(f"{output}: is a folder")
+
+
+def _memo_options(args, src: Path, out: Path) -> None:
+    """Check the memo and email options before anything is read or written."""
+    from planner.memo import mail
+    from planner.memo import render as memo
+
+    if args.no_memo and (args.eml or args.templates):
+        raise UsageError("--no-memo cannot be combined with --eml or --templates")
+    if (args.to or args.sender or args.subject) and not args.eml:
+        raise UsageError("--to, --from and --subject need --eml PATH")
+    if args.templates:
+        try:
+            memo.check_template_dir(args.templates)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+    if args.eml:
+        if args.eml.suffix.lower() != ".eml":
+            raise UsageError(f"{args.eml}: the email must be an .eml file")
+        taken = [src, out] + ([] if args.no_memo else list(memo.memo_paths(out).values()))
+        if any(args.eml.resolve() == p.resolve() for p in taken):
+            raise UsageError(f"{args.eml}: is the input or another output; choose another --eml path")
+        if args.eml.is_dir():
+            raise UsageError(f"{args.eml}: is a folder")
+        try:
+            mail.check_headers(args.to, args.sender, args.subject)
+        except ValueError as err:
+            raise UsageError(str(err)) from None
+
+
+def _fix_provenance(plan, args) -> None:
+    """--fixed-time / --fixed-sha256 (hidden, for tests): replace the run time and input hash."""
+    import dataclasses
+    import datetime as dt
+    import re
+
+    if args.fixed_time:
+        try:
+            t = dt.datetime.fromisoformat(args.fixed_time)
+        except ValueError:
+            raise UsageError(f"--fixed-time {args.fixed_time!r}: not an ISO 8601 time") from None
+        plan.created = t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+    if args.fixed_sha256:
+        if not re.fullmatch(r"[0-9a-f]{64}", args.fixed_sha256):
+            raise UsageError("--fixed-sha256: give 64 lowercase hex digits")
+        plan.input = dataclasses.replace(plan.input, sha256=args.fixed_sha256)
+
+
+def add_email_options(group, eml_help: str, subject_default: str) -> None:
+    """``--eml``, ``--to``, ``--from`` and ``--subject`` of a command that writes a memo
+    (``planner run`` and ``planner diff`` alike)."""
+    group.add_argument("--eml", type=Path, metavar="PATH", help=eml_help)
+    group.add_argument("--to", action="append", metavar="ADDR", help="recipient of the .eml (repeatable)")
+    group.add_argument("--from", dest="sender", metavar="ADDR", help="sender of the .eml")
+    group.add_argument("--subject", metavar="S", help=f"subject of the .eml (default: {subject_default})")

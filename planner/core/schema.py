@@ -1,0 +1,284 @@
+"""The one schema table of every input column.
+
+It drives reading and validation (:mod:`planner.inputs.reader`), the blank template and the
+units/notes of the output's input sheets (:mod:`planner.workbook.writer`), the named default
+cells of the output workbook, and the README's column reference
+(``python -m planner.core.schema`` prints it as Markdown).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+# kinds of value
+TEXT = "text"        # free text (names)
+INT = "int"          # whole number
+NUMBER = "number"    # real number
+FRACTION = "fraction"  # real number in [0, 1]; percent cells and "85%" text accepted
+CHOICE = "choice"    # one of `choices` (case-insensitive text, or numbers)
+NUMBERS = "numbers"  # a list of positive numbers in one cell: "200; 900" (Settings only)
+ANY = "any"          # a number or a text, kept as typed (Scenarios.value)
+
+# number formats used for inputs and outputs (also by the writer)
+FMT_INT = "#,##0"
+FMT_NUM = "#,##0.00"
+FMT_PCT = "0.0%"
+FMT_ELEM_BYTES = "#,##0.###"  # bytes per element: fractional (FP4 is 0.5)
+
+
+@dataclass(frozen=True)
+class Column:
+    sheet: str
+    name: str
+    unit: str
+    kind: str
+    description: str
+    required: bool | str = False  # True, False, or a condition label ("gqa", "mla", "pcie", "catalog")
+    default: Any = None           # value used when blank; "isl+osl" for max_seq_len
+    minimum: float | None = None
+    maximum: float | None = None
+    min_open: bool = False        # minimum excluded (value must be > minimum)
+    choices: tuple = ()
+    key: bool = False             # unique name of its sheet
+    ref: str | None = None        # sheet whose key this column names
+    fmt: str | None = None        # number format in the workbook
+    calc: bool = True             # read by the Resolved sheet (False: descriptive, catalog and estimate only)
+    label: str = ""               # readable name for people (blank: the description)
+
+    @property
+    def header(self) -> str:
+        """Header as written to workbooks: the name with its unit in brackets."""
+        return f"{self.name} [{self.unit}]" if self.unit else self.name
+
+    @property
+    def title(self) -> str:
+        """Readable label (Explorer, Checks, memo): ``label``, else the description, capitalised."""
+        text = self.label or self.description or self.name
+        return text[:1].upper() + text[1:]
+
+    @property
+    def default_name(self) -> str:
+        """Excel defined name holding the default (``d_<name>``)."""
+        return f"d_{self.name}"
+
+    def range_text(self) -> str:
+        if self.kind == CHOICE:
+            return " / ".join(str(c) for c in self.choices)
+        if self.minimum is None and self.maximum is None:
+            return ""
+        lo = "(" if self.min_open else "["
+        lo_v = _fmt_bound(self.minimum) if self.minimum is not None else "-inf"
+        hi_v = _fmt_bound(self.maximum) if self.maximum is not None else "inf"
+        hi = "]" if self.maximum is not None else ")"
+        return f"{lo}{lo_v}, {hi_v}{hi}"
+
+
+def _fmt_bound(v: float) -> str:
+    if abs(v) >= 1e6:
+        return f"{v:g}"  # 1e+09
+    return str(int(v)) if float(v).is_integer() else str(v)
+
+
+M, G, W = "Models", "GPUs", "Workloads"
+MEAS, DEM, SCN = "Measurements", "Demand", "Scenarios"  # optional input sheets
+
+COLUMNS: tuple[Column, ...] = (
+    # ---------------------------------------------------------------- Models
+    Column(M, "model", "", TEXT, "unique model name", True, key=True),
+    Column(M, "layers", "count", INT, "transformer layers L", "catalog", minimum=1, maximum=1e5, fmt=FMT_INT),
+    Column(M, "kv_heads", "count", INT, "KV heads (= attention heads for MHA, 1 for MQA)", "gqa",
+           minimum=1, maximum=1e5, fmt=FMT_INT),
+    Column(M, "head_dim", "count", INT, "head dimension d_head", "gqa", minimum=1, maximum=1e5, fmt=FMT_INT),
+    Column(M, "kv_bytes", "B", NUMBER, "bytes per cached KV element: 2 BF16/FP16, 1 FP8, 0.5 4-bit "
+           "(blank on a catalog model: 2)", "catalog", minimum=0.125, maximum=8, fmt=FMT_ELEM_BYTES),
+    Column(M, "attention", "", CHOICE, "gqa (GQA/MHA/MQA) or mla (DeepSeek-style latent)",
+           default="gqa", choices=("gqa", "mla"), label="Attention kind: gqa (GQA/MHA/MQA) or mla (latent)"),
+    Column(M, "mla_kv_dim", "count", INT, "MLA: latent + rope width per token per layer "
+           "(kv_lora_rank + qk_rope_head_dim)", "mla", minimum=1, maximum=1e6, fmt=FMT_INT),
+    Column(M, "params_b", "1e9", NUMBER, "total parameters in billions (blank: weights taken as 0)",
+           minimum=0, min_open=True, maximum=1e6, fmt=FMT_NUM),
+    Column(M, "weight_bytes", "B", NUMBER, "bytes per weight: 2 BF16, 1 FP8, 0.5 4-bit", default=2,
+           minimum=0.125, maximum=8, fmt=FMT_ELEM_BYTES),
+    Column(M, "catalog", "", TEXT, "model catalog entry to take blank dimensions from, when the row's own "
+           "name is a team label (blank: the model name itself is looked up)", calc=False),
+    Column(M, "heads", "count", INT, "query (attention) heads", minimum=1, maximum=1e5, fmt=FMT_INT, calc=False),
+    Column(M, "hidden_size", "count", INT, "hidden size (model width)", minimum=1, maximum=1e7, fmt=FMT_INT, calc=False),
+    Column(M, "intermediate_size", "count", INT, "FFN intermediate size (per expert for MoE)", minimum=1,
+           maximum=1e7, fmt=FMT_INT, calc=False),
+    Column(M, "active_params_b", "1e9", NUMBER, "parameters active per token in billions (MoE; blank: "
+           "params_b)", minimum=0, min_open=True, maximum=1e6, fmt=FMT_NUM, calc=False),
+    Column(M, "experts", "count", INT, "routed experts (MoE; blank: dense)", minimum=1, maximum=1e5,
+           fmt=FMT_INT, calc=False),
+    Column(M, "experts_per_token", "count", INT, "experts active per token (MoE)", minimum=1, maximum=1e5,
+           fmt=FMT_INT, calc=False),
+    # ---------------------------------------------------------------- GPUs
+    Column(G, "gpu", "", TEXT, "unique GPU type name", True, key=True),
+    Column(G, "hbm_gib", "GiB", NUMBER, "device memory", "catalog", minimum=0, min_open=True, maximum=1e6,
+           fmt=FMT_NUM),
+    Column(G, "pcie_gbps", "GB/s", NUMBER, "effective host-to-device bandwidth per GPU "
+           "(blank: from pcie_gen)", "pcie", minimum=0.001, maximum=1e6, fmt=FMT_NUM),
+    Column(G, "pcie_gen", "", CHOICE, "PCIe generation, 4 (25 GB/s) or 5 (50 GB/s), used when "
+           "pcie_gbps is blank", "pcie", choices=(4, 5), fmt=FMT_INT),
+    Column(G, "hourly_cost", "currency/h", NUMBER, "price of one GPU-hour (blank: no cost columns)",
+           minimum=0, maximum=1e9, fmt=FMT_NUM),
+    Column(G, "catalog", "", TEXT, "GPU catalog entry to take blank cells from, when the row's own name is a "
+           "team label (blank: the GPU name itself is looked up)", calc=False),
+    Column(G, "hbm_tbps", "TB/s", NUMBER, "device memory (HBM) bandwidth", minimum=0, min_open=True,
+           maximum=1e4, fmt=FMT_NUM, calc=False),
+    Column(G, "bf16_tflops", "TFLOPS", NUMBER, "dense BF16 peak (not the sparsity figure)", minimum=0,
+           min_open=True, maximum=1e6, fmt=FMT_NUM, calc=False),
+    Column(G, "fp8_tflops", "TFLOPS", NUMBER, "dense FP8 peak (not the sparsity figure)", minimum=0,
+           min_open=True, maximum=1e6, fmt=FMT_NUM, calc=False),
+    # ---------------------------------------------------------------- Workloads
+    Column(W, "workload", "", TEXT, "unique workload name", True, key=True),
+    Column(W, "model", "", TEXT, "a model of the Models sheet", True, ref=M),
+    Column(W, "gpu", "", TEXT, "a GPU of the GPUs sheet", True, ref=G),
+    Column(W, "tp", "count", INT, "tensor-parallel size: GPUs per serving instance", True,
+           minimum=1, maximum=1e5, fmt=FMT_INT),
+    Column(W, "isl", "tokens", INT, "input length per request", True, minimum=1, maximum=1e9,
+           fmt=FMT_INT),
+    Column(W, "osl", "tokens", INT, "output length per request", True, minimum=0, maximum=1e9,
+           fmt=FMT_INT),
+    Column(W, "batch", "count", INT, "concurrent requests for peak KV", default=1, minimum=1,
+           maximum=1e9, fmt=FMT_INT),
+    Column(W, "max_seq_len", "tokens", INT, "maximum sequence length N_max (blank: isl + osl)",
+           default="isl+osl", minimum=1, maximum=1e9, fmt=FMT_INT),
+    Column(W, "hit_measured", "fraction", FRACTION, "hit ratio during the load test", default=0,
+           minimum=0, maximum=1, fmt=FMT_PCT),
+    Column(W, "hit_target", "fraction", FRACTION, "planning hit ratio", True, minimum=0, maximum=1,
+           fmt=FMT_PCT),
+    Column(W, "t_attn0_ms", "ms", NUMBER, "attention prefill time at 0 hit (blank: calibrated from Measurements, "
+           "else estimated from the catalog dimensions)", minimum=0, maximum=1e9,
+           fmt=FMT_NUM),
+    Column(W, "t_ffn0_ms", "ms", NUMBER, "FFN/GEMM prefill time at 0 hit (blank: calibrated, else estimated)",
+           minimum=0, maximum=1e9,
+           fmt=FMT_NUM),
+    Column(W, "t_other0_ms", "ms", NUMBER, "other variable prefill time at 0 hit", default=0,
+           minimum=0, maximum=1e9, fmt=FMT_NUM),
+    Column(W, "other_scaling", "", CHOICE, "how t_other0_ms scales: const (1), linear (1-h), "
+           "quadratic (1-h^2)", default="const", choices=("const", "linear", "quadratic")),
+    Column(W, "t_fixed_ms", "ms", NUMBER, "non-scaling prefill overhead (dispatch, communication)",
+           default=0, minimum=0, maximum=1e9, fmt=FMT_NUM),
+    Column(W, "t_decode_ms", "ms", NUMBER, "decode chip time per request (unaffected by hits)",
+           default=0, minimum=0, maximum=1e9, fmt=FMT_NUM),
+    Column(W, "alpha", "fraction", FRACTION, "overlap of KV load and compute: 0 none, 1 full",
+           default=0, minimum=0, maximum=1, fmt=FMT_PCT),
+    Column(W, "tpm_measured", "tokens/min", NUMBER, "delivered TPM of one instance measured at "
+           "hit_measured (blank: model value)", minimum=0, min_open=True, maximum=1e15, fmt=FMT_INT),
+    Column(W, "demand_tpm", "tokens/min", NUMBER, "delivered tokens/min the fleet must serve "
+           "(blank: no GPU count)", minimum=0, maximum=1e15, fmt=FMT_INT),
+    Column(W, "kv_gbps", "GB/s", NUMBER, "effective KV load bandwidth of this workload (blank: the "
+           "calibrated B_eff of its deployment, else the GPU's pcie_gbps)", minimum=0.001, maximum=1e6,
+           fmt=FMT_NUM),
+    Column(W, "target_utilization", "fraction", FRACTION, "busy fraction instances are sized for (blank: "
+           "Settings target_utilization)", minimum=0, min_open=True, maximum=1, fmt=FMT_PCT),
+    # ---------------------------------------------------------------- Measurements (optional)
+    Column(MEAS, "model", "", TEXT, "a model of the Models sheet (or the model catalog)", True, ref=M),
+    Column(MEAS, "gpu", "", TEXT, "a GPU of the GPUs sheet (or the GPU catalog)", True, ref=G),
+    Column(MEAS, "tp", "count", INT, "tensor-parallel size of the measured deployment", True,
+           minimum=1, maximum=1e5, fmt=FMT_INT),
+    Column(MEAS, "isl", "tokens", INT, "input length of the load test", True, minimum=1, maximum=1e9,
+           fmt=FMT_INT),
+    Column(MEAS, "hit", "fraction", FRACTION, "prefix-cache hit ratio during the test", True,
+           minimum=0, maximum=1, fmt=FMT_PCT),
+    Column(MEAS, "ttft_ms", "ms", NUMBER, "measured time to first token (concurrency 1 preferred)", True,
+           minimum=0, min_open=True, maximum=1e9, fmt=FMT_NUM),
+    Column(MEAS, "alpha", "fraction", FRACTION, "load/compute overlap of the serving stack", default=0,
+           minimum=0, maximum=1, fmt=FMT_PCT),
+    Column(MEAS, "osl", "tokens", INT, "output length of the test", minimum=0, maximum=1e9, fmt=FMT_INT),
+    Column(MEAS, "tpot_ms", "ms", NUMBER, "measured time per output token", minimum=0, min_open=True,
+           maximum=1e9, fmt=FMT_NUM),
+    Column(MEAS, "batch", "count", INT, "concurrent requests during the test", default=1, minimum=1,
+           maximum=1e9, fmt=FMT_INT),
+    # ---------------------------------------------------------------- Demand (optional)
+    Column(DEM, "workload", "", TEXT, "a workload of the Workloads sheet", True, ref=W),
+    Column(DEM, "period", "", TEXT, "planning period, e.g. 2027-Q1", True),
+    Column(DEM, "demand_tpm", "tokens/min", NUMBER, "delivered tokens/min the workload needs in the period "
+           "(blank: none in that period; a period whose demands are all blank is an error)",
+           minimum=0, maximum=1e15, fmt=FMT_INT),
+    # ---------------------------------------------------------------- Scenarios (optional)
+    Column(SCN, "scenario", "", TEXT, "name of the what-if scenario (rows of one name form one scenario)",
+           True),
+    Column(SCN, "sheet", "", TEXT, "input sheet the override applies to: Models, GPUs, Workloads or "
+           "Settings", True),
+    Column(SCN, "column", "", TEXT, "column (or Settings key) to override", True),
+    Column(SCN, "match", "", TEXT, "row name (workload, model or GPU) to override; blank: every row"),
+    Column(SCN, "op", "", CHOICE, "set (replace), add (add to) or multiply (multiply by)", True,
+           choices=("set", "add", "multiply")),
+    Column(SCN, "value", "", ANY, "the value to set, add or multiply by", True),
+)
+
+SHEETS = (M, G, W)
+OPTIONAL_SHEETS = (MEAS, DEM, SCN)  # read when present; carried to the output as inputs
+SETTINGS = "Settings"
+SHEET_ORDER = SHEETS + (SETTINGS,) + OPTIONAL_SHEETS  # order of problems and of input sheets
+
+
+@dataclass(frozen=True)
+class Setting:
+    key: str
+    kind: str
+    default: Any
+    description: str
+    minimum: float | None = None
+    maximum: float | None = None
+    min_open: bool = False
+
+
+SETTING_KEYS: tuple[Setting, ...] = (
+    Setting("quarter", TEXT, "", "label of the planning run, e.g. 2026-Q4"),
+    Setting("hit_step", FRACTION, 0.05, "step of the hit-ratio sensitivity grid", 0, 1, True),
+    Setting("currency", TEXT, "USD", "currency of hourly_cost and the cost columns"),
+    Setting("pcie_sweep_gbps", NUMBERS, (), "further host-to-device bandwidths for the PCIe sweep beside "
+            "Gen4 and Gen5, in GB/s, separated by ';' (e.g. '200; 450' for C2C-class links)"),
+    Setting("prefill_mfu", FRACTION, 0.45, "roofline estimate: achieved fraction of the dense peak during prefill "
+            "(0.45: the prefill MFU peer capacity planners use; PaLM inference, Pope et al. 2022, "
+            "arXiv:2211.05102, reports prefill MFU of this order)", 0, 1, True),
+    Setting("decode_mbu", FRACTION, 0.6, "roofline estimate: achieved fraction of HBM bandwidth during decode "
+            "(0.6: Databricks, 'LLM Inference Performance Engineering: Best Practices', 2023, measured MBU "
+            "around 60% at small batch)", 0, 1, True),
+    Setting("target_utilization", FRACTION, 1.0, "busy fraction instances are sized for (Workloads may override "
+            "per row): instances = ceil(demand_tpm / (tpm_delivered_target x target_utilization)); 0.8 leaves "
+            "20% headroom", 0, 1, True),
+    Setting("hours_per_month", NUMBER, 730.0, "hours billed per month for the fleet cost per month "
+            "(730 = 8,760 h a year / 12)", 0, 744, True),
+)
+
+
+def columns(sheet: str) -> tuple[Column, ...]:
+    return tuple(c for c in COLUMNS if c.sheet == sheet)
+
+
+def column(sheet: str, name: str) -> Column:
+    for c in COLUMNS:
+        if c.sheet == sheet and c.name == name:
+            return c
+    raise KeyError(f"{sheet}.{name}")
+
+
+def markdown() -> str:
+    """The column reference as Markdown tables (used in README.md)."""
+    out = []
+    for sheet in SHEETS + OPTIONAL_SHEETS:
+        out.append(f"`{sheet}`" + (" (optional)" if sheet in OPTIONAL_SHEETS else "") + "\n")
+        out.append("| column | unit | type | range | default | required | description |")
+        out.append("|---|---|---|---|---|---|---|")
+        for c in columns(sheet):
+            req = {True: "yes", False: "no", "gqa": "gqa", "mla": "mla",
+                   "pcie": "pcie_gbps or pcie_gen", "catalog": "yes, unless the catalog gives it"}[c.required]
+            default = "" if c.default is None else str(c.default)
+            out.append(f"| {c.name} | {c.unit} | {c.kind} | {c.range_text()} | {default} | {req} "
+                       f"| {c.description} |")
+        out.append("")
+    out.append(f"`{SETTINGS}` (optional; columns `key`, `value`)\n")
+    out.append("| key | type | default | description |")
+    out.append("|---|---|---|---|")
+    for s in SETTING_KEYS:
+        default = "; ".join(map(str, s.default)) if isinstance(s.default, tuple) else s.default
+        out.append(f"| {s.key} | {s.kind} | {default} | {s.description} |")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    print(markdown())

@@ -1,0 +1,1 @@
+"""Quarter over quarter: the input changes, the cost bridge, its workbook and memo."""

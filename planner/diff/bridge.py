@@ -1,0 +1,353 @@
+"""Quarter over quarter: compare two plans and bridge the fleet cost from OLD to NEW.
+
+``planner diff OLD.xlsx NEW.xlsx`` (docs/model.md; README "Quarter over quarter"). Both files are read by the ordinary reader,
+so an input workbook and a planner output (which carries its input sheets) are both
+valid. Rows are matched by name (workload, model, GPU, Settings key) case-insensitively
+and ignoring surrounding spaces, as the reader matches references.
+
+The library part is here: the fleet cost definition (:func:`workload_cost_per_month`,
+:func:`fleet_cost_per_month`, :func:`gpus_by_type`: the one place that defines them),
+the input changes cell by cell (:func:`planner.diff.input_changes.input_changes`), the per-workload result changes
+(:func:`workload_changes`) and the cost bridge (:func:`bridge`), built by re-planning
+intermediate :class:`~planner.inputs.reader.PlanInput` states made with :func:`with_records`.
+The workbook is written by :mod:`planner.diff.workbook`, the memo by :mod:`planner.diff.memo`.
+
+Bridge steps, applied in this fixed order (each state is planned in full)::
+
+    state0  = OLD
+    removed : drop the workloads that are only in OLD
+    added   : add the workloads that are only in NEW, with the models and GPUs they need
+              from NEW (a model or GPU that OLD defines differently is added as a copy under
+              another name for them: the added workloads cost what they cost in NEW, the
+              workloads in both keep OLD's definition until ``price``/``other``)
+    demand  : NEW's demand_tpm for the common workloads
+    hit     : NEW's hit_target and hit_measured for the common workloads
+    price   : NEW's hourly_cost for every GPU of the state that NEW has
+    other   : everything else: the final state is NEW itself, planned as NEW
+
+Each step is the change of fleet cost per month it makes. The stored costs are rounded to
+a common binary quantum (a power of two about 2^-50 of the largest cost, far below a
+cent), so that ``old + Σ steps == new`` and ``Σ steps == new - old`` hold exactly in
+floating point, in any order of summation.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+
+from planner.equations import fleet
+from planner.core.errors import InputError, Problem
+from planner.diff.input_changes import Change, _same_record, fold, input_changes
+from planner.inputs.reader import PlanInput, Table, read_input
+
+STEPS = ("removed", "added", "demand", "hit", "price", "other")
+
+
+# --------------------------------------------------------------------------- fleet cost
+# The fleet cost of the diff is the finance view's (planner.equations.fleet, Results cost_per_hour).
+def hours_per_month(plan) -> float:
+    """Settings ``hours_per_month`` [h/month]."""
+    return float(plan.settings["hours_per_month"])
+
+
+def workload_cost_per_month(plan) -> np.ndarray:
+    """Cost per month of each workload [currency/month]: Results ``cost_per_hour`` (gpus_needed ·
+    hourly_cost, the finance view's column) · Settings ``hours_per_month``; NaN without a demand
+    (no GPU count) or without a price."""
+    return fleet.per_month(plan.results["cost_per_hour"].to_numpy(dtype=float), hours_per_month(plan))
+
+
+def fleet_cost_per_month(plan) -> float:
+    """Fleet cost per month [currency/month]: Σ over workloads with a demand of
+    ``gpus_needed · hourly_cost · hours_per_month``. A GPU type without a price adds 0.
+    Summed with :func:`math.fsum` (exact, independent of the row order)."""
+    c = workload_cost_per_month(plan)
+    return math.fsum(c[~np.isnan(c)])
+
+
+def gpus_by_type(plan) -> dict[str, dict[str, Any]]:
+    """Per GPU type (GPUs sheet order, keyed by folded name): ``gpu`` (its name), ``gpus``
+    (Σ gpus_needed over workloads with a demand), ``cost_per_month`` (Σ of their costs; 0
+    when unpriced), ``priced`` (the type has an hourly_cost)."""
+    out: dict[str, dict[str, Any]] = {}
+    for rec in plan.input.gpus.records:
+        out[fold(rec["gpu"])] = {"gpu": rec["gpu"], "gpus": 0.0, "cost_per_month": 0.0,
+                                 "priced": rec.get("hourly_cost") is not None}
+    gpus = plan.results["gpus_needed"].to_numpy(dtype=float)
+    cost = workload_cost_per_month(plan)
+    names = plan.results["gpu"].to_numpy()
+    parts: dict[str, list[float]] = {k: [] for k in out}
+    for g, n, c in zip(names, gpus, cost):
+        k = fold(g)
+        if not np.isnan(n):
+            out[k]["gpus"] += n
+        if not np.isnan(c):
+            parts[k].append(float(c))
+    for k, v in parts.items():
+        out[k]["cost_per_month"] = math.fsum(v)
+    return out
+
+
+# --------------------------------------------------------------------------- states
+def with_records(p_in: PlanInput, tables: dict[str, list[dict]] | None = None,
+                 settings: dict | None = None) -> PlanInput:
+    """A copy of ``p_in`` with the records of some sheets (and/or the settings) replaced.
+
+    Parameters
+    ----------
+    p_in : PlanInput
+        The input to copy (not modified).
+    tables : dict, optional
+        Sheet name (``Models``, ``GPUs``, ``Workloads`` or an optional sheet) -> its new
+        records (list of dicts, as :class:`~planner.inputs.reader.Table` holds them). A replaced
+        table keeps its extras and column positions; its rows are numbered 2, 3, ...
+    settings : dict, optional
+        The new settings (default: the old ones).
+
+    Returns
+    -------
+    PlanInput
+        References of Workloads (model, gpu) are matched to the names in the new Models and
+        GPUs tables case-insensitively, as the reader does.
+    """
+    tables = tables or {}
+
+    def table(t: Table, sheet: str) -> Table:
+        if sheet not in tables:
+            return t
+        recs = [dict(r) for r in tables[sheet]]
+        return dataclasses.replace(t, records=recs, rows=list(range(2, len(recs) + 2)))
+
+    models, gpus = table(p_in.models, "Models"), table(p_in.gpus, "GPUs")
+    workloads = table(p_in.workloads, "Workloads")
+    if workloads is p_in.workloads:  # copied all the same: its references are re-matched below
+        workloads = dataclasses.replace(p_in.workloads, records=[dict(r) for r in p_in.workloads.records])
+    canon = {"model": {fold(r["model"]): r["model"] for r in models.records if r.get("model") is not None},
+             "gpu": {fold(r["gpu"]): r["gpu"] for r in gpus.records if r.get("gpu") is not None}}
+    for r in workloads.records:
+        for col in ("model", "gpu"):
+            if r.get(col) is not None:
+                r[col] = canon[col].get(fold(r[col]), r[col])
+    optional = {s: table(t, s) for s, t in p_in.optional.items()}
+    return dataclasses.replace(p_in, models=models, gpus=gpus, workloads=workloads, optional=optional,
+                               settings=dict(settings if settings is not None else p_in.settings))
+
+
+def _by_name(t: Table, key: str) -> dict[str, dict]:
+    return {fold(r[key]): r for r in t.records if r.get(key) is not None}
+
+
+def bridge_states(old: PlanInput, new: PlanInput) -> list[tuple[str, PlanInput]]:
+    """The intermediate inputs of the bridge: ``[("removed", s1), ..., ("price", s5)]``
+    (state0 is OLD, the final state is NEW itself)."""
+    new_wl = _by_name(new.workloads, "workload")
+    old_wl = _by_name(old.workloads, "workload")
+    states = []
+    # removed: OLD without its OLD-only workloads
+    wl = [dict(r) for r in old.workloads.records if fold(r["workload"]) in new_wl]
+    models = [dict(r) for r in old.models.records]
+    gpus = [dict(r) for r in old.gpus.records]
+    states.append(("removed", with_records(old, {"Workloads": wl})))
+    # added: NEW-only workloads, with the models and GPUs they need from NEW
+    # (a model or GPU OLD defines differently is added as a copy under a new name, so that the
+    # added workloads cost here exactly what they cost in NEW, and the common ones are unchanged)
+    new_models, new_gpus = _by_name(new.models, "model"), _by_name(new.gpus, "gpu")
+    aliases: dict[tuple[str, str], str] = {}
+    for r in new.workloads.records:
+        if fold(r["workload"]) in old_wl:
+            continue
+        rec = dict(r)
+        for col, have, pool in (("model", models, new_models), ("gpu", gpus, new_gpus)):
+            k = fold(r[col])
+            want = pool[k]
+            cur = next((x for x in have if fold(x[col]) == k), None)
+            if cur is None:
+                have.append(dict(want))
+            elif not _same_record(cur, want, col):
+                if (col, k) not in aliases:
+                    name, n = f"{want[col]} (NEW)", 2
+                    while any(fold(x[col]) == fold(name) for x in have):
+                        name, n = f"{want[col]} (NEW {n})", n + 1
+                    have.append(dict(want, **{col: name}))
+                    aliases[(col, k)] = name
+                rec[col] = aliases[(col, k)]
+        wl.append(rec)
+    states.append(("added", with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus})))
+    # demand, then hit: NEW's values for the common workloads
+    for step, cols in (("demand", ("demand_tpm",)), ("hit", ("hit_target", "hit_measured"))):
+        wl = [dict(r) for r in wl]
+        for r in wl:
+            src = new_wl[fold(r["workload"])]
+            for c in cols:
+                r[c] = src.get(c)
+        states.append((step, with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus})))
+    # price: NEW's hourly_cost for every GPU NEW has
+    gpus = [dict(r) for r in gpus]
+    for r in gpus:
+        if fold(r["gpu"]) in new_gpus:
+            r["hourly_cost"] = new_gpus[fold(r["gpu"])].get("hourly_cost")
+    states.append(("price", with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus})))
+    return states
+
+
+def exact_quantum(values: Iterable[float]) -> float:
+    """A power of two ``q`` such that values rounded to multiples of ``q`` add exactly:
+    ``q = 2^(e - 50)`` with ``2^e`` above every ``|value|`` (sums of up to 8 such values keep
+    53 bits)."""
+    m = max([abs(v) for v in values] + [1.0])
+    return math.ldexp(1.0, math.frexp(m)[1] - 50)
+
+
+def snap(v: float, q: float) -> float:
+    """``v`` rounded to a multiple of ``q`` (exact: q is a power of two)."""
+    return round(v / q) * q
+
+
+# --------------------------------------------------------------------------- the diff
+@dataclass
+class Diff:
+    old_path: Path
+    new_path: Path
+    old: Any                       # Plan of OLD
+    new: Any                       # Plan of NEW
+    changes: list[Change]
+    workloads: list[dict]          # per workload: status and results old/new
+    gpus: list[dict]               # per GPU type: gpus and cost old/new
+    bridge: list[tuple[str, float]]  # ("old", c0), steps..., ("new", c_new)
+    state_costs: dict[str, float] = field(default_factory=dict)  # unrounded cost after each step
+    new_warnings: list[str] = field(default_factory=list)
+    unpriced: list[str] = field(default_factory=list)  # GPU types with demand but no price
+
+    @property
+    def total_change(self) -> float:
+        return self.bridge[-1][1] - self.bridge[0][1]
+
+
+RESULT_COLS = ("ttft_ms", "tpm_delivered_target", "instances_needed", "gpus_needed")
+
+
+def _num(x: Any) -> float | None:
+    return None if x is None or (isinstance(x, float) and math.isnan(x)) else float(x)
+
+
+def workload_changes(old_plan, new_plan, changes: list[Change]) -> list[dict]:
+    """Per workload (OLD's order, then NEW-only ones): ``workload, status, gpu_old, gpu_new,
+    gpus_old, gpus_new, cost_per_month_old, cost_per_month_new, ttft_ms_old/new,
+    tpm_delivered_target_old/new``. ``status``: ``added`` (only in NEW), ``removed`` (only
+    in OLD), ``changed`` (a Workloads cell of it changed, or its GPUs, cost, TTFT or TPM
+    differ), else ``same``."""
+    def rows(plan):
+        r = plan.results
+        cost = workload_cost_per_month(plan)
+        out = {}
+        for i in range(len(r)):
+            out[fold(r["workload"].iat[i])] = {
+                "workload": str(r["workload"].iat[i]), "gpu": str(r["gpu"].iat[i]),
+                "gpus": _num(r["gpus_needed"].iat[i]), "cost": _num(cost[i]),
+                "ttft_ms": _num(r["ttft_ms"].iat[i]), "tpm": _num(r["tpm_delivered_target"].iat[i])}
+        return out
+
+    a, b = rows(old_plan), rows(new_plan)
+    edited = {fold(c.name) for c in changes if c.sheet == "Workloads"}
+    out = []
+    for k in list(a) + [k for k in b if k not in a]:
+        ra, rb = a.get(k), b.get(k)
+        if ra is None:
+            status = "added"
+        elif rb is None:
+            status = "removed"
+        elif k in edited or any(ra[c] != rb[c] for c in ("gpu", "gpus", "cost", "ttft_ms", "tpm")):
+            status = "changed"
+        else:
+            status = "same"
+        g = lambda r, c: None if r is None else r[c]  # noqa: E731
+        out.append({"workload": (rb or ra)["workload"], "status": status,
+                    "gpu_old": g(ra, "gpu"), "gpu_new": g(rb, "gpu"),
+                    "gpus_old": g(ra, "gpus"), "gpus_new": g(rb, "gpus"),
+                    "cost_per_month_old": g(ra, "cost"), "cost_per_month_new": g(rb, "cost"),
+                    "ttft_ms_old": g(ra, "ttft_ms"), "ttft_ms_new": g(rb, "ttft_ms"),
+                    "tpm_delivered_target_old": g(ra, "tpm"), "tpm_delivered_target_new": g(rb, "tpm")})
+    return out
+
+
+def gpu_changes(old_plan, new_plan) -> list[dict]:
+    """Per GPU type (OLD's GPUs order, then NEW-only types): ``gpu, gpus_old, gpus_new,
+    cost_per_month_old, cost_per_month_new`` (a type absent from a file counts 0 there)."""
+    a, b = gpus_by_type(old_plan), gpus_by_type(new_plan)
+    out = []
+    for k in list(a) + [k for k in b if k not in a]:
+        ra, rb = a.get(k), b.get(k)
+        out.append({"gpu": (rb or ra)["gpu"],
+                    "gpus_old": ra["gpus"] if ra else 0.0, "gpus_new": rb["gpus"] if rb else 0.0,
+                    "cost_per_month_old": ra["cost_per_month"] if ra else 0.0,
+                    "cost_per_month_new": rb["cost_per_month"] if rb else 0.0})
+    return out
+
+
+def bridge(old_plan, new_plan, build) -> tuple[list[tuple[str, float]], dict[str, float]]:
+    """The cost bridge: ``[("old", c0), ("removed", d1), ..., ("other", d6), ("new", c_new)]``
+    and the unrounded fleet cost after each step. ``build`` plans a PlanInput."""
+    c_old, c_new = fleet_cost_per_month(old_plan), fleet_cost_per_month(new_plan)
+    costs = {"old": c_old}
+    for step, state in bridge_states(old_plan.input, new_plan.input):
+        costs[step] = fleet_cost_per_month(build(state)) if len(state.workloads) else 0.0
+    costs["other"] = c_new
+    q = exact_quantum(costs.values())
+    snapped = [snap(v, q) for v in costs.values()]
+    steps = [(s, snapped[k + 1] - snapped[k]) for k, s in enumerate(STEPS)]  # exact: multiples of q
+    return [("old", snapped[0])] + steps + [("new", snapped[-1])], costs
+
+
+def new_warnings(old_plan, new_plan) -> list[str]:
+    """Warnings of NEW whose message (its place aside) OLD does not have for the same row:
+    compared as ``(row name, message)`` so that a moved row is not a new warning."""
+    def keyed(plan):
+        out = []
+        for w in plan.warnings:
+            name = w.place.split("(", 1)[1].rstrip(")") if "(" in w.place else w.place
+            out.append((fold(name), w.message, str(w)))
+        return out
+
+    seen = {(k, m) for k, m, _ in keyed(old_plan)}
+    return [s for k, m, s in keyed(new_plan) if (k, m) not in seen]
+
+
+def read_pair(old_path: Path, new_path: Path) -> tuple[PlanInput, PlanInput]:
+    """Read both files; every problem of both is raised at once, each naming its file."""
+    problems: list[Problem] = []
+    out = []
+    for role, p in (("OLD", old_path), ("NEW", new_path)):
+        try:
+            out.append(read_input(p))
+        except InputError as err:
+            problems += [Problem(f"{role} {p}: {x.place}" if x.place not in (str(p), p.name)
+                                 else f"{role} {p}", x.message) for x in err.problems]
+        except OSError as err:  # not readable (permissions, a device error)
+            problems.append(Problem(f"{role} {p}", f"cannot be read ({err.strerror or err})"))
+    if problems:
+        raise InputError(problems)
+    return out[0], out[1]
+
+
+def diff_plans(old_path: str | Path, new_path: str | Path) -> Diff:
+    """Read, plan and compare OLD and NEW (raises :class:`InputError` naming each file)."""
+    from planner.plan.build import build_plan
+
+    old_path, new_path = Path(old_path), Path(new_path)
+    old_in, new_in = read_pair(old_path, new_path)
+    old_plan, new_plan = build_plan(old_in), build_plan(new_in)
+    changes = input_changes(old_in, new_in)
+    br, costs = bridge(old_plan, new_plan, build_plan)
+    unpriced = []
+    for plan in (old_plan, new_plan):
+        for v in gpus_by_type(plan).values():
+            if v["gpus"] > 0 and not v["priced"] and v["gpu"] not in unpriced:
+                unpriced.append(v["gpu"])
+    return Diff(old_path, new_path, old_plan, new_plan, changes, workload_changes(old_plan, new_plan, changes),
+                gpu_changes(old_plan, new_plan), br, costs, new_warnings(old_plan, new_plan), unpriced)

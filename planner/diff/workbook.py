@@ -1,0 +1,263 @@
+"""The diff workbook (``planner diff ... -o OUT.xlsx``): Bridge, Workload_Changes, GPU_Changes,
+Input_Changes and Diff_Info, each a table with its header in row 1 and nothing below it.
+
+What is a formula and what a value: the bridge's costs and the per-workload and per-GPU
+old/new numbers come from planning OLD, NEW and the intermediate states in Python
+(re-planning cannot be an Excel formula), so they are values, and the sheets say so. The
+deltas, the waterfall chart helpers (running total, invisible base, up and down bars) and
+the bridge check (old + Σ steps − new) are live formulas over those values, each stored
+with its Python value.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from pathlib import Path
+from typing import Any
+
+import xlsxwriter
+from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
+
+from planner import __version__
+
+from planner.core import schema
+from planner.diff.bridge import Diff, hours_per_month
+from planner.workbook.styles import WB_OPTIONS, Formats, write_cell
+
+FMT_MONEY = "#,##0.00"
+FMT_GPUS = schema.FMT_INT
+FMT_MS = schema.FMT_NUM
+FMT_TPM = schema.FMT_INT
+COLORS = {"base": None, "up": "#C00000", "down": "#00B050", "total": "#4472C4"}  # cost up is bad news
+
+STEP_TEXT = {
+    "old": "OLD's fleet cost per month (Σ gpus_needed · hourly_cost · hours_per_month over workloads with a demand)",
+    "removed": "drop the workloads only in OLD",
+    "added": "add the workloads only in NEW, with the models and GPUs they need from NEW (NEW's definitions and "
+             "prices for them: they cost what they cost in NEW)",
+    "demand": "take NEW's demand_tpm for the workloads in both",
+    "hit": "take NEW's hit_target and hit_measured for the workloads in both",
+    "price": "take NEW's hourly_cost for every GPU type NEW has",
+    "other": "everything else (models, GPUs, tp, lengths, times, settings...): the state is now NEW",
+    "new": "NEW's fleet cost per month",
+}
+
+
+def _header(ws, fm: Formats, names: list[str], widths: list[float]) -> None:
+    for j, (h, w) in enumerate(zip(names, widths)):
+        ws.write_string(0, j, h, fm("header"))
+        ws.set_column(j, j, w)
+    ws.freeze_panes(1, 0)
+
+
+def _n(v: Any) -> float:
+    return 0.0 if v is None else float(v)
+
+
+def write_waterfall(wb, ws, fm: Formats, left: int, labels: list[str], amounts: list[tuple[str, float]],
+                    totals: list[bool], *, title: str, y_title: str, num_fmt: str, at: tuple[int, int]) -> None:
+    """A waterfall chart as a stacked column chart (works in every Excel and LibreOffice)
+    over a helper block at column ``left``: ``label, amount, running, base, up, down, total``.
+
+    ``amounts`` are ``(formula, value)`` pairs; a ``totals`` row is a bar from 0 (its
+    running total restarts at its amount), any other row floats on an invisible base:
+    ``base = MIN(previous running, running)``, ``up = MAX(amount, 0)``, ``down = MAX(-amount, 0)``.
+    """
+    heads = ["chart: label", "amount", "running", "base", "up", "down", "total"]
+    for j, h in enumerate(heads):
+        ws.write_string(0, left + j, h, fm("header"))
+        ws.set_column(left + j, left + j, 16 if j else 22)
+    running = 0.0
+    cell = lambda r, j: xl_rowcol_to_cell(r, left + j)  # noqa: E731
+    n = len(labels)
+    for k, (label, (formula, value), is_total) in enumerate(zip(labels, amounts, totals)):
+        r = k + 1
+        ws.write_string(r, left, label)
+        ws.write_formula(r, left + 1, formula, fm("calc", num_fmt), value)
+        prev = running
+        if is_total:
+            running = value
+            ws.write_formula(r, left + 2, f"={cell(r, 1)}", fm("calc", num_fmt), running)
+            ws.write_number(r, left + 3, 0, fm("calc", num_fmt))
+            ws.write_number(r, left + 4, 0, fm("calc", num_fmt))
+            ws.write_number(r, left + 5, 0, fm("calc", num_fmt))
+            ws.write_formula(r, left + 6, f"={cell(r, 1)}", fm("calc", num_fmt), value)
+        else:
+            running = prev + value
+            ws.write_formula(r, left + 2, f"={cell(r - 1, 2)}+{cell(r, 1)}", fm("calc", num_fmt), running)
+            ws.write_formula(r, left + 3, f"=MIN({cell(r - 1, 2)},{cell(r, 2)})", fm("calc", num_fmt),
+                             min(prev, running))
+            ws.write_formula(r, left + 4, f"=MAX({cell(r, 1)},0)", fm("calc", num_fmt), max(value, 0.0))
+            ws.write_formula(r, left + 5, f"=MAX(-{cell(r, 1)},0)", fm("calc", num_fmt), max(-value, 0.0))
+            ws.write_number(r, left + 6, 0, fm("calc", num_fmt))
+    sheet = ws.get_name()
+    cats = f"={quote_sheetname(sheet)}!{xl_range_abs(1, left, n, left)}"
+    chart = wb.add_chart({"type": "column", "subtype": "stacked"})
+    for j, key, name in ((3, "base", "base"), (6, "total", "total"), (4, "up", "increase"),
+                         (5, "down", "decrease")):
+        series = {"name": name, "categories": cats,
+                  "values": f"={quote_sheetname(sheet)}!{xl_range_abs(1, left + j, n, left + j)}"}
+        if COLORS[key] is None:
+            series.update({"fill": {"none": True}, "border": {"none": True}})
+        else:
+            series.update({"fill": {"color": COLORS[key]}, "border": {"none": True}})
+        if key == "base":
+            series["gap"] = 60
+        chart.add_series(series)
+    chart.set_title({"name": title})
+    chart.set_y_axis({"name": y_title, "num_format": num_fmt, "major_gridlines": {"visible": True}})
+    chart.set_legend({"position": "bottom", "delete_series": [0]})
+    chart.set_size({"width": 760, "height": 380})
+    ws.insert_chart(at[0], at[1], chart)
+
+
+def write_bridge(wb, fm: Formats, d: Diff, currency: str) -> None:
+    ws = wb.add_worksheet("Bridge")
+    _header(ws, fm, ["step", "cost_per_month", "description"], [12, 18, 70])
+    rows = d.bridge
+    for k, (step, value) in enumerate(rows):
+        ws.write_string(k + 1, 0, step)
+        ws.write_number(k + 1, 1, value, fm("calc", FMT_MONEY))
+        ws.write_string(k + 1, 2, STEP_TEXT[step], fm("note"))
+    left = 4
+    amounts = [(f"={xl_rowcol_to_cell(k + 1, 1)}", v) for k, (_, v) in enumerate(rows)]
+    write_waterfall(wb, ws, fm, left, [s for s, _ in rows], amounts,
+                    [s in ("old", "new") for s, _ in rows], title="Fleet cost per month, OLD to NEW",
+                    y_title=f"{currency} per month".strip(), num_fmt="#,##0", at=(len(rows) + 3, 0))
+    # the check: old + Σ steps − new (exactly 0) and the notes, right of the chart helpers
+    c = left + 8
+    n = len(rows)
+    ws.write_string(0, c, "check: old + Σ steps − new", fm("header"))
+    ws.set_column(c, c, 28)
+    check = rows[0][1] + sum(v for _, v in rows[1:-1]) - rows[-1][1]
+    ws.write_formula(1, c, f"={xl_rowcol_to_cell(1, 1)}+SUM({xl_range_abs(2, 1, n - 1, 1)})-"
+                           f"{xl_rowcol_to_cell(n, 1)}", fm("calc", FMT_MONEY), check)
+    notes = [
+        f"cost_per_month in {currency or 'the currency of hourly_cost'}: values from planning OLD, NEW and the "
+        "intermediate states in Python (re-planning is not an Excel formula); chart helpers and the check are formulas.",
+        "Steps are applied in this fixed order, each re-planning the whole fleet with that category of "
+        "changes applied; each row is the change it makes, so old + Σ steps = new exactly.",
+        "A GPU type without hourly_cost adds 0 to the cost.",
+    ]
+    if d.unpriced:
+        notes.append("GPU types with GPUs but no price (counted at 0): " + ", ".join(d.unpriced))
+    for k, note in enumerate(notes):
+        ws.write_string(3 + k, c, note, fm("note"))
+
+
+def write_workload_changes(wb, fm: Formats, d: Diff) -> None:
+    ws = wb.add_worksheet("Workload_Changes")
+    cols = ["workload", "status", "gpus_old", "gpus_new", "cost_per_month_old", "cost_per_month_new",
+            "gpus_delta", "cost_per_month_delta", "gpu_old", "gpu_new", "ttft_ms_old", "ttft_ms_new",
+            "tpm_delivered_target_old", "tpm_delivered_target_new"]
+    _header(ws, fm, cols, [28, 10, 11, 11, 18, 18, 11, 18, 16, 16, 12, 12, 16, 16])
+    fmts = {"gpus_old": FMT_GPUS, "gpus_new": FMT_GPUS, "cost_per_month_old": FMT_MONEY,
+            "cost_per_month_new": FMT_MONEY, "ttft_ms_old": FMT_MS, "ttft_ms_new": FMT_MS,
+            "tpm_delivered_target_old": FMT_TPM, "tpm_delivered_target_new": FMT_TPM}
+    j = {c: i for i, c in enumerate(cols)}
+    for k, w in enumerate(d.workloads):
+        r = k + 1
+        for c in cols:
+            if c in ("gpus_delta", "cost_per_month_delta"):
+                continue
+            write_cell(ws, r, j[c], w[c], fm("calc", fmts.get(c)))
+        for c, a, b, f in (("gpus_delta", "gpus_old", "gpus_new", FMT_GPUS),
+                           ("cost_per_month_delta", "cost_per_month_old", "cost_per_month_new", FMT_MONEY)):
+            ws.write_formula(r, j[c], f"={xl_rowcol_to_cell(r, j[b])}-{xl_rowcol_to_cell(r, j[a])}",
+                             fm("calc", f), _n(w[b]) - _n(w[a]))
+    ws.autofilter(0, 0, max(len(d.workloads), 1), len(cols) - 1)
+    ws.write_string(0, len(cols) + 1, "note", fm("header"))
+    ws.write_string(1, len(cols) + 1, "old/new values from planning each file; deltas are formulas (blank = 0). "
+                                      "status: added (only in NEW), removed (only in OLD), changed (a Workloads "
+                                      "cell changed, or GPUs, cost, TTFT or TPM differ), same.", fm("note"))
+
+
+def write_gpu_changes(wb, fm: Formats, d: Diff) -> None:
+    ws = wb.add_worksheet("GPU_Changes")
+    cols = ["gpu", "gpus_old", "gpus_new", "gpus_delta", "cost_per_month_old", "cost_per_month_new",
+            "cost_per_month_delta"]
+    _header(ws, fm, cols, [22, 11, 11, 11, 18, 18, 18])
+    n = len(d.gpus)
+    for k, g in enumerate(d.gpus):
+        r = k + 1
+        ws.write_string(r, 0, str(g["gpu"]))
+        ws.write_number(r, 1, g["gpus_old"], fm("calc", FMT_GPUS))
+        ws.write_number(r, 2, g["gpus_new"], fm("calc", FMT_GPUS))
+        ws.write_formula(r, 3, f"={xl_rowcol_to_cell(r, 2)}-{xl_rowcol_to_cell(r, 1)}", fm("calc", FMT_GPUS),
+                         g["gpus_new"] - g["gpus_old"])
+        ws.write_number(r, 4, g["cost_per_month_old"], fm("calc", FMT_MONEY))
+        ws.write_number(r, 5, g["cost_per_month_new"], fm("calc", FMT_MONEY))
+        ws.write_formula(r, 6, f"={xl_rowcol_to_cell(r, 5)}-{xl_rowcol_to_cell(r, 4)}", fm("calc", FMT_MONEY),
+                         g["cost_per_month_new"] - g["cost_per_month_old"])
+    left = len(cols) + 1
+    old_total = sum(g["gpus_old"] for g in d.gpus)
+    new_total = sum(g["gpus_new"] for g in d.gpus)
+    amounts = [(f"=SUM({xl_range_abs(1, 1, max(n, 1), 1)})", old_total)]
+    amounts += [(f"={xl_rowcol_to_cell(k + 1, 3)}", g["gpus_new"] - g["gpus_old"]) for k, g in enumerate(d.gpus)]
+    amounts += [(f"=SUM({xl_range_abs(1, 2, max(n, 1), 2)})", new_total)]
+    labels = ["OLD total"] + [str(g["gpu"]) for g in d.gpus] + ["NEW total"]
+    write_waterfall(wb, ws, fm, left, labels, amounts, [True] + [False] * n + [True],
+                    title="GPUs needed by type, OLD to NEW", y_title="GPUs", num_fmt=FMT_GPUS, at=(n + 3, 0))
+    ws.write_string(0, left + 8, "note", fm("header"))
+    ws.write_string(1, left + 8, "GPUs and cost per month over the workloads with a demand, from planning each "
+                                 "file (values); deltas, totals and chart helpers are formulas. A type absent "
+                                 "from a file counts 0 there.", fm("note"))
+
+
+def write_input_changes(wb, fm: Formats, d: Diff) -> None:
+    ws = wb.add_worksheet("Input_Changes")
+    cols = ["sheet", "name", "column", "old", "new", "old_cell", "new_cell"]
+    _header(ws, fm, cols, [14, 30, 20, 24, 24, 16, 16])
+    for k, c in enumerate(d.changes):
+        r = k + 1
+        ws.write_string(r, 0, c.sheet)
+        ws.write_string(r, 1, str(c.name))
+        ws.write_string(r, 2, str(c.column))
+        write_cell(ws, r, 3, c.old, None)
+        write_cell(ws, r, 4, c.new, None)
+        ws.write_string(r, 5, c.old_place)
+        ws.write_string(r, 6, c.new_place)
+    ws.autofilter(0, 0, max(len(d.changes), 1), len(cols) - 1)
+    ws.write_string(0, len(cols) + 1, "note", fm("header"))
+    notes = [
+        "One row per changed input cell. Rows are matched by name (case and surrounding spaces ignored): "
+        "Models by model, GPUs by gpu, Workloads by workload, Settings by key (values with defaults applied).",
+        "A row only in NEW (added) lists each of its non-blank cells with old blank; a row only in OLD (removed) "
+        "each of its non-blank cells with new blank.",
+        "Optional sheets, which have no name column, are named by their identifying columns joined with ' / ': "
+        "Measurements model / gpu / tp / isl / hit, Demand workload / period, Scenarios scenario / sheet / "
+        "column / match (a repeated name gets #2, #3); changing one of those columns removes a row and adds one.",
+    ]
+    for k, note in enumerate(notes):
+        ws.write_string(1 + k, len(cols) + 1, note, fm("note"))
+
+
+def write_info(wb, fm: Formats, d: Diff, created: _dt.datetime) -> None:
+    ws = wb.add_worksheet("Diff_Info")
+    _header(ws, fm, ["key", "value"], [22, 90])
+    rows = [("old_file", str(d.old_path)), ("new_file", str(d.new_path)),
+            ("old_sha256", d.old.input.sha256), ("new_sha256", d.new.input.sha256),
+            ("old_quarter", str(d.old.settings.get("quarter") or "")),
+            ("new_quarter", str(d.new.settings.get("quarter") or "")),
+            ("hours_per_month_old", hours_per_month(d.old)), ("hours_per_month_new", hours_per_month(d.new)),
+            ("input_changes", len(d.changes)), ("planner_version", __version__),
+            ("created", created.astimezone(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC"))]
+    rows += [(f"new_warning_{k + 1}", w) for k, w in enumerate(d.new_warnings)]
+    for k, (key, value) in enumerate(rows):
+        ws.write_string(k + 1, 0, key)
+        write_cell(ws, k + 1, 1, value, None)
+
+
+def write_diff(d: Diff, path: str | Path, created: _dt.datetime | None = None) -> list[str]:
+    """Write the diff workbook to ``path``; returns its sheet names."""
+    currency = str(d.new.settings.get("currency") or d.old.settings.get("currency") or "").strip()
+    wb = xlsxwriter.Workbook(str(path), WB_OPTIONS)
+    fm = Formats(wb)
+    write_bridge(wb, fm, d, currency)
+    write_workload_changes(wb, fm, d)
+    write_gpu_changes(wb, fm, d)
+    write_input_changes(wb, fm, d)
+    write_info(wb, fm, d, created or _dt.datetime.now(_dt.timezone.utc))
+    names = [ws.get_name() for ws in wb.worksheets()]
+    wb.close()
+    return names

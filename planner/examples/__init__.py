@@ -1,0 +1,1 @@
+"""The bundled example input and the blank template."""

@@ -1,0 +1,117 @@
+"""The finance view in numbers: fleet totals per GPU type (demand by period in
+:mod:`planner.finance.demand`, scenarios in :mod:`planner.inputs.scenario_checks`).
+
+Each per-workload quantity is a small vectorised function with its Excel twin right
+below (as in :mod:`planner.equations.kvhit`); the Results sheet declares the helper columns built
+from them (:data:`planner.plan.columns.RESULTS`). The tables here are the Python values the
+finance sheets (:mod:`planner.workbook.summary_sheet`) store beside their live formulas:
+
+- :func:`fleet_table`: the ``Fleet`` sheet, one row per GPU type in GPUs order, then ``Total``.
+- :func:`totals` / :func:`plan_fleet`: the fleet totals of a plan (cached on the plan).
+
+A GPU type without ``hourly_cost`` has a blank cost; the ``Total`` cost is the total of the
+priced types only, and :func:`fleet_table` reports the GPUs left uncosted, which the sheets
+and the memo say beside the total (a blank price never reads as a complete total).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from planner.equations.fleet import per_month, per_year
+
+FLEET_COLS = ("gpu", "instances", "gpus_needed", "cost_per_hour", "cost_per_month", "cost_per_year",
+              "tpm_capacity", "tpm_demand")
+TOTAL = "Total"
+
+
+# --------------------------------------------------------------------------- Fleet
+def _f(x) -> np.ndarray:
+    return pd.to_numeric(pd.Series(x, dtype=object), errors="coerce").to_numpy(dtype=float)
+
+
+def _nansum(x: np.ndarray) -> float:
+    return float(np.nansum(x)) if len(x) else 0.0
+
+
+def _priced_sum(x: np.ndarray) -> float:
+    """Sum of the priced entries; NaN when none is priced (a blank, not a 0)."""
+    x = np.asarray(x, dtype=float)
+    return float(np.nansum(x)) if np.any(~np.isnan(x)) else float("nan")
+
+
+def fleet_table(plan) -> pd.DataFrame:
+    """The ``Fleet`` sheet's values: per GPU type (GPUs order) over the workloads with a
+    demand, then ``Total``; also ``uncosted_gpus`` (GPUs of types without a price).
+
+    Per type ``g``: ``instances = Σ instances_needed``, ``gpus_needed = Σ gpus_needed``,
+    ``cost_per_hour = Σ gpus_needed · hourly_cost`` (NaN without a price),
+    ``cost_per_month = cost_per_hour · hours_per_month``, ``cost_per_year = 12 · cost_per_month``,
+    ``tpm_capacity = Σ instances_needed · tpm_delivered_target``, ``tpm_demand = Σ demand_tpm``.
+    ``Total`` sums the types; its costs sum the priced types only (NaN when none is priced).
+    """
+    r, res = plan.results, plan.resolved
+    hours = float(plan.settings["hours_per_month"])
+    wl_gpu = res["gpu"].to_numpy()
+    cols = {"instances": _f(r["instances_needed"]), "gpus_needed": _f(r["gpus_needed"]),
+            "cost_per_hour": _f(r["cost_per_hour"]), "tpm_capacity": _f(r["tpm_capacity"]),
+            "tpm_demand": _f(res["demand_tpm"])}
+    rows = []
+    for g, price in zip(plan.gpus["gpu"].tolist(), _f(plan.gpus["hourly_cost"])):
+        on = wl_gpu == g
+        row = {"gpu": g, **{k: _nansum(v[on]) for k, v in cols.items()}}
+        if np.isnan(price):
+            row["cost_per_hour"] = float("nan")
+        row["cost_per_month"] = float(per_month(row["cost_per_hour"], hours))
+        row["cost_per_year"] = float(per_year(row["cost_per_month"]))
+        rows.append(row)
+    frame = pd.DataFrame(rows, columns=list(FLEET_COLS))
+    total = {"gpu": TOTAL}
+    for k in FLEET_COLS[1:]:
+        total[k] = _priced_sum(frame[k]) if k.startswith("cost") else float(frame[k].sum())
+    frame = pd.concat([frame, pd.DataFrame([total])], ignore_index=True)
+    frame = frame[list(FLEET_COLS)]
+    types = frame.iloc[:-1]
+    frame.attrs["uncosted_gpus"] = float(types.loc[types["cost_per_hour"].isna(), "gpus_needed"].sum())
+    return frame
+
+
+@dataclass
+class Totals:
+    """Fleet totals at the target and at the measured hit ratios (the memo and the Summary)."""
+
+    gpus: float
+    instances: float
+    cost_per_hour: float          # priced types only; NaN when nothing is priced
+    cost_per_month: float
+    uncosted_gpus: float
+    tpm_capacity: float
+    tpm_demand: float
+    gpus_measured: float
+    cost_per_hour_measured: float
+    cost_per_month_measured: float
+
+
+def totals(plan) -> Totals:
+    """Fleet totals: ``Fleet``'s Total row and the same demand at the measured hit ratios."""
+    fl = plan_fleet(plan)
+    t = fl.iloc[-1]
+    hours = float(plan.settings["hours_per_month"])
+    gm = _f(plan.results["gpus_measured"])
+    cm = _priced_sum(_f(plan.results["cost_per_hour_measured"])) if np.any(
+        ~np.isnan(_f(plan.resolved["hourly_cost"])) & ~np.isnan(gm)) else float("nan")
+    return Totals(float(t["gpus_needed"]), float(t["instances"]), float(t["cost_per_hour"]),
+                  float(t["cost_per_month"]), fl.attrs["uncosted_gpus"], float(t["tpm_capacity"]),
+                  float(t["tpm_demand"]), _nansum(gm), cm, float(per_month(cm, hours)))
+
+
+def plan_fleet(plan) -> pd.DataFrame:
+    """``fleet_table(plan)``, computed once per plan."""
+    cached = getattr(plan, "_fleet", None)
+    if cached is None:
+        cached = fleet_table(plan)
+        plan._fleet = cached
+    return cached

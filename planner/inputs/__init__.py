@@ -1,0 +1,1 @@
+"""The input boundary: an input workbook file to a validated PlanInput, or one InputError listing every located problem (container safety, cells, typed text, table checks, catalog filling, optional-sheet checks)."""

@@ -1,0 +1,158 @@
+"""Cell parsing: one input cell to a value of its column's kind, or a problem message.
+
+``parse_value`` / ``parse_cell`` for the columns of ``planner.core.schema``; error cells
+(:class:`ExcelError`), header normalising, and the ``;``-separated numbers of a Settings value.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from planner.core.schema import ANY, CHOICE, FRACTION, INT, TEXT, Column
+from planner.inputs import typed_text as th
+
+
+class ExcelError(str):
+    """The value of a true error cell (openpyxl ``data_type == 'e'``); the same text typed
+    into a cell (``'#N/A'`` as a string) is plain text."""
+
+
+def cell_value(cell: Any) -> Any:
+    """A cell's value, an error cell's wrapped as :class:`ExcelError`."""
+    v = getattr(cell, "value", None)
+    if isinstance(v, str) and getattr(cell, "data_type", None) == "e":
+        return ExcelError(v)
+    return v
+
+
+_UNIT_SUFFIX = re.compile(r"\s*[\[(][^\[\]()]*[\])]\s*$")
+
+
+def normalise_header(text: Any) -> str:
+    """``' ISL (tokens) '`` -> ``'isl'``; inner spaces become underscores."""
+    if text is None:
+        return ""
+    h = _UNIT_SUFFIX.sub("", str(text).strip()).strip().lower()
+    return re.sub(r"\s+", "_", h)
+
+
+def _show(v: Any) -> str:
+    """A value as a person would type it: 85 not 85.0, text quoted."""
+    if isinstance(v, float) and v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    if isinstance(v, str):
+        return repr(v)
+    return str(v)
+
+
+def parse_value(col: Column, raw: Any, number_format: str | None) -> tuple[Any, str | None]:
+    """Parse one cell for ``col``. Returns ``(value, problem_message)``; value None = blank."""
+    v, err, _ = parse_cell(col, raw, number_format)
+    return v, err
+
+
+def parse_cell(col: Column, raw: Any, number_format: str | None) -> tuple[Any, str | None, str | None]:
+    """:func:`parse_value` plus the note of a number read from text with separators."""
+    if raw is None or (isinstance(raw, str) and raw.strip() == ""):
+        return None, None, None
+    if isinstance(raw, ExcelError):
+        return None, f"{col.name} holds the Excel error {raw.strip().upper()}: fix the formula or type the value", None
+    note: list[str] = []
+    v, err = _parse(col, raw, number_format, note)
+    return v, err, (note[0] if note and err is None else None)
+
+
+def _parse(col: Column, raw: Any, number_format: str | None, note: list[str]) -> tuple[Any, str | None]:
+    if col.kind == ANY:  # kept as typed: a number, or a text without its surrounding spaces
+        if isinstance(raw, bool):
+            return None, f"{col.name} {raw} is neither a number nor a text"
+        if isinstance(raw, (int, float)):
+            return float(raw), None
+        return str(raw).strip(), None
+    if col.kind == TEXT:
+        if isinstance(raw, float) and raw.is_integer():
+            raw = int(raw)
+        if (col.key or col.ref) and (long := th.too_long(col.name, str(raw).strip())):
+            return None, long
+        # references keep their spaces until they are matched (and the match is noted)
+        return (str(raw) if col.ref else str(raw).strip()), None
+    if col.kind == CHOICE:
+        allowed = ", ".join(str(c) for c in col.choices)
+        if all(isinstance(c, int) for c in col.choices):
+            v, err = _number(col, raw, number_format, note)
+            if err is None and v not in col.choices:
+                err = f"{col.name} {_show(raw)} is not one of {allowed}"
+            return (int(v) if err is None else None), err
+        text = str(raw).strip().lower()
+        if text not in col.choices:
+            return None, f"{col.name} {_show(raw)} is not one of {allowed}"
+        return text, None
+    v, err = _number(col, raw, number_format, note)
+    if err:
+        return None, err
+    if col.kind == INT and not float(v).is_integer():
+        return None, f"{col.name} {_show(v)} is not a whole number"
+    rng = col.range_text()
+    if col.minimum is not None and (v < col.minimum or (col.min_open and v == col.minimum)):
+        if col.min_open and col.minimum == 0:
+            return None, f"{col.name} {_show(v)} is outside {rng}: it must be positive"
+        return None, f"{col.name} {_show(v)} is outside {rng}"
+    if col.maximum is not None and v > col.maximum:
+        hint = ""
+        if col.kind == FRACTION and 2 <= v <= 100:  # 85 most likely meant 85%
+            hint = f" (a ratio: write {v / 100:g} or {v:g}%)"
+        return None, f"{col.name} {_show(v)} is outside {rng}{hint}"
+    if col.kind == INT:
+        v = int(v)
+    return v, None
+
+
+def _number(col: Column, raw: Any, number_format: str | None, note: list[str] | None = None) -> tuple[Any, str | None]:
+    if isinstance(raw, bool):
+        return None, f"{col.name} {raw} is not a number"
+    if isinstance(raw, (int, float)):
+        v = float(raw)
+    elif isinstance(raw, str):
+        text = raw.strip()
+        pct = text.endswith("%") and col.kind == FRACTION
+        # separators read only when unambiguous (typing_hints.read_number_text): "1,024" and
+        # "8.192" are refused (1024 or 1.024?), "1,024,000", "8,192.5", "8 192", "2,5" read with a note
+        v, reading, why = th.read_number_text(text[:-1].strip() if pct else text)
+        if why:
+            return None, f"{col.name} {_show(raw)} {why}"
+        if v is None:
+            return None, (None if pct else th.unit_problem(col.name, col.unit, text)) \
+                or f"{col.name} {_show(raw)} is not a number"
+        if pct:
+            v = v / 100.0
+        if reading and note is not None:
+            note.append(reading)
+    else:  # dates, times
+        return None, f"{col.name} {_show(raw)} is not a number"
+    if not math.isfinite(v):
+        return None, f"{col.name} {_show(raw)} is not a finite number"
+    return v, None
+
+
+def _parse_numbers(key: str, raw: Any) -> tuple[tuple[float, ...], list[str]]:
+    """``"200; 450"`` (or one number) -> (200.0, 450.0); each must be a positive number."""
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return (), []
+    if isinstance(raw, (int, float)) and not isinstance(raw, bool):
+        parts = [raw]
+    else:
+        parts = [p for p in re.split(r"[;\s]+", str(raw).strip()) if p]
+    out, errs = [], []
+    for p in parts:
+        try:
+            v = float(p)
+        except (TypeError, ValueError):
+            errs.append(f"{key} {_show(p)} is not a number (separate bandwidths with ';')")
+            continue
+        if not math.isfinite(v) or v <= 0:
+            errs.append(f"{key} {_show(v)} must be a positive bandwidth in GB/s")
+        else:
+            out.append(v)
+    return tuple(out), errs

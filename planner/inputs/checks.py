@@ -1,0 +1,120 @@
+"""The checks of the input tables after reading: unique names, required cells, the
+Models/GPUs columns each attention kind or GPU needs, and the Workloads' model/gpu
+references (matched case- and space-insensitively) and 0-hit times.
+
+Each adds :class:`~planner.core.errors.Problem` entries (or notes); :func:`planner.inputs.reader.read_input`
+raises them all at once.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from openpyxl.utils import get_column_letter
+
+from planner.inputs import catalog_fill as catalog
+
+from planner.core import schema
+from planner.core.errors import Problem
+from planner.inputs import typed_text as th
+
+if TYPE_CHECKING:
+    from planner.inputs.reader import Table
+
+MIN_PREFILL_MS = 1e-3  # the 0-hit variable prefill time must add up to at least this (1 microsecond)
+
+
+def _cell(table: Table, ws_cols: dict[str, int], name: str, i: int) -> str:
+    if name in ws_cols:
+        return f"{table.sheet}!{get_column_letter(ws_cols[name] + 1)}{table.rows[i]}"
+    return f"{table.sheet} row {table.rows[i]}"
+
+
+def _check_keys(table: Table, pos: dict[str, int], key: str, problems: list[Problem]) -> dict[str, str]:
+    """Unique names (case and surrounding spaces ignored); returns folded -> canonical name."""
+    first: dict[str, int] = {}
+    canon: dict[str, str] = {}
+    for i, rec in enumerate(table.records):
+        name = rec.get(key)
+        where = _cell(table, pos, key, i)
+        if name is None:
+            if key in pos and not _had_error(problems, where):
+                problems.append(Problem(where, f"{key} is required"))
+            continue
+        folded = name.strip().lower()
+        if folded in first:
+            problems.append(Problem(where, f"{key} {name!r} duplicates row {table.rows[first[folded]]}"))
+            continue
+        first[folded] = i
+        canon[folded] = name
+    return canon
+
+
+def _check_required(table: Table, sheet: str, pos: dict[str, int], problems: list[Problem],
+                    skip: set[str]) -> None:
+    for c in schema.columns(sheet):
+        if c.required is True and c.name in pos and c.name not in skip:
+            for i, rec in enumerate(table.records):
+                if rec.get(c.name) is None and not _had_error(problems, _cell(table, pos, c.name, i)):
+                    problems.append(Problem(_cell(table, pos, c.name, i), f"{c.name} is required"))
+
+
+def _had_error(problems: list[Problem], place: str) -> bool:
+    return any(p.place == place for p in problems)
+
+
+def _check_models(t: Table, pos: dict[str, int], problems: list[Problem]) -> None:
+    for i, rec in enumerate(t.records):
+        att = rec.get("attention") or "gqa"
+        needs = ("layers", "kv_bytes") + (("kv_heads", "head_dim") if att == "gqa" else ("mla_kv_dim",))
+        missing = [name for name in needs
+                   if rec.get(name) is None and not _had_error(problems, _cell(t, pos, name, i))]
+        if missing and rec.get("model") is not None:  # required unless the catalog supplies it
+            problems.extend(catalog.missing_problem(t, "Models", i, missing, f"attention {att}"))
+
+
+def _check_gpus(t: Table, pos: dict[str, int], problems: list[Problem]) -> None:
+    for i, rec in enumerate(t.records):
+        missing = [] if rec.get("hbm_gib") is not None or _had_error(problems, _cell(t, pos, "hbm_gib", i)) \
+            else ["hbm_gib"]
+        if rec.get("pcie_gbps") is None and rec.get("pcie_gen") is None:
+            where = _cell(t, pos, "pcie_gbps", i)
+            if not _had_error(problems, where) and not _had_error(problems, _cell(t, pos, "pcie_gen", i)):
+                if catalog.entry_of_row(t, "GPUs", i)[0] is not None or rec.get("gpu") is None:
+                    problems.append(Problem(where, "pcie_gbps and pcie_gen are both blank: give the "
+                                                   "bandwidth in GB/s or the PCIe generation (4 or 5)"))
+                else:
+                    missing.append("pcie_gbps/pcie_gen")
+        if missing and rec.get("gpu") is not None:  # required unless the catalog supplies it
+            problems.extend(catalog.missing_problem(t, "GPUs", i, missing))
+
+
+def _check_workloads(t: Table, pos: dict[str, int], canon: dict[str, dict[str, str]],
+                     problems: list[Problem], notes: list[str]) -> None:
+    fuzzy: list[str] = []
+    for i, rec in enumerate(t.records):
+        for col, sheet in (("model", "Models"), ("gpu", "GPUs")):
+            name = rec.get(col)
+            if name is None or sheet not in canon:
+                continue
+            target = canon[sheet].get(name.strip().lower())
+            where = _cell(t, pos, col, i)
+            if target is None:
+                problems.append(Problem(where, th.not_found_message(col, name, sheet, list(canon[sheet].values()))))
+            else:
+                if target != name:
+                    fuzzy.append(f"{where} {name!r} -> {target!r}")
+                rec[col] = target
+        times = [rec.get(k) for k in ("t_attn0_ms", "t_ffn0_ms", "t_other0_ms")]
+        total = sum(v or 0 for v in times)
+        if all(v is not None for v in times[:2]) and total == 0:
+            problems.append(Problem(f"{t.sheet} row {t.rows[i]}", "t_attn0_ms, t_ffn0_ms and "
+                                    "t_other0_ms are all 0: at least one 0-hit time must be positive"))
+        elif all(v is not None for v in times[:2]) and total < MIN_PREFILL_MS:
+            problems.append(Problem(f"{t.sheet} row {t.rows[i]}", f"t_attn0_ms + t_ffn0_ms + t_other0_ms is "
+                                    f"{total:g} ms: below {MIN_PREFILL_MS:g} ms, too small to plan with "
+                                    f"(the times are in milliseconds)"))
+    if fuzzy:
+        more = f" (and {len(fuzzy) - 3} more)" if len(fuzzy) > 3 else ""
+        notes.append(f"{t.sheet}: {len(fuzzy)} model/gpu reference(s) differ from their names only in "
+                     f"case or surrounding spaces; matched them: {'; '.join(fuzzy[:3])}{more}")

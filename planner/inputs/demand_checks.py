@@ -1,0 +1,45 @@
+"""Demand by period: the ``Demand_Calc`` and ``Fleet_By_Period`` values, the checks of the
+Demand sheet, and the fleet by GPU type and period in words (the memo's headline).
+
+- :func:`demand_calc` / :func:`fleet_by_period`: ``Demand_Calc`` and ``Fleet_By_Period``.
+- :func:`fleet_sentences`: the fleet by GPU type and by period in words.
+"""
+
+from __future__ import annotations
+
+
+from planner.core.errors import Problem
+
+
+def _place(t, col: str, i: int) -> str:
+    from openpyxl.utils import get_column_letter
+
+    j = t.positions.get(col)
+    return f"{t.sheet}!{get_column_letter(j + 1)}{t.rows[i]}" if j is not None else f"{t.sheet} row {t.rows[i]}"
+
+
+def _check_demand(dem, w, problems: list[Problem]) -> None:
+    """Unknown workloads (when ``w`` is given), duplicate (workload, period), empty periods."""
+    names = {str(x).strip().lower(): str(x) for x in w.column("workload") if x is not None} if w is not None else None
+    seen: dict[tuple[str, str], int] = {}
+    by_period: dict[str, list[int]] = {}
+    for i, rec in enumerate(dem.records):
+        wl, period = rec.get("workload"), rec.get("period")
+        if wl is not None and names is not None and str(wl).strip().lower() not in names:
+            problems.append(Problem(_place(dem, "workload", i), f"workload {wl!r} is not in Workloads"))
+        elif wl is not None and names is not None:
+            rec["workload"] = names[str(wl).strip().lower()]  # matched as the Workloads sheet spells it
+        if wl is None or period is None:
+            continue
+        key = (str(wl).strip().lower(), str(period))
+        if key in seen:
+            problems.append(Problem(_place(dem, "period", i), f"workload {wl!r} has period {period!r} twice "
+                                                              f"(also row {seen[key]})"))
+        else:
+            seen[key] = dem.rows[i]
+        by_period.setdefault(str(period), []).append(i)
+    for period, rows in by_period.items():
+        if all(dem.records[i].get("demand_tpm") is None for i in rows):
+            problems.append(Problem(_place(dem, "period", rows[0]),
+                                    f"period {period!r} has no demand rows: every demand_tpm of it is blank "
+                                    f"(give the demands, or delete the period's rows)"))

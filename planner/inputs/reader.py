@@ -1,0 +1,341 @@
+"""Read and validate an input workbook (openpyxl, cached values, no macros).
+
+The header rules of ``docs/model.md`` section 3: header row 1; names match case-insensitively, ignoring
+surrounding spaces and a trailing unit in brackets or parentheses; extra columns are
+kept; blank rows are skipped. Cells are read with openpyxl (not ``pandas.read_excel``,
+which turns ``#DIV/0!`` into NaN silently). Every problem is collected and raised at once
+as :class:`~planner.core.errors.InputError`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import openpyxl
+from openpyxl.utils import get_column_letter
+
+from planner.inputs import catalog_fill as catalog
+
+from planner.core import schema
+from planner.core.errors import InputError, Problem
+from planner.inputs.container import SheetScan, check_container, require_defusedxml, scan_sheet, sheet_xml_paths
+from planner.inputs.cells import _parse_numbers, cell_value, normalise_header, parse_cell
+from planner.inputs.checks import _check_gpus, _check_keys, _check_models, _check_required, _check_workloads
+from planner.core.schema import Column
+from planner.inputs import typed_text as th
+
+
+@dataclass
+class Table:
+    """One input sheet: canonical columns first, then the extra columns passed through."""
+
+    sheet: str                        # sheet name as found in the workbook
+    records: list[dict[str, Any]]     # parsed canonical values (None for blank) + extras
+    rows: list[int]                   # Excel row of each record
+    extras: list[str] = field(default_factory=list)  # headers of extra columns, in order
+    positions: dict[str, int] = field(default_factory=dict)  # canonical column -> 0-based index
+    # per record, the cells not typed in the sheet: column -> where the value came from
+    # ("catalog: <entry> (<source>)"); empty when nothing was filled (see planner.catalog.lookup)
+    filled: list[dict[str, str]] = field(default_factory=list)
+
+    def column(self, name: str) -> list[Any]:
+        return [r.get(name) for r in self.records]
+
+    def __len__(self) -> int:
+        return len(self.records)
+
+
+@dataclass
+class PlanInput:
+    path: Path
+    sha256: str
+    models: Table
+    gpus: Table
+    workloads: Table
+    settings: dict[str, Any]
+    settings_extra: list[tuple[Any, Any]]
+    notes: list[str] = field(default_factory=list)  # accepted with a remark (said once)
+    optional: dict[str, Table] = field(default_factory=dict)  # Measurements, Demand, Scenarios when present
+
+    def table(self, sheet: str) -> Table | None:
+        """The table of an input sheet by its schema name (None: an optional sheet not given)."""
+        return {"Models": self.models, "GPUs": self.gpus, "Workloads": self.workloads}.get(sheet) \
+            or self.optional.get(sheet)
+
+
+def sha256_of(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+# --------------------------------------------------------------------------- sheets
+def _find_sheet(wb, name: str):
+    for ws_name in wb.sheetnames:
+        if ws_name.strip().lower() == name.lower():
+            return wb[ws_name]
+    return None
+
+
+def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None = None,
+                notes: list[str] | None = None) -> Table | None:
+    cols = schema.columns(sheet)
+    by_name = {c.name: c for c in cols}
+    header = next(ws.iter_rows(min_row=1, max_row=1), None)
+    if header is None or all(getattr(c, "value", None) in (None, "") for c in header):
+        problems.append(Problem(f"{ws.title}!A1", f"the sheet is empty: it needs a header row "
+                                                  f"({', '.join(c.name for c in cols)})"))
+        return None
+    col_of: dict[str, int] = {}
+    extras: list[tuple[int, str]] = []
+    seen: dict[str, str] = {}
+    for j, cell in enumerate(header):
+        raw = getattr(cell, "value", None)
+        if raw is None or str(raw).strip() == "":
+            continue
+        key = normalise_header(raw)
+        coord = f"{get_column_letter(j + 1)}1"
+        if key in seen:
+            problems.append(Problem(f"{ws.title}!{coord}", f"column {key!r} appears twice "
+                                                           f"(also {seen[key]})"))
+            continue
+        seen[key] = coord
+        if key in by_name:
+            col_of[key] = j
+            if wrong := th.header_unit_problem(str(raw), key, by_name[key].unit):
+                problems.append(Problem(f"{ws.title}!{coord}", wrong))
+        else:
+            extras.append((j, str(raw).strip()))
+    for c in cols:
+        if c.required is True and c.name not in col_of:
+            problems.append(Problem(f"{ws.title} row 1", f"required column {c.name!r} is missing"
+                                    + _header_hint(ws.title, c, extras)))
+        elif c.required == "catalog" and c.name not in col_of and (hint := _header_hint(ws.title, c, extras)):
+            # the catalog could fill the column, but the values typed under a near-miss header
+            # would be silently replaced: say so instead
+            problems.append(Problem(f"{ws.title} row 1", f"column {c.name!r} is missing{hint}; rename the header, "
+                                    f"or remove that column to take {c.name} from the catalog"))
+    for rng in (scan.merged if scan else ()):
+        problems.append(Problem(f"{ws.title}!{rng}", "merged cells in the table: unmerge them (a merge keeps "
+                                                     "only its first cell's value)"))
+    uncalculated = scan.uncalculated if scan else set()
+    # only the rows that hold values and the columns under a header: formatting that
+    # reaches row 1,048,576 or column XFD costs nothing
+    last_col = max([j for j, _ in extras] + list(col_of.values()) + [0]) + 1
+    last_row = scan.last_row if scan and scan.last_row is not None else ws.max_row
+    rows_iter = ws.iter_rows(min_row=2, max_row=max(last_row or 1, 1), max_col=last_col) if (last_row or 0) >= 2 else ()
+    records: list[dict[str, Any]] = []
+    rows: list[int] = []
+    readings: list[str] = []  # numbers read from text with separators (one note for the sheet)
+    key = next((c.name for c in cols if c.key), None)
+    gap = False  # a blank row since the last record
+    for excel_row, cells in enumerate(rows_iter, start=2):
+        values = [getattr(c, "value", None) for c in cells]
+        pending = {j for j in range(len(cells)) if f"{get_column_letter(j + 1)}{excel_row}" in uncalculated} \
+            if uncalculated else set()
+        if not pending and all(v is None or (isinstance(v, str) and v.strip() == "") for v in values):
+            gap = bool(records)
+            continue
+        if key in col_of and col_of[key] < len(values) and th.is_totals_label(values[col_of[key]]):
+            where = f"{ws.title}!{get_column_letter(col_of[key] + 1)}{excel_row}"
+            if gap:  # a blank row, then a totals row: the table ends here
+                (notes if notes is not None else []).append(f"{where}: {str(values[col_of[key]]).strip()!r} below a blank row is read as a "
+                             f"totals row: the table ends above it (row {excel_row} and below ignored)")
+                break
+            problems.append(Problem(where, f"{str(values[col_of[key]]).strip()!r} {th.TOTALS_INSIDE}"))
+            continue
+        gap = False
+        rec: dict[str, Any] = {}
+        for name, j in col_of.items():
+            cell = cells[j] if j < len(cells) else None
+            raw = getattr(cell, "value", None)
+            where = f"{ws.title}!{get_column_letter(j + 1)}{excel_row}"
+            if raw is None and j in pending:
+                problems.append(Problem(where, f"{name} holds a formula that was never calculated: open and "
+                                               f"save it in Excel, or type the value"))
+                rec[name] = None
+                continue
+            fmt = getattr(cell, "number_format", None)
+            v, err, reading = parse_cell(by_name[name], cell_value(cell), fmt)
+            if err:
+                problems.append(Problem(where, err))
+            if reading:
+                readings.append(f"{where} {reading}")
+            rec[name] = v
+        for j, head in extras:
+            rec[head] = values[j] if j < len(values) else None
+        records.append(rec)
+        rows.append(excel_row)
+    if readings and notes is not None:
+        more = f" (and {len(readings) - 3} more)" if len(readings) > 3 else ""
+        notes.append(f"{ws.title}: {len(readings)} number(s) typed as text with separators were read: "
+                     f"{'; '.join(readings[:3])}{more}")
+    return Table(ws.title, records, rows, [h for _, h in extras], col_of)
+
+
+def _header_hint(title: str, c: Column, extras: list[tuple[int, str]]) -> str:
+    """``; found 'hbm (GB)' in GPUs!B1, ignored: the column is hbm_gib, in GiB (2^30 bytes)``."""
+    found = th.header_hint(c.name, [(normalise_header(h), h, f"{title}!{get_column_letter(j + 1)}1")
+                                    for j, h in extras])
+    if found is None:
+        return ""
+    what = f"in {th.unit_text(c.unit)}" if c.unit else f"{c.description}"
+    return f"; found {found[0]!r} in {found[1]}, ignored: the column is {c.name}, {what}"
+
+
+_PLACE = re.compile(r"^(?P<sheet>[^!]+?)(?:!(?P<col>[A-Z]+)(?P<row>\d+)| row (?P<row2>\d+))?$")
+
+
+def _place_order(p: Problem) -> tuple:
+    """Problems in reading order: sheet (Models, GPUs, Workloads, Settings), row, column."""
+    m = _PLACE.match(p.place)
+    order = {s.lower(): i for i, s in enumerate(schema.SHEET_ORDER)}
+    if not m:
+        return (-1, 0, "", p.place)
+    row = int(m.group("row") or m.group("row2") or 0)
+    col = m.group("col") or ""
+    return (order.get(m.group("sheet").lower(), len(order)), row, (len(col), col), "")
+
+
+def read_input(path: str | Path) -> PlanInput:
+    """Read, parse and validate ``path``; raise :class:`InputError` listing every problem."""
+    path = Path(path)
+    problems: list[Problem] = []
+    if not path.exists():
+        raise InputError([Problem(str(path), "no such file")])
+    if path.is_dir():
+        raise InputError([Problem(str(path), "is a folder, not a workbook")])
+    require_defusedxml()
+    check_container(path)
+    try:
+        with zipfile.ZipFile(path) as z:
+            xml_of = sheet_xml_paths(z)
+            scans = {name.strip().lower(): scan_sheet(z.read(p)) for name, p in xml_of.items()
+                     if name.strip().lower() in {s.lower() for s in schema.SHEET_ORDER}
+                     and p in z.namelist()}
+        wb = openpyxl.load_workbook(path, read_only=True, data_only=True, keep_links=False, keep_vba=False)
+    except InputError:
+        raise
+    except Exception as exc:  # openpyxl and zipfile raise many kinds for a damaged file
+        raise InputError([_unreadable(path, exc)]) from None
+    notes: list[str] = []
+    try:
+        tables: dict[str, Table | None] = {}
+        positions: dict[str, dict[str, int]] = {}
+        for sheet in schema.SHEETS:
+            ws = _find_sheet(wb, sheet)
+            if ws is None:
+                problems.append(Problem(sheet, f"the sheet is missing (the workbook has: "
+                                               f"{', '.join(wb.sheetnames)})"))
+                tables[sheet] = None
+                continue
+            t = _read_table(ws, sheet, problems, scans.get(sheet.lower()), notes)
+            if t is not None and not t.records:
+                problems.append(Problem(f"{ws.title} row 2", f"no {sheet.lower()} rows: add at least one"))
+            tables[sheet] = t
+            positions[sheet] = t.positions if t is not None else {}
+        settings, settings_extra = _read_settings(wb, problems, scans.get(schema.SETTINGS.lower()), notes)
+        optional: dict[str, Table] = {}
+        for sheet in schema.OPTIONAL_SHEETS:
+            ws = _find_sheet(wb, sheet)
+            if ws is None:
+                continue
+            t = _read_table(ws, sheet, problems, scans.get(sheet.lower()), notes)
+            if t is not None:
+                optional[sheet] = t
+                positions[sheet] = t.positions
+    except InputError:
+        raise
+    except Exception as exc:  # parse errors surface lazily in read-only mode
+        raise InputError([_unreadable(path, exc)]) from None
+    finally:
+        wb.close()
+
+    m, g, w = (tables[s] for s in schema.SHEETS)
+    canon: dict[str, dict[str, str]] = {}
+    for t, key, sheet in ((m, "model", "Models"), (g, "gpu", "GPUs"), (w, "workload", "Workloads")):
+        if t is not None:
+            canon[sheet] = _check_keys(t, positions[sheet], key, problems)
+            catalog.fill_table(t, sheet, problems, notes)  # blank Models/GPUs cells from the catalogs
+            _check_required(t, sheet, positions[sheet], problems, skip={key})
+    if m is not None:
+        _check_models(m, positions["Models"], problems)
+    if g is not None:
+        _check_gpus(g, positions["GPUs"], problems)
+    if w is not None:
+        _check_workloads(w, positions["Workloads"], canon, problems, notes)
+    for sheet, t in optional.items():
+        _check_required(t, sheet, positions[sheet], problems, skip=set())
+    from planner.inputs.scenario_checks import check_optional  # Demand and Scenarios against the inputs (the finance view
+
+    check_optional(optional, {"Models": m, "GPUs": g, "Workloads": w}, settings, problems)
+    if problems:
+        raise InputError(sorted(problems, key=_place_order))
+    return PlanInput(path, sha256_of(path), m, g, w, settings, settings_extra, notes, optional)
+
+
+def _unreadable(path: Path, exc: BaseException) -> Problem:
+    """The problem for a file openpyxl cannot parse (looking through wrapped exceptions)."""
+    seen, e = [], exc
+    while e is not None and e not in seen:
+        seen.append(e)
+        e = e.__cause__ or e.__context__
+    if any(type(x).__module__.startswith("defusedxml") for x in seen):
+        return Problem(path.name, "contains XML entity or DTD declarations: refused (a possible entity-"
+                                  "expansion attack); save the workbook again from Excel")
+    root = seen[-1]
+    detail = str(root).splitlines()[0] if str(root) else ""
+    return Problem(path.name, f"cannot be read as an .xlsx workbook ({type(root).__name__}: {detail}); it may be "
+                              f"damaged: open and save it in Excel")
+
+
+def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
+                   notes: list[str] | None = None) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
+    values = {s.key: s.default for s in schema.SETTING_KEYS}
+    extra: list[tuple[Any, Any]] = []
+    ws = _find_sheet(wb, schema.SETTINGS)
+    if ws is None:
+        return values, extra
+    spec = {s.key: s for s in schema.SETTING_KEYS}
+    last_row = scan.last_row if scan and scan.last_row is not None else ws.max_row
+    rows = ws.iter_rows(max_row=max(last_row or 1, 1), max_col=8)
+    header = next(rows, None)
+    heads = [normalise_header(getattr(c, "value", None)) for c in (header or ())]
+    if "key" not in heads or "value" not in heads:
+        problems.append(Problem(f"{ws.title} row 1", "needs the two columns 'key' and 'value'"))
+        return values, extra
+    jk, jv = heads.index("key"), heads.index("value")
+    for cells in rows:
+        kcell = cells[jk] if jk < len(cells) else None
+        vcell = cells[jv] if jv < len(cells) else None
+        key = normalise_header(getattr(kcell, "value", None))
+        raw = cell_value(vcell)
+        if not key:
+            continue
+        if key not in spec:
+            extra.append((getattr(kcell, "value", None), raw))
+            continue
+        s = spec[key]
+        where = f"{ws.title}!{get_column_letter(jv + 1)}{kcell.row}"
+        if s.kind == schema.NUMBERS:
+            values[key], errs = _parse_numbers(key, raw)
+            problems.extend(Problem(where, e) for e in errs)
+            continue
+        col = Column(schema.SETTINGS, key, "", s.kind, s.description, minimum=s.minimum,
+                     maximum=s.maximum, min_open=s.min_open)
+        v, err, reading = parse_cell(col, raw, getattr(vcell, "number_format", None))
+        if reading and notes is not None:
+            notes.append(f"{where} {reading}")
+        if err:
+            problems.append(Problem(where, err))
+        elif v is not None:
+            values[key] = v
+    return values, extra
+

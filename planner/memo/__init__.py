@@ -1,0 +1,1 @@
+"""The planning memo: numbers, rendering with jinja2, charts (matplotlib), the email."""

@@ -1,0 +1,96 @@
+"""The library API: read an input workbook, evaluate the model, write the outputs.
+
+>>> from planner.plan.build import build_plan
+>>> from planner.workbook.writer import write_output
+>>> from planner.memo.render import build_memo, write_memo
+>>> p = build_plan("workbooks/example.xlsx")          # doctest: +SKIP
+>>> p.results[["workload", "ttft_ms", "tpm_delivered_target"]]  # doctest: +SKIP
+>>> write_output(p, "out/example-plan.xlsx")          # doctest: +SKIP
+>>> write_memo(build_memo(p, "out/example-plan.xlsx"))  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from planner.core import schema
+
+from planner.plan import columns as sheets
+from planner.plan.calibrate import Calibration, fill_breakdown
+from planner.core.errors import Problem
+from planner.plan.flags import Flags, flags_of, warnings_of
+from planner.plan.frames import column_arrays
+from planner.inputs.reader import PlanInput, Table, read_input
+from planner.plan.sensitivity import Sensitivities, evaluate_all
+
+
+@dataclass
+class Plan:
+    input: PlanInput
+    models: pd.DataFrame
+    gpus: pd.DataFrame
+    workloads: pd.DataFrame
+    resolved: pd.DataFrame
+    results: pd.DataFrame
+    hit_grid: np.ndarray
+    sens: Sensitivities
+    warnings: list[Problem] = field(default_factory=list)  # see flags.warnings_of
+    created: _dt.datetime = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc))
+    flags: Flags | None = None  # computed once: warnings, Checks and memo read them
+    calibration: "Calibration | None" = None  # planner.plan.calibrate: fits, breakdown_source, filled cells
+
+    @property
+    def settings(self) -> dict:
+        return self.input.settings
+
+    @property
+    def sensitivity_hit(self) -> pd.DataFrame:
+        return self.sens.frames["Sensitivity_Hit"]
+
+
+def table_frame(t: Table, sheet: str) -> pd.DataFrame:
+    """Canonical columns (every schema column, blank as None) then the extra columns."""
+    names = [c.name for c in schema.columns(sheet)] + list(t.extras)
+    return pd.DataFrame([[r.get(n) for n in names] for r in t.records], columns=names, dtype=object)
+
+
+def hit_grid(step: float) -> np.ndarray:
+    """0, step, 2 step, ... up to 1, with 1 always the last point."""
+    n = int(np.floor(1.0 / step + 1e-9))
+    grid = np.round(np.arange(n + 1) * step, 12)
+    return grid if np.isclose(grid[-1], 1.0) else np.append(grid, 1.0)
+
+
+def evaluate_results(resolved: pd.DataFrame) -> pd.DataFrame:
+    return sheets.evaluate(sheets.RESULTS, column_arrays(resolved), len(resolved))
+
+
+def evaluate_input(p_in: PlanInput):
+    """Frames of an input and its Resolved/Results (no sensitivity tables): the one path from a
+    :class:`PlanInput` to numbers, shared by :func:`build_plan` and the scenario re-plans.
+
+    Returns ``(models, gpus, workloads, resolved, results, calibration)``.
+    """
+    models = table_frame(p_in.models, "Models")
+    gpus = table_frame(p_in.gpus, "GPUs")
+    workloads = table_frame(p_in.workloads, "Workloads")
+    filled, calib = fill_breakdown(p_in, models, gpus, workloads)  # typed > calibrated > estimated
+    resolved = sheets.resolve(models, gpus, filled, p_in.settings)
+    return models, gpus, workloads, resolved, evaluate_results(resolved), calib
+
+
+def build_plan(source: str | Path | PlanInput) -> Plan:
+    """Read (unless given a :class:`PlanInput`) and evaluate every workload."""
+    p_in = source if isinstance(source, PlanInput) else read_input(source)
+    models, gpus, workloads, resolved, results, calib = evaluate_input(p_in)
+    grid = hit_grid(float(p_in.settings["hit_step"]))
+    sens = evaluate_all(resolved, results, grid, tuple(p_in.settings.get("pcie_sweep_gbps") or ()))
+    plan = Plan(p_in, models, gpus, workloads, resolved, results, grid, sens,
+                flags=flags_of(models, workloads, resolved, results), calibration=calib)
+    plan.warnings = [Problem(pl, msg) for pl, msg in calib.warnings] + warnings_of(plan)
+    return plan

@@ -1,0 +1,344 @@
+"""Calibration of the prefill breakdown from measured load tests (README "Where do my numbers come from").
+
+Per deployment (model, gpu, tp) the measured points of the ``Measurements`` sheet are
+fitted to the seed's law with the input length made explicit::
+
+    TTFT(N, h) = t_fixed + k_attn N^2 (1-h^2) + k_ffn N (1-h) + T_load - alpha min(T_load, T_compute)
+    T_load     = h N S / B                      (S: KV bytes per token per GPU)
+
+with ``t_fixed, k_attn, k_ffn >= 0`` and, when the deployment has points with ``hit > 0``,
+an effective KV load bandwidth ``B_eff > 0``.
+
+The fit (numpy only, minimising the relative error) is in :mod:`planner.equations.ttft_fit`; this
+module fits each deployment with it, fills the workloads and says the warnings and memo lines.
+
+Decode: ``tpot_ms`` measured at concurrency ``batch`` gives the amortised chip time per
+output token ``tpot_ms / batch``; a workload's ``t_decode_ms = osl * tpot_ms / batch``
+(assumption: the time per output token does not depend on the input or output length,
+and the workload runs at the measured concurrency; the median over the deployment's
+points with ``tpot_ms`` is used).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from planner.equations import kvhit as m
+from planner.equations.ttft_fit import fit_points, ttft_law
+from planner.equations.constants import PCIE_GEN_GBPS
+
+
+@dataclass
+class Fit:
+    """One deployment's calibration."""
+
+    model: str
+    gpu: str
+    tp: int
+    s_kv: float                       # KV bytes per token per GPU [B]
+    points: pd.DataFrame              # isl, hit, ttft_ms, alpha, row (+ fitted_ms, error)
+    t_fixed: float = 0.0              # [ms]
+    k_attn: float = 0.0               # [ms/token^2]
+    k_ffn: float = 0.0                # [ms/token]
+    b_gbps: float = math.nan          # B used in the fit [GB/s]
+    b_fitted: bool = False            # True: B_eff fitted from hit > 0 points
+    b_at_bound: bool = False          # the search ended at its range edge (B not identified)
+    tpot_per_token_ms: float = math.nan  # amortised decode chip time per output token [ms]
+    ok: bool = True
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.model, self.gpu, self.tp)
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} on {self.tp}x {self.gpu}"
+
+    @property
+    def errors(self) -> np.ndarray:
+        return self.points["error"].to_numpy(dtype=float)
+
+    @property
+    def median_abs_error(self) -> float:
+        return float(np.median(np.abs(self.errors))) if len(self.points) else math.nan
+
+    @property
+    def max_abs_error(self) -> float:
+        return float(np.max(np.abs(self.errors))) if len(self.points) else math.nan
+
+    @property
+    def isl_range(self) -> tuple[float, float]:
+        n = self.points["isl"].to_numpy(dtype=float)
+        return float(n.min()), float(n.max())
+
+    def predict(self, isl, hit, alpha=None) -> np.ndarray:
+        a = self.points["alpha"].to_numpy(dtype=float).max() if alpha is None else alpha
+        return ttft_law(isl, hit, self.t_fixed, self.k_attn, self.k_ffn, self.s_kv, self.b_gbps, a)
+
+
+# --------------------------------------------------------------------------- from the workbook
+def _gpu_pcie(gpu_rec: dict) -> float:
+    if gpu_rec.get("pcie_gbps") is not None:
+        return float(gpu_rec["pcie_gbps"])
+    return PCIE_GEN_GBPS[5] if gpu_rec.get("pcie_gen") == 5 else PCIE_GEN_GBPS[4]
+
+
+def s_kv_of(model_rec: dict, tp: int) -> float:
+    """KV bytes per token per GPU of a Models record at tensor-parallel size ``tp`` [B]."""
+    att = model_rec.get("attention") or "gqa"
+    return float(m.kv_bytes_per_token_gpu(att, float(model_rec["layers"]), float(model_rec.get("kv_heads") or 0),
+                                          float(model_rec.get("head_dim") or 0),
+                                          float(model_rec.get("mla_kv_dim") or 0),
+                                          float(model_rec["kv_bytes"]), float(tp)))
+
+
+def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], list[tuple[str, str]]]:
+    """Fit every deployment of the Measurements table.
+
+    Parameters
+    ----------
+    measurements : reader.Table of the Measurements sheet
+    models, gpus : dict name -> record (the Models / GPUs rows)
+
+    Returns
+    -------
+    (fits, warnings): the fits in order of first appearance, and (place, message) warnings
+    """
+    groups: dict[tuple, list[int]] = {}
+    for i, rec in enumerate(measurements.records):
+        key = (rec["model"], rec["gpu"], int(rec["tp"]))
+        groups.setdefault(key, []).append(i)
+    fits, warns = [], []
+    for (model, gpu, tp), idx in groups.items():
+        recs = [measurements.records[i] for i in idx]
+        rows = [measurements.rows[i] for i in idx]
+        s_kv = s_kv_of(models[model], tp)
+        pts = pd.DataFrame({"row": rows,
+                            "isl": [float(r["isl"]) for r in recs],
+                            "hit": [float(r["hit"]) for r in recs],
+                            "ttft_ms": [float(r["ttft_ms"]) for r in recs],
+                            "alpha": [float(r.get("alpha") or 0.0) for r in recs]})
+        fit = Fit(model, gpu, tp, s_kv, pts)
+        place = f"Measurements rows {rows[0]}-{rows[-1]} ({fit.label})" if len(rows) > 1 else \
+            f"Measurements row {rows[0]} ({fit.label})"
+        distinct = {(a, b) for a, b in zip(pts["isl"], pts["hit"])}
+        n_par = 3 + (1 if (pts["hit"] > 0).any() else 0)
+        if len(distinct) < 2:
+            fit.ok = False
+            fit.warnings.append("cannot be fitted: every point is at one input length and one hit ratio "
+                                "(measure at least two lengths, e.g. 2k and 8k tokens at 0 hit)")
+        else:
+            hits = set(pts["hit"])
+            one_hit = len(hits) == 1 and next(iter(hits)) > 0  # e.g. a load test at the production hit only
+            r = fit_points(pts["isl"], pts["hit"], pts["ttft_ms"], s_kv, _gpu_pcie(gpus[gpu]), pts["alpha"],
+                           fit_b=not one_hit)
+            if one_hit:
+                n_par = 3
+                fit.warnings.append(f"every point is at hit {next(iter(hits)):.0%}: B_eff cannot be told apart from "
+                                    f"the FFN time, the GPU's pcie_gbps ({r['b_gbps']:,.3g} GB/s) is assumed; "
+                                    f"TTFT at that hit is reproduced, other hit ratios rest on that assumption")
+            fit.t_fixed, fit.k_attn, fit.k_ffn = r["t_fixed"], r["k_attn"], r["k_ffn"]
+            fit.b_gbps, fit.b_fitted, fit.b_at_bound = r["b_gbps"], r["b_fitted"], r["b_at_bound"]
+            if len(distinct) < n_par:
+                fit.warnings.append(f"{len(distinct)} distinct points for {n_par} parameters: the split into "
+                                    f"fixed/attention/FFN{'/B_eff' if n_par == 4 else ''} is not determined by the "
+                                    f"data; add points at other lengths")
+            if fit.b_at_bound:
+                fit.warnings.append(f"B_eff ran to the edge of its search range ({fit.b_gbps:,.3g} GB/s): the KV "
+                                    f"load time is not visible in these points")
+            if fit.k_attn == 0 and fit.k_ffn == 0:
+                fit.ok = False
+                fit.warnings.append("degenerate fit: TTFT does not grow with the input length in these points")
+        fitted = fit.predict(pts["isl"], pts["hit"], pts["alpha"]) if fit.ok else np.full(len(pts), np.nan)
+        pts["fitted_ms"] = fitted
+        pts["error"] = fitted / pts["ttft_ms"].to_numpy() - 1
+        tp_ = [(float(r["tpot_ms"]) / float(r.get("batch") or 1)) for r in recs if r.get("tpot_ms") is not None]
+        fit.tpot_per_token_ms = float(np.median(tp_)) if tp_ else math.nan
+        for w in fit.warnings:
+            warns.append((place, w))
+        fits.append(fit)
+    return fits, warns
+
+
+# --------------------------------------------------------------------------- filling the workloads
+BREAKDOWN = ("t_attn0_ms", "t_ffn0_ms")
+FILLED_COLUMNS = ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps")
+
+
+@dataclass
+class Calibration:
+    """What :func:`fill_breakdown` decided, for the Resolved/Calibration sheets and the memo."""
+
+    fits: list[Fit]
+    source: list[str]                        # per workload: input / calibrated / estimated
+    fit_index: list[int | None]              # per workload: its fit (calibrated rows)
+    filled: dict[tuple[int, str], str]       # (workload index, column) -> provenance text
+    warnings: list[tuple[str, str]]          # (place, message)
+    settings: dict = field(default_factory=dict)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {s: self.source.count(s) for s in ("input", "calibrated", "estimated")}
+
+
+def _canon(names) -> dict[str, str]:
+    return {str(n).strip().lower(): n for n in names}
+
+
+def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
+                   workloads: pd.DataFrame) -> tuple[pd.DataFrame, Calibration]:
+    """Workloads with blank breakdowns filled: typed > calibrated > estimated.
+
+    Returns the filled copy of ``workloads`` (with a ``breakdown_source`` column) and the
+    :class:`Calibration`; raises :class:`~planner.core.errors.InputError` listing every located
+    problem (unknown model/GPU in Measurements, rows that can be neither calibrated nor
+    estimated).
+    """
+    from openpyxl.utils import get_column_letter
+
+    from planner.equations import roofline as estimate
+    from planner.core.errors import InputError, Problem
+
+    model_recs = {r["model"]: r for r in p_in.models.records}
+    gpu_recs = {r["gpu"]: r for r in p_in.gpus.records}
+    settings = p_in.settings
+    mfu, mbu = float(settings.get("prefill_mfu", 0.45)), float(settings.get("decode_mbu", 0.6))
+    problems: list[Problem] = []
+    meas = p_in.optional.get("Measurements")
+    fits: list[Fit] = []
+    warns: list[tuple[str, str]] = []
+    if meas is not None and len(meas.records):
+        cm, cg = _canon(model_recs), _canon(gpu_recs)
+
+        def cell(name, i):
+            j = meas.positions.get(name)
+            return f"{meas.sheet}!{get_column_letter(j + 1)}{meas.rows[i]}" if j is not None else \
+                f"{meas.sheet} row {meas.rows[i]}"
+
+        for i, rec in enumerate(meas.records):
+            for col, canon, sheet in (("model", cm, "Models"), ("gpu", cg, "GPUs")):
+                name = rec.get(col)
+                if name is None:
+                    continue
+                target = canon.get(str(name).strip().lower())
+                if target is None:
+                    problems.append(Problem(cell(col, i), f"{col} {name!r} is not in {sheet}"))
+                else:
+                    rec[col] = target
+        if problems:  # the rows of unknown deployments would only add follow-on errors
+            raise InputError(problems)
+        fits, warns = fit_deployments(meas, model_recs, gpu_recs)
+    by_key = {f.key: k for k, f in enumerate(fits)}
+    filled = workloads.copy()
+    n = len(workloads)
+    source, fit_index, prov = ["input"] * n, [None] * n, {}
+    wl_rows = p_in.workloads.rows
+    for i in range(n):
+        rec = p_in.workloads.records[i]
+        blank = {c: rec.get(c) is None for c in FILLED_COLUMNS}
+        if not (blank["t_attn0_ms"] or blank["t_ffn0_ms"]):
+            continue
+        place = f"Workloads row {wl_rows[i]} ({rec.get('workload')})"
+        key = (rec["model"], rec["gpu"], int(rec["tp"]))
+        k = by_key.get(key)
+        isl, osl = float(rec["isl"]), float(rec["osl"])
+        if k is not None and fits[k].ok:
+            f = fits[k]
+            src = f"calibrated from Measurements ({f.label}, {len(f.points)} points)"
+            vals = {"t_attn0_ms": f.k_attn * isl**2, "t_ffn0_ms": f.k_ffn * isl, "t_fixed_ms": f.t_fixed}
+            if f.b_fitted:
+                vals["kv_gbps"] = f.b_gbps
+            if not math.isnan(f.tpot_per_token_ms):
+                vals["t_decode_ms"] = osl * f.tpot_per_token_ms
+            source[i], fit_index[i] = "calibrated", k
+            lo, hi = f.isl_range
+            if not lo <= isl <= hi:
+                warns.append((place, f"isl {isl:,.0f} lies outside the measured lengths {lo:,.0f}-{hi:,.0f} of "
+                                     f"{f.label}: the calibrated times are extrapolated"))
+        else:
+            s_kv = s_kv_of(model_recs[rec["model"]], int(rec["tp"]))
+            vals, missing = estimate.estimate_row(rec, model_recs[rec["model"]], gpu_recs[rec["gpu"]], s_kv, mfu, mbu)
+            if missing:
+                why = "its deployment's measurements cannot be fitted" if k is not None else \
+                    f"there are no Measurements for {rec['model']} on {int(rec['tp'])}x {rec['gpu']}"
+                wt = p_in.workloads
+                col = "t_attn0_ms" if blank["t_attn0_ms"] else "t_ffn0_ms"
+                where = (f"{wt.sheet}!{get_column_letter(wt.positions[col] + 1)}{wl_rows[i]}"
+                         if col in wt.positions else f"{wt.sheet} row {wl_rows[i]}")
+                problems.append(Problem(where, f"workload {rec.get('workload')!r}: t_attn0_ms/t_ffn0_ms are blank, "
+                                               f"{why}, and the roofline estimate lacks {', '.join(missing)}: "
+                                               f"type the times, add load-test points to Measurements, or fill "
+                                               f"those columns"))
+                continue
+            src = f"estimated by roofline (prefill_mfu {mfu:g}, decode_mbu {mbu:g})"
+            source[i] = "estimated"
+        decode_src = src
+        if blank["t_decode_ms"] and "t_decode_ms" not in vals and source[i] == "calibrated":
+            # no tpot_ms measured: decode from the memory-bandwidth roofline, as for estimated rows
+            s_kv = s_kv_of(model_recs[rec["model"]], int(rec["tp"]))
+            est, _missing = estimate.estimate_row(rec, model_recs[rec["model"]], gpu_recs[rec["gpu"]], s_kv, mfu, mbu)
+            if "t_decode_ms" in est:
+                vals["t_decode_ms"] = est["t_decode_ms"]
+                decode_src = f"estimated by roofline (decode_mbu {mbu:g}): the Measurements have no tpot_ms"
+        if blank["t_decode_ms"] and "t_decode_ms" not in vals:
+            why = ("its Measurements have no tpot_ms" if source[i] == "calibrated"
+                   else "the estimate needs GPUs.hbm_tbps and Models.params_b")
+            warns.append((place, f"t_decode_ms is blank and stays 0 ({why}): decode time is left out of "
+                                 f"chip time and TPM"))
+        elif blank["t_decode_ms"] and (source[i] == "estimated" or decode_src != src):  # decode estimated
+            if rec.get("batch") is None:
+                warns.append((place, "t_decode_ms is estimated with batch blank (1): one request at a time, "
+                                     "which makes decode the bottleneck; type the serving concurrency in batch"))
+        for col, v in vals.items():
+            if blank[col]:
+                filled.iat[i, filled.columns.get_loc(col)] = float(v)
+                prov[(i, col)] = decode_src if col == "t_decode_ms" else src
+    if problems:
+        raise InputError(problems)
+    filled["breakdown_source"] = source
+    return filled, Calibration(fits, source, fit_index, prov, warns, {"prefill_mfu": mfu, "decode_mbu": mbu})
+
+
+def _names(names: list[str], limit: int = 6) -> str:
+    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def memo_lines(plan) -> list[str]:
+    """Memo lines on where each workload's prefill/decode times come from and how good each
+    fit is; empty when every breakdown is typed (the memo then says nothing about it)."""
+    calib = plan.calibration
+    if calib is None or all(s == "input" for s in calib.source):
+        return []
+    wl = list(plan.results["workload"])
+    out = []
+    typed = [w for w, s in zip(wl, calib.source) if s == "input"]
+    if typed:
+        out.append(f"Typed in Workloads ({len(typed)}): {_names(typed)}.")
+    for k, f in enumerate(calib.fits):
+        rows = [w for w, j in zip(wl, calib.fit_index) if j == k]
+        if not f.ok:
+            out.append(f"Load test of {f.label} not used: {'; '.join(f.warnings)}.")
+            continue
+        if not rows:
+            continue
+        b = (f"B_eff {f.b_gbps:,.1f} GB/s fitted from the hit points" if f.b_fitted
+             else f"KV load at the GPU's {f.b_gbps:,.0f} GB/s (no point with hits)")
+        out.append(f"Calibrated from the load test of {f.label} ({len(f.points)} points; fitted TTFT within "
+                   f"{f.median_abs_error:.1%} of measured at the median, {f.max_abs_error:.1%} at worst): "
+                   f"{_names(rows)}. Fixed {f.t_fixed:,.1f} ms, {f.k_ffn * 1000:,.1f} ms per 1k tokens, "
+                   + (f"attention {f.k_attn * 1e6:,.3f} ms per (1k tokens) squared" if f.k_attn > 0 else
+                      "no quadratic attention term (TTFT grows linearly over the measured lengths)")
+                   + f"; {b}.")
+    est = [w for w, s in zip(wl, calib.source) if s == "estimated"]
+    if est:
+        st = calib.settings
+        out.append(f"Estimated by a roofline (prefill at {st['prefill_mfu']:.0%} of peak FLOPS, decode at "
+                   f"{st['decode_mbu']:.0%} of HBM bandwidth) for {len(est)}: {_names(est)}. Rooflines are "
+                   f"usually optimistic; a load test of these deployments would replace them.")
+    return out

@@ -1,0 +1,439 @@
+"""The derived sheets, each column declared once for both Python and Excel.
+
+A derived column is ``Out(name, unit, fmt, func, *args)``: its Python value is
+``func(*values of args)`` and its Excel formula ``func.xl(*cell references of args)``
+(the twin registered beside ``func`` in :mod:`planner.equations.kvhit`). Argument names are
+looked up first in the sheet's own columns, then in ``Resolved`` (every input with its
+default applied and its model/GPU looked up), then in ``Results``. So the same
+declaration yields the Python evaluation and the live formula, and a reader sees which
+inputs each quantity uses.
+
+``Resolved`` is the calculation sheet between the input sheets and the results: one row
+per workload, aligned with its ``Workloads`` row, referring to that row directly; lookups
+by name (MATCH) go only into the small Models and GPUs tables, once per row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pandas as pd
+
+from planner.equations import fleet as fl
+from planner.equations import kvhit as m
+from planner.core import schema
+from planner.equations.constants import PCIE_GEN_GBPS, N
+from planner.equations.kvhit import excel_twin
+from planner.core.refs import exact_text
+from planner.core.schema import CHOICE, FMT_INT, FMT_PCT, TEXT
+
+FMT_MS = "#,##0.00"
+FMT_RATIO = "0.000"
+FMT_BYTES = "#,##0"  # whole bytes (KV bytes per token)
+FMT_GIB = "#,##0.00"
+FMT_COST = "#,##0.0000"
+
+
+def same(x):
+    """The value itself (a copied column)."""
+    return x
+
+
+@excel_twin(same)
+def _(x):
+    return x
+
+
+def ratio_change(before, after):
+    r"""Relative change of a rate when chip time goes from ``before`` to ``after``.
+
+    .. math:: \Delta = C(h_m) / C(h_t) - 1
+
+    Parameters
+    ----------
+    before : numeric, chip time at the measured hit [ms]
+    after : numeric, chip time at the target hit [ms]
+
+    Returns
+    -------
+    numeric, change of TPM [fraction]
+    """
+    return np.asarray(before, dtype=float) / after - 1
+
+
+@excel_twin(ratio_change)
+def _(before, after):
+    return f"{before}/{after}-1"
+
+
+@dataclass(frozen=True)
+class Out:
+    name: str
+    unit: str
+    fmt: str | None
+    func: Callable
+    args: tuple[str, ...]
+    description: str = ""
+    text: bool = False
+    label: str = ""       # readable name for people (Explorer, Checks, Summary, memo)
+
+    @property
+    def header(self) -> str:
+        return f"{self.name} [{self.unit}]" if self.unit else self.name
+
+    @property
+    def title(self) -> str:
+        """The readable label: ``label``, else the description with a capital first letter."""
+        return readable(self.label or self.description or self.name)
+
+
+def readable(text: str) -> str:
+    return text[:1].upper() + text[1:]
+
+
+def out(name, unit, fmt, func, *args, description="", text=False, label="") -> Out:
+    return Out(name, unit, fmt, func, tuple(args), description, text, label)
+
+
+
+
+# --------------------------------------------------------------------------- Results
+_ALPHA0, _ALPHA1 = "c_alpha_none", "c_alpha_full"  # named cells 0 and 1 (Constants sheet)
+
+RESULTS: tuple[Out, ...] = (
+    out("workload", "", None, same, "workload", text=True,
+        label="Workload"),
+    out("model", "", None, same, "model", text=True,
+        label="Model"),
+    out("gpu", "", None, same, "gpu", text=True,
+        label="GPU"),
+    out("kv_bytes_per_token_gpu", "B", FMT_BYTES, m.kv_bytes_per_token_gpu,
+        "attention", "layers", "kv_heads", "head_dim", "mla_kv_dim", "kv_bytes", "tp",
+        description="KV-cache bytes per token held by one GPU, S",
+        label="KV-cache bytes per token on one GPU"),
+    out("kv_peak_gib", "GiB", FMT_GIB, m.kv_peak_gib, "batch", "max_seq_len", "kv_bytes_per_token_gpu",
+        description="peak KV per GPU: batch x max_seq_len x S",
+        label="Peak KV cache per GPU (batch x max length)"),
+    out("weights_gib_per_gpu", "GiB", FMT_GIB, m.weights_gib_per_gpu, "params_b", "weight_bytes", "tp",
+        description="model weights per GPU",
+        label="Model weights per GPU"),
+    out("hbm_headroom_gib", "GiB", FMT_GIB, m.hbm_headroom_gib, "hbm_gib", "weights_gib_per_gpu",
+        "kv_peak_gib", description="HBM left after weights and peak KV (negative: does not fit)",
+        label="HBM left after weights and peak KV"),
+    out("max_batch_fit", "count", FMT_INT, m.max_batch_fit, "hbm_gib", "weights_gib_per_gpu",
+        "max_seq_len", "kv_bytes_per_token_gpu", description="full-length requests whose KV fits",
+        label="Full-length requests whose KV fits in HBM"),
+    out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit_target", "isl", "kv_bytes_per_token_gpu", "kv_gbps",
+        description="KV load time at hit_target (over kv_gbps: typed, calibrated B_eff, else pcie_gbps)",
+        label="KV load time at the target hit"),
+    out("compute_ms", "ms", FMT_MS, m.compute_ms, "hit_target", "t_attn0_ms", "t_ffn0_ms", "t_other0_ms",
+        "other_scaling", description="prefill compute at hit_target",
+        label="Prefill compute time at the target hit"),
+    out("ttft_alpha0_ms", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms", "compute_ms", "alpha_none",
+        description="TTFT at hit_target without overlap",
+        label="Time to first token at target hit, no overlap (α = 0)"),
+    out("ttft_alpha1_ms", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms", "compute_ms", "alpha_full",
+        description="TTFT at hit_target with full overlap",
+        label="Time to first token at target hit, full overlap (α = 1)"),
+    out("ttft_ms", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms", "compute_ms", "alpha",
+        description="TTFT at hit_target and the row's alpha",
+        label="Time to first token at target hit, α of the row"),
+    out("regime", "", None, m.regime, "load_ms", "compute_ms", text=True,
+        description="load-bound when load_ms > compute_ms",
+        label="Bound by KV load or by compute at the target hit"),
+    out("delta", "ratio", FMT_RATIO, m.delta, "isl", "kv_bytes_per_token_gpu", "kv_gbps", "t0_ms",
+        description="full-KV load time / 0-hit prefill time",
+        label="Full KV load time / prefill time at 0 hit (δ)"),
+    out("h_star", "fraction", FMT_PCT, m.h_star, "delta", description="break-even hit ratio 1/(1+delta)",
+        label="Break-even hit ratio h* (more hits beyond it slow prefill)"),
+    out("first_order_gain", "ratio", FMT_RATIO, m.first_order_gain, "hit_target", "delta",
+        description="first-order capacity multiplier 1/max(1-h, delta h)",
+        label="First-order capacity gain from hits"),
+    out("chip_ms_measured", "ms", FMT_MS, m.chip_ms, "ttft_ms_measured", "t_decode_ms",
+        description="chip time per request at hit_measured",
+        label="Chip time per request at the measured hit"),
+    out("chip_ms_target", "ms", FMT_MS, m.chip_ms, "ttft_ms", "t_decode_ms",
+        description="chip time per request at hit_target",
+        label="Chip time per request at the target hit"),
+    out("tpm_delivered_model", "tokens/min", FMT_INT, m.tpm_delivered, "isl", "osl", "chip_ms_target",
+        description="delivered TPM from the model's chip time",
+        label="Delivered tokens/min of one instance (model)"),
+    out("tpm_physical_model", "tokens/min", FMT_INT, m.tpm_physical, "isl", "osl", "hit_target",
+        "chip_ms_target", description="physical TPM from the model's chip time",
+        label="Physical tokens/min of one instance (model)"),
+    out("tpm_delivered_target", "tokens/min", FMT_INT, m.tpm_delivered_target, "tpm_measured",
+        "chip_ms_measured", "chip_ms_target", "tpm_delivered_model",
+        description="delivered TPM at target, re-hit corrected from tpm_measured when given",
+        label="Delivered tokens/min of one instance at the target hit"),
+    out("tpm_physical_target", "tokens/min", FMT_INT, m.tpm_physical_from_delivered,
+        "tpm_delivered_target", "isl", "osl", "hit_target", description="physical TPM at target",
+        label="Physical tokens/min of one instance at the target hit"),
+    out("tpm_per_gpu", "tokens/min", FMT_INT, m.per_gpu, "tpm_delivered_target", "tp",
+        description="delivered TPM at target per GPU",
+        label="Delivered tokens/min per GPU at the target hit"),
+    out("instances_needed", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered_target",
+        "target_utilization", description="serving instances for demand_tpm at target_utilization "
+        "(blank without demand)", label="Serving instances for the demand"),
+    out("gpus_needed", "count", FMT_INT, m.gpus_needed, "instances_needed", "tp",
+        description="GPUs for demand_tpm (blank without demand)",
+        label="GPUs for the demand"),
+    out("cost_per_mtok_delivered", "currency/Mtok", FMT_COST, m.cost_per_mtok, "hourly_cost", "tp",
+        "tpm_delivered_target", description="cost per million delivered tokens (blank without cost)",
+        label="Cost per million delivered tokens"),
+    out("cost_per_mtok_physical", "currency/Mtok", FMT_COST, m.cost_per_mtok, "hourly_cost", "tp",
+        "tpm_physical_target", description="cost per million physical tokens (blank without cost)",
+        label="Cost per million physical tokens"),
+    # extra columns: the intermediate steps, so every number above can be traced
+    out("t0_ms", "ms", FMT_MS, m.prefill0_ms, "t_fixed_ms", "t_attn0_ms", "t_ffn0_ms", "t_other0_ms",
+        description="whole prefill time at 0 hit, T0",
+        label="Whole prefill time at 0 hit (T0)"),
+    out("load_ms_measured", "ms", FMT_MS, m.kv_load_ms, "hit_measured", "isl", "kv_bytes_per_token_gpu",
+        "kv_gbps", description="KV load time at hit_measured",
+        label="KV load time at the measured hit"),
+    out("compute_ms_measured", "ms", FMT_MS, m.compute_ms, "hit_measured", "t_attn0_ms", "t_ffn0_ms",
+        "t_other0_ms", "other_scaling", description="prefill compute at hit_measured",
+        label="Prefill compute time at the measured hit"),
+    out("ttft_ms_measured", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms_measured",
+        "compute_ms_measured", "alpha", description="TTFT at hit_measured and the row's alpha",
+        label="Time to first token at the measured hit, α of the row"),
+    out("tpm_change_vs_measured", "fraction", FMT_PCT, ratio_change, "chip_ms_measured", "chip_ms_target",
+        description="change of delivered TPM from hit_measured to hit_target",
+        label="Change of delivered tokens/min from measured to target hit"),
+    out("breakdown_source", "", None, same, "breakdown_source", text=True,
+        description="where t_attn0/t_ffn0/t_fixed/t_decode come from: input, calibrated (Measurements) or "
+                    "estimated (roofline)",
+        label="Where the prefill and decode times come from"),
+    # the finance view (Fleet, Summary): per-workload cost and capacity, and the fleet at hit_measured
+    out("cost_per_hour", "currency/h", FMT_GIB, fl.cost_per_hour, "gpus_needed", "hourly_cost",
+        description="cost of the workload's GPUs per hour: gpus_needed x hourly_cost (blank without "
+                    "demand or price)"),
+    out("tpm_capacity", "tokens/min", FMT_INT, fl.capacity_tpm, "instances_needed", "tpm_delivered_target",
+        description="delivered capacity of the sized instances at full speed (blank without demand)"),
+    out("tpm_delivered_model_measured", "tokens/min", FMT_INT, m.tpm_delivered, "isl", "osl", "chip_ms_measured",
+        description="delivered TPM of one instance from the model's chip time at hit_measured"),
+    out("tpm_delivered_measured", "tokens/min", FMT_INT, fl.given_or, "tpm_measured",
+        "tpm_delivered_model_measured", description="delivered TPM at hit_measured: tpm_measured when "
+                                                    "given, else the model value"),
+    out("instances_measured", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered_measured",
+        "target_utilization", description="instances for demand_tpm at the measured hit ratio"),
+    out("gpus_measured", "count", FMT_INT, m.gpus_needed, "instances_measured", "tp",
+        description="GPUs for demand_tpm at the measured hit ratio"),
+    out("cost_per_hour_measured", "currency/h", FMT_GIB, fl.cost_per_hour, "gpus_measured", "hourly_cost",
+        description="cost per hour of the GPUs at the measured hit ratio"),
+)
+
+SENSITIVITY_HIT: tuple[Out, ...] = (
+    out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit", "isl", "kv_bytes_per_token_gpu", "kv_gbps"),
+    out("compute_ms", "ms", FMT_MS, m.compute_ms, "hit", "t_attn0_ms", "t_ffn0_ms", "t_other0_ms",
+        "other_scaling"),
+    out("ttft_alpha0_ms", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms", "compute_ms", "alpha_none"),
+    out("ttft_alpha1_ms", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms", "compute_ms", "alpha_full"),
+    out("ttft_ms", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms", "compute_ms", "alpha"),
+    out("chip_ms", "ms", FMT_MS, m.chip_ms, "ttft_ms", "t_decode_ms"),
+    out("tpm_delivered", "tokens/min", FMT_INT, m.tpm_delivered, "isl", "osl", "chip_ms"),
+    out("tpm_physical", "tokens/min", FMT_INT, m.tpm_physical, "isl", "osl", "hit", "chip_ms"),
+    out("first_order_gain", "ratio", FMT_RATIO, m.first_order_gain, "hit", "delta"),
+)
+
+# Names that are not columns but named cells of the Constants sheet: name -> (Excel name,
+# value, unit, description, editable).
+ALPHA_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)  # columns of the hit x alpha table
+NAMED_VALUES = {
+    "alpha_none": (_ALPHA0, 0.0, "fraction", "overlap alpha of the no-overlap columns", False),
+    "alpha_full": (_ALPHA1, 1.0, "fraction", "overlap alpha of the full-overlap columns", False),
+    "tornado_swing": ("c_tornado_swing", 0.2, "fraction",
+                      "relative move of each driver in the Tornado sheet (clamped to its valid range)", True),
+    **{f"alpha_g{int(a * 100)}": (f"c_alpha_g{int(a * 100)}", a, "fraction",
+                                  f"alpha of the hit x alpha table column {a:g}", True) for a in ALPHA_GRID},
+}
+
+
+@dataclass(frozen=True)
+class Lit:
+    """A literal argument (a driver name compared in a formula), not a reference."""
+
+    value: object
+
+    @property
+    def xl(self) -> str:
+        return f'"{self.value}"' if isinstance(self.value, str) else repr(self.value)
+
+
+# --------------------------------------------------------------------------- Resolved
+@dataclass(frozen=True)
+class ResolvedCol:
+    name: str
+    source: str          # "Workloads", "Models", "GPUs" or "" (computed here)
+    unit: str
+    fmt: str | None
+    text: bool
+
+
+def resolved_columns() -> tuple[ResolvedCol, ...]:
+    cols = [ResolvedCol("workload", "Workloads", "", None, True),
+            ResolvedCol("model", "Workloads", "", None, True),
+            ResolvedCol("gpu", "Workloads", "", None, True),
+            ResolvedCol("model_row", "", "row", FMT_INT, False),
+            ResolvedCol("gpu_row", "", "row", FMT_INT, False)]
+    for sheet in ("Models", "GPUs", "Workloads"):
+        for c in schema.columns(sheet):
+            if c.key or not c.calc or c.name in ("model", "gpu", "pcie_gen"):
+                continue
+            text = c.kind in (TEXT,) or (c.kind == CHOICE and isinstance(c.choices[0], str))
+            cols.append(ResolvedCol(c.name, sheet, c.unit, c.fmt, text))
+    cols.append(ResolvedCol("breakdown_source", "", "", None, True))  # input / calibrated / estimated
+    return tuple(cols)
+
+
+RESOLVED = resolved_columns()
+
+
+def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame,
+            settings: dict | None = None) -> pd.DataFrame:
+    """Python twin of the ``Resolved`` sheet: one row per workload, every input with its
+    default applied (a :data:`SETTING_DEFAULTS` column from ``settings``), model and GPU
+    attributes looked up; optional blanks stay NaN."""
+    mi = {name: i for i, name in enumerate(models["model"])}
+    gi = {name: i for i, name in enumerate(gpus["gpu"])}
+    model_idx = workloads["model"].map(mi).to_numpy()
+    gpu_idx = workloads["gpu"].map(gi).to_numpy()
+    out = pd.DataFrame({"workload": workloads["workload"].to_numpy(),
+                        "model": workloads["model"].to_numpy(), "gpu": workloads["gpu"].to_numpy(),
+                        "model_row": model_idx + 1, "gpu_row": gpu_idx + 1})
+    for rc in RESOLVED:
+        if rc.name in out:
+            continue
+        if rc.name == "breakdown_source":  # set by planner.plan.calibrate.fill_breakdown
+            bs = workloads["breakdown_source"] if "breakdown_source" in workloads else "input"
+            out[rc.name] = np.broadcast_to(np.asarray(bs, dtype=object), (len(workloads),)).copy()
+            continue
+        c = schema.column(rc.source, rc.name)
+        src = {"Models": models, "GPUs": gpus, "Workloads": workloads}[rc.source]
+        idx = {"Models": model_idx, "GPUs": gpu_idx, "Workloads": np.arange(len(workloads))}[rc.source]
+        raw = src[rc.name].to_numpy(dtype=object)[idx] if rc.name in src else np.full(len(idx), None)
+        blank = pd.isna(pd.Series(raw, dtype=object)).to_numpy()
+        if rc.name == "pcie_gbps":
+            gen = gpus["pcie_gen"].to_numpy(dtype=object)[idx] if "pcie_gen" in gpus else np.full(len(idx), None)
+            by_gen = np.array([PCIE_GEN_GBPS[5] if g == 5 else PCIE_GEN_GBPS[4] for g in gen], dtype=float)
+            values = np.where(blank, by_gen, pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
+        elif rc.name == "kv_gbps":  # effective KV load bandwidth: typed (or calibrated), else pcie_gbps
+            values = np.where(blank, out["pcie_gbps"].to_numpy(dtype=float),
+                              pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
+        elif rc.name == "max_seq_len":
+            values = np.where(blank, out["isl"].to_numpy() + out["osl"].to_numpy(),
+                              pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
+        elif rc.name in SETTING_DEFAULTS:
+            fallback = float((settings or {}).get(rc.name, schema_setting(rc.name).default))
+            values = np.where(blank, fallback, pd.to_numeric(pd.Series(raw, dtype=object)).to_numpy(dtype=float))
+        elif rc.text:
+            values = np.where(blank, c.default if c.default is not None else "", raw).astype(object)
+        else:
+            num = pd.to_numeric(pd.Series(raw, dtype=object), errors="coerce").to_numpy(dtype=float)
+            if c.default is not None:
+                num = np.where(blank, float(c.default), num)
+            elif c.required is not True and c.name not in OPTIONAL_BLANK:
+                num = np.where(blank, 0.0, num)  # conditional inputs (kv_heads of an MLA model)
+            values = num
+        out[rc.name] = values
+    return out
+
+
+# Workloads columns whose blank takes a Settings value (the named Settings cell s_<key>).
+SETTING_DEFAULTS = {"target_utilization": "s_target_utilization"}
+
+
+def schema_setting(key: str) -> schema.Setting:
+    return next(s for s in schema.SETTING_KEYS if s.key == key)
+
+
+# Optional inputs without a default: blank stays blank (their results are blank too).
+OPTIONAL_BLANK = frozenset({"hourly_cost", "tpm_measured", "demand_tpm"})
+
+
+def resolved_formula(rc: ResolvedCol, ref: Callable[[str], str], wl: Callable[[str], str],
+                     table: Callable[[str, str], str]) -> str:
+    """Excel formula (without ``=``) of one ``Resolved`` cell.
+
+    ``ref(name)`` is this row's Resolved cell of ``name``; ``wl(name)`` this row's
+    Workloads cell; ``table(sheet, name)`` the whole column range of Models or GPUs.
+    """
+    if rc.name in ("workload", "model", "gpu"):
+        return wl(rc.name)
+    if rc.name in ("model_row", "gpu_row"):
+        key = rc.name[:-4]
+        sheet = "Models" if key == "model" else "GPUs"
+        return f"MATCH({exact_text(wl(key))},{table(sheet, key)},0)"
+    if rc.name == "breakdown_source":  # rows filled by calibration/estimate get their own (planner.workbook.calibration_sheet)
+        return f'IF(AND(ISNUMBER({wl("t_attn0_ms")}),ISNUMBER({wl("t_ffn0_ms")})),"input","missing")'
+    c = schema.column(rc.source, rc.name)
+    if rc.source == "Workloads":
+        x = wl(rc.name)
+    else:
+        row = ref("model_row" if rc.source == "Models" else "gpu_row")
+        x = f"INDEX({table(rc.source, rc.name)},{row})"
+    if rc.name == "pcie_gbps":
+        gen = f"INDEX({table('GPUs', 'pcie_gen')},{ref('gpu_row')})"
+        return (f"IF(ISNUMBER({x}),{x},IF({gen}=5,{N.PCIE_GEN5_GBPS},{N.PCIE_GEN4_GBPS}))")
+    if rc.name == "max_seq_len":
+        return f"IF(ISNUMBER({x}),{x},{ref('isl')}+{ref('osl')})"
+    if rc.name == "kv_gbps":
+        return f"IF(ISNUMBER({x}),{x},{ref('pcie_gbps')})"
+    test = "ISTEXT" if rc.text else "ISNUMBER"
+    if rc.name in SETTING_DEFAULTS:
+        return f"IF({test}({x}),{x},{SETTING_DEFAULTS[rc.name]})"
+    if c.default is not None:
+        return f"IF({test}({x}),{x},{c.default_name})"
+    if rc.name in OPTIONAL_BLANK:
+        return f'IF({test}({x}),{x},"")'
+    if c.required is True:
+        return x
+    return f"IF(ISNUMBER({x}),{x},0)"  # conditional input: blank counts as 0 (never used then)
+
+
+# --------------------------------------------------------------------------- Python evaluation
+class Values:
+    """Lazy namespace: column values of one derived sheet, computed on first use."""
+
+    def __init__(self, cols: tuple[Out, ...], base: dict[str, np.ndarray]):
+        self._cols = {c.name: c for c in cols}
+        self._base = base
+        self.values: dict[str, np.ndarray] = {}
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        return self.get(name)
+
+    def get(self, name, skip: str = "") -> np.ndarray:
+        """Value of ``name``; a column's argument of its own name (``workload`` copied
+        from Resolved) and a name written ``@name`` skip the sheet's own columns."""
+        if isinstance(name, Lit):
+            return np.asarray(name.value)
+        if name.startswith("@"):
+            name = skip = name[1:]
+        if name in self.values and name != skip:
+            return self.values[name]
+        if name in self._cols and name != skip:
+            c = self._cols[name]
+            self.values[name] = np.asarray(c.func(*(self.get(a, skip=name) for a in c.args)))
+            return self.values[name]
+        if name in NAMED_VALUES:
+            return np.asarray(NAMED_VALUES[name][1])
+        return self._base[name]
+
+
+def evaluate(cols: tuple[Out, ...], base: dict[str, np.ndarray], n: int) -> pd.DataFrame:
+    """Evaluate every column of ``cols`` over ``base`` (a dict of arrays of length n)."""
+    v = Values(cols, base)
+    numeric = [c for c in cols if not c.text]
+    # one Fortran-ordered block for the numbers: pandas wraps it without another copy
+    block = np.empty((n, len(numeric)), dtype=float, order="F")
+    for j, c in enumerate(numeric):
+        block[:, j] = v[c.name]
+    frame = pd.DataFrame(block, columns=[c.name for c in numeric])
+    for loc, c in enumerate(cols):
+        if c.text:
+            x = np.asarray(v[c.name], dtype=object)
+            x = np.broadcast_to(x, (n,)).copy() if x.ndim == 0 else x
+            frame.insert(loc, c.name, pd.Series(x, dtype=object, copy=False))
+    return frame

@@ -1,0 +1,378 @@
+"""Sensitivity tables: how TTFT and TPM move with hit ratio, overlap α, PCIe bandwidth and
+each driver (tornado). Every table is long format, one block of rows per workload, declared
+with the same :class:`~planner.plan.columns.Out` columns as Results, so Python values and live
+formulas come from one declaration.
+
+A table's leading columns (``Lead``) say which point of the sweep a row is: a constant
+(the hit or α of the grid), a text label, or a formula (a bandwidth taken from a named
+cell). A lead column named like an input (``alpha``, ``pcie_gbps``, ``hit_target``)
+shadows that input for the row's formulas: that is how a sweep varies one input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+import numpy as np
+import pandas as pd
+
+from planner.equations import kvhit as m
+from planner.plan import columns as sheets
+from planner.equations.constants import C, N
+from planner.plan.frames import column_arrays
+from planner.equations.kvhit import excel_twin
+from planner.core.schema import FMT_INT, FMT_PCT
+from planner.plan.columns import FMT_MS, Lit, Out, out
+
+ALPHA_STEPS = tuple(round(0.1 * i, 10) for i in range(11))
+HIT_ALPHA_STEPS = tuple(round(0.1 * i, 10) for i in range(11))
+
+
+# --------------------------------------------------------------------------- helper quantities
+def choose(k, *values):
+    """The k-th (1-based) of ``values``, per row (Excel CHOOSE).
+
+    Parameters
+    ----------
+    k : int array, 1-based index
+    values : numeric arrays, the candidates
+
+    Returns
+    -------
+    numeric
+    """
+    k = np.asarray(k, dtype=int)
+    stacked = np.stack([np.broadcast_to(np.asarray(v, dtype=float), k.shape) for v in values])
+    return np.take_along_axis(stacked, (k - 1)[None, ...], axis=0)[0]
+
+
+@excel_twin(choose)
+def _(k, *values):
+    return f"CHOOSE({k},{','.join(values)})"
+
+
+def vary(base, direction, swing, upper):
+    r"""A driver moved by ±swing, clamped to [0, upper].
+
+    .. math:: x = \min(upper, \max(0, base (1 + direction \cdot swing)))
+
+    Parameters
+    ----------
+    base : numeric, the driver's planned value
+    direction : numeric, -1 (low case) or +1 (high case)
+    swing : numeric, relative move [fraction]
+    upper : numeric, upper bound, NaN for none (1 for ratios)
+
+    Returns
+    -------
+    numeric, the moved value
+    """
+    x = np.maximum(0.0, np.asarray(base, dtype=float) * (1 + np.asarray(direction) * swing))
+    upper = np.asarray(upper, dtype=float)
+    return np.where(np.isnan(upper), x, np.minimum(upper, x))
+
+
+@excel_twin(vary)
+def _(base, direction, swing, upper):
+    x = f"MAX(0,{base}*(1+{direction}*{swing}))"
+    return f"IF(ISNUMBER({upper}),MIN({upper},{x}),{x})"
+
+
+def override(driver, name, value, base):
+    """``value`` on the rows that vary ``name``, the planned ``base`` elsewhere.
+
+    Parameters
+    ----------
+    driver : str array, the driver each row varies
+    name : str, this column's driver name
+    value : numeric, the varied value
+    base : numeric, the planned value
+
+    Returns
+    -------
+    numeric
+    """
+    return np.where(np.asarray(driver) == name, value, base)
+
+
+@excel_twin(override)
+def _(driver, name, value, base):
+    return f"IF({driver}={name},{value},{base})"
+
+
+def swing_of(low, high):
+    """Width of a tornado bar: |TPM(high) - TPM(low)| [tokens/min]."""
+    return np.abs(np.asarray(high, dtype=float) - low)
+
+
+@excel_twin(swing_of)
+def _(low, high):
+    return f"ABS({high}-{low})"
+
+
+# --------------------------------------------------------------------------- table declarations
+@dataclass(frozen=True)
+class Lead:
+    """A leading column of a long table: one value per point of the sweep."""
+
+    name: str
+    header: str
+    fmt: str | None
+    values: tuple          # one per point of the sweep (k entries)
+    formulas: tuple | None = None  # Excel formula per point (None: write the value itself)
+    text: bool = False
+
+
+@dataclass(frozen=True)
+class SweepTable:
+    """A long sensitivity table: for each workload, one row per point of the sweep."""
+
+    sheet: str
+    leads: tuple[Lead, ...]
+    cols: tuple[Out, ...]
+    title: str = ""
+
+    @property
+    def k(self) -> int:
+        return len(self.leads[0].values)
+
+    @property
+    def names(self) -> list[str]:
+        return ["workload"] + [ld.name for ld in self.leads] + [c.name for c in self.cols]
+
+    @property
+    def headers(self) -> list[str]:
+        return ["workload"] + [ld.header for ld in self.leads] + [c.header for c in self.cols]
+
+
+def _results(*names: str) -> tuple[Out, ...]:
+    by = {c.name: c for c in sheets.RESULTS}
+    return tuple(by[n] for n in names)
+
+
+def hit_table(grid: np.ndarray) -> SweepTable:
+    return SweepTable("Sensitivity_Hit", (Lead("hit", "hit [fraction]", FMT_PCT, tuple(grid)),),
+                 sheets.SENSITIVITY_HIT, "TTFT and TPM versus hit ratio")
+
+
+def alpha_table() -> SweepTable:
+    cols = (
+        *_results("load_ms", "compute_ms"),
+        out("ttft_ms", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms", "compute_ms", "alpha",
+            description="TTFT at hit_target and this alpha"),
+        out("chip_ms", "ms", FMT_MS, m.chip_ms, "ttft_ms", "t_decode_ms"),
+        out("tpm_delivered_model", "tokens/min", FMT_INT, m.tpm_delivered, "isl", "osl", "chip_ms"),
+        out("tpm_physical_model", "tokens/min", FMT_INT, m.tpm_physical, "isl", "osl", "hit_target", "chip_ms"),
+        out("tpm_delivered_target", "tokens/min", FMT_INT, m.tpm_delivered_target, "tpm_measured",
+            "chip_ms_measured", "chip_ms", "tpm_delivered_model",
+            description="re-hit corrected from the measurement (taken at the row's own alpha)"),
+        out("tpm_physical_target", "tokens/min", FMT_INT, m.tpm_physical_from_delivered,
+            "tpm_delivered_target", "isl", "osl", "hit_target"),
+    )
+    return SweepTable("Sensitivity_Alpha", (Lead("alpha", "alpha [fraction]", FMT_PCT, ALPHA_STEPS),), cols,
+                 "TTFT and TPM at hit_target versus overlap alpha")
+
+
+def pcie_table(extra_gbps: tuple[float, ...]) -> SweepTable:
+    labels = ("as planned", "PCIe Gen4 x16", "PCIe Gen5 x16") + tuple(f"{g:g} GB/s (Settings)" for g in extra_gbps)
+    values = (None, C.PCIE_GEN4_GBPS, C.PCIE_GEN5_GBPS) + tuple(float(g) for g in extra_gbps)
+    formulas = ("@pcie_gbps", N.PCIE_GEN4_GBPS, N.PCIE_GEN5_GBPS) + (None,) * len(extra_gbps)
+    cols = (
+        out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit_target", "isl", "kv_bytes_per_token_gpu", "pcie_gbps"),
+        _results("compute_ms")[0],
+        *_results("ttft_alpha0_ms", "ttft_alpha1_ms", "ttft_ms"),
+        # the sweep's own link bandwidth (Results' delta uses the effective kv_gbps)
+        out("delta", "ratio", sheets.FMT_RATIO, m.delta, "isl", "kv_bytes_per_token_gpu", "pcie_gbps", "t0_ms"),
+        *_results("h_star"),
+    )
+    return SweepTable("Sensitivity_PCIe", (Lead("link", "link", None, labels, text=True),
+                                      Lead("pcie_gbps", "pcie_gbps [GB/s]", "#,##0.0", values, formulas)),
+                 cols, "TTFT and break-even h* versus host-to-device bandwidth")
+
+
+def hit_alpha_table() -> SweepTable:
+    cols = [out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit", "isl", "kv_bytes_per_token_gpu", "kv_gbps"),
+            out("compute_ms", "ms", FMT_MS, m.compute_ms, "hit", "t_attn0_ms", "t_ffn0_ms", "t_other0_ms",
+                "other_scaling")]
+    for a in sheets.ALPHA_GRID:
+        cols.append(out(f"ttft_alpha_{a:g}_ms", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms", "compute_ms",
+                        f"alpha_g{int(a * 100)}", description=f"TTFT at alpha {a:g}"))
+    return SweepTable("Sensitivity_HitAlpha", (Lead("hit", "hit [fraction]", FMT_PCT, HIT_ALPHA_STEPS),), tuple(cols),
+                 "TTFT over a grid of hit ratio x overlap alpha")
+
+
+# Tornado drivers: name, upper bound (None: unbounded)
+DRIVERS: tuple[tuple[str, float | None], ...] = (
+    ("hit_target", 1.0), ("t_attn0_ms", None), ("t_ffn0_ms", None), ("t_fixed_ms", None),
+    ("t_decode_ms", None), ("kv_gbps", None), ("isl", None), ("alpha", 1.0))
+
+
+def tornado_calc_table() -> SweepTable:
+    k = len(DRIVERS)
+    drivers = tuple(d for d, _ in DRIVERS for _case in (0, 1))
+    leads = (
+        Lead("driver", "driver", None, drivers, text=True),
+        Lead("case", "case", None, ("low", "high") * k, text=True),
+        Lead("driver_no", "driver_no", FMT_INT, tuple(float(i + 1) for i in range(k) for _c in (0, 1))),
+        Lead("direction", "direction", "+0;-0", (-1.0, 1.0) * k),
+        Lead("upper", "upper", "0", tuple(np.nan if u is None else u for _d, u in DRIVERS for _c in (0, 1))),
+    )
+    cols = [
+        out("base_value", "", "#,##0.####", choose, "driver_no", *(f"@{d}" for d, _ in DRIVERS),
+            description="the driver's planned value"),
+        out("value", "", "#,##0.####", vary, "base_value", "direction", "tornado_swing", "upper",
+            description="the driver moved by the swing"),
+    ]
+    for d, _ in DRIVERS:
+        cols.append(out(d, "", "#,##0.####", override, "driver", Lit(d), "value", f"@{d}"))
+    cols += list(_results("load_ms", "compute_ms", "ttft_ms", "load_ms_measured", "compute_ms_measured",
+                          "ttft_ms_measured", "chip_ms_measured", "chip_ms_target", "tpm_delivered_model",
+                          "tpm_delivered_target"))
+    return SweepTable("Tornado_Calc", leads, tuple(cols), "every driver moved low and high, the TPM chain recomputed")
+
+
+# --------------------------------------------------------------------------- Python evaluation
+def base_arrays(resolved: pd.DataFrame, results: pd.DataFrame, k: int,
+                rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """Resolved and Results columns, each value repeated for the k points of a sweep."""
+    return {c: np.repeat(arr if rows is None else arr[rows], k)
+            for c, arr in column_arrays(results, resolved).items()}
+
+
+def evaluate_table(t: SweepTable, resolved: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
+    n, k = len(resolved), t.k
+    base = base_arrays(resolved, results, k)
+    frame = {"workload": base["workload"]}
+    for ld in t.leads:
+        vals = np.tile(np.array(ld.values, dtype=object if ld.text else float), n)
+        if ld.formulas is not None:  # a formula lead referring to an input: its planned value
+            for j, f in enumerate(ld.formulas):
+                if isinstance(f, str) and f.startswith("@"):
+                    vals[j::k] = base[f[1:]][j::k]
+        base[ld.name] = vals if ld.text else vals.astype(float)
+        frame[ld.name] = base[ld.name]
+    values = sheets.evaluate(t.cols, base, n * k)
+    return pd.concat([pd.DataFrame(frame), values], axis=1)
+
+
+def rank_in_blocks(swing, k: int):
+    r"""Rank of each swing within its block of k drivers: 1 for the widest, ties ranked by
+    driver order.
+
+    .. math:: rank_i = 1 + \#\{j: s_j - s_i > \epsilon\} + \#\{j < i: |s_j - s_i| \le \epsilon\}
+
+    Swings closer than ``c_swing_tolerance`` tie: drivers whose swings are mathematically
+    equal (``isl`` and ``alpha`` often are) differ by a few ulps depending on the order of
+    operations, and a second spreadsheet engine would otherwise rank them the other way
+    round. Plain arithmetic on the ranges (no function applied to a range inside
+    SUMPRODUCT), so every engine evaluates it as an array.
+
+    Parameters
+    ----------
+    swing : numeric array, n x k swings in driver order [tokens/min]
+    k : int, drivers per workload
+
+    Returns
+    -------
+    numeric array, ranks [1..k]
+    """
+    s = np.asarray(swing, dtype=float).reshape(-1, k)
+    d = s[:, None, :] - s[:, :, None]  # d[b, i, j] = s_j - s_i
+    tie = (d <= C.SWING_TOLERANCE) & (-d <= C.SWING_TOLERANCE)
+    greater = (d > C.SWING_TOLERANCE).sum(axis=2)
+    earlier_tie = (tie & (np.arange(k)[None, :] < np.arange(k)[:, None])[None]).sum(axis=2)
+    return (1 + greater + earlier_tie).reshape(-1).astype(float)
+
+
+def rank_in_blocks_xl(block: str, me: str) -> str:
+    """Excel twin of :func:`rank_in_blocks` for one cell ``me`` of the range ``block``."""
+    tol = N.SWING_TOLERANCE
+    return (f"1+SUMPRODUCT((({block}-{me})>{tol})+(({block}-{me})<={tol})*(({me}-{block})<={tol})"
+            f"*(ROW({block})<ROW({me})))")
+
+
+def tornado_summary(calc: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
+    """One row per workload x driver: low/high values and TPM, swing and rank (1 = widest;
+    ties ranked by driver order)."""
+    k = len(DRIVERS)
+    low, high = calc.iloc[0::2].reset_index(drop=True), calc.iloc[1::2].reset_index(drop=True)
+    swing = swing_of(low["tpm_delivered_target"].to_numpy(), high["tpm_delivered_target"].to_numpy())
+    rank = rank_in_blocks(swing, k)
+    return pd.DataFrame({
+        "workload": low["workload"].to_numpy(),
+        "driver": low["driver"].to_numpy(),
+        "base_value": low["base_value"].to_numpy(),
+        "low_value": low["value"].to_numpy(),
+        "high_value": high["value"].to_numpy(),
+        "tpm_base": np.repeat(results["tpm_delivered_target"].to_numpy(dtype=float), k),
+        "tpm_low": low["tpm_delivered_target"].to_numpy(),
+        "tpm_high": high["tpm_delivered_target"].to_numpy(),
+        "swing": swing,
+        "rank": rank,
+    })
+
+
+class Sensitivities:
+    """The sensitivity tables of a plan, evaluated on demand.
+
+    ``frames[sheet]`` and ``tornado`` evaluate every workload (and keep the result);
+    :meth:`block` and :meth:`tornado_block` evaluate a range of workloads only, which is
+    how the writer keeps memory flat for tens of thousands of workloads.
+    """
+
+    def __init__(self, tables: list[SweepTable], resolved: pd.DataFrame, results: pd.DataFrame):
+        self.tables = tables
+        self._resolved, self._results = resolved, results
+        self.frames = _LazyFrames(self)
+        self._tornado: pd.DataFrame | None = None
+
+    def table(self, sheet: str) -> SweepTable:
+        return next(t for t in self.tables if t.sheet == sheet)
+
+    def block(self, sheet: str, w0: int, w1: int) -> pd.DataFrame:
+        """Rows of table ``sheet`` for workloads w0..w1-1 (0-based, input order)."""
+        return evaluate_table(self.table(sheet), self._resolved.iloc[w0:w1], self._results.iloc[w0:w1])
+
+    def tornado_block(self, w0: int, w1: int) -> pd.DataFrame:
+        return tornado_summary(self.block("Tornado_Calc", w0, w1), self._results.iloc[w0:w1])
+
+    @property
+    def tornado(self) -> pd.DataFrame:
+        if self._tornado is None:
+            self._tornado = tornado_summary(self.frames["Tornado_Calc"], self._results)
+        return self._tornado
+
+    def rows(self, sheet: str) -> int:
+        return len(self._results) * (len(DRIVERS) if sheet == "Tornado" else self.table(sheet).k)
+
+
+class _LazyFrames(dict):
+    def __init__(self, owner: Sensitivities):
+        super().__init__()
+        self._owner = owner
+
+    def __missing__(self, sheet: str) -> pd.DataFrame:
+        frame = self._owner.block(sheet, 0, len(self._owner._results))
+        self[sheet] = frame
+        return frame
+
+    def keys(self):
+        return [t.sheet for t in self._owner.tables]
+
+    def items(self):
+        return [(k, self[k]) for k in self.keys()]
+
+    def values(self):
+        return [self[k] for k in self.keys()]
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self):
+        return len(self._owner.tables)
+
+
+def evaluate_all(resolved: pd.DataFrame, results: pd.DataFrame, grid: np.ndarray,
+                 extra_gbps: tuple[float, ...]) -> Sensitivities:
+    """The sensitivity tables of a plan (evaluated lazily, see :class:`Sensitivities`)."""
+    tables = [hit_table(grid), alpha_table(), pcie_table(extra_gbps), hit_alpha_table(), tornado_calc_table()]
+    return Sensitivities(tables, resolved, results)

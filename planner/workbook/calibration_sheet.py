@@ -1,0 +1,248 @@
+"""The ``Calibration`` output sheet and the Resolved cells filled by calibration/estimate.
+
+``Calibration`` shows, per deployment, its fitted parameters (t_fixed, k_attn, k_ffn,
+B_eff), every measured point beside the fitted TTFT and its error, the fitted curves at
+0 hit and at the measured hit, and a chart of the points over the curves. Measured TTFTs
+refer to the Measurements input sheet and fitted values are live formulas over the
+parameter cells, so editing a parameter moves the curves, the errors and (through
+``Resolved``) every result of the calibrated workloads.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
+
+from planner.equations import kvhit as m
+from planner.core import schema
+
+SHEET = "Calibration"
+PARAM_COLS = ("deployment", "model", "gpu", "tp", "points", "t_fixed_ms", "k_attn_ms_per_tok2", "k_ffn_ms_per_tok",
+              "b_eff_gbps", "b_source", "s_kv_bytes", "curve_hit", "curve_alpha", "median_abs_error", "max_abs_error",
+              "tpot_per_token_ms", "status")
+POINT_COLS = ("deployment", "measurements_row", "isl", "hit", "alpha", "measured_ttft_ms", "fitted_ttft_ms",
+              "error", "abs_error")
+CURVE_COLS = ("deployment", "isl", "fitted_ttft_hit0_ms", "fitted_ttft_hit_ms")
+CURVE_STEPS = 24
+PARAM_TOP = 3  # header row of the parameter table
+FMT_K = "0.000E+00"
+MAX_CHARTS = 20
+
+
+class Layout:
+    """Where each part of the Calibration sheet lies (0-based rows), from the plan alone."""
+
+    def __init__(self, calib):
+        self.fits = calib.fits
+        self.param_row = {k: PARAM_TOP + 1 + k for k in range(len(self.fits))}
+        self.points_top = PARAM_TOP + len(self.fits) + 3
+        r = self.points_top + 1
+        self.point_rows: dict[int, tuple[int, int]] = {}
+        for k, f in enumerate(self.fits):
+            self.point_rows[k] = (r, r + len(f.points) - 1)
+            r += len(f.points)
+        self.curves_top = r + 2
+        r = self.curves_top + 1
+        self.curve_rows: dict[int, tuple[int, int]] = {}
+        for k, f in enumerate(self.fits):
+            if f.ok:
+                self.curve_rows[k] = (r, r + CURVE_STEPS)
+                r += CURVE_STEPS + 1
+
+    def param(self, k: int, name: str) -> str:
+        """Absolute cross-sheet reference of fit ``k``'s parameter ``name``."""
+        return f"{SHEET}!" + xl_rowcol_to_cell(self.param_row[k], PARAM_COLS.index(name), row_abs=True, col_abs=True)
+
+
+def _order(f) -> np.ndarray:
+    """Points in the table: 0-hit points by length, then hit points by hit and length."""
+    p = f.points
+    return np.lexsort((p["isl"].to_numpy(), p["hit"].to_numpy(), (p["hit"] > 0).to_numpy()))
+
+
+def _curve_hit(f) -> float:
+    h = f.points["hit"].to_numpy(dtype=float)
+    nz = h[h > 0]
+    if not len(nz):
+        return 0.0
+    vals, counts = np.unique(nz, return_counts=True)
+    return float(vals[np.argmax(counts)])
+
+
+def _ttft_formula(lay: Layout, k: int, isl: str, hit: str, alpha: str) -> str:
+    p = lambda name: lay.param(k, name)
+    comp = f"({p('k_attn_ms_per_tok2')}*{isl}^2*(1-{hit}^2)+{p('k_ffn_ms_per_tok')}*{isl}*(1-{hit}))"
+    load = f"({m.kv_load_ms.xl(hit, isl, p('s_kv_bytes'), p('b_eff_gbps'))})"
+    return m.ttft_ms.xl(p("t_fixed_ms"), load, comp, alpha)
+
+
+# --------------------------------------------------------------------------- Resolved cells
+def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[str | None, object, str]]:
+    """Resolved cells of filled rows: ``(i, column) -> (formula or None, value, provenance)``.
+
+    Calibrated cells are live formulas (a typed Workloads value still wins, else the
+    Calibration sheet's parameter); estimated cells are values. ``wl_cell(name, i)`` and
+    ``res_cell(name, i)`` give row i's Workloads / Resolved cell."""
+    calib = plan.calibration
+    if calib is None:
+        return {}
+    lay = Layout(calib)
+    out = {}
+    for (i, col), prov in calib.filled.items():
+        value = float(plan.resolved[col].iat[i])
+        k = calib.fit_index[i]
+        if calib.source[i] == "calibrated" and k is not None:
+            x = wl_cell(col, i)
+            expr = {"t_attn0_ms": f"{lay.param(k, 'k_attn_ms_per_tok2')}*{res_cell('isl', i)}^2",
+                    "t_ffn0_ms": f"{lay.param(k, 'k_ffn_ms_per_tok')}*{res_cell('isl', i)}",
+                    "t_fixed_ms": lay.param(k, "t_fixed_ms"),
+                    "kv_gbps": lay.param(k, "b_eff_gbps"),
+                    "t_decode_ms": f"{res_cell('osl', i)}*{lay.param(k, 'tpot_per_token_ms')}"}[col]
+            out[(i, col)] = (f"IF(ISNUMBER({x}),{x},{expr})", value, prov)
+        else:
+            out[(i, col)] = (None, value, prov)
+    for i, src in enumerate(calib.source):
+        if src != "input":
+            f = (f'IF(AND(ISNUMBER({wl_cell("t_attn0_ms", i)}),ISNUMBER({wl_cell("t_ffn0_ms", i)})),'
+                 f'"input","{src}")')
+            out[(i, "breakdown_source")] = (f, src, "")
+    return out
+
+
+# --------------------------------------------------------------------------- the sheet
+def write_calibration(wb, fm, plan) -> None:
+    """Write the Calibration sheet (only when the input has Measurements)."""
+    calib = plan.calibration
+    if calib is None or not calib.fits:
+        return
+    from planner.workbook.xlfast import RowBuffer
+
+    lay = Layout(calib)
+    ws_real = wb.add_worksheet(SHEET)
+    ws = RowBuffer(ws_real)
+    meas_cols = [c.name for c in schema.columns("Measurements")]
+    meas_index = {row: i for i, row in enumerate(plan.input.optional["Measurements"].rows)}
+    ws.write_string(0, 0, "Calibration: prefill times fitted to the measured load tests (Measurements sheet)",
+                    fm("title"))
+    ws.write_string(1, 0, "Fit per deployment of TTFT = t_fixed + k_attn*N^2*(1-h^2) + k_ffn*N*(1-h) + load - "
+                          "alpha*MIN(load, compute), load = h*N*S/B_eff; relative error minimised, parameters >= 0. "
+                          "Calibrated workloads take t_attn0 = k_attn*isl^2, t_ffn0 = k_ffn*isl, t_fixed, B_eff "
+                          "(Resolved refers to these cells). The fit itself is redone when the planner runs: after editing "
+                          "Measurements, run it again.", fm("note"))
+    for j, h in enumerate(PARAM_COLS):
+        ws.write_string(PARAM_TOP, j, h, fm("header"))
+        ws_real.set_column(j, j, 14 if j else 34)
+    fmts = {"t_fixed_ms": "#,##0.00", "k_attn_ms_per_tok2": FMT_K, "k_ffn_ms_per_tok": FMT_K,
+            "b_eff_gbps": "#,##0.00", "s_kv_bytes": "#,##0", "curve_hit": "0.0%", "curve_alpha": "0.0%", "median_abs_error": "0.0%",
+            "max_abs_error": "0.0%", "tpot_per_token_ms": "#,##0.000"}
+    pt_col = {c: j for j, c in enumerate(POINT_COLS)}
+    for k, f in enumerate(calib.fits):
+        r = lay.param_row[k]
+        lo, hi = lay.point_rows[k]
+        abs_rng = xl_range_abs(lo, pt_col["abs_error"], hi, pt_col["abs_error"])
+        vals = {"deployment": f.label, "model": f.model, "gpu": f.gpu, "tp": f.tp, "points": len(f.points),
+                "t_fixed_ms": f.t_fixed, "k_attn_ms_per_tok2": f.k_attn, "k_ffn_ms_per_tok": f.k_ffn,
+                "b_eff_gbps": f.b_gbps, "s_kv_bytes": f.s_kv, "curve_hit": _curve_hit(f),
+                "curve_alpha": float(f.points["alpha"].max()),
+                "b_source": ("fitted (B_eff)" + (", at search edge" if f.b_at_bound else "")) if f.b_fitted
+                else ("GPU pcie_gbps (assumed: all hit points at one hit ratio)" if (f.points["hit"] > 0).any()
+                      else "GPU pcie_gbps (no point with hit > 0)"),
+                "tpot_per_token_ms": f.tpot_per_token_ms,
+                "status": "ok" + ("; " + "; ".join(f.warnings) if f.warnings else "") if f.ok
+                else "not fitted: " + "; ".join(f.warnings)}
+        for j, name in enumerate(PARAM_COLS):
+            v = vals.get(name)
+            if name in ("median_abs_error", "max_abs_error"):
+                if f.ok:
+                    func = "MEDIAN" if name.startswith("median") else "MAX"
+                    v = f.median_abs_error if func == "MEDIAN" else f.max_abs_error
+                    ws.write_formula(r, j, f"={func}({abs_rng})", fm("calc", fmts[name]), v)
+                continue
+            if isinstance(v, str):
+                ws.write_string(r, j, v)
+            elif v is None or (isinstance(v, float) and math.isnan(v)) or (not f.ok and name in fmts):
+                ws.write_blank(r, j, None)
+            else:
+                ws.write_number(r, j, float(v), fm("const", fmts.get(name)))
+    # points
+    for j, h in enumerate(POINT_COLS):
+        ws.write_string(lay.points_top, j, h, fm("header"))
+    for k, f in enumerate(calib.fits):
+        lo, _hi = lay.point_rows[k]
+        pts = f.points.iloc[_order(f)]
+        for q, (_, p) in enumerate(pts.iterrows()):
+            r = lo + q
+            src_row = meas_index[int(p["row"])] + 1  # the Measurements sheet of the output: records from row 2
+            ref = lambda name: "Measurements!" + xl_rowcol_to_cell(src_row, meas_cols.index(name), col_abs=True)
+            ws.write_string(r, 0, f.label)
+            ws.write_number(r, 1, int(p["row"]))
+            ws.write_formula(r, 2, f"={ref('isl')}", fm("calc", "#,##0"), float(p["isl"]))
+            ws.write_formula(r, 3, f"={ref('hit')}", fm("calc", "0.0%"), float(p["hit"]))
+            ws.write_formula(r, 4, f"=N({ref('alpha')})", fm("calc", "0.0%"), float(p["alpha"]))
+            ws.write_formula(r, 5, f"={ref('ttft_ms')}", fm("calc", "#,##0.00"), float(p["ttft_ms"]))
+            if not f.ok:
+                continue
+            c = lambda name: xl_rowcol_to_cell(r, pt_col[name], col_abs=True)
+            ws.write_formula(r, 6, "=" + _ttft_formula(lay, k, c("isl"), c("hit"), c("alpha")),
+                             fm("calc", "#,##0.00"), float(p["fitted_ms"]))
+            ws.write_formula(r, 7, f"={c('fitted_ttft_ms')}/{c('measured_ttft_ms')}-1", fm("calc", "0.0%"),
+                             float(p["error"]))
+            ws.write_formula(r, 8, f"=ABS({c('error')})", fm("calc", "0.0%"), abs(float(p["error"])))
+    # fitted curves
+    for j, h in enumerate(CURVE_COLS):
+        ws.write_string(lay.curves_top, j, h, fm("header"))
+    alpha_of = {k: float(f.points["alpha"].max()) for k, f in enumerate(calib.fits)}
+    for k, (lo, hi) in lay.curve_rows.items():
+        f = calib.fits[k]
+        top = f.points["isl"].max() * 1.05
+        for q in range(CURVE_STEPS + 1):
+            r = lo + q
+            isl = float(np.round(top * q / CURVE_STEPS))
+            ws.write_string(r, 0, f.label)
+            ws.write_number(r, 1, isl, fm("const", "#,##0"))
+            cell = xl_rowcol_to_cell(r, 1, col_abs=True)
+            h = lay.param(k, "curve_hit")
+            alpha_txt = lay.param(k, "curve_alpha")
+            ws.write_formula(r, 2, "=" + _ttft_formula(lay, k, cell, "0", alpha_txt), fm("calc", "#,##0.00"),
+                             float(f.predict(isl, 0.0, alpha_of[k])))
+            ws.write_formula(r, 3, "=" + _ttft_formula(lay, k, cell, h, alpha_txt), fm("calc", "#,##0.00"),
+                             float(f.predict(isl, _curve_hit(f), alpha_of[k])))
+    ws.flush()
+    # charts: measured points over the fitted curves
+    for n_chart, (k, (clo, chi)) in enumerate(list(lay.curve_rows.items())[:MAX_CHARTS]):
+        f = calib.fits[k]
+        lo, hi = lay.point_rows[k]
+        n0 = int((f.points["hit"] == 0).sum())
+        ch = wb.add_chart({"type": "scatter"})
+        rng = lambda r0, r1, col: f"={SHEET}!{xl_range_abs(r0, col, r1, col)}"
+        if n0:
+            ch.add_series({"name": "measured, 0 hit", "categories": rng(lo, lo + n0 - 1, 2),
+                           "values": rng(lo, lo + n0 - 1, 5), "marker": {"type": "circle", "size": 7}})
+        if n0 < len(f.points):
+            ch.add_series({"name": "measured, hit > 0", "categories": rng(lo + n0, hi, 2),
+                           "values": rng(lo + n0, hi, 5), "marker": {"type": "diamond", "size": 8}})
+        ch.add_series({"name": "fitted, 0 hit", "categories": rng(clo, chi, 1), "values": rng(clo, chi, 2),
+                       "line": {"width": 1.5}, "marker": {"type": "none"}})
+        if _curve_hit(f) > 0:
+            ch.add_series({"name": f"fitted, hit {_curve_hit(f):.0%}", "categories": rng(clo, chi, 1),
+                           "values": rng(clo, chi, 3), "line": {"width": 1.5, "dash_type": "dash"},
+                           "marker": {"type": "none"}})
+        ch.set_title({"name": f"{f.label}: TTFT measured vs fitted"})
+        ch.set_x_axis({"name": "input length [tokens]", "min": 0})
+        ch.set_y_axis({"name": "TTFT [ms]", "min": 0})
+        ch.set_size({"width": 620, "height": 340})
+        ws_real.insert_chart(PARAM_TOP + 1 + 18 * n_chart, len(PARAM_COLS) + 1, ch)
+
+
+def write_filled(ws, fm, row: int, col: int, fmt, spec) -> None:
+    """One Resolved cell filled by calibration (a live formula) or estimate (a value),
+    with its provenance as a cell note."""
+    formula, value, prov = spec
+    if formula is None:
+        ws.write_number(row, col, float(value), fmt)
+    else:
+        ws.write_formula(row, col, "=" + formula, fmt, value)
+    if prov:
+        ws.write_comment(row, col, prov, {"x_scale": 1.8})

@@ -1,0 +1,300 @@
+"""The fleet sheets of the output workbook: Fleet, Fleet_By_Period (with its Demand_Calc
+helper) and Scenario_Compare, and the cell helpers the Summary shares
+(:mod:`planner.workbook.summary_sheet` writes the Summary and calls these).
+
+Every derived cell is a live formula over Results/Resolved/GPUs/Demand (SUMIFS, INDEX/MATCH)
+stored with the value :mod:`planner.equations.fleet` (:mod:`planner.finance.demand`, :mod:`planner.inputs.scenario_checks`)
+computed; Scenario_Compare's scenario rows are the exception (re-planned at run time, said
+in the sheet).
+"""
+
+from __future__ import annotations
+
+import math
+
+from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
+
+from planner.finance import demand as dm
+from planner.equations import fleet as fl
+from planner.finance import fleet as fl2
+from planner.equations import kvhit as m
+from planner.finance import scenarios as sc
+from planner.core import schema
+from planner.core.refs import exact_criteria, exact_text
+
+SETTING_NAMES = {"target_utilization": "s_target_utilization", "hours_per_month": "s_hours_per_month"}
+FMT_INT = schema.FMT_INT
+FMT_MONEY = "#,##0.00"
+FMT_MONEY0 = "#,##0"
+
+
+NOTE_GAP = 1               # blank columns between a table and its notes
+
+DEMAND_CALC_COLS = ("workload", "period", "demand_tpm", "res_row", "gpu", "tp", "tpm_delivered_target",
+                    "target_utilization", "hourly_cost", "instances", "gpus_needed", "cost_per_hour")
+
+
+def _v(x) -> object:
+    """Stored value: NaN as '' (a blank result)."""
+    if x is None:
+        return ""
+    if isinstance(x, str):
+        return x
+    x = float(x)
+    return "" if math.isnan(x) else x
+
+
+def _header(ws, fm, headers, widths, top=0, left=0):
+    for j, h in enumerate(headers):
+        ws.write_string(top, left + j, h, fm("header"))
+        ws.set_column(left + j, left + j, widths[j])
+    ws.set_row(top, 30)
+
+
+def _named_header(ws, fm, names, units: dict, widths) -> None:
+    """The contract's header row: each column's name exactly (what pandas and other tools read:
+    ``gpus_needed``, not ``gpus_needed [count]``), its unit in the header cell's comment."""
+    _header(ws, fm, list(names), widths)
+    for j, name in enumerate(names):
+        if units.get(name):
+            ws.write_comment(0, j, f"{name}: unit {units[name]}", {"x_scale": 1.4, "y_scale": 0.6})
+
+
+def _cur(plan) -> str:
+    return str(plan.settings.get("currency") or "currency")
+
+
+def _nonblank(rng: str, expr: str) -> str:
+    """``expr`` unless ``rng`` holds no number (a blank, not a 0)."""
+    return f'IF(COUNT({rng})=0,"",{expr})'
+
+
+def define_setting_names(wb, settings_rows: dict[str, int]) -> None:
+    """Defined names ``s_<key>`` on the Settings value cells the finance formulas use."""
+    for key, name in SETTING_NAMES.items():
+        wb.define_name(name, "=" + f"{quote_sheetname(schema.SETTINGS)}!" +
+                       xl_rowcol_to_cell(settings_rows[key], 1, True, True))
+
+
+# --------------------------------------------------------------------------- Fleet
+def fleet_cells(n_types: int) -> dict[str, int]:
+    """Fleet rows: types 1..n_types, Total at n_types + 1 (0-based sheet rows)."""
+    return {"first": 1, "last": n_types, "total": n_types + 1}
+
+
+def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
+    cur = _cur(plan)
+    units = {"instances": "count", "gpus_needed": "count", "cost_per_hour": f"{cur}/h",
+             "cost_per_month": f"{cur}/month", "cost_per_year": f"{cur}/year", "tpm_capacity": "tokens/min",
+             "tpm_demand": "tokens/min"}
+    _named_header(ws, fm, fl2.FLEET_COLS, units, [22, 12, 12, 16, 18, 18, 18, 18])
+    ws.freeze_panes(1, 1)
+    own = {c: j for j, c in enumerate(fl2.FLEET_COLS)}
+    fmts = {"instances": fm("calc", FMT_INT), "gpus_needed": fm("calc", FMT_INT),
+            "cost_per_hour": fm("calc", FMT_MONEY), "cost_per_month": fm("calc", FMT_MONEY0),
+            "cost_per_year": fm("calc", FMT_MONEY0), "tpm_capacity": fm("calc", FMT_INT),
+            "tpm_demand": fm("calc", FMT_INT)}
+    n_types = len(frame) - 1
+    rows = fleet_cells(n_types)
+    sumifs = lambda rng, crit_rng, r: f"SUMIFS({rng},{crit_rng},{exact_criteria(xl_rowcol_to_cell(r, own['gpu'], col_abs=True))})"  # noqa: E731
+    for i in range(n_types):
+        r = rows["first"] + i
+        rec = frame.iloc[i]
+        me = lambda c: xl_rowcol_to_cell(r, own[c], col_abs=True)  # noqa: E731,B023
+        price = layout.other("GPUs", "hourly_cost", i + 1)
+        f = {
+            "gpu": layout.other("GPUs", "gpu", i + 1),
+            "instances": sumifs("results_instances_needed", "results_gpu", r),
+            "gpus_needed": sumifs("results_gpus_needed", "results_gpu", r),
+            "cost_per_hour": f'IF(ISNUMBER({price}),{sumifs("results_cost_per_hour", "results_gpu", r)},"")',
+            "cost_per_month": fl.per_month.xl(me("cost_per_hour"), SETTING_NAMES["hours_per_month"]),
+            "cost_per_year": fl.per_year.xl(me("cost_per_month")),
+            "tpm_capacity": sumifs("results_tpm_capacity", "results_gpu", r),
+            "tpm_demand": sumifs("res_demand_tpm", "res_gpu", r),
+        }
+        for c in fl2.FLEET_COLS:
+            ws.write_formula(r, own[c], "=" + f[c], fmts.get(c), _v(rec[c]))
+    t = rows["total"]
+    tot = frame.iloc[-1]
+    ws.write_string(t, own["gpu"], fl2.TOTAL, fm("header"))
+    for c in fl2.FLEET_COLS[1:]:
+        rng = xl_range_abs(rows["first"], own[c], rows["last"], own[c])
+        expr = _nonblank(rng, f"SUM({rng})") if c.startswith("cost") else f"SUM({rng})"
+        ws.write_formula(t, own[c], "=" + expr, fmts[c], _v(tot[c]))
+    # the note beside the total: GPUs of unpriced types are not in the total cost
+    note_col = len(fl2.FLEET_COLS) + NOTE_GAP
+    ws.set_column(note_col, note_col, 90)
+    ws.write_formula(t, note_col, "=" + uncosted_note(own, rows), fm("note"), uncosted_text(frame))
+    ws.write_string(1, note_col, "Per GPU type, over the workloads with a demand_tpm (live: SUMIFS over Results). "
+                                 "cost_per_hour = sum of gpus_needed x hourly_cost; cost_per_month x "
+                                 "s_hours_per_month (Settings hours_per_month); cost_per_year x 12.", fm("note"))
+    ws.write_string(2, note_col, "A GPU type without hourly_cost has a blank cost; the Total cost is the total of the "
+                                 "priced types only (see the note on the Total row).", fm("note"))
+    ws.autofilter(0, 0, rows["last"], len(fl2.FLEET_COLS) - 1)
+
+
+def uncosted_gpus_formula(own: dict[str, int], rows: dict[str, int], sheet: str = "") -> str:
+    """GPUs of the Fleet types whose cost is blank (no hourly_cost): all GPUs less those of priced types."""
+    g = sheet + xl_range_abs(rows["first"], own["gpus_needed"], rows["last"], own["gpus_needed"])
+    c = sheet + xl_range_abs(rows["first"], own["cost_per_hour"], rows["last"], own["cost_per_hour"])
+    return f'(SUM({g})-SUMIFS({g},{c},">=0"))'
+
+
+def uncosted_note(own, rows) -> str:
+    u = uncosted_gpus_formula(own, rows)
+    return (f'IF({u}>0,"Total cost covers the priced GPU types only: "&TEXT({u},"#,##0")&'
+            f'" GPUs of types without hourly_cost are not costed","Every GPU in the plan is priced: the total '
+            f'cost is complete")')
+
+
+def uncosted_text(frame) -> str:
+    u = frame.attrs.get("uncosted_gpus", 0.0)
+    if u > 0:
+        return (f"Total cost covers the priced GPU types only: {u:,.0f} GPUs of types without hourly_cost "
+                f"are not costed")
+    return "Every GPU in the plan is priced: the total cost is complete"
+
+
+# --------------------------------------------------------------------------- Demand by period
+def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
+    calc = dm.demand_calc(plan)
+    frame = dm.fleet_by_period(plan, calc)
+    cur = _cur(plan)
+    dem_pos = {c.name: j for j, c in enumerate(schema.columns(schema.DEM))}  # as write_input_sheet lays it out
+    own = {c: j for j, c in enumerate(DEMAND_CALC_COLS)}
+    k = len(calc)
+    units = {"demand_tpm": "tokens/min", "res_row": "row", "tp": "count", "tpm_delivered_target": "tokens/min",
+             "target_utilization": "fraction", "hourly_cost": f"{cur}/h", "instances": "count",
+             "gpus_needed": "count", "cost_per_hour": f"{cur}/h"}
+    _header(calc_ws, fm, [f"{c} [{units[c]}]" if c in units else c for c in DEMAND_CALC_COLS],
+            [20, 12, 14, 8, 16, 8, 16, 12, 12, 12, 12, 14])
+    calc_ws.freeze_panes(1, 1)
+    dem = lambda name, r: f"{quote_sheetname(schema.DEM)}!{xl_rowcol_to_cell(r, dem_pos[name], col_abs=True)}"  # noqa: E731
+    fmts = {"demand_tpm": FMT_INT, "res_row": FMT_INT, "tp": FMT_INT, "tpm_delivered_target": FMT_INT,
+            "target_utilization": schema.FMT_PCT, "hourly_cost": FMT_MONEY, "instances": FMT_INT,
+            "gpus_needed": FMT_INT, "cost_per_hour": FMT_MONEY}
+    for i in range(k):
+        r = i + 1
+        me = lambda c: xl_rowcol_to_cell(r, own[c], col_abs=True)  # noqa: E731,B023
+        row = me("res_row")
+        f = {
+            "workload": dem("workload", r),
+            "period": dem("period", r),
+            "demand_tpm": f'IF(ISNUMBER({dem("demand_tpm", r)}),{dem("demand_tpm", r)},"")',
+            "res_row": f"MATCH({exact_text(me('workload'))},res_workload,0)",
+            "gpu": f"INDEX(res_gpu,{row})",
+            "tp": f"INDEX(res_tp,{row})",
+            "tpm_delivered_target": f"INDEX(results_tpm_delivered_target,{row})",
+            "target_utilization": f"INDEX(res_target_utilization,{row})",
+            "hourly_cost": f"INDEX(res_hourly_cost,{row})",
+            "instances": m.instances_needed.xl(me("demand_tpm"), me("tpm_delivered_target"), me("target_utilization")),
+            "gpus_needed": m.gpus_needed.xl(me("instances"), me("tp")),
+            "cost_per_hour": fl.cost_per_hour.xl(me("gpus_needed"), me("hourly_cost")),
+        }
+        for c in DEMAND_CALC_COLS:
+            calc_ws.write_formula(r, own[c], "=" + f[c], fm("calc", fmts.get(c)), _v(calc[c].iat[i]))
+    rng = lambda c: xl_range_abs(1, own[c], max(k, 1), own[c])  # noqa: E731
+    dc = lambda c: f"Demand_Calc!{rng(c)}"  # noqa: E731
+
+    # Fleet_By_Period
+    p_own = {c: j for j, c in enumerate(dm.PERIOD_COLS)}
+    _named_header(ws, fm, dm.PERIOD_COLS, {"instances": "count", "gpus_needed": "count",
+                                           "cost_per_month": f"{cur}/month"}, [14, 22, 12, 14, 20])
+    ws.freeze_panes(1, 2)
+    periods = dm.periods(dm.demand_records(plan))
+    first_row = {}
+    for i, rec in enumerate(dm.demand_records(plan)):
+        first_row.setdefault(str(rec.get("period")), i + 1)
+    n_types = len(plan.gpus)
+    for idx in range(len(frame)):
+        r = idx + 1
+        pi, gi = divmod(idx, n_types)
+        rec = frame.iloc[idx]
+        me = lambda c: xl_rowcol_to_cell(r, p_own[c], col_abs=True)  # noqa: E731,B023
+        crit = f"{dc('period')},{exact_criteria(me('period'))},{dc('gpu')},{exact_criteria(me('gpu'))}"
+        price = layout.other("GPUs", "hourly_cost", gi + 1)
+        f = {
+            "period": dem("period", first_row[periods[pi]]),
+            "gpu": layout.other("GPUs", "gpu", gi + 1),
+            "instances": f"SUMIFS({dc('instances')},{crit})",
+            "gpus_needed": f"SUMIFS({dc('gpus_needed')},{crit})",
+            "cost_per_month": f'IF(ISNUMBER({price}),SUMIFS({dc("cost_per_hour")},{crit})*'
+                              f'{SETTING_NAMES["hours_per_month"]},"")',
+        }
+        for c in dm.PERIOD_COLS:
+            fmt = None if c in ("period", "gpu") else fm("calc", FMT_MONEY0 if c == "cost_per_month" else FMT_INT)
+            ws.write_formula(r, p_own[c], "=" + f[c], fmt, _v(rec[c]))
+    note_col = len(dm.PERIOD_COLS) + NOTE_GAP
+    ws.set_column(note_col, note_col, 80)
+    ws.write_string(1, note_col, "Each Demand row sizes its workload as in Results with that period's demand "
+                                 "(Demand_Calc), summed here per period and GPU type (live).", fm("note"))
+    ws.write_string(2, note_col, "A workload without a row (or with a blank demand_tpm) in a period needs no GPUs "
+                                 "in it; a GPU type without hourly_cost has a blank cost.", fm("note"))
+
+    # pivot for the chart (periods x GPU types of gpus_needed), beside Demand_Calc, then the chart
+    left = len(DEMAND_CALC_COLS) + NOTE_GAP
+    calc_ws.write_string(0, left, "period", fm("header"))
+    for gi, g in enumerate(plan.gpus["gpu"].tolist()):
+        calc_ws.write_formula(0, left + 1 + gi, "=" + layout.other("GPUs", "gpu", gi + 1), fm("header"), str(g))
+    for pi in range(len(periods)):
+        r = pi + 1
+        first_of_period = xl_rowcol_to_cell(1 + pi * n_types, p_own["period"], True, True)
+        calc_ws.write_formula(r, left, f"=Fleet_By_Period!{first_of_period}", None, periods[pi])
+        for gi in range(n_types):
+            src = 1 + pi * n_types + gi
+            calc_ws.write_formula(r, left + 1 + gi, "=Fleet_By_Period!" +
+                                  xl_rowcol_to_cell(src, p_own["gpus_needed"], True, True), fm("calc", FMT_INT),
+                                  _v(frame["gpus_needed"].iat[src - 1]))
+    chart = wb.add_chart({"type": "column", "subtype": "stacked"})
+    for gi in range(n_types):
+        chart.add_series({"name": ["Demand_Calc", 0, left + 1 + gi],
+                          "categories": ["Demand_Calc", 1, left, len(periods), left],
+                          "values": ["Demand_Calc", 1, left + 1 + gi, len(periods), left + 1 + gi]})
+    chart.set_title({"name": "GPUs by period and GPU type", "name_font": {"size": 11}})
+    chart.set_y_axis({"name": "GPUs", "num_format": "#,##0"})
+    chart.set_legend({"position": "bottom"})
+    chart.set_size({"width": 620, "height": 340})
+    ws.insert_chart(4, note_col, chart)
+
+
+# --------------------------------------------------------------------------- Scenarios
+def write_scenarios(wb, ws, fm, plan, fleet_rows: int) -> None:
+    frame = sc.scenario_compare(plan)
+    cur = _cur(plan)
+    _named_header(ws, fm, sc.SCENARIO_COLS, {"gpus_needed": "count", "cost_per_month": f"{cur}/month",
+                                             "tpm_capacity": "tokens/min"}, [28, 14, 20, 20])
+    total = fleet_cells(fleet_rows - 1)["total"]
+    fleet_col = {c: j for j, c in enumerate(fl2.FLEET_COLS)}
+    fmts = {"gpus_needed": fm("calc", FMT_INT), "cost_per_month": fm("calc", FMT_MONEY0),
+            "tpm_capacity": fm("calc", FMT_INT)}
+    for i in range(len(frame)):
+        r = i + 1
+        rec = frame.iloc[i]
+        ws.write_string(r, 0, str(rec["scenario"]))
+        for j, c in enumerate(sc.SCENARIO_COLS[1:], start=1):
+            if i == 0:  # base: live, from the Fleet total
+                ws.write_formula(r, j, "=Fleet!" + xl_rowcol_to_cell(total, fleet_col[c], True, True), fmts[c],
+                                 _v(rec[c]))
+            elif isinstance(_v(rec[c]), str):
+                ws.write_blank(r, j, None, fm("const", None))
+            else:
+                ws.write_number(r, j, float(rec[c]), fm("const", FMT_MONEY0 if c == "cost_per_month" else FMT_INT))
+    note_col = len(sc.SCENARIO_COLS) + NOTE_GAP
+    ws.set_column(note_col, note_col, 90)
+    ws.write_string(1, note_col, "Scenario totals are computed at run time (not live): the planner re-plans a copy "
+                                 "of the inputs with each scenario's overrides from the Scenarios sheet. Edit "
+                                 "Scenarios and run the planner again to update them.", fm("note"))
+    ws.write_string(2, note_col, "The base row is live: it reads the Total row of Fleet. cost_per_month is the "
+                                 "total of the priced GPU types.", fm("note"))
+    n = len(frame)
+    for j, (c, title, fmt) in enumerate((("gpus_needed", "GPUs by scenario", "#,##0"),
+                                         ("cost_per_month", f"Cost per month [{cur}] by scenario", "#,##0"))):
+        ch = wb.add_chart({"type": "column"})
+        col = sc.SCENARIO_COLS.index(c)
+        ch.add_series({"name": c, "categories": ["Scenario_Compare", 1, 0, n, 0],
+                       "values": ["Scenario_Compare", 1, col, n, col], "data_labels": {"value": True}})
+        ch.set_title({"name": title, "name_font": {"size": 11}})
+        ch.set_y_axis({"num_format": fmt})
+        ch.set_legend({"none": True})
+        ch.set_size({"width": 480, "height": 300})
+        ws.insert_chart(4 + j * 16, note_col, ch)

@@ -1,0 +1,240 @@
+"""The finance sheets of the output workbook: Summary (first, active), Fleet, Fleet_By_Period
+(with its Demand_Calc helper) and Scenario_Compare; the Summary is written here, the others
+in :mod:`planner.workbook.fleet_sheets`.
+
+Every derived cell is a live formula over Results/Resolved/GPUs/Demand (SUMIFS, INDEX/MATCH)
+stored with the value :mod:`planner.equations.fleet` (:mod:`planner.finance.demand`, :mod:`planner.inputs.scenario_checks`) computed; Scenario_Compare's scenario rows are
+the exception (re-planned at run time, said in the sheet). Notes sit to the right of the
+tables (never below), so a table read with pandas ends with its last data row.
+
+Hooks in :func:`planner.workbook.writer.write_output`: :func:`add_sheets` before the other sheets
+(Summary opens the workbook), :func:`write_finance` after Results is laid out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
+
+from planner.finance import demand as dm
+from planner.equations import fleet as fl
+from planner.finance import fleet as fl2
+from planner.core import schema
+from planner.equations.constants import C, N
+from planner.workbook.fleet_sheets import (FMT_INT, FMT_MONEY, FMT_MONEY0, SETTING_NAMES, _cur, _header, _nonblank, _v, define_setting_names, fleet_cells, uncosted_gpus_formula, write_by_period, write_fleet, write_scenarios)
+from planner.core.refs import exact_criteria, exact_text
+from planner.workbook.xlfast import FastFormulaWorksheet, RowBuffer
+
+TOP_WORKLOADS = 5          # largest workloads by cost on the Summary
+
+
+@dataclass
+class FinanceSheets:
+    summary: object
+    fleet: object
+    by_period: object | None
+    scenarios: object | None
+    buffers: list = field(default_factory=list)
+
+
+def add_sheets(wb, plan) -> FinanceSheets:
+    """Create Summary (first), Fleet, Fleet_By_Period and Scenario_Compare (when their input
+    sheets are given), in that order, before the other sheets."""
+    add = lambda name: RowBuffer(wb.add_worksheet(name, worksheet_class=FastFormulaWorksheet))  # noqa: E731
+    summary = add("Summary")
+    fleet = add("Fleet")
+    by_period = add("Fleet_By_Period") if dm.demand_records(plan) else None
+    scen = add("Scenario_Compare") if schema.SCN in plan.input.optional else None
+    return FinanceSheets(summary, fleet, by_period, scen)
+
+
+def write_finance(wb, fm, layout, plan, fs: FinanceSheets, settings_rows: dict[str, int]) -> None:
+    """Write every finance sheet (buffered rows flushed here) and make Summary the active sheet."""
+    define_setting_names(wb, settings_rows)
+    fleet_frame = fl2.plan_fleet(plan)
+    write_fleet(wb, fs.fleet, fm, layout, plan, fleet_frame)
+    if fs.by_period is not None:
+        calc_ws = RowBuffer(wb.add_worksheet("Demand_Calc", worksheet_class=FastFormulaWorksheet))
+        write_by_period(wb, fs.by_period, calc_ws, fm, layout, plan)
+        calc_ws.flush()
+    if fs.scenarios is not None:
+        write_scenarios(wb, fs.scenarios, fm, plan, len(fleet_frame))
+    write_summary(wb, fs.summary, fm, layout, plan, fleet_frame, fs)
+    for ws in (fs.summary, fs.fleet, fs.by_period, fs.scenarios):
+        if ws is not None:
+            ws.flush()
+    fs.summary.activate()
+
+
+
+
+# --------------------------------------------------------------------------- Summary
+def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
+    cur = _cur(plan)
+    tot = fl2.totals(plan)
+    fleet_col = {c: j for j, c in enumerate(fl2.FLEET_COLS)}
+    n_types = len(frame) - 1
+    rows = fleet_cells(n_types)
+    fleet_ref = lambda r, c: "Fleet!" + xl_rowcol_to_cell(r, fleet_col[c], True, True)  # noqa: E731
+    T = rows["total"]
+    ws.set_column(0, 0, 46)
+    ws.set_column(1, 4, 17)
+    quarter = str(plan.settings.get("quarter") or "")
+    ws.write_string(0, 0, f"Capacity plan {quarter}: fleet summary".replace("  ", " "), fm("title"))
+    ws.write_string(1, 0, "Live: every number is a formula over the Fleet, Results and input sheets; edit the "
+                          "inputs and recalculate.", fm("note"))
+    master_ok = _master_ok(plan, layout)
+    ws.write_string(2, 0, "Model checks (Checks sheet)", fm("header"))
+    ws.write_formula(2, 1, "=master_check", fm("ok" if master_ok else "bad"), "OK" if master_ok else "ERROR")
+    ws.conditional_format(2, 1, 2, 1, {"type": "cell", "criteria": "==", "value": '"OK"', "format": fm("ok")})
+    ws.conditional_format(2, 1, 2, 1, {"type": "cell", "criteria": "!=", "value": '"OK"', "format": fm("bad")})
+    with_demand = int(np.sum(~np.isnan(fl2._f(plan.results["instances_needed"]))))
+    ws.write_string(3, 0, "Workloads with a demand (of all workloads)")
+    ws.write_formula(3, 1, "=COUNT(results_instances_needed)", fm("calc", FMT_INT), with_demand)
+    ws.write_formula(3, 2, "=COUNTA(results_workload)", fm("calc", FMT_INT), len(plan.results))
+
+    # GPUs by type
+    r0 = 5
+    ws.write_string(r0, 0, "GPUs by type", fm("title"))
+    heads = ["GPU type", "Serving instances", "GPUs", f"Cost per month [{cur}]", "Capacity [tokens/min]"]
+    _header(ws, fm, heads, [46, 17, 17, 17, 17], top=r0 + 1)
+    src = [("gpu", None), ("instances", FMT_INT), ("gpus_needed", FMT_INT), ("cost_per_month", FMT_MONEY0),
+           ("tpm_capacity", FMT_INT)]
+    for i in range(n_types + 1):
+        r = r0 + 2 + i
+        fr = rows["first"] + i
+        for j, (c, fmt) in enumerate(src):
+            style = "header" if i == n_types and j == 0 else "calc"
+            ws.write_formula(r, j, "=" + fleet_ref(fr, c), fm(style, fmt), _v(frame[c].iat[i]))
+    types_top, types_bottom = r0 + 2, r0 + 1 + n_types
+
+    # cost
+    r = types_top + n_types + 2
+    ws.write_string(r, 0, "Cost of the fleet", fm("title"))
+    cost_rows = [
+        (f"Cost per hour [{cur}]", "=" + fleet_ref(T, "cost_per_hour"), tot.cost_per_hour, FMT_MONEY),
+        (f"Cost per month [{cur}] ({_g(plan.settings['hours_per_month'])} h)", "=" + fleet_ref(T, "cost_per_month"),
+         tot.cost_per_month, FMT_MONEY0),
+        (f"Cost per quarter [{cur}]", "=" + fl.per_year.xl(fleet_ref(T, "cost_per_month"), N.MONTHS_PER_QUARTER),
+         tot.cost_per_month * C.MONTHS_PER_QUARTER, FMT_MONEY0),
+        (f"Cost per year [{cur}]", "=" + fleet_ref(T, "cost_per_year"), tot.cost_per_month * C.MONTHS_PER_YEAR, FMT_MONEY0),
+    ]
+    for k, (label, f, v, fmt) in enumerate(cost_rows):
+        ws.write_string(r + 1 + k, 0, label)
+        ws.write_formula(r + 1 + k, 1, f, fm("calc", fmt), _v(v))
+    r = r + 1 + len(cost_rows)
+    ws.write_string(r, 0, "GPUs of types without a price (not in the cost)")
+    f_own = {c: j for j, c in enumerate(fl2.FLEET_COLS)}
+    ws.write_formula(r, 1, "=" + uncosted_gpus_formula(f_own, rows, "Fleet!"), fm("calc", FMT_INT), tot.uncosted_gpus)
+
+    # savings of the hit-ratio target
+    r += 2
+    ws.write_string(r, 0, "What the hit-ratio target saves", fm("title"))
+    _header(ws, fm, ["", "At the measured hit ratios", "At the target hit ratios", "Saved by the target"],
+            [46, 17, 17, 17], top=r + 1)
+    gm = "SUM(results_gpus_measured)"
+    cm = _nonblank("results_cost_per_hour_measured",
+                   f"SUM(results_cost_per_hour_measured)*{SETTING_NAMES['hours_per_month']}")
+    sav = [("GPUs", gm, fleet_ref(T, "gpus_needed"), tot.gpus_measured, tot.gpus, FMT_INT),
+           (f"Cost per month [{cur}]", cm, fleet_ref(T, "cost_per_month"), tot.cost_per_month_measured,
+            tot.cost_per_month, FMT_MONEY0)]
+    for k, (label, f_m, f_t, v_m, v_t, fmt) in enumerate(sav):
+        rr = r + 2 + k
+        ws.write_string(rr, 0, label)
+        ws.write_formula(rr, 1, "=" + f_m, fm("calc", fmt), _v(v_m))
+        ws.write_formula(rr, 2, "=" + f_t, fm("calc", fmt), _v(v_t))
+        a, b = xl_rowcol_to_cell(rr, 1), xl_rowcol_to_cell(rr, 2)
+        saved = v_m - v_t if not (math.isnan(v_m) or math.isnan(v_t)) else float("nan")
+        ws.write_formula(rr, 3, f'=IF(AND(ISNUMBER({a}),ISNUMBER({b})),{a}-{b},"")', fm("calc", fmt), _v(saved))
+    r += 2 + len(sav)
+    ws.write_string(r, 0, "Same demand and utilisation; instances sized with the delivered TPM at hit_measured "
+                          "(tpm_measured when given) instead of hit_target.", fm("note"))
+
+    # capacity
+    r += 2
+    ws.write_string(r, 0, "Capacity against demand", fm("title"))
+    cap_rows = [("Delivered capacity of the sized fleet [tokens/min]", "=" + fleet_ref(T, "tpm_capacity"),
+                 tot.tpm_capacity, FMT_INT),
+                ("Demand [tokens/min]", "=" + fleet_ref(T, "tpm_demand"), tot.tpm_demand, FMT_INT)]
+    for k, (label, f, v, fmt) in enumerate(cap_rows):
+        ws.write_string(r + 1 + k, 0, label)
+        ws.write_formula(r + 1 + k, 1, f, fm("calc", fmt), _v(v))
+    a, b = xl_rowcol_to_cell(r + 1, 1), xl_rowcol_to_cell(r + 2, 1)
+    ws.write_string(r + 3, 0, "Headroom (capacity / demand - 1)")
+    head_v = tot.tpm_capacity / tot.tpm_demand - 1 if tot.tpm_demand > 0 else float("nan")
+    ws.write_formula(r + 3, 1, f'=IF(N({b})>0,{a}/{b}-1,"")', fm("calc", schema.FMT_PCT), _v(head_v))
+    r += 5
+
+    # largest workloads by cost
+    ws.write_string(r, 0, f"Largest workloads by cost per month (top {TOP_WORKLOADS}, ranked when the planner ran)",
+                    fm("title"))
+    _header(ws, fm, ["Workload", "GPU type", "GPUs", f"Cost per month [{cur}]"], [46, 17, 17, 17], top=r + 1)
+    res = plan.results
+    cost_h = fl2._f(res["cost_per_hour"])
+    gpus = fl2._f(res["gpus_needed"])
+    # cost first (unpriced last), then GPUs, then input order; vectorised for large fleets
+    keep = np.flatnonzero(~np.isnan(gpus))
+    order = keep[np.lexsort((keep, -gpus[keep], -np.nan_to_num(cost_h[keep], nan=-1.0)))].tolist()
+    hours = float(plan.settings["hours_per_month"])
+    for k, i in enumerate(order[:TOP_WORKLOADS]):
+        rr = r + 2 + k
+        name = str(res["workload"].iat[i])
+        ws.write_string(rr, 0, name)
+        match = f"MATCH({exact_text(xl_rowcol_to_cell(rr, 0, col_abs=True))},results_workload,0)"
+        ws.write_formula(rr, 1, f"=INDEX(results_gpu,{match})", None, str(res["gpu"].iat[i]))
+        ws.write_formula(rr, 2, f"=INDEX(results_gpus_needed,{match})", fm("calc", FMT_INT), _v(gpus[i]))
+        ws.write_formula(rr, 3, "=" + fl.per_month.xl(f"INDEX(results_cost_per_hour,{match})",
+                                                      SETTING_NAMES["hours_per_month"]),
+                         fm("calc", FMT_MONEY0), _v(cost_h[i] * hours))
+    r += 2 + max(min(len(order), TOP_WORKLOADS), 1) + 1
+
+    # demand by period (when given)
+    if fs.by_period is not None:
+        bp = dm.fleet_by_period(plan)
+        ws.write_string(r, 0, "Fleet by period (Demand sheet)", fm("title"))
+        _header(ws, fm, ["Period", "GPUs", f"Cost per month [{cur}]"], [46, 17, 17], top=r + 1)
+        rng = lambda c: "Fleet_By_Period!" + xl_range_abs(1, dm.PERIOD_COLS.index(c), len(bp),  # noqa: E731
+                                                          dm.PERIOD_COLS.index(c))
+        for k, p in enumerate(dm.periods(dm.demand_records(plan))):
+            rr = r + 2 + k
+            on = bp["period"] == p
+            ws.write_string(rr, 0, p)
+            me = xl_rowcol_to_cell(rr, 0, col_abs=True)
+            ws.write_formula(rr, 1, f"=SUMIFS({rng('gpus_needed')},{rng('period')},{exact_criteria(me)})", fm("calc", FMT_INT),
+                             float(bp.loc[on, "gpus_needed"].sum()))
+            costs = bp.loc[on, "cost_per_month"].to_numpy(dtype=float)
+            v = float(np.nansum(costs)) if np.any(~np.isnan(costs)) else float("nan")
+            ws.write_formula(rr, 2, f'=IF(COUNTIFS({rng("period")},{exact_criteria(me)},{rng("cost_per_month")},">=0")=0,"",'
+                                    f'SUMIFS({rng("cost_per_month")},{rng("period")},{exact_criteria(me)}))',
+                             fm("calc", FMT_MONEY0), _v(v))
+        r += 2 + len(dm.periods(dm.demand_records(plan))) + 1
+    if fs.scenarios is not None:
+        ws.write_string(r, 0, "What-if scenarios: see Scenario_Compare (computed when the planner ran)", fm("note"))
+        r += 1
+    last_row = r
+
+    # charts: GPUs by type, cost per month by type
+    for j, (col, title) in enumerate(((2, "GPUs by type"), (3, f"Cost per month by type [{cur}]"))):
+        ch = wb.add_chart({"type": "column"})
+        ch.add_series({"name": title, "categories": ["Summary", types_top, 0, types_bottom, 0],
+                       "values": ["Summary", types_top, col, types_bottom, col], "data_labels": {"value": True},
+                       "fill": {"color": "#2F5597" if j == 0 else "#70AD47"}})
+        ch.set_title({"name": title, "name_font": {"size": 11}})
+        ch.set_y_axis({"num_format": "#,##0"})
+        ch.set_legend({"none": True})
+        ch.set_size({"width": 440, "height": 260})
+        ws.insert_chart(5 + j * 14, 6, ch)
+    ws.print_area(0, 0, max(last_row, 32), 12)
+
+
+def _g(x) -> str:
+    return f"{float(x):g}"
+
+
+def _master_ok(plan, layout) -> bool:
+    from planner.workbook.checks_sheet import checks_for
+
+    return all(c.count == 0 for c in checks_for(plan, layout).checks if c.kind == "error")

@@ -1,0 +1,155 @@
+"""Write the live output workbook: :func:`write_output` lays the sheets out up front
+(:class:`~planner.workbook.layout.Layout`) and calls one writer per family of sheets.
+
+Conventions (FAST/ICAEW): inputs on their own sheets and styled as inputs (yellow fill,
+blue text); units in every header (``isl [tokens]``, which the reader accepts back);
+one formula down each column; no number typed into a formula (constants and defaults
+are named cells of the ``Constants`` sheet); a ``Checks`` sheet with a master check.
+Every cell reference comes from :func:`xlsxwriter.utility.xl_rowcol_to_cell` or
+``xl_range_abs``; text from the input is always written as text, never as a formula.
+
+Where things are: input sheets and input workbooks in :mod:`planner.workbook.input_sheets`;
+styles and cell helpers in :mod:`planner.workbook.styles`; references in :mod:`planner.core.refs`;
+layout and row writing in :mod:`planner.workbook.layout`; sensitivity tables and Tornado in
+:mod:`planner.workbook.long_tables`; :mod:`planner.workbook.explorer`; :mod:`planner.workbook.charts`; Constants
+and Run in :mod:`planner.workbook.run_sheet`; :func:`~planner.core.fileio.save_atomic` in :mod:`planner.core.fileio`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import xlsxwriter
+
+from planner import __version__
+
+from planner.workbook import summary_sheet as finance_sheets
+
+from planner.core import schema
+
+from planner.plan import columns as sheets
+from planner.workbook.calibration_sheet import resolved_overrides, write_calibration, write_filled
+from planner.inputs.catalog_fill import filled_run_rows
+from planner.workbook.charts import write_charts
+from planner.workbook.checks_sheet import checks_for
+from planner.workbook.explorer import write_explorer
+from planner.workbook.input_sheets import INPUT_SHEETS, write_input_sheet, write_settings_sheet
+from planner.workbook.layout import MAX_CHART_WORKLOADS, ZIP64_ROWS, Layout, write_rows
+from planner.workbook.long_tables import write_long_table, write_tornado
+from planner.core.refs import col_range, range_name, with_currency
+from planner.workbook.print_setup import apply_print_setup
+from planner.workbook.run_sheet import write_constants, write_run
+from planner.workbook.xlfast import ROW, FastFormulaWorksheet, FormulaTemplate, RowBuffer
+from planner.workbook.styles import WB_OPTIONS, Formats, col_width, values_list, write_header
+
+
+
+def output_rows(plan) -> int:
+    """Rows the output workbook holds in its per-workload sheets (the progress total)."""
+    n = len(plan.results)
+    return 2 * n + sum(plan.sens.rows(t.sheet) for t in plan.sens.tables) + plan.sens.rows("Tornado")
+
+
+def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_rows: int | None = None,
+                 progress: Callable[[int], None] | None = None) -> list[str]:
+    """Write the live output workbook of ``plan`` to ``path`` (not atomic: see save_atomic).
+
+    Written in XlsxWriter's constant_memory mode: every sheet row by row (the small,
+    freely laid-out sheets go through a :class:`RowBuffer`), so memory stays flat however
+    many workloads there are. ``max_rows`` lowers the rows-per-sheet limit (tests of the
+    continuation sheets); ``progress(rows)`` is called as rows are written. Returns the
+    sheet names.
+    """
+    tick = progress or (lambda rows: None)
+    n = len(plan.results)
+    layout = Layout.of(plan, max_rows)  # every sheet's columns, before anything is written
+    wb = xlsxwriter.Workbook(str(path), {**WB_OPTIONS, "constant_memory": True})
+    if output_rows(plan) > ZIP64_ROWS:
+        wb.use_zip64()  # a sheet's XML can pass 4 GiB (Excel reads ZIP64 workbooks)
+    wb.set_properties({"title": f"KV-hit capacity plan {plan.settings.get('quarter') or ''}".strip(),
+                       "subject": f"planned from {plan.input.path.name}", "comments": f"planner {__version__}"})
+    fm = Formats(wb)
+    add = lambda name: wb.add_worksheet(name, worksheet_class=FastFormulaWorksheet)
+    fin = finance_sheets.add_sheets(wb, plan)  # Summary first, then Fleet and the other finance sheets
+    ws_results = add("Results")
+    ws_checks = RowBuffer(add("Checks"))
+    ws_explorer = RowBuffer(add("Explorer"))
+    ws_charts = RowBuffer(add("Charts")) if 0 < n <= MAX_CHART_WORKLOADS else None
+    p_in = plan.input
+    pos = layout.pos
+
+    # sensitivity sheets (first in the workbook's sheet order)
+    for table in plan.sens.tables:
+        write_long_table(wb, fm, layout, table, plan.sens, max_rows, progress=tick)
+    write_tornado(wb, fm, layout, plan.sens, layout.chunks["Tornado_Calc"])
+    tick(plan.sens.rows("Tornado"))
+
+    for sheet, table in (("Workloads", p_in.workloads), ("Models", p_in.models), ("GPUs", p_in.gpus)):
+        frame = {"Workloads": plan.workloads, "Models": plan.models, "GPUs": plan.gpus}[sheet]
+        write_input_sheet(wb, fm, sheet, frame.to_dict("records"), list(table.extras), filled=table.filled,
+                          currency=plan.settings.get("currency"),
+                          ref_rows={"Models": len(plan.models), "GPUs": len(plan.gpus), "Workloads": n})
+    settings_rows = write_settings_sheet(wb, fm, plan.settings, p_in.settings_extra)
+    for sheet, table in p_in.optional.items():  # Measurements, Demand, Scenarios: carried as inputs
+        write_input_sheet(wb, fm, sheet, table.records, list(table.extras),
+                          ref_rows={"Models": len(plan.models), "GPUs": len(plan.gpus), "Workloads": n})
+    ws_const = RowBuffer(add("Constants"))
+    ws_res = add("Resolved")
+    ws_run = RowBuffer(add("Run"))
+
+    # named ranges of the input table columns (Models/GPUs for lookups, Workloads for checks)
+    counts = {"Models": len(plan.models), "GPUs": len(plan.gpus), "Workloads": n}
+    for sheet in INPUT_SHEETS:
+        for c in schema.columns(sheet):
+            wb.define_name(range_name(sheet, c.name), "=" + col_range(sheet, pos[sheet][c.name], counts[sheet]))
+
+    write_constants(wb, ws_const, fm)
+    write_calibration(wb, fm, plan)  # Calibration sheet when the input has Measurements
+
+    # Resolved: inputs with defaults applied and lookups done, row-aligned with Workloads
+    cur = plan.settings.get("currency")
+    write_header(ws_res, fm, [with_currency(f"{rc.name} [{rc.unit}]", cur) if rc.unit else rc.name
+                              for rc in sheets.RESOLVED],
+            [col_width(rc.name, rc.text) for rc in sheets.RESOLVED])
+    jobs = []
+    for rc in sheets.RESOLVED:
+        f = sheets.resolved_formula(rc, ref=lambda name: layout.own("Resolved", name, ROW),
+                                    wl=lambda name: layout.other("Workloads", name, ROW), table=range_name)
+        jobs.append((pos["Resolved"][rc.name], FormulaTemplate(f).fmt, fm("calc", rc.fmt),
+                     values_list(plan.resolved[rc.name].to_numpy(), rc.text)))
+        wb.define_name(range_name("Resolved", rc.name), "=" + col_range("Resolved", pos["Resolved"][rc.name], n))
+    filled = resolved_overrides(plan, lambda name, i: layout.other("Workloads", name, i + 1),
+                                lambda name, i: layout.own("Resolved", name, i + 1))  # calibrated / estimated cells
+    names, filled_rows = [rc.name for rc in sheets.RESOLVED], {i for i, _ in filled}
+    for i in range(n):
+        for j, f, fmt, vals in jobs:
+            if i in filled_rows and (i, names[j]) in filled:
+                write_filled(ws_res, fm, i + 1, j, fmt, filled[(i, names[j])])
+            else:
+                ws_res.write_vetted(i + 1, j, f.format(i + 2, i + 2), fmt, vals[i])
+    tick(n)
+
+    # Results
+    write_header(ws_results, fm, [with_currency(c.header, cur) for c in sheets.RESULTS],
+                 [col_width(c.header, c.text) for c in sheets.RESULTS])
+    for c in sheets.RESULTS:
+        wb.define_name(range_name("Results", c.name), "=" + col_range("Results", pos["Results"][c.name], n))
+        if c.description:
+            ws_results.write_comment(0, pos["Results"][c.name], c.description, {"x_scale": 1.6})
+    write_rows(ws_results, fm, 1, pos["Results"], sheets.RESULTS, plan.results, lambda name, row: layout.base(name, row))
+    ws_results.autofilter(0, 0, n, len(sheets.RESULTS) - 1)
+    tick(n)
+
+    checks_for(plan, layout).write(wb, ws_checks, fm)
+    write_explorer(wb, ws_explorer, fm, layout, plan)
+    if ws_charts is not None:
+        write_charts(wb, ws_charts, fm, layout, plan, layout.chunks)
+    write_run(ws_run, fm, plan, {**filled_run_rows(p_in), **(run_info or {})})
+    for buffered in (ws_checks, ws_explorer, ws_charts, ws_const, ws_run):
+        if buffered is not None:
+            buffered.flush()
+    finance_sheets.write_finance(wb, fm, layout, plan, fin, settings_rows)  # activates Summary
+    apply_print_setup(wb, quarter=str(plan.settings.get("quarter") or ""), layout=layout)  # every sheet
+    wb.close()
+    return [ws.get_name() for ws in wb.worksheets()]
