@@ -25,15 +25,13 @@ from typing import Iterable
 
 from planner.core import schema
 from planner.core.errors import Problem
+from planner.inputs.places import cell_place
 from planner.catalog.lookup import CATALOG_KV_BYTES, GPU, KIND_OF, LABEL, MODEL, Entry, closest_text, find
 
 
 # --------------------------------------------------------------------------- filling
 def _cell(table, name: str, i: int) -> str:
-    """The place of a cell of ``table`` for messages (the reader's rule)."""
-    from planner.inputs.checks import _cell as reader_cell  # local: the input checks import this module
-
-    return reader_cell(table, table.positions, name, i)
+    return cell_place(table, name, i)
 
 
 def entry_of_row(table, sheet: str, i: int) -> tuple[Entry | None, bool]:

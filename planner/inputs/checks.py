@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from openpyxl.utils import get_column_letter
 
 from planner.inputs import catalog_fill as catalog
 
 from planner.core import schema
 from planner.core.errors import Problem
+from planner.inputs.places import cell_place
 from planner.inputs import typed_text as th
 
 if TYPE_CHECKING:
@@ -25,9 +25,7 @@ MIN_PREFILL_MS = 1e-3  # the 0-hit variable prefill time must add up to at least
 
 
 def _cell(table: Table, ws_cols: dict[str, int], name: str, i: int) -> str:
-    if name in ws_cols:
-        return f"{table.sheet}!{get_column_letter(ws_cols[name] + 1)}{table.rows[i]}"
-    return f"{table.sheet} row {table.rows[i]}"
+    return cell_place(table, name, i, ws_cols)
 
 
 def _check_keys(table: Table, pos: dict[str, int], key: str, problems: list[Problem]) -> dict[str, str]:

@@ -9,13 +9,11 @@ from __future__ import annotations
 
 
 from planner.core.errors import Problem
+from planner.inputs.places import cell_place
 
 
 def _place(t, col: str, i: int) -> str:
-    from openpyxl.utils import get_column_letter
-
-    j = t.positions.get(col)
-    return f"{t.sheet}!{get_column_letter(j + 1)}{t.rows[i]}" if j is not None else f"{t.sheet} row {t.rows[i]}"
+    return cell_place(t, col, i)
 
 
 def _check_demand(dem, w, problems: list[Problem]) -> None:
