@@ -31,6 +31,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(REPO))
+sys.path.insert(1, str(REPO / "tests"))  # tests/libreoffice.py (a test tool, not shipped in the wheel)
 
 import numpy as np  # noqa: E402
 import openpyxl  # noqa: E402

@@ -107,6 +107,17 @@ def problem_lines(stderr: str) -> list[str]:
     return [line[2:] for line in stderr.splitlines() if line.startswith("  ")]
 
 
+@pytest.fixture(autouse=True)
+def _libreoffice_mark_tells_the_truth(request):
+    """A test that starts LibreOffice must carry the ``libreoffice`` mark (so ``-m "not libreoffice"``
+    is a quick run without it): tests/libreoffice.py refuses to start it for an unmarked test."""
+    import libreoffice
+
+    libreoffice.ALLOWED = request.node.get_closest_marker("libreoffice") is not None
+    yield
+    libreoffice.ALLOWED = None
+
+
 @pytest.fixture(scope="session")
 def lo_profile(tmp_path_factory) -> Path:
     # Not a skip: without LibreOffice the recalculation tests must fail (.ci/run installs it).

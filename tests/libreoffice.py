@@ -23,8 +23,12 @@ _XCU = """<?xml version="1.0" encoding="UTF-8"?>
 """
 
 
+ALLOWED: bool | None = None  # set per test by tests/conftest.py: False for a test without the mark
+
+
 def soffice() -> str | None:
-    """Path of the LibreOffice binary, or None."""
+    """Path of the LibreOffice binary, or None (AssertionError in a test without the libreoffice mark)."""
+    assert ALLOWED is not False, "this test starts LibreOffice: mark it @pytest.mark.libreoffice"
     for name in ("soffice", "libreoffice"):
         found = shutil.which(name)
         if found:

@@ -8,7 +8,8 @@ import pytest
 
 import planner
 
-MODULES = sorted(m.name for m in pkgutil.iter_modules(planner.__path__) if m.name != "__main__")
+MODULES = sorted(m.name[len("planner."):] for m in pkgutil.walk_packages(planner.__path__, "planner.")
+                 if not m.name.endswith("__main__"))
 
 
 @pytest.mark.parametrize("name", MODULES)
@@ -23,3 +24,4 @@ def test_the_examples_are_found():
     from planner.memo import numbers as memo_numbers
 
     assert doctest.testmod(memo_numbers).attempted >= 2
+    assert len(MODULES) >= 60  # every module of every subpackage (walk_packages, not the top level only)

@@ -201,7 +201,7 @@ def test_run_writes_memo_and_charts_beside_the_workbook(example_run):
     p.feed(html)
     assert [src.split(",")[0] for src in p.images] == ["data:image/png;base64"] * 2  # self-contained
     # provenance: quarter, input file, the (fixed) hash, the planner version, the time
-    from planner import __version__
+    from planner.core.version import __version__
 
     for text in (md, html):
         assert "2026-Q4" in text and "example.xlsx" in text and FIXED_SHA in text

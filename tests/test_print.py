@@ -112,6 +112,7 @@ def test_long_tables_print_only_their_head(xml):
             assert "not printed by default" in head, name
 
 
+@pytest.mark.libreoffice
 def test_pdf_pages(out, tmp_path):
     """The whole example output printed by LibreOffice: 151 pages before this set-up (12
     workloads), 55 after with 14 workloads and the finance, calibration and optional input

@@ -15,7 +15,7 @@ import threading
 import textwrap
 from pathlib import Path
 
-from planner import __version__
+from planner.core.version import __version__
 from planner.cli.options import (EXIT_ERROR, EXIT_INPUT, EXIT_OK, UsageError, _fix_provenance, _memo_options, _say, add_email_options, check_output_path, default_output)
 from planner.cli.diff import add_parser as add_diff_parser, cmd_diff
 from planner.core.errors import InputError, Problem

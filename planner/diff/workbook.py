@@ -18,7 +18,7 @@ from typing import Any
 import xlsxwriter
 from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
 
-from planner import __version__
+from planner.core.version import __version__
 
 from planner.core import schema
 from planner.diff.bridge import Diff, hours_per_month

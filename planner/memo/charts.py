@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import io
 import math
 from dataclasses import dataclass
@@ -47,10 +49,33 @@ NO_GLYPH_NOTE = ("Some characters of the workload names could not be drawn in th
                  "them (install a font that covers them, e.g. Debian's fonts-noto-cjk or fonts-droid-fallback).")
 
 
+_FONTS_SYNCED = False
+
+
+def _add_fonts_installed_since_cache() -> None:
+    """Add the system fonts matplotlib's font cache does not know yet (installed after the cache
+    was built, e.g. a CJK font installed after a first run): ``FontManager.addfont`` for each, once
+    per process, so chart text finds them without deleting the user's cache."""
+    global _FONTS_SYNCED
+    if _FONTS_SYNCED:
+        return
+    _FONTS_SYNCED = True
+    from matplotlib import font_manager
+
+    known = {Path(f.fname).resolve() for f in font_manager.fontManager.ttflist}
+    for path in font_manager.findSystemFonts():
+        if Path(path).resolve() not in known:
+            try:
+                font_manager.fontManager.addfont(path)
+            except (OSError, RuntimeError, ValueError):  # a file FreeType cannot read: skip it
+                continue
+
+
 def _fonts():
     """rc settings for chart text: the installed families of FONT_FAMILIES, in that order."""
     from matplotlib import font_manager
 
+    _add_fonts_installed_since_cache()
     have = {f.name for f in font_manager.fontManager.ttflist}
     # the families themselves, not the generic "sans-serif": matplotlib falls back glyph by
     # glyph only along an explicit list of families

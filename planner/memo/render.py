@@ -68,7 +68,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from planner import __version__
+from planner.core.version import __version__
+from planner.equations import text as equation_text
 from planner.plan.calibrate import memo_lines
 from planner.memo.charts import Chart, make_charts
 from planner.memo.numbers import (MEMO_TABLE_MAX, TABLE_COLUMNS, _f, findings, fleet_totals, headline, resolved_num, result_num, table_cell, table_rows)
@@ -90,8 +91,8 @@ ASSUMPTIONS: tuple[str, ...] = (
     "Fleet delivered capacity = Σ instances_needed × tpm_delivered_target over the workloads with "
     "demand_tpm; physical capacity likewise with tpm_physical_target; GPUs = Σ gpus_needed; "
     "cost per hour = Σ gpus_needed × hourly_cost over the workloads with demand and a price.",
-    "Instances are sized to run at target_utilization (Settings, or the workload's own): instances = "
-    "ceil(demand_tpm / (TPM · target_utilization)); cost per month = cost per hour × hours_per_month.",
+    "Instances are sized to run at target_utilization (Settings, or the workload's own): "
+    f"{equation_text.INSTANCES}; cost per month = cost per hour × hours_per_month.",
     "GPUs at the measured hit = ceil(demand_tpm / (TPM at measured · target_utilization)) × tp, with TPM at "
     "measured = "
     "tpm_measured when given, else the model's (isl + osl) · 60000 / C(h_measured).",

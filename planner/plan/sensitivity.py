@@ -175,7 +175,7 @@ def alpha_table() -> SweepTable:
 def pcie_table(extra_gbps: tuple[float, ...]) -> SweepTable:
     labels = ("as planned", "PCIe Gen4 x16", "PCIe Gen5 x16") + tuple(f"{g:g} GB/s (Settings)" for g in extra_gbps)
     values = (None, C.PCIE_GEN4_GBPS, C.PCIE_GEN5_GBPS) + tuple(float(g) for g in extra_gbps)
-    formulas = ("@pcie_gbps", N.PCIE_GEN4_GBPS, N.PCIE_GEN5_GBPS) + (None,) * len(extra_gbps)
+    formulas = ("@kv_gbps", N.PCIE_GEN4_GBPS, N.PCIE_GEN5_GBPS) + (None,) * len(extra_gbps)
     cols = (
         out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit_target", "isl", "kv_bytes_per_token_gpu", "pcie_gbps"),
         _results("compute_ms")[0],

@@ -7,7 +7,7 @@ import platform
 import numpy as np
 import xlsxwriter
 
-from planner import __version__
+from planner.core.version import __version__
 
 from planner.core import schema
 

@@ -22,7 +22,7 @@ from typing import Callable
 
 import xlsxwriter
 
-from planner import __version__
+from planner.core.version import __version__
 
 from planner.workbook import summary_sheet as finance_sheets
 

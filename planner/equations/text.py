@@ -1,0 +1,38 @@
+"""The model's equations as text, written once: README.md ("The model in short"), docs/model.md
+and the memo's assumptions take them from here (``python docs/make_equations.py`` rewrites the
+two documents' marked blocks; tests/test_equation_text.py holds the three together)."""
+
+from __future__ import annotations
+
+INSTANCES = "instances_needed = ceil(demand_tpm / (tpm_delivered_target · target_utilization))"
+
+#: the bullets of "The model in short", in order (Markdown)
+MODEL_IN_SHORT: tuple[str, ...] = (
+    "`S = 2 · L · ceil(kv_heads / tp) · d_head · b_elem` (GQA/MHA/MQA; heads replicate when "
+    "`tp > kv_heads`); `S = L · mla_kv_dim · b_elem` for MLA (no division by tp).",
+    "`T_load(h) = h · N · S / B` (per GPU shard).",
+    "`T_compute(h) = T_attn0 · (1 - h²) + T_ffn0 · (1 - h) + T_other0 · f(h)`, with "
+    "`f` = 1, `1 - h` or `1 - h²` (`other_scaling` const / linear / quadratic). Attention "
+    "falls as `1 - h²` because suffix tokens still attend to the cached prefix.",
+    "`TTFT(h, α) = T_fixed + T_load + T_compute - α · min(T_load, T_compute)`.",
+    "`T0 = TTFT(0)`, `δ = N · S / (B · T0)`, break-even `h* = 1 / (1 + δ)`, first-order "
+    "capacity multiplier `1 / max(1 - h, δ h)`.",
+    "Chip time `C(h) = TTFT(h, α) + t_decode`; delivered TPM `(isl + osl) · 60000 / C`; "
+    "physical TPM `(isl · (1 - h) + osl) · 60000 / C`.",
+    "Re-hit: `TPM(target) = TPM(measured) · C(h_measured) / C(h_target)`.",
+    f"`{INSTANCES}`, `gpus_needed = instances_needed · tp`, "
+    "`cost per Mtok = price · tp · 10^6 / (TPM · 60)`.",
+)
+
+BEGIN, END = "<!-- equations: begin (generated from planner/equations/text.py) -->", "<!-- equations: end -->"
+
+
+def markdown() -> str:
+    """The marked block of README.md and docs/model.md."""
+    return "\n".join([BEGIN, *(f"- {b}" for b in MODEL_IN_SHORT), END])
+
+
+def replace_block(text: str) -> str:
+    """``text`` with its marked block replaced by :func:`markdown` (ValueError without markers)."""
+    i, j = text.index(BEGIN), text.index(END) + len(END)
+    return text[:i] + markdown() + text[j:]

@@ -1,0 +1,45 @@
+"""The public library API (planner/__init__.py) as the README's library example uses it (issue 21)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+import planner
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_readme_library_example_runs(tmp_path, monkeypatch):
+    block = re.search(r"```python\n(import planner\n.*?)```", (ROOT / "README.md").read_text(encoding="utf-8"),
+                      re.S).group(1)
+    (tmp_path / "workbooks").mkdir()
+    (tmp_path / "workbooks" / "example.xlsx").write_bytes((ROOT / "workbooks" / "example.xlsx").read_bytes())
+    monkeypatch.chdir(tmp_path)
+    exec(compile(block, "README.md", "exec"), {})
+    out = tmp_path / "out" / "plan.xlsx"
+    wb = openpyxl.load_workbook(out, read_only=True)
+    assert "Results" in wb.sheetnames
+    assert (tmp_path / "out" / "plan-memo.md").is_file()
+
+
+def test_read_refuses_with_located_problems(tmp_path):
+    bad = tmp_path / "bad.xlsx"
+    wb = openpyxl.load_workbook(ROOT / "workbooks" / "example.xlsx")
+    ws = wb["Workloads"]
+    col = [c.value for c in ws[1]].index(next(c.value for c in ws[1] if str(c.value).startswith("hit_target"))) + 1
+    ws.cell(2, col).value = 1.3
+    wb.save(bad)
+    with pytest.raises(planner.InputError) as err:
+        planner.read(bad)
+    places = [p.place for p in err.value.problems]
+    assert any(p.startswith("Workloads!") and p.endswith("2") for p in places), places
+
+
+def test_diff_of_a_plan_with_itself_changes_nothing():
+    d = planner.diff(ROOT / "workbooks" / "example.xlsx", ROOT / "workbooks" / "example.xlsx")
+    assert d.changes == []
+    assert d.total_change == pytest.approx(0.0)
