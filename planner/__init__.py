@@ -3,11 +3,14 @@
 The library in five calls (the command line is a thin layer over them)::
 
     import planner
-    p_in = planner.read("workbooks/example.xlsx")    # validated input, or planner.InputError
-    plan = planner.plan(p_in)                        # the model evaluated (pandas frames)
-    planner.write(plan, "out/plan.xlsx")             # the live workbook, written atomically
-    planner.memo(plan, "out/plan.xlsx")              # the memo files beside it
-    d = planner.diff("q3.xlsx", "q4.xlsx")           # quarter over quarter
+    p_in = planner.read_input("workbooks/example.xlsx")  # validated input, or planner.InputError
+    plan = planner.build_plan(p_in)                     # the model evaluated (pandas frames)
+    planner.write_workbook(plan, "out/plan.xlsx")       # the live workbook, written atomically
+    planner.write_memo(plan, "out/plan.xlsx")           # the memo files beside it
+    d = planner.diff_plans("q3.xlsx", "q4.xlsx")        # quarter over quarter
+
+(The names are not the subpackages' names: importing ``planner.plan`` binds that attribute to
+the subpackage.)
 
 ``InputError.problems`` lists every located problem (``Problem.place``, ``Problem.message``).
 """
@@ -19,26 +22,27 @@ from pathlib import Path
 from planner.core.errors import InputError, Problem
 from planner.core.version import __version__
 
-__all__ = ["InputError", "Problem", "__version__", "diff", "memo", "plan", "read", "write"]
+__all__ = ["InputError", "Problem", "__version__", "build_plan", "diff_plans", "read_input", "write_memo",
+           "write_workbook"]
 
 
-def read(path: str | Path):
+def read_input(path: str | Path):
     """Read and validate an input workbook: a :class:`~planner.inputs.reader.PlanInput`.
 
     Raises :class:`InputError` with every problem, each at its place."""
-    from planner.inputs.reader import read_input
+    from planner.inputs import reader
 
-    return read_input(Path(path))
-
-
-def plan(source):
-    """Evaluate the model: a :class:`~planner.plan.build.Plan` from a path or a :func:`read` input."""
-    from planner.plan.build import build_plan
-
-    return build_plan(source)
+    return reader.read_input(Path(path))
 
 
-def write(plan_, path: str | Path) -> Path:
+def build_plan(source):
+    """Evaluate the model: a :class:`~planner.plan.build.Plan` from a path or a :func:`read_input` input."""
+    from planner.plan import build
+
+    return build.build_plan(source)
+
+
+def write_workbook(plan_, path: str | Path) -> Path:
     """Write the live output workbook of ``plan_`` to ``path`` atomically (temporary file, then
     rename); returns the path."""
     from planner.core.fileio import save_atomic
@@ -49,16 +53,16 @@ def write(plan_, path: str | Path) -> Path:
     return path
 
 
-def memo(plan_, output: str | Path, *, templates: str | Path | None = None) -> list[Path]:
+def write_memo(plan_, output: str | Path, *, templates: str | Path | None = None) -> list[Path]:
     """Write the memo of ``plan_`` beside the workbook ``output`` (``<output>-memo.md``, ``.html``
     and the charts); returns the files written."""
-    from planner.memo.render import build_memo, write_memo
+    from planner.memo import render
 
-    return write_memo(build_memo(plan_, output, templates=templates))
+    return render.write_memo(render.build_memo(plan_, output, templates=templates))
 
 
-def diff(old: str | Path, new: str | Path):
+def diff_plans(old: str | Path, new: str | Path):
     """Compare two plans (input or output workbooks): a :class:`~planner.diff.bridge.Diff`."""
-    from planner.diff.bridge import diff_plans
+    from planner.diff import bridge
 
-    return diff_plans(old, new)
+    return bridge.diff_plans(old, new)

@@ -21,3 +21,5 @@ def test_readme_opens_with_the_two_commands():
     assert "pytest" in commands[1] and 'pip install -e ".[test]"' in commands[1]
     ci = (REPO / ".ci" / "run").read_text()
     assert 'python -m pip install -q -e ".[test]" && python -m pytest' in ci
+    assert "pip install -q -e . && planner run" in ci  # command 1 runs first, on the same fresh HOME
+    assert ci.index("planner run") < ci.index("python -m pytest")
