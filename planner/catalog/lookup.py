@@ -1,12 +1,9 @@
-"""Model and GPU catalogs shipped with the package (README "Catalogs"): lookup by name and filling.
+"""Model and GPU catalogs shipped with the package (README "Catalogs"): lookup by name.
 
 ``planner/catalog/data/models.json`` and ``planner/catalog/data/gpus.json`` hold one entry per model or GPU,
-each citing its source (the model's ``config.json``, the vendor's datasheet). A ``Models`` or
-``GPUs`` row whose name (or whose ``catalog`` cell, when the row's own name is a team label)
-matches an entry takes every **blank** cell from it; a typed cell always wins.
-:func:`fill_table` is the reader's hook: it fills the blank cells of a :class:`~planner.inputs.reader.Table`
-and records where each filled value came from in ``Table.filled`` (column -> provenance text),
-which the writer turns into styled, commented cells.
+each citing its source (the model's ``config.json``, the vendor's datasheet). Filling the blank
+cells of an input table from an entry is the input boundary's job
+(:mod:`planner.inputs.catalog_fill`).
 
 Matching (:func:`find`):
 

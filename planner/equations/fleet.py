@@ -1,17 +1,7 @@
-"""The finance view in numbers: fleet totals per GPU type (demand by period in
-:mod:`planner.finance.demand`, scenarios in :mod:`planner.inputs.scenario_checks`).
-
-Each per-workload quantity is a small vectorised function with its Excel twin right
-below (as in :mod:`planner.equations.kvhit`); the Results sheet declares the helper columns built
-from them (:data:`planner.plan.columns.RESULTS`). The tables here are the Python values the
-finance sheets (:mod:`planner.workbook.summary_sheet`) store beside their live formulas:
-
-- :func:`fleet_table`: the ``Fleet`` sheet, one row per GPU type in GPUs order, then ``Total``.
-- :func:`totals` / :func:`plan_fleet`: the fleet totals of a plan (cached on the plan).
-
-A GPU type without ``hourly_cost`` has a blank cost; the ``Total`` cost is the total of the
-priced types only, and :func:`fleet_table` reports the GPUs left uncosted, which the sheets
-and the memo say beside the total (a blank price never reads as a complete total).
+"""The fleet's per-workload equations, each a small vectorised function with its Excel twin
+right below (as in :mod:`planner.equations.kvhit`): a given value or a fallback, cost per hour,
+capacity, per month and per year. The Results sheet declares the helper columns built from
+them (:data:`planner.plan.columns.RESULTS`); the fleet totals are in :mod:`planner.finance.fleet`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""Demand by period: the ``Demand_Calc`` and ``Fleet_By_Period`` values, the checks of the
-Demand sheet, and the fleet by GPU type and period in words (the memo's headline).
+"""Demand by period: the ``Demand_Calc`` and ``Fleet_By_Period`` values, and the fleet by
+GPU type and period in words (the memo's headline); the Demand sheet's checks are in
+:mod:`planner.inputs.demand_checks`.
 
 - :func:`demand_calc` / :func:`fleet_by_period`: ``Demand_Calc`` and ``Fleet_By_Period``.
 - :func:`fleet_sentences`: the fleet by GPU type and by period in words.

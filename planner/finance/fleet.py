@@ -1,10 +1,7 @@
 """The finance view in numbers: fleet totals per GPU type (demand by period in
-:mod:`planner.finance.demand`, scenarios in :mod:`planner.inputs.scenario_checks`).
-
-Each per-workload quantity is a small vectorised function with its Excel twin right
-below (as in :mod:`planner.equations.kvhit`); the Results sheet declares the helper columns built
-from them (:data:`planner.plan.columns.RESULTS`). The tables here are the Python values the
-finance sheets (:mod:`planner.workbook.summary_sheet`) store beside their live formulas:
+:mod:`planner.finance.demand`, scenarios in :mod:`planner.finance.scenarios`). The tables here
+are the Python values the finance sheets (:mod:`planner.workbook.fleet_sheets`,
+:mod:`planner.workbook.summary_sheet`) store beside their live formulas:
 
 - :func:`fleet_table`: the ``Fleet`` sheet, one row per GPU type in GPUs order, then ``Total``.
 - :func:`totals` / :func:`plan_fleet`: the fleet totals of a plan (cached on the plan).

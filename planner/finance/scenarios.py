@@ -1,9 +1,6 @@
-"""Scenarios: the rows of the Scenarios sheet checked into overrides, a copy of the inputs
-with one scenario's overrides applied, and ``Scenario_Compare`` (each scenario re-planned
-in Python at run time).
-
-- :func:`check_optional`: located problems of the Demand and Scenarios sheets (called by the reader).
-- :func:`scenario_compare`: ``Scenario_Compare``.
+"""Scenarios, the finance side: a copy of the inputs with one scenario's overrides applied
+(:func:`scenario_input`) and ``Scenario_Compare`` (:func:`scenario_compare`: each scenario
+re-planned in Python at run time). The overrides are checked in :mod:`planner.inputs.scenario_checks`.
 """
 
 from __future__ import annotations

@@ -1,22 +1,9 @@
-"""Model and GPU catalogs shipped with the package (README "Catalogs"): lookup by name and filling.
-
-``planner/catalog/data/models.json`` and ``planner/catalog/data/gpus.json`` hold one entry per model or GPU,
-each citing its source (the model's ``config.json``, the vendor's datasheet). A ``Models`` or
+"""Filling input tables from the catalogs (:mod:`planner.catalog.lookup`): a ``Models`` or
 ``GPUs`` row whose name (or whose ``catalog`` cell, when the row's own name is a team label)
 matches an entry takes every **blank** cell from it; a typed cell always wins.
-:func:`fill_table` is the reader's hook: it fills the blank cells of a :class:`~planner.inputs.reader.Table`
-and records where each filled value came from in ``Table.filled`` (column -> provenance text),
-which the writer turns into styled, commented cells.
-
-Matching (:func:`find`):
-
-* models: case-insensitive, with or without the organisation prefix
-  (``meta-llama/Llama-3.1-70B-Instruct`` = ``Llama-3.1-70B-Instruct``), spaces and underscores
-  read as hyphens, the entry's aliases too; then base/instruct variants of one architecture
-  (``-Instruct``, ``-Base``, ``-Chat``, ``-it`` dropped on both sides), then also without a
-  trailing version (``-v0.1``);
-* GPUs: case, spaces, hyphens and underscores ignored (``h100-sxm`` = ``H100 SXM``), and a
-  leading vendor name (``NVIDIA H200``).
+:func:`fill_table` is the reader's hook: it fills the blank cells of a
+:class:`~planner.inputs.reader.Table` and records where each filled value came from in
+``Table.filled`` (column -> provenance text), which the writer turns into styled, commented cells.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Demand by period: the ``Demand_Calc`` and ``Fleet_By_Period`` values, the checks of the
-Demand sheet, and the fleet by GPU type and period in words (the memo's headline).
-
-- :func:`demand_calc` / :func:`fleet_by_period`: ``Demand_Calc`` and ``Fleet_By_Period``.
-- :func:`fleet_sentences`: the fleet by GPU type and by period in words.
+"""The Demand sheet's checks: unknown workloads, a (workload, period) twice, periods whose
+demands are all blank; each problem at its cell.
 """
 
 from __future__ import annotations

@@ -1,9 +1,8 @@
-"""Scenarios: the rows of the Scenarios sheet checked into overrides, a copy of the inputs
-with one scenario's overrides applied, and ``Scenario_Compare`` (each scenario re-planned
-in Python at run time).
+"""Scenarios, the input side: the rows of the Scenarios sheet checked into :class:`Override`
+records, every problem at its cell (re-planning each scenario is :mod:`planner.finance.scenarios`).
 
 - :func:`check_optional`: located problems of the Demand and Scenarios sheets (called by the reader).
-- :func:`scenario_compare`: ``Scenario_Compare``.
+- :func:`overrides`: the checked overrides of the Scenarios sheet.
 """
 
 from __future__ import annotations
