@@ -53,3 +53,15 @@ def test_diff_of_a_plan_with_itself_changes_nothing():
     d = planner.diff_plans(ROOT / "workbooks" / "example.xlsx", ROOT / "workbooks" / "example.xlsx")
     assert d.changes == []
     assert d.total_change == pytest.approx(0.0)
+
+
+def test_plan_is_not_changed_after_it_is_built(tmp_path):
+    import dataclasses
+
+    plan = planner.build_plan(ROOT / "workbooks" / "example.xlsx")
+    fields = {f.name for f in dataclasses.fields(plan)}
+    before = {k: id(v) for k, v in vars(plan).items()}
+    planner.write_workbook(plan, tmp_path / "p.xlsx")
+    planner.write_memo(plan, tmp_path / "p.xlsx")
+    assert set(vars(plan)) == fields  # nothing attached (the fleet cache lives beside the plan)
+    assert {k: id(v) for k, v in vars(plan).items()} == before  # no field replaced

@@ -146,7 +146,7 @@ def cmd_run(args) -> int:
     check_output_path(src, out)
     _memo_options(args, src, out)
     plan = build_plan(src)
-    _fix_provenance(plan, args)
+    plan = _fix_provenance(plan, args)
     memo_ = None
     if not args.no_memo:
         from planner.memo.render import MemoTemplateError, build_memo

@@ -64,8 +64,9 @@ def _memo_options(args, src: Path, out: Path) -> None:
             raise UsageError(str(err)) from None
 
 
-def _fix_provenance(plan, args) -> None:
-    """--fixed-time / --fixed-sha256 (hidden, for tests): replace the run time and input hash."""
+def _fix_provenance(plan, args):
+    """--fixed-time / --fixed-sha256 (hidden, for tests): a copy of ``plan`` with the run time
+    and input hash replaced (the plan itself is not changed)."""
     import dataclasses
     import datetime as dt
     import re
@@ -75,11 +76,12 @@ def _fix_provenance(plan, args) -> None:
             t = dt.datetime.fromisoformat(args.fixed_time)
         except ValueError:
             raise UsageError(f"--fixed-time {args.fixed_time!r}: not an ISO 8601 time") from None
-        plan.created = t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc)
+        plan = dataclasses.replace(plan, created=t if t.tzinfo else t.replace(tzinfo=dt.timezone.utc))
     if args.fixed_sha256:
         if not re.fullmatch(r"[0-9a-f]{64}", args.fixed_sha256):
             raise UsageError("--fixed-sha256: give 64 lowercase hex digits")
-        plan.input = dataclasses.replace(plan.input, sha256=args.fixed_sha256)
+        plan = dataclasses.replace(plan, input=dataclasses.replace(plan.input, sha256=args.fixed_sha256))
+    return plan
 
 
 def add_email_options(group, eml_help: str, subject_default: str) -> None:

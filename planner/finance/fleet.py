@@ -13,6 +13,7 @@ and the memo say beside the total (a blank price never reads as a complete total
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -105,10 +106,20 @@ def totals(plan) -> Totals:
                   float(t["tpm_demand"]), _nansum(gm), cm, float(per_month(cm, hours)))
 
 
+_FLEET_CACHE: dict[int, tuple[weakref.ref, pd.DataFrame]] = {}
+
+
 def plan_fleet(plan) -> pd.DataFrame:
-    """``fleet_table(plan)``, computed once per plan."""
-    cached = getattr(plan, "_fleet", None)
-    if cached is None:
-        cached = fleet_table(plan)
-        plan._fleet = cached
-    return cached
+    """``fleet_table(plan)``, computed once per plan (kept beside the plan, not on it: a
+    :class:`~planner.plan.build.Plan` is not changed after it is built)."""
+    hit = _FLEET_CACHE.get(id(plan))
+    if hit is not None and hit[0]() is plan:
+        return hit[1]
+    table = fleet_table(plan)
+    key = id(plan)
+    try:
+        ref = weakref.ref(plan, lambda _r, key=key: _FLEET_CACHE.pop(key, None))
+    except TypeError:  # an object without weak references (a test's stand-in): no cache
+        return table
+    _FLEET_CACHE[key] = (ref, table)
+    return table

@@ -12,6 +12,7 @@
 from __future__ import annotations
 
 import datetime as _dt
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,5 +93,6 @@ def build_plan(source: str | Path | PlanInput) -> Plan:
     sens = evaluate_all(resolved, results, grid, tuple(p_in.settings.get("pcie_sweep_gbps") or ()))
     plan = Plan(p_in, models, gpus, workloads, resolved, results, grid, sens,
                 flags=flags_of(models, workloads, resolved, results), calibration=calib)
-    plan.warnings = [Problem(pl, msg) for pl, msg in calib.warnings] + warnings_of(plan)
-    return plan
+    # the warnings read the plan's flags: a new Plan with them, the first one is not changed
+    return dataclasses.replace(plan, warnings=[Problem(pl, msg) for pl, msg in calib.warnings]
+                               + warnings_of(plan))
