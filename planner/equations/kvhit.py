@@ -26,6 +26,8 @@ tp : tensor-parallel size, GPUs per serving instance [count]
 
 from __future__ import annotations
 
+import functools
+import re
 from typing import Callable
 
 import numpy as np
@@ -33,12 +35,61 @@ import numpy as np
 from planner.equations.constants import C, N
 
 
+_ATOM = re.compile(r"""(?x)^(
+      \$?[A-Za-z]{1,3}\$?(\d+|\{\d\})(:\$?[A-Za-z]{1,3}\$?(\d+|\{\d\}))?      # a cell or range: A1, $B$2:$B$9, H{0} (a row hole)
+    | ('[^']+'|[A-Za-z_][\w.]*)!\$?[A-Za-z]{1,3}\$?(\d+|\{\d\})(:\$?[A-Za-z]{1,3}\$?(\d+|\{\d\}))?  # on a sheet
+    | [A-Za-z_][\w.]*                                      # a defined name, TRUE/FALSE
+    | \d+(\.\d*)?([Ee][+-]?\d+)?                            # an unsigned number
+    | "([^"]|"")*"                                         # a text literal
+    )$""")
+
+
+def _balanced_call_or_group(text: str) -> bool:
+    """``text`` is one parenthesised group or one function call, NAME(...), as a whole."""
+    m = re.match(r"^[A-Za-z_][\w.]*\(|^\(", text)
+    if not m or not text.endswith(")"):
+        return False
+    depth, in_text = 0, False
+    for i, ch in enumerate(text):
+        if ch == '"':
+            in_text = not in_text
+        elif not in_text and ch == "(":
+            depth += 1
+        elif not in_text and ch == ")":
+            depth -= 1
+            if depth == 0 and i != len(text) - 1:
+                return False
+    return depth == 0
+
+
+def xl_arg(arg):
+    """An Excel argument made safe to interpolate next to operators: a non-atomic expression
+    (``A1+B1``, ``-2``) in parentheses, a cell, name, number, text or call as it is.
+
+    >>> xl_arg("A1+B1"), xl_arg("$C$3"), xl_arg("SUM(A1:A3)"), xl_arg("-2"), xl_arg(0.5)
+    ('(A1+B1)', '$C$3', 'SUM(A1:A3)', '(-2)', 0.5)
+    """
+    if not isinstance(arg, str):
+        return arg
+    s = arg.strip()
+    if _ATOM.match(s) or _balanced_call_or_group(s):
+        return arg
+    return f"({arg})"
+
+
 def excel_twin(py_func: Callable) -> Callable[[Callable[..., str]], Callable[..., str]]:
-    """Register the decorated function as the Excel formula builder of ``py_func``."""
+    """Register the decorated function as the Excel formula builder of ``py_func``.
+
+    Its text arguments reach it through :func:`xl_arg`: an expression argument is
+    parenthesised, so interpolating it beside an operator cannot change its meaning."""
 
     def register(xl_func: Callable[..., str]) -> Callable[..., str]:
-        py_func.xl = xl_func
-        return xl_func
+        @functools.wraps(xl_func)
+        def safe(*args, **kwargs):
+            return xl_func(*(xl_arg(a) for a in args), **{k: xl_arg(v) for k, v in kwargs.items()})
+
+        py_func.xl = safe
+        return safe
 
     return register
 
