@@ -36,6 +36,7 @@ def _parser() -> argparse.ArgumentParser:
               planner validate my-input.xlsx                # check an input, write nothing
               planner catalog --xlsx catalogs.xlsx          # the model and GPU catalogs (rows to copy)
               planner diff q3.xlsx q4.xlsx -o out/q3-q4.xlsx  # what changed, and the cost bridge
+              planner measurements r.json -o out/meas.xlsx --gpu H100 --tp 1  # load-test files -> Measurements
               planner run -o out/q4.xlsx --eml out/q4.eml --to team@example.org --from me@example.org
               planner send out/q4.eml --smtp smtp.example.org:587 --starttls --user me@example.org
             """))
@@ -78,6 +79,9 @@ def _parser() -> argparse.ArgumentParser:
 
     add_catalog_parser(sub)
     add_diff_parser(sub)
+    from .loadtests.cli import add_parser as add_measurements_parser
+
+    add_measurements_parser(sub)
 
     snd = sub.add_parser("send", help="send an .eml written by planner run --eml over SMTP",
                          formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -248,9 +252,10 @@ def main(argv: list[str] | None = None) -> int:
         # SIGINT must still stop the run cleanly
         signal.signal(signal.SIGINT, signal.default_int_handler)
     from .catalog_cli import cmd_catalog
+    from .loadtests.cli import cmd_measurements
 
     handler = {"run": cmd_run, "template": cmd_template, "validate": cmd_validate, "send": cmd_send,
-               "catalog": cmd_catalog, "diff": cmd_diff}[args.command]
+               "catalog": cmd_catalog, "diff": cmd_diff, "measurements": cmd_measurements}[args.command]
     try:
         return handler(args)
     except InputError as err:
