@@ -82,8 +82,11 @@ def parse(doc: dict, file: str, run: str = "", path: Path | None = None) -> list
     cached = number(prompt.get("cached"))
     if total and cached:
         r.hit, r.hit_source = cached / total, "successes.prompt_tokens cached / total"
-    elif path is not None:
-        hit, where = _prom_hit(path)
+    else:
+        if total and cached == 0:
+            r.notes.append("successes.prompt_tokens.cached is 0: a 0 hit, or a server that does not report "
+                           "cached tokens; not taken as the hit")
+        hit, where = _prom_hit(path) if path is not None else (None, "")
         if hit is not None:
             r.hit, r.hit_source = hit, f"{where} prefix_cache_hit_percent / 100"
             if hit == 0:

@@ -109,6 +109,10 @@ def row_of(r: Run, opts: Options) -> tuple[dict, list[str]]:
     deps = _deployments(opts, model)
     gpu_name = opts.gpu or r.gpu
     tp = opts.tp or r.tp
+    if opts.tp and r.tp and opts.tp != r.tp:
+        notes.append(f"tp {opts.tp} from --tp; the file's metadata says {r.tp}")
+    if opts.gpu and r.gpu and catalog.gpu_key(opts.gpu) != catalog.gpu_key(r.gpu):
+        notes.append(f"gpu {opts.gpu} from --gpu; the file's metadata says {r.gpu}")
     if (gpu_name is None or tp is None) and deps:
         cands = [d for d in deps if (gpu_name is None or catalog.gpu_key(d[0]) == catalog.gpu_key(gpu_name))
                  and (tp is None or d[1] == tp)]
