@@ -408,3 +408,34 @@ def test_round_trip_rows_from_files_calibrate_like_typed_rows(tmp_path, capsys):
         assert wa[c] == pytest.approx(wb_[c], rel=1e-9), c
     for c in ("ttft_ms", "tpm_delivered_target", "gpus_needed"):
         assert ra[c] == pytest.approx(rb[c], rel=1e-9), c
+
+
+def test_ttft_statistic_named_when_the_file_has_no_mean(tmp_path):
+    import json
+
+    doc = json.loads((DATA / "vllm_bench_serve.json").read_text())
+    del doc["mean_ttft_ms"]
+    f = tmp_path / "no-mean.json"
+    f.write_text(json.dumps(doc))
+    res = load([f])
+    (row,), _, problems = build_rows(res.runs, Options(gpu="H100", tp=1, hit=0.0))
+    assert not problems
+    assert (row["ttft_ms"], row["ttft_stat"], row["ttft_p50_ms"]) == (305.0, "median", 305.0)  # median_ttft_ms
+    assert "ttft_ms is the median: the file has no mean TTFT" in row["note"]
+
+
+def test_aiperf_json_and_csv_of_one_run_are_one_run():
+    res = load([DATA / "profile_export_aiperf.json", DATA / "profile_export_aiperf.csv"])
+    assert [str(p) for p in res.problems] == [
+        "profile_export_aiperf.csv: is the same run as profile_export_aiperf.json (same tool, duration, request "
+        "count and TTFT): one row per run"]
+
+
+def test_binary_and_empty_files(tmp_path):
+    b = tmp_path / "r.json"
+    b.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    e = tmp_path / "empty.json"
+    e.write_text("  \n")
+    msgs = [str(p) for p in load([b, e]).problems]
+    assert msgs[0].startswith("r.json: is not a text file")
+    assert msgs[1] == "empty.json: is empty"

@@ -45,9 +45,30 @@ _CSV_NAMES = {
 }
 
 
+def _metrics(doc: dict) -> dict:
+    """The metric objects: at the top level, or under ``records`` (some export versions)."""
+    return doc["records"] if isinstance(doc.get("records"), dict) and "time_to_first_token" in doc["records"] \
+        else doc
+
+
 def detect(doc: Any) -> bool:
-    return isinstance(doc, dict) and isinstance(doc.get("time_to_first_token"), dict) and \
-        "unit" in doc["time_to_first_token"]
+    if not isinstance(doc, dict):
+        return False
+    ttft = _metrics(doc).get("time_to_first_token")
+    return isinstance(ttft, dict) and "unit" in ttft
+
+
+def _find(cfg: Any, key: str) -> Any:
+    """The first ``key`` anywhere in the run configuration (GenAI-Perf versions nest it differently:
+    ``concurrency``, ``perf_analyzer.stimulus.concurrency``, ``loadgen.concurrency``)."""
+    if isinstance(cfg, dict):
+        if cfg.get(key) is not None:
+            return cfg[key]
+        for v in cfg.values():
+            found = _find(v, key)
+            if found is not None:
+                return found
+    return None
 
 
 def detect_csv(text: str) -> bool:
@@ -110,13 +131,14 @@ def _run(doc: dict, tool: str, file: str) -> Run:
 def parse(doc: dict, file: str, run: str = "") -> list[Run]:
     cfg = doc.get("input_config") if isinstance(doc.get("input_config"), dict) else {}
     tool = TOOL_AIPERF if ("loadgen" in cfg or "endpoint" in cfg) else TOOL_GENAI
-    r = _run(doc, tool, file)
-    names = first(dig(cfg, "endpoint", "model_names"), cfg.get("model"), cfg.get("model_names"))
+    r = _run(_metrics(doc), tool, file)
+    names = first(dig(cfg, "endpoint", "model_names"), cfg.get("model"), cfg.get("model_names"),
+                  _find(cfg, "model_names"))
     if isinstance(names, list):
         names = names[0] if len(names) == 1 else None
     r.model = str(names) if names else None
-    conc = whole(first(dig(cfg, "loadgen", "concurrency"), cfg.get("concurrency")))
-    rate = number(first(dig(cfg, "loadgen", "request_rate"), cfg.get("request_rate")))
+    conc = whole(first(dig(cfg, "loadgen", "concurrency"), cfg.get("concurrency"), _find(cfg, "concurrency")))
+    rate = number(first(dig(cfg, "loadgen", "request_rate"), cfg.get("request_rate"), _find(cfg, "request_rate")))
     r.request_rate = rate if rate and rate > 0 else None
     r.concurrency = conc if conc and conc > 0 else None
     if r.concurrency is None and r.request_rate is None:

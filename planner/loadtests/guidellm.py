@@ -11,8 +11,9 @@ Schema (vllm-project/guidellm ``src/guidellm/benchmark/schemas/report.py`` ``Gen
 ``request_concurrency``; ``metrics.request_totals.{successful, errored, incomplete, total}``.
 The scheduling strategy is ``config.strategy`` (``scheduler/strategies.py``: ``type_`` one of
 ``synchronous``, ``concurrent`` (``streams``), ``throughput`` (``max_concurrency``), ``constant`` and
-``poisson`` (``rate`` [requests/s])); older reports keep it under ``args.strategy`` and the totals
-under ``request_totals`` beside ``metrics``. ``incomplete`` requests (cut off when a timed benchmark
+``poisson`` (``rate`` [requests/s])); older reports (v0.2/v0.3, from memory of their schema,
+not re-read here) keep it under ``args.strategy``, the totals under ``request_totals`` or
+``run_stats.requests_made`` and the model under ``worker.backend_model``: read as fallbacks. ``incomplete`` requests (cut off when a timed benchmark
 ends) are not failures; ``errored`` ones are.
 
 ``.yaml`` needs PyYAML, which is not a dependency of the planner: without it a YAML report is refused
@@ -44,7 +45,7 @@ def _stat(metrics: dict, name: str, stat: str = "mean") -> float | None:
 
 def _model(report: dict, bench: dict) -> str | None:
     for path in (("config", "backend", "model"), ("config", "requests", "model"), ("config", "model"),
-                 ("args", "model"), ("config", "backend_kwargs", "model")):
+                 ("args", "model"), ("config", "backend_kwargs", "model"), ("worker", "backend_model")):
         for doc in (bench, report):
             v = dig(doc, *path)
             if isinstance(v, str) and v:
@@ -65,7 +66,7 @@ def parse(doc: dict, file: str, run: str = "") -> list[Run]:
         strat = first(dig(b, "config", "strategy"), dig(b, "args", "strategy"), {})
         kind = str(first(strat.get("type_"), strat.get("type"), "")) if isinstance(strat, dict) else ""
         r.run = f"{label} ({kind or 'strategy not named'})"
-        totals = first(m.get("request_totals"), b.get("request_totals"), {})
+        totals = first(m.get("request_totals"), b.get("request_totals"), dig(b, "run_stats", "requests_made"), {})
         ok = whole(totals.get("successful")) if isinstance(totals, dict) else None
         r.failed = whole(totals.get("errored")) if isinstance(totals, dict) else None
         if ok == 0:
@@ -83,8 +84,9 @@ def parse(doc: dict, file: str, run: str = "") -> list[Run]:
         r.total_throughput = positive(_stat(m, "tokens_per_second"))
         r.isl = positive(_stat(m, "prompt_token_count"))
         r.osl = number(_stat(m, "output_token_count"))
-        r.duration_s = positive(first(b.get("duration"), (number(b.get("end_time")) or 0) -
-                                      (number(b.get("start_time")) or 0) or None))
+        times = b if "end_time" in b else (b.get("run_stats") or {})
+        r.duration_s = positive(first(b.get("duration"), (number(times.get("end_time")) or 0) -
+                                      (number(times.get("start_time")) or 0) or None))
         if kind == "synchronous":
             r.concurrency = 1
         elif kind == "concurrent":

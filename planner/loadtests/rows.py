@@ -70,8 +70,9 @@ def resolve(name: str, kind: str, opts: Options, place: str, what: str) -> str:
     if entry is not None:
         return entry.name
     where = f" nor a row of {(wb.models if kind == MODEL else wb.gpus).sheet}" if wb is not None else ""
+    hint = "" if wb is not None else f" (a team's own name: give --input WORKBOOK whose {kind.capitalize() + 's' if kind == MODEL else 'GPUs'} sheet has it)"
     raise LoadTestError(place, f"{what} {name!r} is not in the {kind} catalog{where}; "
-                               f"{catalog.closest_text(name, kind)}")
+                               f"{catalog.closest_text(name, kind)}{hint}")
 
 
 def _deployments(opts: Options, model: str) -> list[tuple[str, int]]:
