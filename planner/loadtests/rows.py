@@ -182,5 +182,6 @@ def write_workbook(path: Path, rows: list[dict]) -> None:
 
     extras = [e for e in EXTRAS if any(r.get(e) is not None for r in rows)]
     wb = xlsxwriter.Workbook(str(path), WB_OPTIONS)
-    write_input_sheet(wb, Formats(wb), "Measurements", rows, extras)
+    # no model/gpu dropdowns: they would list the Models/GPUs sheets, which this workbook has not
+    write_input_sheet(wb, Formats(wb), "Measurements", rows, extras, ref_dropdowns=False)
     wb.close()
