@@ -439,3 +439,17 @@ def test_binary_and_empty_files(tmp_path):
     msgs = [str(p) for p in load([b, e]).problems]
     assert msgs[0].startswith("r.json: is not a text file")
     assert msgs[1] == "empty.json: is empty"
+
+
+def test_sglang_errors_list_without_count_is_a_failure(tmp_path):
+    """SGLang versions that write "errors": the first distinct error messages (not one per request)."""
+    import json
+
+    doc = json.loads((DATA / "sglang_bench_serving.jsonl").read_text().splitlines()[1])
+    doc["errors"] = ["ClientConnectorError: Cannot connect to host"]
+    f = tmp_path / "s.jsonl"
+    f.write_text(json.dumps(doc) + "\n")
+    _, _, problems = build_rows(load([f]).runs, Options(model="Llama-3.1-8B-Instruct", gpu="H100", tp=1, hit=0.0))
+    assert [str(p) for p in problems] == [
+        "s.jsonl: the file reports failed requests (errors: 'ClientConnectorError: Cannot connect to host'): "
+        "rerun the test, or give --allow-failed to keep the row"]

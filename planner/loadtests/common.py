@@ -49,6 +49,7 @@ class Run:
     request_rate: float | None = None  # None: unlimited or a closed loop
     num_requests: int | None = None    # completed
     failed: int | None = None
+    failure_text: str = ""         # failures the file reports without a count
     duration_s: float | None = None
     isl: float | None = None
     osl: float | None = None

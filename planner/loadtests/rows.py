@@ -92,6 +92,10 @@ def row_of(r: Run, opts: Options) -> tuple[dict, list[str]]:
     """One Measurements row (column -> value) and its notes; raises the first located problem."""
     notes = list(r.notes)
     place = r.place
+    if r.failure_text and not r.failed:
+        if not opts.allow_failed:
+            raise LoadTestError(place, r.failure_text + ": rerun the test, or give --allow-failed to keep the row")
+        notes.append(r.failure_text)
     if r.failed:
         total = (r.num_requests or 0) + r.failed
         msg = f"{r.failed} of {total} requests failed; the statistics cover only the {r.num_requests} completed"

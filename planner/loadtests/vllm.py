@@ -64,8 +64,12 @@ def serving_run(doc: dict, tool: str, file: str, run: str) -> Run:
                                      f"statistics are zeros, not measurements")
     r.num_requests = completed
     failed = whole(doc.get("failed"))
-    if failed is None and isinstance(doc.get("errors"), list):
-        failed = sum(1 for e in doc["errors"] if e)
+    errors = [e for e in doc.get("errors") or [] if e] if isinstance(doc.get("errors"), list) else []
+    if failed is None and errors:
+        if isinstance(doc.get("ttfts"), list):  # --save-detailed / --output-details: one entry per request
+            failed = len(errors)
+        else:  # some SGLang versions: the first distinct error messages, not a count
+            r.failure_text = f"the file reports failed requests (errors: {str(errors[0])[:80]!r})"
     if failed is None and sent is not None and sent >= completed:
         failed = sent - completed
     r.failed = failed
