@@ -453,3 +453,20 @@ def test_sglang_errors_list_without_count_is_a_failure(tmp_path):
     assert [str(p) for p in problems] == [
         "s.jsonl: the file reports failed requests (errors: 'ClientConnectorError: Cannot connect to host'): "
         "rerun the test, or give --allow-failed to keep the row"]
+
+
+def test_folder_argument_reads_the_summaries_in_it(tmp_path):
+    (row,) = rows_of("inference_perf_new", model="Llama-3.1-8B-Instruct", gpu="H100", tp=1)
+    assert row["source"] == "summary_lifecycle_metrics.json (inference-perf)"
+    (p,) = load([tmp_path]).problems
+    assert str(p).startswith(f"{tmp_path}: is a folder with no result file the planner knows by name")
+
+
+def test_cli_input_workbook_with_problems(tmp_path, capsys):
+    bad = tmp_path / "bad.xlsx"
+    bad.write_text("not a workbook")
+    code = main(["measurements", str(DATA / "vllm_bench_serve.json"), "-o", str(tmp_path / "m.xlsx"),
+                 "--input", str(bad)])
+    err = capsys.readouterr().err
+    assert code == 2 and "bad.xlsx" in err and "Traceback" not in err
+    assert not (tmp_path / "m.xlsx").exists()

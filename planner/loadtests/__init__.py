@@ -135,10 +135,32 @@ def load_file(path: Path) -> list[Run] | Scrape:
     raise LoadTestError(name, f"is of no load-test format the planner knows; it reads {KNOWN}")
 
 
+# file names the tools give their summaries: a folder argument stands for the ones in it
+# (AIPerf/GenAI-Perf artifacts, an LLMPerf results folder, an inference-perf report folder)
+FOLDER_PATTERNS = ("profile_export_aiperf.json", "*genai_perf.json", "benchmarks.json", "*_summary.json",
+                   "summary_lifecycle_metrics.json")
+
+
+def expand(paths: list[Path]) -> tuple[list[Path], list[LoadTestError]]:
+    """Folders replaced by the result files of :data:`FOLDER_PATTERNS` in them (sorted)."""
+    out, problems = [], []
+    for p in paths:
+        if not p.is_dir():
+            out.append(p)
+            continue
+        found = sorted({f for pat in FOLDER_PATTERNS for f in p.glob(pat) if f.is_file()})
+        if not found:
+            problems.append(LoadTestError(str(p), f"is a folder with no result file the planner knows by name "
+                                                  f"({', '.join(FOLDER_PATTERNS)}): name the files"))
+        out += found
+    return out, problems
+
+
 def load(paths: list[Path]) -> Loaded:
     """Every run of every file, in argument order, with the scrape pairs applied to the result file
     before them, and all problems at once (a duplicate file or run is a problem too)."""
     res = Loaded()
+    paths, res.problems = expand(list(paths))
     seen_paths: dict[Path, str] = {}
     items: list[tuple[Path, list[Run] | Scrape]] = []
     for p in paths:
