@@ -470,3 +470,14 @@ def test_cli_input_workbook_with_problems(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "bad.xlsx" in err and "Traceback" not in err
     assert not (tmp_path / "m.xlsx").exists()
+
+
+def test_odd_layout_is_located_not_an_internal_error(tmp_path):
+    import json
+
+    doc = json.loads((DATA / "inference_perf_new" / "summary_lifecycle_metrics.json").read_text())
+    doc["successes"]["throughput"] = [10.0, 1280.0]  # a list where inference-perf writes a table
+    f = tmp_path / "summary_lifecycle_metrics.json"
+    f.write_text(json.dumps(doc))
+    (p,) = load([f]).problems
+    assert str(p).startswith("summary_lifecycle_metrics.json: has an unexpected layout (AttributeError:")

@@ -176,6 +176,11 @@ def load(paths: list[Path]) -> Loaded:
             res.problems.append(err)
         except OSError as err:
             res.problems.append(LoadTestError(str(p), f"cannot be read: {err.strerror or err}"))
+        except (TypeError, AttributeError, KeyError, ValueError, IndexError) as err:
+            # a file that looks like a known format but holds something else where a number or a
+            # table was expected: located, not an internal error
+            res.problems.append(LoadTestError(p.name, f"has an unexpected layout ({type(err).__name__}: {err}); "
+                                                      f"it reads {KNOWN}"))
     last: list[Run] | None = None
     pending: list[Scrape] = []
 
