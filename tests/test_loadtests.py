@@ -481,3 +481,12 @@ def test_odd_layout_is_located_not_an_internal_error(tmp_path):
     f.write_text(json.dumps(doc))
     (p,) = load([f]).problems
     assert str(p).startswith("summary_lifecycle_metrics.json: has an unexpected layout (AttributeError:")
+
+
+def test_cli_replaces_its_own_earlier_output(tmp_path, capsys):
+    out = tmp_path / "m.xlsx"
+    args = ["measurements", str(DATA / "vllm_bench_serve.json"), "-o", str(out), "--gpu", "H100", "--tp", "1"]
+    assert main(args + ["--hit", "0"]) == 0
+    assert main(args + ["--hit", "0.25"]) == 0, capsys.readouterr().err
+    vals = list(openpyxl.load_workbook(out, read_only=True)["Measurements"].values)
+    assert vals[1][4] == 0.25 and sorted(p.name for p in tmp_path.iterdir()) == ["m.xlsx"]

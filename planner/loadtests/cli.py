@@ -53,7 +53,8 @@ def add_parser(sub) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=EPILOG)
     p.add_argument("files", nargs="+", type=Path, metavar="FILE", help="result files, in order")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="MEASUREMENTS.xlsx",
-                   help="the workbook to write (sheet Measurements)")
+                   help="the workbook to write (sheet Measurements); an existing one is replaced only once "
+                        "the new one is complete, as planner run does")
     p.add_argument("--model", help="model of every run (a Models row or a catalog model); default: the file's")
     p.add_argument("--gpu", help="GPU type of every run (a GPUs row or a catalog GPU)")
     p.add_argument("--tp", type=_tp, help="tensor-parallel size of every run")
@@ -65,7 +66,6 @@ def add_parser(sub) -> None:
     p.add_argument("--allow-failed", action="store_true",
                    help="keep runs with failed requests (their statistics cover the completed ones; the row's "
                         "note says how many failed)")
-    p.add_argument("--force", action="store_true", help="replace an existing output file")
     p.add_argument("-q", "--quiet", action="store_true", help="print only problems")
 
 
@@ -82,8 +82,6 @@ def cmd_measurements(args) -> int:
             check_output_path(src, out)
     if out.suffix.lower() != ".xlsx":
         raise UsageError(f"{out}: the output must be an .xlsx file")
-    if out.exists() and not args.force:
-        raise UsageError(f"{out}: exists already; use --force to replace it")
     if (out.parent / f"~${out.name}").exists():
         raise UsageError(f"{out}: the file is open in Excel (lock file ~${out.name} beside it); close it or "
                          f"choose another -o path")
