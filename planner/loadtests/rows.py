@@ -111,6 +111,8 @@ def row_of(r: Run, opts: Options) -> tuple[dict, list[str]]:
     if not model_name:
         raise LoadTestError(place, "names no model: give --model NAME (a Models row or a catalog model)")
     model = resolve(model_name, MODEL, opts, place, "model")
+    if opts.model and r.model and catalog.find(r.model, MODEL) != catalog.find(opts.model, MODEL):
+        notes.append(f"model {opts.model} from --model; the file says {r.model}")
     deps = _deployments(opts, model)
     gpu_name = opts.gpu or r.gpu
     tp = opts.tp or r.tp
