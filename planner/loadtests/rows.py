@@ -111,7 +111,8 @@ def row_of(r: Run, opts: Options) -> tuple[dict, list[str]]:
     if not model_name:
         raise LoadTestError(place, "names no model: give --model NAME (a Models row or a catalog model)")
     model = resolve(model_name, MODEL, opts, place, "model")
-    if opts.model and r.model and catalog.find(r.model, MODEL) != catalog.find(opts.model, MODEL):
+    fa, fb = (catalog.find(n, MODEL) if n else None for n in (r.model, opts.model))
+    if opts.model and r.model and ((fa != fb) if (fa or fb) else r.model.lower() != opts.model.lower()):
         notes.append(f"model {opts.model} from --model; the file says {r.model}")
     deps = _deployments(opts, model)
     gpu_name = opts.gpu or r.gpu
