@@ -167,8 +167,7 @@ def parse_csv(text: str, file: str) -> list[Run]:
             if cell.strip() and v is None:
                 raise LoadTestError(file, f"{row[0]!r} {h} {cell!r} is not a number")
             vals["avg" if h == "value" else h] = v
-        vals["unit"] = unit.replace("per sec", "/sec") if unit else ("ms" if "latency" in name or "token" in name
-                                                                      and "first" in name else "")
+        vals["unit"] = unit  # "ms", "tokens", "requests/sec", "per sec", ""; a time without a unit is refused
         doc[tag] = vals
     if "time_to_first_token" not in doc:
         raise LoadTestError(file, "has no 'Time to First Token' row (a truncated export?)")
