@@ -14,8 +14,12 @@ number of requests in flight (sum of latencies / duration), not the configured c
 With ``--cache-report`` a ``cache_report`` block carries the server's prefix-cache accounting:
 ``total_prompt_tokens``, ``total_cached_tokens``, ``cache_hit_rate_pct`` and the cached tokens by
 tier (``device_cached_tokens``, ``host_cached_tokens``, ``storage_cached_tokens``; null for a tier
-that is not configured). The key names follow issue 18 (the cache-report writer was not in the
-source version read for this module); the hit is ``total_cached_tokens / total_prompt_tokens``.
+that is not configured). The version read for this module (sgl-project/sglang commit 0033168)
+predates the report; the keys follow issue 18 and a newer bench_serving seen in the code corpus
+(``if cache_report: result["cache_report"] = _cache_report(outputs, total_input_tokens)``, its test
+checking ``total_cached_tokens``, ``total_prompt_tokens`` and ``device_cached_tokens``). That newer
+writer also adds ``"errors"``: the first three distinct error messages, not a count, read as "some
+requests failed". The hit is ``total_cached_tokens / total_prompt_tokens``.
 """
 
 from __future__ import annotations
