@@ -35,6 +35,7 @@ def _parser() -> argparse.ArgumentParser:
               planner validate my-input.xlsx                # check an input, write nothing
               planner catalog --xlsx catalogs.xlsx          # the model and GPU catalogs (rows to copy)
               planner diff q3.xlsx q4.xlsx -o out/q3-q4.xlsx  # what changed, and the cost bridge
+              planner measurements r.json -o out/meas.xlsx --gpu H100 --tp 1  # load-test files -> Measurements
               planner run -o out/q4.xlsx --eml out/q4.eml --to team@example.org --from me@example.org
               planner send out/q4.eml --smtp smtp.example.org:587 --starttls --user me@example.org
             """))
@@ -77,6 +78,9 @@ def _parser() -> argparse.ArgumentParser:
 
     add_catalog_parser(sub)
     add_diff_parser(sub)
+    from planner.cli.measurements import add_parser as add_measurements_parser
+
+    add_measurements_parser(sub)
 
     snd = sub.add_parser("send", help="send an .eml written by planner run --eml over SMTP",
                          formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -247,9 +251,10 @@ def main(argv: list[str] | None = None) -> int:
         # SIGINT must still stop the run cleanly
         signal.signal(signal.SIGINT, signal.default_int_handler)
     from planner.cli.catalog import cmd_catalog
+    from planner.cli.measurements import cmd_measurements
 
     handler = {"run": cmd_run, "template": cmd_template, "validate": cmd_validate, "send": cmd_send,
-               "catalog": cmd_catalog, "diff": cmd_diff}[args.command]
+               "catalog": cmd_catalog, "diff": cmd_diff, "measurements": cmd_measurements}[args.command]
     try:
         return handler(args)
     except InputError as err:

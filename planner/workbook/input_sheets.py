@@ -64,7 +64,8 @@ def _ref_validation(c: Column, rows: int) -> dict:
 def write_input_sheet(wb, fm: Formats, sheet: str, records: list[dict], extras: list[str],
                       validate_rows: int | None = None, currency: str | None = None,
                       ref_rows: dict[str, int] | None = None,
-                      filled: list[dict[str, str]] | None = None) -> dict[str, int]:
+                      filled: list[dict[str, str]] | None = None,
+                      ref_dropdowns: bool = True) -> dict[str, int]:
     """An input sheet: headers with units and notes, styled input cells, data validation.
     ``currency`` (Settings) replaces the unit placeholder ``currency`` in headers. Validation
     (choice lists, ranges, and dropdowns of the Models/GPUs/Workloads names for the columns
@@ -72,7 +73,9 @@ def write_input_sheet(wb, fm: Formats, sheet: str, records: list[dict], extras: 
     data, whichever is longer; a name list reaches row ``ref_rows[sheet] + VALIDATE_ROWS`` of the
     sheet it lists, at least :data:`VALIDATE_ROWS`. ``filled[i]`` (column -> provenance) marks
     record i's cells that were not typed: styled ``catalog`` with a comment saying where the
-    value came from. Returns the 0-based column of every column name."""
+    value came from. ``ref_dropdowns=False`` leaves out the name dropdowns (a workbook without the
+    sheets they list, such as ``planner measurements`` output). Returns the 0-based column of every
+    column name."""
     ws = wb.add_worksheet(sheet)
     cols = schema.columns(sheet)
     pos = sheet_columns(sheet, extras)
@@ -95,7 +98,7 @@ def write_input_sheet(wb, fm: Formats, sheet: str, records: list[dict], extras: 
     last = max(len(records), VALIDATE_ROWS if validate_rows is None else validate_rows)
     for c in cols:
         v = _validation(c)
-        if v is None and c.ref is not None:
+        if v is None and c.ref is not None and ref_dropdowns:
             v = _ref_validation(c, max(VALIDATE_ROWS, (ref_rows or {}).get(c.ref, 0) + VALIDATE_ROWS))
         if v and last:
             ws.data_validation(1, pos[c.name], last, pos[c.name], v)

@@ -1,0 +1,492 @@
+"""Load-test result files -> Measurements rows (issue 18).
+
+Every fixture in tests/data/loadtests/ was written by hand from its writer's source schema (cited in
+the docstring of the module that reads it, planner/loadtests/*.py) with consistent numbers; each
+test states the expected row with its derivation from the file's own figures, so a wrong key, a
+wrong unit or a wrong statistic shows as a wrong number.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from planner.core import schema
+from planner.cli.main import main
+from planner.loadtests import load
+from planner.loadtests.rows import Options, build_rows
+
+DATA = Path(__file__).parent / "data" / "loadtests"
+
+
+def rows_of(*names, **opts):
+    res = load([DATA / n for n in names])
+    assert not res.problems, [str(p) for p in res.problems]
+    rows, notes, problems = build_rows(res.runs, Options(**opts))
+    assert not problems, [str(p) for p in problems]
+    return rows
+
+
+def check(row: dict, expected: dict) -> None:
+    """Every expected column equal (numbers to 1e-12 relative), every other schema column blank."""
+    for name, want in expected.items():
+        got = row.get(name)
+        if isinstance(want, float):
+            assert got == pytest.approx(want, rel=1e-12), name
+        else:
+            assert got == want, name
+    blank = {c.name for c in schema.columns("Measurements")} - set(expected) - {"source", "alpha"}
+    assert {k: row.get(k) for k in blank if row.get(k) is not None} == {}
+
+
+# ------------------------------------------------------------------------------ vLLM
+def test_vllm_bench_serve_save_result():
+    (row,) = rows_of("vllm_bench_serve.json", gpu="H100", tp=1, hit=0.0)
+    check(row, {
+        "model": "Llama-3.1-8B-Instruct",    # model_id meta-llama/Llama-3.1-8B-Instruct -> the catalog entry
+        "gpu": "H100 SXM", "tp": 1, "hit": 0.0,
+        "isl": 81920 / 20,                   # total_input_tokens / completed = 4096
+        "osl": 2560 / 20,                    # total_output_tokens / completed = 128
+        "ttft_ms": 310.5, "ttft_stat": "mean",  # mean_ttft_ms
+        "ttft_p50_ms": 305.0, "ttft_p99_ms": 402.0,  # median_ttft_ms, p99_ttft_ms (no p90: default percentiles 99)
+        "tpot_ms": 7.2, "itl_ms": 7.1,
+        "concurrency": 1,                    # max_concurrency 1 (request_rate "inf": no rate)
+        "num_requests": 20, "duration_s": 25.0,
+        "request_throughput": 0.8,           # 20 / 25 s
+        "output_throughput": 102.4,          # 2560 / 25 s
+        "total_throughput": 3379.2,          # (81920 + 2560) / 25 s
+    })
+    assert row["source"] == "vllm_bench_serve.json (vllm bench serve)"
+    assert "hit 0 from --hit" in row["note"]
+
+
+def test_vllm_append_result_two_runs_with_metadata():
+    """--append-result: two objects, one per line; --metadata tp=4 gpu="H100 SXM" fills gpu and tp."""
+    r1, r2 = rows_of("vllm_append.jsonl", hit=0.0)
+    check(r1, {"model": "Llama-3.1-70B-Instruct", "gpu": "H100 SXM", "tp": 4, "hit": 0.0,
+               "isl": 409600 / 50, "osl": 6400 / 50, "ttft_ms": 640.0, "ttft_stat": "mean", "ttft_p50_ms": 630.0,
+               "ttft_p90_ms": 655.0, "ttft_p99_ms": 700.0, "tpot_ms": 15.5, "itl_ms": 15.3, "concurrency": 1,
+               "num_requests": 50, "duration_s": 40.0, "request_throughput": 1.25, "output_throughput": 160.0,
+               "total_throughput": 10400.0})
+    check(r2, {"model": "Llama-3.1-70B-Instruct", "gpu": "H100 SXM", "tp": 4, "hit": 0.0,
+               "isl": 204800 / 100, "osl": 12800 / 100, "ttft_ms": 180.25, "ttft_stat": "mean", "ttft_p50_ms": 170.0,
+               "ttft_p90_ms": 230.0, "ttft_p99_ms": 290.0, "tpot_ms": 9.5, "itl_ms": 9.4,
+               "concurrency": 4, "request_rate": 2.0,  # max_concurrency 4 at request_rate 2.0
+               "num_requests": 100, "duration_s": 50.0, "request_throughput": 2.0, "output_throughput": 256.0,
+               "total_throughput": 4352.0})
+    assert r1["source"] == "vllm_append.jsonl, line 1 (vllm bench serve)"
+    assert r2["source"] == "vllm_append.jsonl, line 2 (vllm bench serve)"
+
+
+def test_vllm_old_benchmark_serving():
+    """The older benchmarks/benchmark_serving.py: 'request_goodput:' key, no 'failed', unlimited
+    rate without max_concurrency: all 10 prompts at once."""
+    (row,) = rows_of("vllm_benchmark_serving_old.json", gpu="L40S", tp=1, hit=0.0)
+    check(row, {"model": "Qwen2.5-7B-Instruct", "gpu": "L40S", "tp": 1, "hit": 0.0, "isl": 10240 / 10,
+                "osl": 1280 / 10, "ttft_ms": 95.0, "ttft_stat": "mean", "ttft_p50_ms": 90.0, "ttft_p99_ms": 120.0,
+                "tpot_ms": 22.0, "itl_ms": 21.8, "concurrency": 10, "num_requests": 10, "duration_s": 4.0,
+                "request_throughput": 2.5, "output_throughput": 320.0, "total_throughput": 2880.0})
+    assert row["source"].endswith("(vllm benchmark_serving.py)")
+    assert "all 10 requests were sent at once" in row["note"]
+
+
+def test_vllm_failed_requests_kept_only_when_allowed():
+    res = load([DATA / "vllm_failed.json"])
+    _, _, problems = build_rows(res.runs, Options(gpu="H100", tp=1, hit=0.0))
+    assert [str(p) for p in problems] == [
+        "vllm_failed.json: 3 of 50 requests failed; the statistics cover only the 47 completed: rerun the test, "
+        "or give --allow-failed to keep the row (its note says so)"]
+    (row,) = rows_of("vllm_failed.json", gpu="H100", tp=1, hit=0.0, allow_failed=True)
+    assert row["num_requests"] == 47 and row["isl"] == 96256 / 47 == 2048
+    assert "3 of 50 requests failed" in row["note"]
+
+
+# ------------------------------------------------------------------------------ SGLang
+def test_sglang_jsonl_infinity_and_cache_report():
+    r1, r2 = rows_of("sglang_bench_serving.jsonl", model="meta-llama/Llama-3.1-8B-Instruct", gpu="H200",
+                     tp=1, hit=0.25)
+    check(r1, {"model": "Llama-3.1-8B-Instruct", "gpu": "H200", "tp": 1,
+               "hit": 819200 / 1638400,          # cache_report total_cached_tokens / total_prompt_tokens = 0.5
+               "isl": 1638400 / 200, "osl": 51200 / 200, "ttft_ms": 850.0, "ttft_stat": "mean",
+               "ttft_p50_ms": 820.0, "ttft_p99_ms": 1400.0, "tpot_ms": 25.0, "itl_ms": 24.8,
+               "concurrency": 8,                 # max_concurrency (not the measured 'concurrency' 7.9)
+               "num_requests": 200, "duration_s": 40.0, "request_throughput": 5.0, "output_throughput": 1280.0,
+               "total_throughput": 40960.0 + 1280.0})  # input_throughput + output_throughput
+    assert "device 37.5%, host 12.5%" in r1["note"]      # 614400 / 1638400, 204800 / 1638400
+    assert "--hit 0.25 not used" in r1["note"]
+    check(r2, {"model": "Llama-3.1-8B-Instruct", "gpu": "H200", "tp": 1, "hit": 0.25,  # no cache_report: --hit
+               "isl": 491520 / 120, "osl": 15360 / 120, "ttft_ms": 420.0, "ttft_stat": "mean", "ttft_p50_ms": 400.0,
+               "ttft_p99_ms": 610.0, "tpot_ms": 13.2, "itl_ms": 13.1, "request_rate": 4.0,  # open loop, no cap
+               "num_requests": 120, "duration_s": 30.0, "request_throughput": 4.0, "output_throughput": 512.0,
+               "total_throughput": 16384.0 + 512.0})
+
+
+# ------------------------------------------------------------------------------ AIPerf / GenAI-Perf
+AIPERF = {"model": "Qwen2.5-7B-Instruct", "gpu": "H100 SXM", "tp": 1, "hit": 0.0, "isl": 1024.0, "osl": 256.0,
+          "ttft_ms": 95.5, "ttft_stat": "mean", "ttft_p50_ms": 90.0, "ttft_p90_ms": 130.0, "ttft_p99_ms": 180.0,
+          "tpot_ms": 12.5, "itl_ms": 12.5,   # inter_token_latency = (latency - ttft) / (osl - 1): a TPOT
+          "num_requests": 600, "duration_s": 30.0, "request_throughput": 20.0, "output_throughput": 5120.0}
+
+
+def test_aiperf_json():
+    (row,) = rows_of("profile_export_aiperf.json", gpu="H100", tp=1, hit=0.0)
+    check(row, {**AIPERF, "concurrency": 16})  # input_config.loadgen.concurrency
+    assert row["source"] == "profile_export_aiperf.json (aiperf)"
+
+
+def test_aiperf_csv_same_numbers_as_its_json():
+    (row,) = rows_of("profile_export_aiperf.csv", model="Qwen/Qwen2.5-7B-Instruct", gpu="H100", tp=1, hit=0.0)
+    check(row, AIPERF)  # the CSV carries no load shape: concurrency blank (said in the note)
+    assert "no model or load shape" in row["note"]
+
+
+def test_genai_perf_json_in_nanoseconds():
+    (row,) = rows_of("llama70b_genai_perf.json", gpu="H100", tp=4, hit=0.0)
+    check(row, {"model": "Llama-3.1-70B-Instruct", "gpu": "H100 SXM", "tp": 4, "hit": 0.0, "isl": 2000.0,
+                "osl": 128.0,
+                "ttft_ms": 250000000.0 * 1e-6,   # 'unit': 'ns' -> 250 ms
+                "ttft_stat": "mean", "ttft_p50_ms": 240.0, "ttft_p90_ms": 300.0, "ttft_p99_ms": 350.0,
+                "tpot_ms": 15.0, "itl_ms": 15.0,  # 15,000,000 ns
+                "concurrency": 4, "num_requests": 64,
+                "duration_s": 64 / 3.2,          # request_count / request_throughput = 20 s (no benchmark_duration)
+                "request_throughput": 3.2, "output_throughput": 409.6})  # 'per sec'
+    assert row["source"].endswith("(genai-perf)")
+
+
+def test_genai_perf_csv_thousands_separators():
+    (row,) = rows_of("llama70b_genai_perf.csv", model="Llama-3.1-70B-Instruct", gpu="H100", tp=8, hit=0.0)
+    check(row, {"model": "Llama-3.1-70B-Instruct", "gpu": "H100 SXM", "tp": 8, "hit": 0.0,
+                "isl": 16384.0,                   # "16,384.00"
+                "osl": 128.0, "ttft_ms": 1234.5,  # "1,234.50"
+                "ttft_stat": "mean", "ttft_p50_ms": 1200.0, "ttft_p90_ms": 1450.0, "ttft_p99_ms": 1580.0,
+                "tpot_ms": 18.25, "itl_ms": 18.25, "num_requests": 480, "duration_s": 480 / 8.0,
+                "request_throughput": 8.0, "output_throughput": 1024.0})  # "1,024.00"
+
+
+# ------------------------------------------------------------------------------ guidellm
+def test_guidellm_sweep_one_row_per_benchmark():
+    rows = rows_of("guidellm_benchmarks.json", gpu="H100", tp=1, hit=0.0)
+    assert len(rows) == 3
+    common = {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "hit": 0.0, "isl": 1024.0,
+              "osl": 128.0, "ttft_stat": "mean", "duration_s": 60.0}
+    check(rows[0], {**common, "concurrency": 1,  # synchronous
+                    "ttft_ms": 80.0, "ttft_p50_ms": 78.0, "ttft_p90_ms": 95.0, "ttft_p99_ms": 120.0, "tpot_ms": 7.5,
+                    "itl_ms": 7.4, "num_requests": 57, "request_throughput": 0.95, "output_throughput": 121.6,
+                    "total_throughput": 1094.4})
+    check(rows[1], {**common, "concurrency": 4,  # concurrent, streams 4
+                    "ttft_ms": 110.0, "ttft_p50_ms": 105.0, "ttft_p90_ms": 140.0, "ttft_p99_ms": 190.0,
+                    "tpot_ms": 9.0, "itl_ms": 8.9, "num_requests": 192, "request_throughput": 3.2,
+                    "output_throughput": 409.6, "total_throughput": 3686.4})
+    check(rows[2], {**common, "request_rate": 2.5,  # constant, rate 2.5
+                    "ttft_ms": 95.0, "ttft_p50_ms": 92.0, "ttft_p90_ms": 120.0, "ttft_p99_ms": 150.0,
+                    "tpot_ms": 8.2, "itl_ms": 8.1, "num_requests": 150, "request_throughput": 2.5,
+                    "output_throughput": 320.0, "total_throughput": 2880.0})
+    assert rows[1]["source"] == "guidellm_benchmarks.json, benchmark 2 of 3 (concurrent) (guidellm)"
+
+
+def test_guidellm_yaml_without_pyyaml_says_so(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "yaml", None)  # import yaml -> ImportError, as without PyYAML
+    f = tmp_path / "benchmarks.yaml"
+    f.write_text("benchmarks: []\n")
+    (p,) = load([f]).problems
+    assert str(p).startswith("benchmarks.yaml: is YAML, which needs PyYAML (pip install pyyaml")
+
+
+# ------------------------------------------------------------------------------ LLMPerf, inference-perf
+def test_llmperf_summary_in_seconds():
+    (row,) = rows_of("meta-llama-Llama-3-1-8B-Instruct_550_150_summary.json", gpu="A100 80GB", tp=1, hit=0.0)
+    check(row, {"model": "Llama-3.1-8B-Instruct", "gpu": "A100 80GB", "tp": 1, "hit": 0.0,
+                "isl": 552.5,                  # results_number_input_tokens_mean (measured, not the requested 550)
+                "osl": 150.0, "ttft_ms": 0.125 * 1000, "ttft_stat": "mean", "ttft_p50_ms": 0.12 * 1000,
+                "ttft_p90_ms": 0.15 * 1000, "ttft_p99_ms": 0.2 * 1000,
+                "tpot_ms": 0.011 * 1000, "itl_ms": 0.011 * 1000, "concurrency": 2, "num_requests": 100,
+                "request_throughput": 240.0 / 60,  # results_num_completed_requests_per_min / 60
+                "duration_s": 100 / 4.0, "output_throughput": 600.0})
+
+
+def test_inference_perf_new_report_hit_from_cached_prompt_tokens():
+    (row,) = rows_of("inference_perf_new/summary_lifecycle_metrics.json", model="Llama-3.1-8B-Instruct",
+                     gpu="H100", tp=1)
+    check(row, {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1,
+                "hit": 300000.0 / 1200000.0,     # successes.prompt_tokens cached / total = 0.25
+                "isl": 2000.0, "osl": 128.0, "ttft_ms": 0.0425 * 1000, "ttft_stat": "mean",
+                "ttft_p50_ms": 0.04 * 1000, "ttft_p90_ms": 0.055 * 1000, "ttft_p99_ms": 0.07 * 1000,
+                "tpot_ms": 0.0061 * 1000, "itl_ms": 0.006 * 1000, "request_rate": 10.0, "num_requests": 600,
+                "duration_s": 60.0, "request_throughput": 10.0, "output_throughput": 1280.0,
+                "total_throughput": 21280.0})
+
+
+def test_inference_perf_old_stage_hit_from_prometheus_summary_beside_it():
+    (row,) = rows_of("inference_perf_old/stage_0_lifecycle_metrics.json", model="Llama-3.1-8B-Instruct",
+                     gpu="H100", tp=1)
+    check(row, {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1,
+                "hit": 37.5 / 100,               # stage_0_prometheus_metrics.json prefix_cache_hit_percent
+                "isl": 200.0, "osl": 62.5, "ttft_ms": 0.0333 * 1000, "ttft_stat": "mean",
+                "ttft_p50_ms": 0.0329 * 1000, "ttft_p90_ms": 0.039 * 1000, "ttft_p99_ms": 0.0425 * 1000,
+                "tpot_ms": 0.0035 * 1000, "itl_ms": 0.0034776 * 1000, "request_rate": 5.0, "num_requests": 300,
+                "duration_s": 59.8,              # no benchmark_time_seconds in the old report: send_duration
+                "request_throughput": 5.0, "output_throughput": 312.5, "total_throughput": 1312.5})
+
+
+# ------------------------------------------------------------------------------ Prometheus scrapes
+def test_vllm_scrapes_give_hit_and_offload_bandwidth():
+    (row,) = rows_of("vllm_bench_serve.json", "vllm_metrics_before.prom", "vllm_metrics_after.prom",
+                     gpu="H100", tp=1)
+    # Δqueries = (140960 - 100000) + (90960 - 50000) = 81920 tokens (two engines summed);
+    # Δhits = (40480 - 20000) + (30480 - 10000) = 40960 -> 0.5; the _created series are not counters
+    assert row["hit"] == 40960 / 81920
+    # Δkv_offload_load_bytes / Δkv_offload_load_time = 5e9 B / 0.25 s = 20 GB/s
+    assert row["kv_load_gbps"] == pytest.approx(5e9 / 0.25 / 1e9, rel=1e-12)
+    assert row["ttft_ms"] == 310.5
+
+
+def test_sglang_gauge_scrape():
+    (row,) = rows_of("vllm_bench_serve.json", "sglang_metrics_before.prom", "sglang_metrics_after.prom",
+                     gpu="H100", tp=1)
+    assert row["hit"] == 0.42  # sglang:cache_hit_rate of the after scrape
+
+
+# ------------------------------------------------------------------------------ the command
+def _sha(p: Path) -> str:
+    return hashlib.sha256(p.read_bytes()).hexdigest()
+
+
+def test_cli_writes_measurements_sheet_and_leaves_inputs(tmp_path, capsys):
+    files = [DATA / n for n in ("vllm_bench_serve.json", "vllm_metrics_before.prom", "vllm_metrics_after.prom",
+                                "guidellm_benchmarks.json")]
+    before = [_sha(f) for f in files]
+    out = tmp_path / "meas.xlsx"
+    code = main(["measurements", *map(str, files), "-o", str(out), "--gpu", "H100 SXM", "--tp", "1", "--hit", "0"])
+    assert code == 0, capsys.readouterr().err
+    assert [_sha(f) for f in files] == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["meas.xlsx"]  # no temporary file left
+    wb = openpyxl.load_workbook(out, read_only=True)
+    assert wb.sheetnames == ["Measurements"]
+    values = list(wb["Measurements"].values)
+    headers = [c.header for c in schema.columns("Measurements")]
+    assert list(values[0]) == headers + ["kv_load_gbps", "note"]
+    assert len(values) == 1 + 1 + 3
+    col = {h.split(" [")[0]: j for j, h in enumerate(values[0])}
+    assert values[1][col["hit"]] == 0.5 and values[1][col["ttft_stat"]] == "mean"
+    assert values[2][col["hit"]] == 0  # --hit for the guidellm runs
+    assert values[3][col["concurrency"]] == 4
+    assert "wrote 4 Measurements rows" in capsys.readouterr().out
+
+
+def test_cli_lists_every_problem_and_writes_nothing(tmp_path, capsys):
+    out = tmp_path / "meas.xlsx"
+    names = ["vllm_truncated.json", "sglang_truncated.jsonl", "unknown.json", "notes.txt", "vllm_failed.json",
+             "vllm_all_failed.json", "vllm_bench_serve.json", "vllm_bench_serve_copy.json",
+             "vllm_metrics_truncated.prom", "sglang_bench_serving.jsonl", "vllm_metrics_after.prom",
+             "vllm_metrics_before.prom"]
+    code = main(["measurements", *(str(DATA / n) for n in names), "-o", str(out), "--tp", "1"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert not out.exists() and list(tmp_path.iterdir()) == []
+    assert "Traceback" not in err
+    expected = [
+        "vllm_truncated.json: the JSON ends before it is complete at line 1, column 701 (a truncated file",
+        "sglang_truncated.jsonl line 2: the last line is cut short (a truncated file",
+        "unknown.json: is JSON but not a load-test result the planner knows (keys: foo, bar)",
+        "notes.txt: is of no load-test format the planner knows",
+        "vllm_metrics_truncated.prom line 11: is not a Prometheus sample line",
+        "vllm_bench_serve_copy.json: is the same run as vllm_bench_serve.json",
+        "vllm_all_failed.json: no request completed (all 10 failed): its statistics are zeros, not measurements",
+        "vllm_failed.json: 3 of 50 requests failed",
+        "vllm_bench_serve.json: the file does not say its GPU (--gpu NAME): give it as option",
+        "sglang_bench_serving.jsonl line 1: names no model: give --model NAME",
+        # a scrape pair after a file of two runs cannot say which run it measured
+        "vllm_metrics_after.prom -> vllm_metrics_before.prom: bracket sglang_bench_serving.jsonl, which holds 2 runs",
+    ]
+    for e in expected:
+        assert e in err, e
+    assert err.startswith("planner: the input has ")
+
+
+def test_cli_same_file_twice_and_lone_scrape(tmp_path, capsys):
+    f = str(DATA / "vllm_bench_serve.json")
+    code = main(["measurements", f, f, str(DATA / "vllm_metrics_before.prom"), "-o", str(tmp_path / "m.xlsx"),
+                 "--gpu", "H100", "--tp", "1"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "vllm_bench_serve.json: is given twice" in err
+    assert "vllm_metrics_before.prom: is one Prometheus scrape: give two" in err
+
+
+def test_scrapes_in_the_wrong_order(tmp_path, capsys):
+    code = main(["measurements", str(DATA / "vllm_bench_serve.json"), str(DATA / "vllm_metrics_after.prom"),
+                 str(DATA / "vllm_metrics_before.prom"), "-o", str(tmp_path / "m.xlsx"), "--gpu", "H100", "--tp", "1"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert ("vllm_metrics_after.prom -> vllm_metrics_before.prom: vllm:prefix_cache_queries went down from 231920 "
+            "to 150000: the server restarted between the scrapes, or they are in the wrong order") in err
+
+
+def test_cli_unknown_model_did_you_mean(tmp_path, capsys):
+    code = main(["measurements", str(DATA / "vllm_bench_serve.json"), "-o", str(tmp_path / "m.xlsx"),
+                 "--model", "Llama-3.1-8B-Instrukt", "--gpu", "H100", "--tp", "1"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "model 'Llama-3.1-8B-Instrukt' is not in the model catalog; closest: 'Llama-3.1-8B-Instruct'" in err
+
+
+def _input_workbook(path: Path, measurements: list[dict] | None = None, tp: int = 2) -> Path:
+    from planner.workbook.input_sheets import write_input_workbook
+
+    models = [{"model": "llama8b", "catalog": "Llama-3.1-8B-Instruct", "kv_bytes": 2, "params_b": 8.03}]
+    gpus = [{"gpu": "h100-team", "catalog": "H100 SXM", "pcie_gen": 5, "hourly_cost": 3.0}]
+    workloads = [{"workload": "chat", "model": "llama8b", "gpu": "h100-team", "tp": tp, "isl": 2048, "osl": 128,
+                  "hit_target": 0.0}]
+    optional = {"Measurements": measurements} if measurements is not None else None
+    write_input_workbook(path, models, gpus, workloads, {s.key: s.default for s in schema.SETTING_KEYS},
+                         optional=optional)
+    return path
+
+
+def test_cli_input_workbook_names_and_deployment(tmp_path, capsys):
+    wb = _input_workbook(tmp_path / "plan.xlsx")
+    out = tmp_path / "m.xlsx"
+    code = main(["measurements", str(DATA / "vllm_bench_serve.json"), "-o", str(out), "--input", str(wb),
+                 "--hit", "0"])
+    assert code == 0, capsys.readouterr().err
+    vals = list(openpyxl.load_workbook(out, read_only=True)["Measurements"].values)
+    # the model row whose catalog cell names the file's model; gpu and tp of its one Workloads deployment
+    assert vals[1][:3] == ("llama8b", "h100-team", 2)
+
+
+# ------------------------------------------------------------------------------ round trip
+# The same five measured points typed by hand, each derived from its file (not from the code):
+TYPED = [
+    # vllm_bench_serve.json: 81920/20 input tokens, mean_ttft_ms, 2560/20 output tokens, mean_tpot_ms, max_concurrency
+    {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "isl": 4096, "hit": 0, "ttft_ms": 310.5,
+     "osl": 128, "tpot_ms": 7.2, "concurrency": 1},
+    # LLMPerf summary: results_number_input_tokens_mean, results_ttft_s_mean 0.125 s, inter_token_latency 0.011 s
+    {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "isl": 552.5, "hit": 0, "ttft_ms": 125,
+     "osl": 150, "tpot_ms": 11, "concurrency": 2},
+    # guidellm benchmarks 1-3: prompt_token_count 1024, time_to_first_token_ms / time_per_output_token_ms means
+    {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "isl": 1024, "hit": 0, "ttft_ms": 80,
+     "osl": 128, "tpot_ms": 7.5, "concurrency": 1},
+    {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "isl": 1024, "hit": 0, "ttft_ms": 110,
+     "osl": 128, "tpot_ms": 9.0, "concurrency": 4},
+    {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "isl": 1024, "hit": 0, "ttft_ms": 95,
+     "osl": 128, "tpot_ms": 8.2, "request_rate": 2.5},
+]
+
+
+def test_round_trip_rows_from_files_calibrate_like_typed_rows(tmp_path, capsys):
+    from planner.workbook.input_sheets import write_input_workbook
+    from planner.plan.build import build_plan
+
+    out = tmp_path / "m.xlsx"
+    files = ["vllm_bench_serve.json", "meta-llama-Llama-3-1-8B-Instruct_550_150_summary.json",
+             "guidellm_benchmarks.json"]
+    assert main(["measurements", *(str(DATA / f) for f in files), "-o", str(out), "--gpu", "H100 SXM",
+                 "--tp", "1", "--hit", "0"]) == 0, capsys.readouterr().err
+    vals = list(openpyxl.load_workbook(out, read_only=True)["Measurements"].values)
+    heads = [str(h).split(" [")[0] for h in vals[0]]
+    loaded = [{h: v for h, v in zip(heads, row) if v is not None} for row in vals[1:]]
+    plans = []
+    for name, meas in (("files", loaded), ("typed", TYPED)):
+        p = tmp_path / f"{name}.xlsx"
+        models = [{"model": "Llama-3.1-8B-Instruct", "kv_bytes": 2}]
+        gpus = [{"gpu": "H100 SXM", "hourly_cost": 3.0}]
+        workloads = [{"workload": "chat", "model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1,
+                      "isl": 2048, "osl": 128, "hit_target": 0.5, "demand_tpm": 1e6}]
+        write_input_workbook(p, models, gpus, workloads, {s.key: s.default for s in schema.SETTING_KEYS},
+                             optional={"Measurements": meas})
+        plans.append(build_plan(p))
+    (fa,), (fb,) = (pl.calibration.fits for pl in plans)
+    assert len(fa.points) == len(fb.points) == 5
+    wa, wb_ = (pl.resolved.iloc[0] for pl in plans)
+    ra, rb = (pl.results.iloc[0] for pl in plans)
+    assert ra["breakdown_source"] == rb["breakdown_source"] == "calibrated"
+    for c in ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms"):
+        assert wa[c] == pytest.approx(wb_[c], rel=1e-9), c
+    for c in ("ttft_ms", "tpm_delivered_target", "gpus_needed"):
+        assert ra[c] == pytest.approx(rb[c], rel=1e-9), c
+
+
+def test_ttft_statistic_named_when_the_file_has_no_mean(tmp_path):
+    import json
+
+    doc = json.loads((DATA / "vllm_bench_serve.json").read_text())
+    del doc["mean_ttft_ms"]
+    f = tmp_path / "no-mean.json"
+    f.write_text(json.dumps(doc))
+    res = load([f])
+    (row,), _, problems = build_rows(res.runs, Options(gpu="H100", tp=1, hit=0.0))
+    assert not problems
+    assert (row["ttft_ms"], row["ttft_stat"], row["ttft_p50_ms"]) == (305.0, "median", 305.0)  # median_ttft_ms
+    assert "ttft_ms is the median: the file has no mean TTFT" in row["note"]
+
+
+def test_aiperf_json_and_csv_of_one_run_are_one_run():
+    res = load([DATA / "profile_export_aiperf.json", DATA / "profile_export_aiperf.csv"])
+    assert [str(p) for p in res.problems] == [
+        "profile_export_aiperf.csv: is the same run as profile_export_aiperf.json (same tool, duration, request "
+        "count and TTFT): one row per run"]
+
+
+def test_binary_and_empty_files(tmp_path):
+    b = tmp_path / "r.json"
+    b.write_bytes(b"\x89PNG\r\n\x1a\n\x00\xff\xfe")
+    e = tmp_path / "empty.json"
+    e.write_text("  \n")
+    msgs = [str(p) for p in load([b, e]).problems]
+    assert msgs[0].startswith("r.json: is not a text file")
+    assert msgs[1] == "empty.json: is empty"
+
+
+def test_sglang_errors_list_without_count_is_a_failure(tmp_path):
+    """SGLang versions that write "errors": the first distinct error messages (not one per request)."""
+    import json
+
+    doc = json.loads((DATA / "sglang_bench_serving.jsonl").read_text().splitlines()[1])
+    doc["errors"] = ["ClientConnectorError: Cannot connect to host"]
+    f = tmp_path / "s.jsonl"
+    f.write_text(json.dumps(doc) + "\n")
+    _, _, problems = build_rows(load([f]).runs, Options(model="Llama-3.1-8B-Instruct", gpu="H100", tp=1, hit=0.0))
+    assert [str(p) for p in problems] == [
+        "s.jsonl: the file reports failed requests (errors: 'ClientConnectorError: Cannot connect to host'): "
+        "rerun the test, or give --allow-failed to keep the row"]
+
+
+def test_folder_argument_reads_the_summaries_in_it(tmp_path):
+    (row,) = rows_of("inference_perf_new", model="Llama-3.1-8B-Instruct", gpu="H100", tp=1)
+    assert row["source"] == "summary_lifecycle_metrics.json (inference-perf)"
+    (p,) = load([tmp_path]).problems
+    assert str(p).startswith(f"{tmp_path}: is a folder with no result file the planner knows by name")
+
+
+def test_cli_input_workbook_with_problems(tmp_path, capsys):
+    bad = tmp_path / "bad.xlsx"
+    bad.write_text("not a workbook")
+    code = main(["measurements", str(DATA / "vllm_bench_serve.json"), "-o", str(tmp_path / "m.xlsx"),
+                 "--input", str(bad)])
+    err = capsys.readouterr().err
+    assert code == 2 and "bad.xlsx" in err and "Traceback" not in err
+    assert not (tmp_path / "m.xlsx").exists()
+
+
+def test_odd_layout_is_located_not_an_internal_error(tmp_path):
+    import json
+
+    doc = json.loads((DATA / "inference_perf_new" / "summary_lifecycle_metrics.json").read_text())
+    doc["successes"]["throughput"] = [10.0, 1280.0]  # a list where inference-perf writes a table
+    f = tmp_path / "summary_lifecycle_metrics.json"
+    f.write_text(json.dumps(doc))
+    (p,) = load([f]).problems
+    assert str(p).startswith("summary_lifecycle_metrics.json: has an unexpected layout (AttributeError:")
+
+
+def test_cli_replaces_its_own_earlier_output(tmp_path, capsys):
+    out = tmp_path / "m.xlsx"
+    args = ["measurements", str(DATA / "vllm_bench_serve.json"), "-o", str(out), "--gpu", "H100", "--tp", "1"]
+    assert main(args + ["--hit", "0"]) == 0
+    assert main(args + ["--hit", "0.25"]) == 0, capsys.readouterr().err
+    vals = list(openpyxl.load_workbook(out, read_only=True)["Measurements"].values)
+    assert vals[1][4] == 0.25 and sorted(p.name for p in tmp_path.iterdir()) == ["m.xlsx"]
