@@ -490,3 +490,55 @@ def test_cli_replaces_its_own_earlier_output(tmp_path, capsys):
     assert main(args + ["--hit", "0.25"]) == 0, capsys.readouterr().err
     vals = list(openpyxl.load_workbook(out, read_only=True)["Measurements"].values)
     assert vals[1][4] == 0.25 and sorted(p.name for p in tmp_path.iterdir()) == ["m.xlsx"]
+
+
+# ------------------------------------------------------------------------------ real-shaped files (loadverify)
+# Each fixture below follows its writer's code key for key and in its key order, extras included
+# (the per-request arrays of --save-detailed, server_info, telemetry_stats, ...); the writer read is
+# named in the test and in the module docstring.
+
+def test_vllm_save_detailed_per_request_arrays_and_metadata():
+    """vllm/benchmarks/serve.py (vllm-project/vllm 009e6d4a) with --save-detailed --metadata tp=2 gpu=H100
+    --max-concurrency 8 --request-rate 4 --metric-percentiles 50,90,99 --goodput ttft:500: ttfts/itls/
+    latencies/errors arrays (the failed request's ttft 0.0, itl []), failed 1, p50/p90/p99 keys,
+    client_queue_time and e2el_including_client_queue statistics, max_concurrent_requests (a peak, not
+    the cap)."""
+    (row,) = rows_of("vllm_bench_serve_detailed.json", hit=0.0, allow_failed=True)
+    check(row, {"model": "Qwen2.5-7B-Instruct", "gpu": "H100 SXM", "tp": 2, "hit": 0.0,
+                "isl": 2048 / 4, "osl": 16 / 4,        # totals over the 4 completed
+                "ttft_ms": (100 + 120 + 140 + 160) / 4, "ttft_stat": "mean",  # mean_ttft_ms 130, not the 0.0
+                "ttft_p50_ms": 130.0, "ttft_p90_ms": 154.0, "ttft_p99_ms": 159.4,
+                "tpot_ms": 10.0, "itl_ms": 10.0,
+                "concurrency": 8, "request_rate": 4.0,  # max_concurrency 8 (max_concurrent_requests 2 is a peak)
+                "num_requests": 4, "duration_s": 2.0, "request_throughput": 2.0, "output_throughput": 8.0,
+                "total_throughput": 1032.0})
+    assert "1 of 5 requests failed" in row["note"]
+
+
+def test_vllm_ramp_up_is_not_all_at_once():
+    """--ramp-up-strategy linear 1 -> 10 rps: request_rate stays "inf" and max_concurrency null, yet the
+    requests were not all sent at once (serve.py main_async adds ramp_up_strategy/start/end_rps)."""
+    (row,) = rows_of("vllm_ramp_up.json", gpu="H100", tp=1, hit=0.0)
+    check(row, {"model": "Qwen2.5-7B-Instruct", "gpu": "H100 SXM", "tp": 1, "hit": 0.0,
+                "isl": 102400 / 100, "osl": 12800 / 100, "ttft_ms": 60.0, "ttft_stat": "mean",
+                "ttft_p50_ms": 58.0, "ttft_p99_ms": 80.0, "tpot_ms": 9.0, "itl_ms": 8.9,
+                "num_requests": 100, "duration_s": 25.0, "request_throughput": 4.0, "output_throughput": 512.0,
+                "total_throughput": 4608.0})   # no concurrency, no request_rate: the load shape is typed by hand
+    assert "ramped linear from 1 to 10 requests/s" in row["note"]
+    assert "sent at once" not in row["note"]
+
+
+def test_vllm_append_result_with_bom_and_crlf():
+    """--append-result twice (json.dump, a newline between), then saved on Windows: BOM and CRLF."""
+    r1, r2 = rows_of("vllm_append_bom_crlf.jsonl", gpu="H100", tp=1, hit=0.0)
+    common = {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "hit": 0.0, "isl": 1000.0,
+              "osl": 100.0, "ttft_stat": "mean", "tpot_ms": 5.0, "itl_ms": 5.0}
+    check(r1, {**common, "ttft_ms": 40.0, "ttft_p50_ms": 40.0, "ttft_p99_ms": 40.0, "concurrency": 2,
+               "num_requests": 20, "duration_s": 10.0, "request_throughput": 2.0, "output_throughput": 200.0,
+               "total_throughput": 2200.0})
+    check(r2, {**common, "ttft_ms": 75.0, "ttft_p50_ms": 75.0, "ttft_p99_ms": 75.0, "concurrency": 16,
+               "request_rate": 8.0, "num_requests": 160, "duration_s": 20.0, "request_throughput": 8.0,
+               "output_throughput": 800.0, "total_throughput": 8800.0})
+    assert r1["source"] == "vllm_append_bom_crlf.jsonl, line 1 (vllm bench serve)"
+
+

@@ -85,7 +85,18 @@ def serving_run(doc: dict, tool: str, file: str, run: str) -> Run:
     r.request_rate = rate(doc.get("request_rate"))
     mc = whole(doc.get("max_concurrency"))
     r.concurrency = mc if mc and mc > 0 else None
-    if r.concurrency is None and r.request_rate is None:
+    ramp = doc.get("ramp_up_strategy")
+    if ramp:
+        # vllm bench serve --ramp-up-strategy: request_rate stays "inf" while the rate climbs from
+        # ramp_up_start_rps to ramp_up_end_rps; not "all at once", and no single rate
+        r.request_rate = None
+        r.notes.append(f"request rate ramped {ramp} from {doc.get('ramp_up_start_rps')} to "
+                       f"{doc.get('ramp_up_end_rps')} requests/s: no single rate; request_rate left blank")
+    elif str(doc.get("request_rate")).strip().lower() == "trace":
+        # sglang bench_serving --use-trace-timestamps writes request_rate "trace": the trace's timing
+        r.notes.append("requests sent at the trace's timestamps (request_rate \"trace\"): no single rate; "
+                       "request_rate left blank")
+    elif r.concurrency is None and r.request_rate is None:
         n = sent or completed
         r.concurrency = n
         r.notes.append(f"request_rate unlimited and no max_concurrency: all {n} requests were sent at once; "
