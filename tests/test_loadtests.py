@@ -542,3 +542,22 @@ def test_vllm_append_result_with_bom_and_crlf():
     assert r1["source"] == "vllm_append_bom_crlf.jsonl, line 1 (vllm bench serve)"
 
 
+def test_sglang_newer_serving_server_info_cache_report_and_trace():
+    """python/sglang/benchmark/serving.py (sgl-project/sglang 00f9ec47): server_info gives the model
+    (model_path) and tp (tp_size); cache_report; request_rate Infinity; then a trace replay whose
+    request_rate is the string "trace"."""
+    r1, r2 = rows_of("sglang_serving_new.jsonl", gpu="H100", hit=0.0)
+    common = {"model": "Qwen2.5-7B-Instruct", "gpu": "H100 SXM", "tp": 2, "isl": 2048.0, "osl": 256.0,
+              "ttft_stat": "mean", "tpot_ms": 11.0, "itl_ms": 10.9}
+    check(r1, {**common, "hit": 163840 / (320 * 2048),   # total_cached_tokens / total_prompt_tokens = 0.25
+               "ttft_ms": 200.0, "ttft_p50_ms": 200.0 * 0.98, "ttft_p90_ms": 200.0 * 1.2, "ttft_p99_ms": 200.0 * 1.5,
+               "concurrency": 16,                        # max_concurrency, not the measured 15.2
+               "num_requests": 320, "duration_s": 64.0, "request_throughput": 5.0, "output_throughput": 1280.0,
+               "total_throughput": 320 * 2304 / 64.0})   # total_throughput as written
+    assert "device 20.0%, host 5.0%" in r1["note"]       # 131072 and 32768 of 655360 prompt tokens
+    check(r2, {**common, "hit": 0.0, "ttft_ms": 150.0, "ttft_p50_ms": 150.0 * 0.98, "ttft_p90_ms": 150.0 * 1.2,
+               "ttft_p99_ms": 150.0 * 1.5, "num_requests": 50, "duration_s": 100.0, "request_throughput": 0.5,
+               "output_throughput": 128.0, "total_throughput": 1152.0})   # no concurrency, no rate
+    assert "trace's timestamps" in r2["note"] and "sent at once" not in r2["note"]
+
+
