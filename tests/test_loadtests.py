@@ -561,3 +561,42 @@ def test_sglang_newer_serving_server_info_cache_report_and_trace():
     assert "trace's timestamps" in r2["note"] and "sent at once" not in r2["note"]
 
 
+GENAI_NEW = {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "hit": 0.0, "isl": 3000.0,
+             "osl": 256.0, "ttft_ms": 180.0, "ttft_stat": "mean", "ttft_p50_ms": 175.0, "ttft_p90_ms": 220.0,
+             "ttft_p99_ms": 260.0, "tpot_ms": 11.5, "itl_ms": 11.5, "num_requests": 320,
+             "duration_s": 320 / 10.24,              # request_count / request_throughput (no benchmark_duration)
+             "request_throughput": 10.24, "output_throughput": 2621.44}
+
+
+def test_genai_perf_newer_config_layout():
+    """GenAI-Perf's newer input_config (ConfigCommand.to_json_dict, perf_analyzer 263c5f6e): an
+    'endpoint' section like AIPerf's, the load under perf_analyzer.stimulus, and analyze.sweep_parameters
+    .concurrency = {min 1, max 1024} before it (the default sweep range, not the load)."""
+    (row,) = rows_of("llama8b_new_config_genai_perf.json", gpu="H100", tp=1, hit=0.0)
+    check(row, {**GENAI_NEW, "concurrency": 32})  # perf_analyzer.stimulus.concurrency
+    assert row["source"].endswith("(genai-perf)")
+
+
+def test_genai_perf_csv_crlf_and_na():
+    """The CSV beside it as csv.writer writes it (CRLF), 'N/A' where fetch_stat has no statistic,
+    'tokens/sec' and 'per sec' rate units, 'Request Count (count)' as '320.00'."""
+    raw = (DATA / "llama8b_new_config_genai_perf.csv").read_bytes()
+    assert b"\r\n" in raw and b"N/A" in raw
+    (row,) = rows_of("llama8b_new_config_genai_perf.csv", model="meta-llama/Llama-3.1-8B-Instruct", gpu="H100",
+                     tp=1, hit=0.0)
+    check(row, GENAI_NEW)
+
+
+def test_csv_na_in_a_metric_read_is_blank_not_an_error(tmp_path):
+    text = (DATA / "llama8b_new_config_genai_perf.csv").read_bytes().decode("utf-8")
+    lines = text.split("\r\n")
+    lines = ["Inter Token Latency (ms)," + ",".join(["N/A"] * 12) if ln.startswith("Inter Token Latency") else ln
+             for ln in lines]
+    f = tmp_path / "na_genai_perf.csv"
+    f.write_bytes("\r\n".join(lines).encode("utf-8"))
+    res = load([f])
+    assert not res.problems, [str(p) for p in res.problems]
+    (run,) = res.runs
+    assert run.tpot_ms is None and run.itl_ms is None and run.ttft["mean"] == 180.0
+
+
