@@ -600,3 +600,20 @@ def test_csv_na_in_a_metric_read_is_blank_not_an_error(tmp_path):
     assert run.tpot_ms is None and run.itl_ms is None and run.ttft["mean"] == 180.0
 
 
+def test_inference_perf_concurrent_stage_and_run_summary():
+    """inference_perf/reportgen/base.py (kubernetes-sigs/inference-perf 7de5ef2e): a CONCURRENT stage's
+    load_summary has concurrency and a requested_rate the load generator set itself (not a load the test
+    asked for); the run-wide summary_lifecycle_metrics.json has no rate at all."""
+    (stage,) = rows_of("inference_perf_concurrent/stage_0_lifecycle_metrics.json", model="Llama-3.1-8B-Instruct",
+                       gpu="H100", tp=1, hit=0.0, allow_failed=True)
+    common = {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "hit": 0.0, "isl": 1024.0,
+              "osl": 128.0, "ttft_ms": 0.21 * 1000, "ttft_stat": "mean", "ttft_p50_ms": 0.2 * 1000,
+              "ttft_p90_ms": 0.3 * 1000, "ttft_p99_ms": 0.45 * 1000, "tpot_ms": 0.011 * 1000,
+              "itl_ms": 0.0109 * 1000, "num_requests": 320, "duration_s": 40.0, "request_throughput": 8.0,
+              "output_throughput": 1024.0, "total_throughput": 9216.0}
+    check(stage, {**common, "concurrency": 16})     # no request_rate 8.0
+    assert "2 of 322 requests failed" in stage["note"]
+    res = load([DATA / "inference_perf_concurrent" / "summary_lifecycle_metrics.json"])
+    (run,) = res.runs
+    assert run.concurrency is None and run.request_rate is None
+    assert any("no requested_rate" in n for n in run.notes)
