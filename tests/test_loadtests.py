@@ -617,3 +617,24 @@ def test_inference_perf_concurrent_stage_and_run_summary():
     (run,) = res.runs
     assert run.concurrency is None and run.request_rate is None
     assert any("no requested_rate" in n for n in run.notes)
+
+
+def test_guidellm_v0_3_report_args_strategy_worker_model():
+    """guidellm v0.3.1 (tag v0.3.1: benchmark/benchmark.py, output.py, scheduler/strategy.py,
+    scheduler/worker.py): the strategy under args.strategy, request_totals beside metrics, the model
+    in worker.backend_model, start_time/end_time/duration on the benchmark. Errored requests are
+    failures; incomplete ones (cut off at the end of a timed benchmark) are not."""
+    r1, r2 = rows_of("guidellm_v0_3_benchmarks.json", gpu="H100", tp=1, hit=0.0, allow_failed=True)
+    common = {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "hit": 0.0, "isl": 512.0,
+              "osl": 128.0, "ttft_stat": "mean", "tpot_ms": 10.0, "itl_ms": 9.8, "duration_s": 60.0}
+    check(r1, {**common, "request_rate": 3.0,          # poisson, rate 3.0
+               "ttft_ms": 70.0, "ttft_p50_ms": 65.0, "ttft_p90_ms": 100.0, "ttft_p99_ms": 130.0,
+               "num_requests": 178,                      # request_totals.successful (2 incomplete not failures)
+               "request_throughput": 178 / 60.0, "output_throughput": 178 / 60.0 * 128,
+               "total_throughput": 178 / 60.0 * 640})
+    check(r2, {**common, "ttft_ms": 900.0, "ttft_p50_ms": 895.0, "ttft_p90_ms": 930.0, "ttft_p99_ms": 960.0,
+               "num_requests": 600, "request_throughput": 10.0, "output_throughput": 1280.0,
+               "total_throughput": 6400.0})              # throughput, no max_concurrency: load shape blank
+    assert "3 of 603 requests failed" in r2["note"]
+    assert r2["source"] == "guidellm_v0_3_benchmarks.json, benchmark 2 of 2 (throughput) (guidellm)"
+
