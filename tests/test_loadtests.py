@@ -638,3 +638,17 @@ def test_guidellm_v0_3_report_args_strategy_worker_model():
     assert "3 of 603 requests failed" in r2["note"]
     assert r2["source"] == "guidellm_v0_3_benchmarks.json, benchmark 2 of 2 (throughput) (guidellm)"
 
+
+def test_llmperf_single_request_nan_stddev_and_string_min_max():
+    """token_benchmark_ray.py (ray-project/llmperf f1d6bed4): one completed request, one 429: pandas'
+    std of one value is NaN (json.dump writes a bare NaN), np.int64 min/max are written as strings
+    (default=str), additional_sampling_params flattened; the summary's duration is
+    completed / (completed per minute / 60)."""
+    (row,) = rows_of("mistralai-Mistral-7B-Instruct-v0-3_1024_256_summary.json", gpu="H100", tp=1, hit=0.0,
+                     allow_failed=True)
+    check(row, {"model": "Mistral-7B-Instruct-v0.3", "gpu": "H100 SXM", "tp": 1, "hit": 0.0,
+                "isl": 1030.0, "osl": 256.0,            # measured means, not the requested 1024
+                "ttft_ms": 180.0, "ttft_stat": "mean", "ttft_p50_ms": 180.0, "ttft_p90_ms": 180.0,
+                "ttft_p99_ms": 180.0, "tpot_ms": 12.5, "itl_ms": 12.5, "concurrency": 1, "num_requests": 1,
+                "duration_s": 6.8, "request_throughput": 1 / 6.8, "output_throughput": 256 / 6.8})
+    assert "1 of 2 requests failed" in row["note"]
