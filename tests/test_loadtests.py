@@ -652,3 +652,32 @@ def test_llmperf_single_request_nan_stddev_and_string_min_max():
                 "ttft_p99_ms": 180.0, "tpot_ms": 12.5, "itl_ms": 12.5, "concurrency": 1, "num_requests": 1,
                 "duration_s": 6.8, "request_throughput": 1 / 6.8, "output_throughput": 256 / 6.8})
     assert "1 of 2 requests failed" in row["note"]
+
+
+def test_vllm_older_offload_counters_with_transfer_type(tmp_path):
+    """The OffloadingConnector's labelled counters (vllm:kv_offload_total_bytes/_time with
+    transfer_type CPU_to_GPU / GPU_to_CPU, as vLLM 0.24 serves them): only the CPU_to_GPU loads count."""
+    def scrape(q, h, load_b, load_t, store_b, store_t):
+        return "\n".join([
+            "# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.",
+            "# TYPE vllm:prefix_cache_queries_total counter",
+            f'vllm:prefix_cache_queries_total{{engine="0",model_name="m"}} {q}',
+            f'vllm:prefix_cache_queries_created{{engine="0",model_name="m"}} 1.7645e+09',
+            "# TYPE vllm:prefix_cache_hits_total counter",
+            f'vllm:prefix_cache_hits_total{{engine="0",model_name="m"}} {h}',
+            "# HELP vllm:kv_offload_total_bytes_total Number of bytes offloaded by KV connector",
+            "# TYPE vllm:kv_offload_total_bytes_total counter",
+            f'vllm:kv_offload_total_bytes_total{{engine="0",model_name="m",transfer_type="CPU_to_GPU"}} {load_b}',
+            f'vllm:kv_offload_total_bytes_total{{engine="0",model_name="m",transfer_type="GPU_to_CPU"}} {store_b}',
+            "# TYPE vllm:kv_offload_total_time_total counter",
+            f'vllm:kv_offload_total_time_total{{engine="0",model_name="m",transfer_type="CPU_to_GPU"}} {load_t}',
+            f'vllm:kv_offload_total_time_total{{engine="0",model_name="m",transfer_type="GPU_to_CPU"}} {store_t}',
+            ""])
+    (tmp_path / "before.prom").write_text(scrape(1000, 0, 0.0, 0.0, 1e9, 0.1))
+    (tmp_path / "after.prom").write_text(scrape(82920, 20480, 4e9, 0.4, 9e9, 0.5))
+    res = load([DATA / "vllm_bench_serve.json", tmp_path / "before.prom", tmp_path / "after.prom"])
+    assert not res.problems, [str(p) for p in res.problems]
+    (run,) = res.runs
+    assert run.hit == 20480 / 81920
+    assert run.kv_load_gbps == pytest.approx(4e9 / 0.4 / 1e9, rel=1e-12)   # 10 GB/s; stores (8e9 B) left out
+    assert any('transfer_type="CPU_to_GPU"' in n for n in run.notes)
