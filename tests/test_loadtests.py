@@ -681,3 +681,17 @@ def test_vllm_older_offload_counters_with_transfer_type(tmp_path):
     assert run.hit == 20480 / 81920
     assert run.kv_load_gbps == pytest.approx(4e9 / 0.4 / 1e9, rel=1e-12)   # 10 GB/s; stores (8e9 B) left out
     assert any('transfer_type="CPU_to_GPU"' in n for n in run.notes)
+
+
+def test_vllm_old_benchmark_serving_always_writes_the_per_request_arrays():
+    """benchmarks/benchmark_serving.py (vllm-project/vllm 0049e29c) deletes the detail fields from
+    result_json before merging the benchmark result, so ttfts/itls/errors are always in the file; it
+    has no 'failed': the 1 failure comes from the errors list (one message per request)."""
+    (row,) = rows_of("vllm_benchmark_serving_old_arrays.json", gpu="H100", hit=0.0, allow_failed=True)
+    check(row, {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "hit": 0.0,  # --metadata tp=1
+                "isl": 1280 / 5, "osl": 320 / 5, "ttft_ms": 60.0, "ttft_stat": "mean", "ttft_p50_ms": 60.0,
+                "ttft_p99_ms": 70.0, "tpot_ms": 8.0, "itl_ms": 8.0, "request_rate": 2.0,
+                "num_requests": 5, "duration_s": 5.0, "request_throughput": 1.0, "output_throughput": 64.0,
+                "total_throughput": 320.0})
+    assert "1 of 6 requests failed" in row["note"]
+    assert row["source"].endswith("(vllm benchmark_serving.py)")
