@@ -695,3 +695,33 @@ def test_vllm_old_benchmark_serving_always_writes_the_per_request_arrays():
                 "total_throughput": 320.0})
     assert "1 of 6 requests failed" in row["note"]
     assert row["source"].endswith("(vllm benchmark_serving.py)")
+
+
+def test_aiperf_csv_as_written_crlf_and_bom_reads_the_same(tmp_path):
+    """aiperf/exporters/csv_exporter.py writes through csv.writer (CRLF row ends) into a file opened
+    with newline="": the real file has CRLF; a copy re-saved with a BOM reads the same too."""
+    text = (DATA / "profile_export_aiperf.csv").read_bytes().decode("utf-8").replace("\r\n", "\n")
+    crlf = tmp_path / "crlf" / "profile_export_aiperf.csv"
+    crlf.parent.mkdir()
+    crlf.write_bytes(text.replace("\n", "\r\n").encode("utf-8"))
+    bom = tmp_path / "bom" / "profile_export_aiperf.csv"
+    bom.parent.mkdir()
+    bom.write_bytes(("\ufeff" + text.replace("\n", "\r\n")).encode("utf-8"))
+    ref = load([DATA / "profile_export_aiperf.csv"]).runs[0]
+    for f in (crlf, bom):
+        res = load([f])
+        assert not res.problems, [str(p) for p in res.problems]
+        (run,) = res.runs
+        assert run.fingerprint() == ref.fingerprint() and run.ttft == ref.ttft and run.tpot_ms == ref.tpot_ms
+
+
+def test_null_and_nan_statistics_are_blank_not_zero(tmp_path):
+    """json.dump writes NaN bare; a writer's None is null: both read as "not measured"."""
+    doc = (DATA / "vllm_bench_serve_detailed.json").read_text(encoding="utf-8")
+    doc = doc.replace('"mean_tpot_ms": 10.0', '"mean_tpot_ms": null').replace(
+        '"median_ttft_ms": 130.0', '"median_ttft_ms": NaN').replace('"p50_ttft_ms": 130.0', '"p50_ttft_ms": NaN')
+    f = tmp_path / "nan.json"
+    f.write_text(doc, encoding="utf-8")
+    (run,) = load([f]).runs
+    assert run.tpot_ms is None and "median" not in run.ttft and run.ttft["mean"] == 130.0
+    assert run.itl_ms == 10.0
