@@ -1,6 +1,7 @@
 """NVIDIA AIPerf ``profile_export_aiperf.json``/``.csv`` and GenAI-Perf ``*_genai_perf.json``/``.csv``.
 
-JSON (ai-dynamo/aiperf ``aiperf/common/models/export_models.py``: ``JsonExportData`` "designed to
+JSON (ai-dynamo/aiperf, re-read at commit db4f6397: ``aiperf/exporters/json_exporter.py``,
+``aiperf/common/models/export_models.py``: ``JsonExportData`` "designed to
 mimic the structure of the GenAI-Perf JSON output"): one object per metric, ``{"unit": ..., "avg":
 ..., "p50": ..., "p90": ..., "p99": ..., "min": ..., "max": ..., "std": ...}`` under the metric's tag:
 ``time_to_first_token``, ``inter_token_latency``, ``request_latency``, ``input_sequence_length``,

@@ -1,7 +1,8 @@
 """vLLM serving benchmark results: ``vllm bench serve --save-result`` (one JSON object),
 ``--append-result`` (one JSON object per line) and the older ``benchmarks/benchmark_serving.py``.
 
-Key names and units, as the writer spells them (vllm-project/vllm ``vllm/benchmarks/serve.py``:
+Key names and units, as the writer spells them (vllm-project/vllm ``vllm/benchmarks/serve.py``, re-read
+at commit 009e6d4a, and ``benchmarks/benchmark_serving.py`` at 0049e29c:
 ``benchmark()`` builds ``result``, ``process_one_metric`` adds ``mean_/median_/std_/pNN_<metric>_ms``,
 ``main_async`` adds ``model_id``, ``num_prompts``, ``request_rate`` (the string ``"inf"`` when
 unlimited), ``burstiness``, ``max_concurrency`` and the ``--metadata KEY=VALUE`` pairs; ``--append-result``
@@ -15,7 +16,14 @@ writes a newline, then the next object):
   ``np.mean(values or 0) * 1000``: 0 when nothing was measured (no request completed, or an
   endpoint that does not stream gives no TTFT), so 0 is read as "not measured", never as a time.
 - The older ``benchmarks/benchmark_serving.py`` spells its goodput key ``request_goodput:`` (with the
-  colon) and has no ``failed``; failures are then ``num_prompts - completed``.
+  colon) and has no ``failed``; failures are then counted from its ``errors`` list (one message per
+  request, "" for a success), else ``num_prompts - completed``. That version writes the per-request
+  arrays (``ttfts``, ``itls``, ``errors``, ...) even without ``--save-detailed`` (it deletes them before
+  merging the result); ``serve.py`` writes them with ``--save-detailed`` and always keeps
+  ``latencies`` and ``queue_times``.
+- ``max_concurrent_requests`` is the measured peak, not the cap (``max_concurrency``); with
+  ``--ramp-up-strategy`` the file has ``ramp_up_strategy``/``ramp_up_start_rps``/``ramp_up_end_rps`` and
+  ``request_rate`` ``"inf"``: no single rate, and not all requests at once.
 """
 
 from __future__ import annotations
