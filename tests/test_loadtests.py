@@ -725,3 +725,28 @@ def test_null_and_nan_statistics_are_blank_not_zero(tmp_path):
     (run,) = load([f]).runs
     assert run.tpot_ms is None and "median" not in run.ttft and run.ttft["mean"] == 130.0
     assert run.itl_ms == 10.0
+
+
+def test_sglang_output_details_failure_counts_in_all_at_once(tmp_path):
+    """sglang bench_serving.py (sgl-project/sglang 0033168) with --output-details: per-request errors
+    ("" for a success) give the failed count; with an unlimited rate and no cap all requests, failed
+    ones too, were sent at once (the result has no num_prompts)."""
+    line = {"backend": "sglang", "dataset_name": "random", "request_rate": float("inf"), "max_concurrency": None,
+            "sharegpt_output_len": None, "random_input_len": 1024, "random_output_len": 128,
+            "random_range_ratio": 0.0, "duration": 4.0, "completed": 3, "total_input_tokens": 3072,
+            "total_output_tokens": 384, "total_output_tokens_retokenized": 380, "request_throughput": 0.75,
+            "input_throughput": 768.0, "output_throughput": 96.0, "mean_e2e_latency_ms": 2000.0,
+            "median_e2e_latency_ms": 2000.0, "std_e2e_latency_ms": 10.0, "p99_e2e_latency_ms": 2010.0,
+            "mean_ttft_ms": 300.0, "median_ttft_ms": 300.0, "std_ttft_ms": 5.0, "p99_ttft_ms": 310.0,
+            "mean_tpot_ms": 13.0, "median_tpot_ms": 13.0, "std_tpot_ms": 0.1, "p99_tpot_ms": 13.2,
+            "mean_itl_ms": 12.9, "median_itl_ms": 12.9, "std_itl_ms": 0.2, "p95_itl_ms": 13.1, "p99_itl_ms": 13.3,
+            "concurrency": 1.5, "accept_length": None,
+            "input_lens": [1024] * 4, "output_lens": [128, 128, 128, 0], "ttfts": [0.3, 0.3, 0.3, 0.0],
+            "itls": [[0.0129] * 127] * 3 + [[]], "generated_texts": ["t"] * 3 + [""],
+            "errors": ["", "", "", "Internal Server Error"]}
+    import json
+    f = tmp_path / "sglang_0101_4_1024_128.jsonl"
+    f.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    (run,) = load([f]).runs
+    assert run.failed == 1 and run.num_requests == 3
+    assert run.concurrency == 4 and run.request_rate is None   # 3 completed + 1 failed, all at once

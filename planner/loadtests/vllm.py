@@ -105,7 +105,7 @@ def serving_run(doc: dict, tool: str, file: str, run: str) -> Run:
         r.notes.append("requests sent at the trace's timestamps (request_rate \"trace\"): no single rate; "
                        "request_rate left blank")
     elif r.concurrency is None and r.request_rate is None:
-        n = sent or completed
+        n = sent or completed + (failed or 0)  # SGLang writes no num_prompts
         r.concurrency = n
         r.notes.append(f"request_rate unlimited and no max_concurrency: all {n} requests were sent at once; "
                        f"concurrency taken as {n}")
