@@ -490,3 +490,263 @@ def test_cli_replaces_its_own_earlier_output(tmp_path, capsys):
     assert main(args + ["--hit", "0.25"]) == 0, capsys.readouterr().err
     vals = list(openpyxl.load_workbook(out, read_only=True)["Measurements"].values)
     assert vals[1][4] == 0.25 and sorted(p.name for p in tmp_path.iterdir()) == ["m.xlsx"]
+
+
+# ------------------------------------------------------------------------------ real-shaped files (loadverify)
+# Each fixture below follows its writer's code key for key and in its key order, extras included
+# (the per-request arrays of --save-detailed, server_info, telemetry_stats, ...); the writer read is
+# named in the test and in the module docstring.
+
+def test_vllm_save_detailed_per_request_arrays_and_metadata():
+    """vllm/benchmarks/serve.py (vllm-project/vllm 009e6d4a) with --save-detailed --metadata tp=2 gpu=H100
+    --max-concurrency 8 --request-rate 4 --metric-percentiles 50,90,99 --goodput ttft:500: ttfts/itls/
+    latencies/errors arrays (the failed request's ttft 0.0, itl []), failed 1, p50/p90/p99 keys,
+    client_queue_time and e2el_including_client_queue statistics, max_concurrent_requests (a peak, not
+    the cap)."""
+    (row,) = rows_of("vllm_bench_serve_detailed.json", hit=0.0, allow_failed=True)
+    check(row, {"model": "Qwen2.5-7B-Instruct", "gpu": "H100 SXM", "tp": 2, "hit": 0.0,
+                "isl": 2048 / 4, "osl": 16 / 4,        # totals over the 4 completed
+                "ttft_ms": (100 + 120 + 140 + 160) / 4, "ttft_stat": "mean",  # mean_ttft_ms 130, not the 0.0
+                "ttft_p50_ms": 130.0, "ttft_p90_ms": 154.0, "ttft_p99_ms": 159.4,
+                "tpot_ms": 10.0, "itl_ms": 10.0,
+                "concurrency": 8, "request_rate": 4.0,  # max_concurrency 8 (max_concurrent_requests 2 is a peak)
+                "num_requests": 4, "duration_s": 2.0, "request_throughput": 2.0, "output_throughput": 8.0,
+                "total_throughput": 1032.0})
+    assert "1 of 5 requests failed" in row["note"]
+
+
+def test_vllm_ramp_up_is_not_all_at_once():
+    """--ramp-up-strategy linear 1 -> 10 rps: request_rate stays "inf" and max_concurrency null, yet the
+    requests were not all sent at once (serve.py main_async adds ramp_up_strategy/start/end_rps)."""
+    (row,) = rows_of("vllm_ramp_up.json", gpu="H100", tp=1, hit=0.0)
+    check(row, {"model": "Qwen2.5-7B-Instruct", "gpu": "H100 SXM", "tp": 1, "hit": 0.0,
+                "isl": 102400 / 100, "osl": 12800 / 100, "ttft_ms": 60.0, "ttft_stat": "mean",
+                "ttft_p50_ms": 58.0, "ttft_p99_ms": 80.0, "tpot_ms": 9.0, "itl_ms": 8.9,
+                "num_requests": 100, "duration_s": 25.0, "request_throughput": 4.0, "output_throughput": 512.0,
+                "total_throughput": 4608.0})   # no concurrency, no request_rate: the load shape is typed by hand
+    assert "ramped linear from 1 to 10 requests/s" in row["note"]
+    assert "sent at once" not in row["note"]
+
+
+def test_vllm_append_result_with_bom_and_crlf():
+    """--append-result twice (json.dump, a newline between), then saved on Windows: BOM and CRLF."""
+    r1, r2 = rows_of("vllm_append_bom_crlf.jsonl", gpu="H100", tp=1, hit=0.0)
+    common = {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "hit": 0.0, "isl": 1000.0,
+              "osl": 100.0, "ttft_stat": "mean", "tpot_ms": 5.0, "itl_ms": 5.0}
+    check(r1, {**common, "ttft_ms": 40.0, "ttft_p50_ms": 40.0, "ttft_p99_ms": 40.0, "concurrency": 2,
+               "num_requests": 20, "duration_s": 10.0, "request_throughput": 2.0, "output_throughput": 200.0,
+               "total_throughput": 2200.0})
+    check(r2, {**common, "ttft_ms": 75.0, "ttft_p50_ms": 75.0, "ttft_p99_ms": 75.0, "concurrency": 16,
+               "request_rate": 8.0, "num_requests": 160, "duration_s": 20.0, "request_throughput": 8.0,
+               "output_throughput": 800.0, "total_throughput": 8800.0})
+    assert r1["source"] == "vllm_append_bom_crlf.jsonl, line 1 (vllm bench serve)"
+
+
+def test_sglang_newer_serving_server_info_cache_report_and_trace():
+    """python/sglang/benchmark/serving.py (sgl-project/sglang 00f9ec47): server_info gives the model
+    (model_path) and tp (tp_size); cache_report; request_rate Infinity; then a trace replay whose
+    request_rate is the string "trace"."""
+    r1, r2 = rows_of("sglang_serving_new.jsonl", gpu="H100", hit=0.0)
+    common = {"model": "Qwen2.5-7B-Instruct", "gpu": "H100 SXM", "tp": 2, "isl": 2048.0, "osl": 256.0,
+              "ttft_stat": "mean", "tpot_ms": 11.0, "itl_ms": 10.9}
+    check(r1, {**common, "hit": 163840 / (320 * 2048),   # total_cached_tokens / total_prompt_tokens = 0.25
+               "ttft_ms": 200.0, "ttft_p50_ms": 200.0 * 0.98, "ttft_p90_ms": 200.0 * 1.2, "ttft_p99_ms": 200.0 * 1.5,
+               "concurrency": 16,                        # max_concurrency, not the measured 15.2
+               "num_requests": 320, "duration_s": 64.0, "request_throughput": 5.0, "output_throughput": 1280.0,
+               "total_throughput": 320 * 2304 / 64.0})   # total_throughput as written
+    assert "device 20.0%, host 5.0%" in r1["note"]       # 131072 and 32768 of 655360 prompt tokens
+    check(r2, {**common, "hit": 0.0, "ttft_ms": 150.0, "ttft_p50_ms": 150.0 * 0.98, "ttft_p90_ms": 150.0 * 1.2,
+               "ttft_p99_ms": 150.0 * 1.5, "num_requests": 50, "duration_s": 100.0, "request_throughput": 0.5,
+               "output_throughput": 128.0, "total_throughput": 1152.0})   # no concurrency, no rate
+    assert "trace's timestamps" in r2["note"] and "sent at once" not in r2["note"]
+
+
+GENAI_NEW = {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "hit": 0.0, "isl": 3000.0,
+             "osl": 256.0, "ttft_ms": 180.0, "ttft_stat": "mean", "ttft_p50_ms": 175.0, "ttft_p90_ms": 220.0,
+             "ttft_p99_ms": 260.0, "tpot_ms": 11.5, "itl_ms": 11.5, "num_requests": 320,
+             "duration_s": 320 / 10.24,              # request_count / request_throughput (no benchmark_duration)
+             "request_throughput": 10.24, "output_throughput": 2621.44}
+
+
+def test_genai_perf_newer_config_layout():
+    """GenAI-Perf's newer input_config (ConfigCommand.to_json_dict, perf_analyzer 263c5f6e): an
+    'endpoint' section like AIPerf's, the load under perf_analyzer.stimulus, and analyze.sweep_parameters
+    .concurrency = {min 1, max 1024} before it (the default sweep range, not the load)."""
+    (row,) = rows_of("llama8b_new_config_genai_perf.json", gpu="H100", tp=1, hit=0.0)
+    check(row, {**GENAI_NEW, "concurrency": 32})  # perf_analyzer.stimulus.concurrency
+    assert row["source"].endswith("(genai-perf)")
+
+
+def test_genai_perf_csv_crlf_and_na():
+    """The CSV beside it as csv.writer writes it (CRLF), 'N/A' where fetch_stat has no statistic,
+    'tokens/sec' and 'per sec' rate units, 'Request Count (count)' as '320.00'."""
+    raw = (DATA / "llama8b_new_config_genai_perf.csv").read_bytes()
+    assert b"\r\n" in raw and b"N/A" in raw
+    (row,) = rows_of("llama8b_new_config_genai_perf.csv", model="meta-llama/Llama-3.1-8B-Instruct", gpu="H100",
+                     tp=1, hit=0.0)
+    check(row, GENAI_NEW)
+
+
+def test_csv_na_in_a_metric_read_is_blank_not_an_error(tmp_path):
+    text = (DATA / "llama8b_new_config_genai_perf.csv").read_bytes().decode("utf-8")
+    lines = text.split("\r\n")
+    lines = ["Inter Token Latency (ms)," + ",".join(["N/A"] * 12) if ln.startswith("Inter Token Latency") else ln
+             for ln in lines]
+    f = tmp_path / "na_genai_perf.csv"
+    f.write_bytes("\r\n".join(lines).encode("utf-8"))
+    res = load([f])
+    assert not res.problems, [str(p) for p in res.problems]
+    (run,) = res.runs
+    assert run.tpot_ms is None and run.itl_ms is None and run.ttft["mean"] == 180.0
+
+
+def test_inference_perf_concurrent_stage_and_run_summary():
+    """inference_perf/reportgen/base.py (kubernetes-sigs/inference-perf 7de5ef2e): a CONCURRENT stage's
+    load_summary has concurrency and a requested_rate the load generator set itself (not a load the test
+    asked for); the run-wide summary_lifecycle_metrics.json has no rate at all."""
+    (stage,) = rows_of("inference_perf_concurrent/stage_0_lifecycle_metrics.json", model="Llama-3.1-8B-Instruct",
+                       gpu="H100", tp=1, hit=0.0, allow_failed=True)
+    common = {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "hit": 0.0, "isl": 1024.0,
+              "osl": 128.0, "ttft_ms": 0.21 * 1000, "ttft_stat": "mean", "ttft_p50_ms": 0.2 * 1000,
+              "ttft_p90_ms": 0.3 * 1000, "ttft_p99_ms": 0.45 * 1000, "tpot_ms": 0.011 * 1000,
+              "itl_ms": 0.0109 * 1000, "num_requests": 320, "duration_s": 40.0, "request_throughput": 8.0,
+              "output_throughput": 1024.0, "total_throughput": 9216.0}
+    check(stage, {**common, "concurrency": 16})     # no request_rate 8.0
+    assert "2 of 322 requests failed" in stage["note"]
+    res = load([DATA / "inference_perf_concurrent" / "summary_lifecycle_metrics.json"])
+    (run,) = res.runs
+    assert run.concurrency is None and run.request_rate is None
+    assert any("no requested_rate" in n for n in run.notes)
+
+
+def test_guidellm_v0_3_report_args_strategy_worker_model():
+    """guidellm v0.3.1 (tag v0.3.1: benchmark/benchmark.py, output.py, scheduler/strategy.py,
+    scheduler/worker.py): the strategy under args.strategy, request_totals beside metrics, the model
+    in worker.backend_model, start_time/end_time/duration on the benchmark. Errored requests are
+    failures; incomplete ones (cut off at the end of a timed benchmark) are not."""
+    r1, r2 = rows_of("guidellm_v0_3_benchmarks.json", gpu="H100", tp=1, hit=0.0, allow_failed=True)
+    common = {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "hit": 0.0, "isl": 512.0,
+              "osl": 128.0, "ttft_stat": "mean", "tpot_ms": 10.0, "itl_ms": 9.8, "duration_s": 60.0}
+    check(r1, {**common, "request_rate": 3.0,          # poisson, rate 3.0
+               "ttft_ms": 70.0, "ttft_p50_ms": 65.0, "ttft_p90_ms": 100.0, "ttft_p99_ms": 130.0,
+               "num_requests": 178,                      # request_totals.successful (2 incomplete not failures)
+               "request_throughput": 178 / 60.0, "output_throughput": 178 / 60.0 * 128,
+               "total_throughput": 178 / 60.0 * 640})
+    check(r2, {**common, "ttft_ms": 900.0, "ttft_p50_ms": 895.0, "ttft_p90_ms": 930.0, "ttft_p99_ms": 960.0,
+               "num_requests": 600, "request_throughput": 10.0, "output_throughput": 1280.0,
+               "total_throughput": 6400.0})              # throughput, no max_concurrency: load shape blank
+    assert "3 of 603 requests failed" in r2["note"]
+    assert r2["source"] == "guidellm_v0_3_benchmarks.json, benchmark 2 of 2 (throughput) (guidellm)"
+
+
+def test_llmperf_single_request_nan_stddev_and_string_min_max():
+    """token_benchmark_ray.py (ray-project/llmperf f1d6bed4): one completed request, one 429: pandas'
+    std of one value is NaN (json.dump writes a bare NaN), np.int64 min/max are written as strings
+    (default=str), additional_sampling_params flattened; the summary's duration is
+    completed / (completed per minute / 60)."""
+    (row,) = rows_of("mistralai-Mistral-7B-Instruct-v0-3_1024_256_summary.json", gpu="H100", tp=1, hit=0.0,
+                     allow_failed=True)
+    check(row, {"model": "Mistral-7B-Instruct-v0.3", "gpu": "H100 SXM", "tp": 1, "hit": 0.0,
+                "isl": 1030.0, "osl": 256.0,            # measured means, not the requested 1024
+                "ttft_ms": 180.0, "ttft_stat": "mean", "ttft_p50_ms": 180.0, "ttft_p90_ms": 180.0,
+                "ttft_p99_ms": 180.0, "tpot_ms": 12.5, "itl_ms": 12.5, "concurrency": 1, "num_requests": 1,
+                "duration_s": 6.8, "request_throughput": 1 / 6.8, "output_throughput": 256 / 6.8})
+    assert "1 of 2 requests failed" in row["note"]
+
+
+def test_vllm_older_offload_counters_with_transfer_type(tmp_path):
+    """The OffloadingConnector's labelled counters (vllm:kv_offload_total_bytes/_time with
+    transfer_type CPU_to_GPU / GPU_to_CPU, as vLLM 0.24 serves them): only the CPU_to_GPU loads count."""
+    def scrape(q, h, load_b, load_t, store_b, store_t):
+        return "\n".join([
+            "# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.",
+            "# TYPE vllm:prefix_cache_queries_total counter",
+            f'vllm:prefix_cache_queries_total{{engine="0",model_name="m"}} {q}',
+            f'vllm:prefix_cache_queries_created{{engine="0",model_name="m"}} 1.7645e+09',
+            "# TYPE vllm:prefix_cache_hits_total counter",
+            f'vllm:prefix_cache_hits_total{{engine="0",model_name="m"}} {h}',
+            "# HELP vllm:kv_offload_total_bytes_total Number of bytes offloaded by KV connector",
+            "# TYPE vllm:kv_offload_total_bytes_total counter",
+            f'vllm:kv_offload_total_bytes_total{{engine="0",model_name="m",transfer_type="CPU_to_GPU"}} {load_b}',
+            f'vllm:kv_offload_total_bytes_total{{engine="0",model_name="m",transfer_type="GPU_to_CPU"}} {store_b}',
+            "# TYPE vllm:kv_offload_total_time_total counter",
+            f'vllm:kv_offload_total_time_total{{engine="0",model_name="m",transfer_type="CPU_to_GPU"}} {load_t}',
+            f'vllm:kv_offload_total_time_total{{engine="0",model_name="m",transfer_type="GPU_to_CPU"}} {store_t}',
+            ""])
+    (tmp_path / "before.prom").write_text(scrape(1000, 0, 0.0, 0.0, 1e9, 0.1))
+    (tmp_path / "after.prom").write_text(scrape(82920, 20480, 4e9, 0.4, 9e9, 0.5))
+    res = load([DATA / "vllm_bench_serve.json", tmp_path / "before.prom", tmp_path / "after.prom"])
+    assert not res.problems, [str(p) for p in res.problems]
+    (run,) = res.runs
+    assert run.hit == 20480 / 81920
+    assert run.kv_load_gbps == pytest.approx(4e9 / 0.4 / 1e9, rel=1e-12)   # 10 GB/s; stores (8e9 B) left out
+    assert any('transfer_type="CPU_to_GPU"' in n for n in run.notes)
+
+
+def test_vllm_old_benchmark_serving_always_writes_the_per_request_arrays():
+    """benchmarks/benchmark_serving.py (vllm-project/vllm 0049e29c) deletes the detail fields from
+    result_json before merging the benchmark result, so ttfts/itls/errors are always in the file; it
+    has no 'failed': the 1 failure comes from the errors list (one message per request)."""
+    (row,) = rows_of("vllm_benchmark_serving_old_arrays.json", gpu="H100", hit=0.0, allow_failed=True)
+    check(row, {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "hit": 0.0,  # --metadata tp=1
+                "isl": 1280 / 5, "osl": 320 / 5, "ttft_ms": 60.0, "ttft_stat": "mean", "ttft_p50_ms": 60.0,
+                "ttft_p99_ms": 70.0, "tpot_ms": 8.0, "itl_ms": 8.0, "request_rate": 2.0,
+                "num_requests": 5, "duration_s": 5.0, "request_throughput": 1.0, "output_throughput": 64.0,
+                "total_throughput": 320.0})
+    assert "1 of 6 requests failed" in row["note"]
+    assert row["source"].endswith("(vllm benchmark_serving.py)")
+
+
+def test_aiperf_csv_as_written_crlf_and_bom_reads_the_same(tmp_path):
+    """aiperf/exporters/csv_exporter.py writes through csv.writer (CRLF row ends) into a file opened
+    with newline="": the real file has CRLF; a copy re-saved with a BOM reads the same too."""
+    text = (DATA / "profile_export_aiperf.csv").read_bytes().decode("utf-8").replace("\r\n", "\n")
+    crlf = tmp_path / "crlf" / "profile_export_aiperf.csv"
+    crlf.parent.mkdir()
+    crlf.write_bytes(text.replace("\n", "\r\n").encode("utf-8"))
+    bom = tmp_path / "bom" / "profile_export_aiperf.csv"
+    bom.parent.mkdir()
+    bom.write_bytes(("\ufeff" + text.replace("\n", "\r\n")).encode("utf-8"))
+    ref = load([DATA / "profile_export_aiperf.csv"]).runs[0]
+    for f in (crlf, bom):
+        res = load([f])
+        assert not res.problems, [str(p) for p in res.problems]
+        (run,) = res.runs
+        assert run.fingerprint() == ref.fingerprint() and run.ttft == ref.ttft and run.tpot_ms == ref.tpot_ms
+
+
+def test_null_and_nan_statistics_are_blank_not_zero(tmp_path):
+    """json.dump writes NaN bare; a writer's None is null: both read as "not measured"."""
+    doc = (DATA / "vllm_bench_serve_detailed.json").read_text(encoding="utf-8")
+    doc = doc.replace('"mean_tpot_ms": 10.0', '"mean_tpot_ms": null').replace(
+        '"median_ttft_ms": 130.0', '"median_ttft_ms": NaN').replace('"p50_ttft_ms": 130.0', '"p50_ttft_ms": NaN')
+    f = tmp_path / "nan.json"
+    f.write_text(doc, encoding="utf-8")
+    (run,) = load([f]).runs
+    assert run.tpot_ms is None and "median" not in run.ttft and run.ttft["mean"] == 130.0
+    assert run.itl_ms == 10.0
+
+
+def test_sglang_output_details_failure_counts_in_all_at_once(tmp_path):
+    """sglang bench_serving.py (sgl-project/sglang 0033168) with --output-details: per-request errors
+    ("" for a success) give the failed count; with an unlimited rate and no cap all requests, failed
+    ones too, were sent at once (the result has no num_prompts)."""
+    line = {"backend": "sglang", "dataset_name": "random", "request_rate": float("inf"), "max_concurrency": None,
+            "sharegpt_output_len": None, "random_input_len": 1024, "random_output_len": 128,
+            "random_range_ratio": 0.0, "duration": 4.0, "completed": 3, "total_input_tokens": 3072,
+            "total_output_tokens": 384, "total_output_tokens_retokenized": 380, "request_throughput": 0.75,
+            "input_throughput": 768.0, "output_throughput": 96.0, "mean_e2e_latency_ms": 2000.0,
+            "median_e2e_latency_ms": 2000.0, "std_e2e_latency_ms": 10.0, "p99_e2e_latency_ms": 2010.0,
+            "mean_ttft_ms": 300.0, "median_ttft_ms": 300.0, "std_ttft_ms": 5.0, "p99_ttft_ms": 310.0,
+            "mean_tpot_ms": 13.0, "median_tpot_ms": 13.0, "std_tpot_ms": 0.1, "p99_tpot_ms": 13.2,
+            "mean_itl_ms": 12.9, "median_itl_ms": 12.9, "std_itl_ms": 0.2, "p95_itl_ms": 13.1, "p99_itl_ms": 13.3,
+            "concurrency": 1.5, "accept_length": None,
+            "input_lens": [1024] * 4, "output_lens": [128, 128, 128, 0], "ttfts": [0.3, 0.3, 0.3, 0.0],
+            "itls": [[0.0129] * 127] * 3 + [[]], "generated_texts": ["t"] * 3 + [""],
+            "errors": ["", "", "", "Internal Server Error"]}
+    import json
+    f = tmp_path / "sglang_0101_4_1024_128.jsonl"
+    f.write_text(json.dumps(line) + "\n", encoding="utf-8")
+    (run,) = load([f]).runs
+    assert run.failed == 1 and run.num_requests == 3
+    assert run.concurrency == 4 and run.request_rate is None   # 3 completed + 1 failed, all at once

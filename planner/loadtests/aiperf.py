@@ -1,13 +1,20 @@
 """NVIDIA AIPerf ``profile_export_aiperf.json``/``.csv`` and GenAI-Perf ``*_genai_perf.json``/``.csv``.
 
-JSON (ai-dynamo/aiperf ``aiperf/common/models/export_models.py``: ``JsonExportData`` "designed to
+JSON (ai-dynamo/aiperf, re-read at commit db4f6397: ``aiperf/exporters/json_exporter.py``,
+``aiperf/common/models/export_models.py``: ``JsonExportData`` "designed to
 mimic the structure of the GenAI-Perf JSON output"): one object per metric, ``{"unit": ..., "avg":
 ..., "p50": ..., "p90": ..., "p99": ..., "min": ..., "max": ..., "std": ...}`` under the metric's tag:
 ``time_to_first_token``, ``inter_token_latency``, ``request_latency``, ``input_sequence_length``,
 ``output_sequence_length``, ``request_throughput``, ``output_token_throughput``, ``request_count``,
 ``error_request_count``, ``benchmark_duration``; ``input_config`` holds the run's configuration
-(AIPerf: ``endpoint.model_names``, ``loadgen.concurrency``, ``loadgen.request_rate``; GenAI-Perf:
-``model``, ``concurrency``, ``request_rate``). Time units are the writer's tags (``aiperf/common/
+(AIPerf: ``endpoint.model_names``, ``loadgen.concurrency``, ``loadgen.request_rate``; older GenAI-Perf:
+the CLI arguments, ``model``, ``concurrency``, ``request_rate``; newer GenAI-Perf, whose
+``ConfigCommand.to_json_dict`` writes the sections ``model_names``, ``subcommand``, ``verbose``,
+``template_filename``, ``analyze``, ``endpoint``, ``perf_analyzer``, ``input``, ``output``,
+``tokenizer``, ``process`` (triton-inference-server/perf_analyzer ``genai-perf/genai_perf/config/
+input/config_command.py``, commit 263c5f6e): ``model_names`` and ``perf_analyzer.stimulus``
+(``{"concurrency": N}`` or ``{"request_rate": R}``; ``analyze.sweep_parameters.concurrency`` is the
+default sweep range, not the load). Time units are the writer's tags (``aiperf/common/
 enums/metric_enums.py`` ``MetricTimeUnit``: ``ns``, ``us``, ``ms``, ``sec``): AIPerf converts to its
 display units (ms; ``benchmark_duration`` in sec) before export, GenAI-Perf files may carry ``ns``
 (the raw records, before its scaling); every value is converted by its own ``unit``.
@@ -59,12 +66,18 @@ def detect(doc: Any) -> bool:
 
 
 def _find(cfg: Any, key: str) -> Any:
-    """The first ``key`` anywhere in the run configuration (GenAI-Perf versions nest it differently:
-    ``concurrency``, ``perf_analyzer.stimulus.concurrency``, ``loadgen.concurrency``)."""
+    """The first scalar ``key`` anywhere in the run configuration (GenAI-Perf versions nest it
+    differently: ``concurrency``, ``perf_analyzer.stimulus.concurrency``, ``loadgen.concurrency``).
+    ``analyze`` is skipped: GenAI-Perf's config always carries ``analyze.sweep_parameters.concurrency``
+    (the default sweep range ``{"min": 1, "max": 1024}``), which is not the run's load; a value
+    GenAI-Perf wrote for an unset field (``""``) and dicts/lists are not values."""
     if isinstance(cfg, dict):
-        if cfg.get(key) is not None:
-            return cfg[key]
-        for v in cfg.values():
+        v = cfg.get(key)
+        if v is not None and v != "" and not isinstance(v, (dict, list)):
+            return v
+        for k, v in cfg.items():
+            if k == "analyze":
+                continue
             found = _find(v, key)
             if found is not None:
                 return found
@@ -130,15 +143,23 @@ def _run(doc: dict, tool: str, file: str) -> Run:
 
 def parse(doc: dict, file: str, run: str = "") -> list[Run]:
     cfg = doc.get("input_config") if isinstance(doc.get("input_config"), dict) else {}
-    tool = TOOL_AIPERF if ("loadgen" in cfg or "endpoint" in cfg) else TOOL_GENAI
+    # AIPerf's input_config is its UserConfig (endpoint.model_names, loadgen.*); GenAI-Perf's newer
+    # config (ConfigCommand.to_json_dict) also has an ``endpoint`` section, but its model_names are at
+    # the top level beside ``perf_analyzer``
+    tool = TOOL_AIPERF if ("loadgen" in cfg or isinstance(dig(cfg, "endpoint", "model_names"), list)) \
+        and "perf_analyzer" not in cfg else TOOL_GENAI
     r = _run(_metrics(doc), tool, file)
     names = first(dig(cfg, "endpoint", "model_names"), cfg.get("model"), cfg.get("model_names"),
                   _find(cfg, "model_names"))
     if isinstance(names, list):
         names = names[0] if len(names) == 1 else None
     r.model = str(names) if names else None
-    conc = whole(first(dig(cfg, "loadgen", "concurrency"), cfg.get("concurrency"), _find(cfg, "concurrency")))
-    rate = number(first(dig(cfg, "loadgen", "request_rate"), cfg.get("request_rate"), _find(cfg, "request_rate")))
+    stim = dig(cfg, "perf_analyzer", "stimulus")  # GenAI-Perf config: {"concurrency": 4} or {"request_rate": 2.0}
+    stim = stim if isinstance(stim, dict) else {}
+    conc = whole(first(dig(cfg, "loadgen", "concurrency"), stim.get("concurrency"), stim.get("session_concurrency"),
+                       _find(cfg, "concurrency")))
+    rate = number(first(dig(cfg, "loadgen", "request_rate"), stim.get("request_rate"),
+                        stim.get("session_request_rate"), _find(cfg, "request_rate")))
     r.request_rate = rate if rate and rate > 0 else None
     r.concurrency = conc if conc and conc > 0 else None
     if r.concurrency is None and r.request_rate is None:
@@ -163,8 +184,11 @@ def parse_csv(text: str, file: str) -> list[Run]:
             continue
         vals = {}
         for h, cell in zip(header[1:], row[1:]):
-            v = parse_number_text(cell) if cell.strip() else None
-            if cell.strip() and v is None:
+            # GenAI-Perf's fetch_stat writes "N/A" for a statistic it does not have
+            # (genai-perf/genai_perf/export_data/exporter_utils.py); Python's float formatting "nan"
+            missing = cell.strip().lower() in ("", "n/a", "na", "nan", "none")
+            v = None if missing else parse_number_text(cell)
+            if not missing and v is None:
                 raise LoadTestError(file, f"{row[0]!r} {h} {cell!r} is not a number")
             vals["avg" if h == "value" else h] = v
         vals["unit"] = unit  # "ms", "tokens", "requests/sec", "per sec", ""; a time without a unit is refused

@@ -11,9 +11,14 @@ Schema (vllm-project/guidellm ``src/guidellm/benchmark/schemas/report.py`` ``Gen
 ``request_concurrency``; ``metrics.request_totals.{successful, errored, incomplete, total}``.
 The scheduling strategy is ``config.strategy`` (``scheduler/strategies.py``: ``type_`` one of
 ``synchronous``, ``concurrent`` (``streams``), ``throughput`` (``max_concurrency``), ``constant`` and
-``poisson`` (``rate`` [requests/s])); older reports (v0.2/v0.3, from memory of their schema,
-not re-read here) keep it under ``args.strategy``, the totals under ``request_totals`` or
-``run_stats.requests_made`` and the model under ``worker.backend_model``: read as fallbacks. ``incomplete`` requests (cut off when a timed benchmark
+``poisson`` (``rate`` [requests/s]), ``trace``); older reports (tags v0.2.1 and v0.3.1:
+``benchmark/benchmark.py`` ``GenerativeBenchmark``, ``scheduler/worker.py``
+``GenerativeRequestsWorkerDescription``, re-read for this) keep it under ``args.strategy``, the
+totals in ``request_totals`` beside ``metrics`` (and ``run_stats.requests_made``), the model in
+``worker.backend_model``, and ``start_time``/``end_time``/``duration`` on the benchmark: read as
+fallbacks. The metric names and ``DistributionSummary`` keys (``percentiles.p50/p90/p99``) are the
+same in v0.3.1 and at HEAD (ee7a7745; v0.4/v0.5 moved the config to ``config`` with
+``config.backend.model``, as read). ``incomplete`` requests (cut off when a timed benchmark
 ends) are not failures; ``errored`` ones are.
 
 ``.yaml`` needs PyYAML, which is not a dependency of the planner: without it a YAML report is refused

@@ -4,7 +4,10 @@
 Schema (kubernetes-sigs/inference-perf ``inference_perf/reportgen/base.py``, ``ResponsesSummary``:
 ``benchmark_time_seconds``, ``load_summary``, ``successes``, ``failures``): ``load_summary.{count,
 send_duration, requested_rate, achieved_rate, concurrency}`` (rate in requests/s; ``concurrency``
-when the stage had one); ``successes.count``; ``successes.latency.{time_to_first_token,
+when the stage had one). ``summarize_requests`` writes ``send_duration``/``requested_rate``/
+``achieved_rate``/``concurrency`` only for a stage report (``stage_N_lifecycle_metrics.json``); the
+run-wide ``summary_lifecycle_metrics.json`` has ``load_summary.{count, schedule_delay}`` only
+(kubernetes-sigs/inference-perf ``inference_perf/reportgen/base.py``, commit 7de5ef2e); ``successes.count``; ``successes.latency.{time_to_first_token,
 time_per_output_token, inter_token_latency, request_latency}.{mean, median, p90, p99, ...}`` [s]
 (``summarize``: ``median`` for p50, ``p{p:g}`` otherwise); ``successes.throughput.{requests_per_sec,
 input_tokens_per_sec, output_tokens_per_sec, total_tokens_per_sec}``; lengths in
@@ -79,6 +82,14 @@ def parse(doc: dict, file: str, run: str = "", path: Path | None = None) -> list
     ls = doc.get("load_summary") or {}
     r.request_rate = positive(ls.get("requested_rate"))
     r.concurrency = whole(ls.get("concurrency"))
+    if r.concurrency:
+        # a CONCURRENT stage: a closed loop at concurrency_level; its requested_rate is the rate the
+        # load generator sets at run time to pace num_requests (ConcurrentLoadStage.rate, "set at
+        # runtime for load generation"), not an arrival rate the test asked for
+        r.request_rate = None
+    elif not ls.get("requested_rate") and ls:
+        r.notes.append("load_summary has no requested_rate (summary_lifecycle_metrics covers every stage; the "
+                       "stage_N_lifecycle_metrics.json files carry each stage's rate): type the load shape")
     cached = number(prompt.get("cached"))
     if total and cached:
         r.hit, r.hit_source = cached / total, "successes.prompt_tokens cached / total"

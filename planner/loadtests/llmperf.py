@@ -1,6 +1,6 @@
 """LLMPerf ``token_benchmark_ray.py`` ``*_summary.json``.
 
-Schema (ray-project/llmperf ``token_benchmark_ray.py``: ``metadata = {"model", "mean_input_tokens",
+Schema (ray-project/llmperf, re-read at commit f1d6bed4, ``token_benchmark_ray.py``: ``metadata = {"model", "mean_input_tokens",
 "stddev_input_tokens", "mean_output_tokens", "stddev_output_tokens", "num_concurrent_requests",
 ...}`` with ``metadata["results"] = metrics_summary(...)``, written through ``LLMPerfResults.to_dict``,
 which flattens nested keys with ``_`` (``src/llmperf/utils.py`` ``flatten_dict``); metric names in

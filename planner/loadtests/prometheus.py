@@ -11,7 +11,12 @@ Series read (summed over their label sets, e.g. several engines or models):
   with a connector, its hits are tokens the GPU cache missed, so the total hit is
   (Δhits + Δexternal hits) / Δqueries, and both parts are named in the row's note.
 - vLLM KV offload: ``vllm:kv_offload_load_bytes_total`` [B] and ``vllm:kv_offload_load_time_total``
-  [s]: bandwidth = Δbytes / Δtime [GB/s, 10^9 B/s] (the ``kv_load_gbps`` column).
+  [s]: bandwidth = Δbytes / Δtime [GB/s, 10^9 B/s] (the ``kv_load_gbps`` column). Older servers (the
+  OffloadingConnector metrics before the flat load/store names; vLLM 0.24 serves only these, later
+  ones keep them as deprecated) have ``vllm:kv_offload_total_bytes_total`` and
+  ``vllm:kv_offload_total_time_total`` with a ``transfer_type`` label, ``CPU_to_GPU`` for loads and
+  ``GPU_to_CPU`` for stores: their ``CPU_to_GPU`` series are read when the flat ones are absent
+  (stores are never mixed in).
 - SGLang: ``sglang:cache_hit_rate``, a gauge (fraction): the after scrape's value.
 
 A counter that goes down between the scrapes (a restarted server, or the scrapes swapped) is an
@@ -29,6 +34,7 @@ _LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(\s+\S+)?\s*
 
 HITS = ("vllm:prefix_cache_hits", "vllm:gpu_prefix_cache_hits")
 QUERIES = ("vllm:prefix_cache_queries", "vllm:gpu_prefix_cache_queries")
+_TRANSFER = re.compile(r'transfer_type="([^"]*)"')
 
 
 def detect(text: str) -> bool:
@@ -48,6 +54,7 @@ def parse(text: str, file: str) -> dict[str, float]:
             raise LoadTestError(f"{file} line {n}", f"is not a Prometheus sample line: {line[:60]!r} "
                                                     f"(a truncated scrape?)")
         name, value = m.group(1), m.group(3)
+        tt = _TRANSFER.search(m.group(2) or "")
         try:
             v = float(value)
         except ValueError:
@@ -57,6 +64,9 @@ def parse(text: str, file: str) -> dict[str, float]:
         if name.endswith(("_created", "_bucket")) or not math.isfinite(v):
             continue
         out[name] = out.get(name, 0.0) + v
+        if tt:  # the labelled offload series also per direction: name[cpu_to_gpu]
+            key = f"{name}[{tt.group(1).lower()}]"
+            out[key] = out.get(key, 0.0) + v
     return out
 
 
@@ -89,10 +99,13 @@ def difference(before: dict[str, float], after: dict[str, float], files: str) ->
         res["hit"] = after["sglang:cache_hit_rate"]
         res["hit_source"] = f"{files}: sglang:cache_hit_rate (after)"
     b, t = delta("vllm:kv_offload_load_bytes"), delta("vllm:kv_offload_load_time")
+    names = "Δkv_offload_load_bytes / Δkv_offload_load_time"
+    if b is None and t is None:
+        b, t = delta("vllm:kv_offload_total_bytes[cpu_to_gpu]"), delta("vllm:kv_offload_total_time[cpu_to_gpu]")
+        names = 'Δkv_offload_total_bytes / Δkv_offload_total_time, transfer_type="CPU_to_GPU"'
     if b and t:
         res["kv_load_gbps"] = b / t / 1e9
-        res["notes"].append(f"KV offload load bandwidth {b / t / 1e9:.3g} GB/s (Δkv_offload_load_bytes / "
-                            f"Δkv_offload_load_time)")
+        res["notes"].append(f"KV offload load bandwidth {b / t / 1e9:.3g} GB/s ({names})")
     if res["hit"] is None and res["kv_load_gbps"] is None:
         raise LoadTestError(files, "have no prefix-cache series (vllm:prefix_cache_queries/hits, "
                                    "vllm:gpu_prefix_cache_*, sglang:cache_hit_rate) nor KV offload counters")

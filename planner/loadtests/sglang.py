@@ -9,24 +9,28 @@ Keys (same units as vLLM's, which it was adapted from): ``backend``, ``dataset_n
 [requests/s], ``input_throughput``/``output_throughput`` [tokens/s], ``{mean,median,std,p99}_{ttft,
 tpot,itl,e2e_latency}_ms`` (newer versions add p90/p95), and ``concurrency``: the *measured* mean
 number of requests in flight (sum of latencies / duration), not the configured cap, which is
-``max_concurrency``. The result names no model (it is ``--model`` of the run): give ``--model``.
+``max_concurrency``. The older result names no model (it is ``--model`` of the run): give ``--model``.
+Newer versions (``python/sglang/benchmark/serving.py``, read at sgl-project/sglang commit 00f9ec47)
+add ``tag``, ``server_info`` (the server's ``/server_info``: its ``ServerArgs`` with ``model_path``,
+``served_model_name`` and ``tp_size``, read for the model and tp), ``total_throughput``,
+``p90``/``p95`` of each latency, ``max_output_tokens_per_s``, ``max_concurrent_requests``, and write
+``request_rate`` as the string ``"trace"`` when requests follow a trace's timestamps.
 
 With ``--cache-report`` a ``cache_report`` block carries the server's prefix-cache accounting:
 ``total_prompt_tokens``, ``total_cached_tokens``, ``cache_hit_rate_pct`` and the cached tokens by
 tier (``device_cached_tokens``, ``host_cached_tokens``, ``storage_cached_tokens``; null for a tier
-that is not configured). The version read for this module (sgl-project/sglang commit 0033168)
-predates the report; the keys follow issue 18 and a newer bench_serving seen in the code corpus
-(``if cache_report: result["cache_report"] = _cache_report(outputs, total_input_tokens)``, its test
-checking ``total_cached_tokens``, ``total_prompt_tokens`` and ``device_cached_tokens``). That newer
-writer also adds ``"errors"``: the first three distinct error messages, not a count, read as "some
-requests failed". The hit is ``total_cached_tokens / total_prompt_tokens``.
+that is not configured; ``storage_backend``), confirmed in ``python/sglang/benchmark/serving.py``
+at commit 00f9ec47 (``total_prompt_tokens`` sums the prompt lengths of the successful requests, as
+``total_input_tokens`` does). The older ``bench_serving.py`` (commit 0033168) predates the report. An
+agentic-replay writer seen in the code corpus also adds ``"errors"``: the first three distinct error
+messages, not a count, read as "some requests failed". The hit is ``total_cached_tokens / total_prompt_tokens``.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from planner.loadtests.common import Run, number, positive
+from planner.loadtests.common import Run, number, positive, whole
 from planner.loadtests.vllm import serving_run
 
 TOOL = "sglang bench_serving"
@@ -40,8 +44,14 @@ def detect(doc: Any) -> bool:
 
 def parse(doc: dict, file: str, run: str = "") -> list[Run]:
     r = serving_run(doc, TOOL, file, run)
-    model = doc.get("model_id") or doc.get("model") or doc.get("model_path")
+    info = doc.get("server_info") if isinstance(doc.get("server_info"), dict) else {}
+    if isinstance(info.get("decode"), list) and info["decode"] and isinstance(info["decode"][0], dict):
+        info = info["decode"][0]  # a PD-disaggregated router answers per role (as bench_serving reads it)
+    model = doc.get("model_id") or doc.get("model") or doc.get("model_path") or \
+        info.get("served_model_name") or info.get("model_path")
     r.model = str(model) if model else None
+    if r.tp is None:
+        r.tp = whole(info.get("tp_size"))
     r.total_throughput = positive(doc.get("total_throughput"))
     if r.total_throughput is None and positive(doc.get("input_throughput")) and r.output_throughput:
         r.total_throughput = positive(doc["input_throughput"]) + r.output_throughput
@@ -51,6 +61,9 @@ def parse(doc: dict, file: str, run: str = "") -> list[Run]:
         if prompt and cached is not None:
             r.hit = cached / prompt
             r.hit_source = "cache_report total_cached_tokens / total_prompt_tokens"
+            if cached == 0:
+                r.notes.append("cache_report total_cached_tokens is 0: a 0 hit, or a server started without "
+                               "--enable-cache-report (it then reports no cached tokens): check the server")
         elif number(rep.get("cache_hit_rate_pct")) is not None:
             r.hit = number(rep["cache_hit_rate_pct"]) / 100
             r.hit_source = "cache_report cache_hit_rate_pct / 100"

@@ -1,7 +1,8 @@
 """vLLM serving benchmark results: ``vllm bench serve --save-result`` (one JSON object),
 ``--append-result`` (one JSON object per line) and the older ``benchmarks/benchmark_serving.py``.
 
-Key names and units, as the writer spells them (vllm-project/vllm ``vllm/benchmarks/serve.py``:
+Key names and units, as the writer spells them (vllm-project/vllm ``vllm/benchmarks/serve.py``, re-read
+at commit 009e6d4a, and ``benchmarks/benchmark_serving.py`` at 0049e29c:
 ``benchmark()`` builds ``result``, ``process_one_metric`` adds ``mean_/median_/std_/pNN_<metric>_ms``,
 ``main_async`` adds ``model_id``, ``num_prompts``, ``request_rate`` (the string ``"inf"`` when
 unlimited), ``burstiness``, ``max_concurrency`` and the ``--metadata KEY=VALUE`` pairs; ``--append-result``
@@ -15,7 +16,14 @@ writes a newline, then the next object):
   ``np.mean(values or 0) * 1000``: 0 when nothing was measured (no request completed, or an
   endpoint that does not stream gives no TTFT), so 0 is read as "not measured", never as a time.
 - The older ``benchmarks/benchmark_serving.py`` spells its goodput key ``request_goodput:`` (with the
-  colon) and has no ``failed``; failures are then ``num_prompts - completed``.
+  colon) and has no ``failed``; failures are then counted from its ``errors`` list (one message per
+  request, "" for a success), else ``num_prompts - completed``. That version writes the per-request
+  arrays (``ttfts``, ``itls``, ``errors``, ...) even without ``--save-detailed`` (it deletes them before
+  merging the result); ``serve.py`` writes them with ``--save-detailed`` and always keeps
+  ``latencies`` and ``queue_times``.
+- ``max_concurrent_requests`` is the measured peak, not the cap (``max_concurrency``); with
+  ``--ramp-up-strategy`` the file has ``ramp_up_strategy``/``ramp_up_start_rps``/``ramp_up_end_rps`` and
+  ``request_rate`` ``"inf"``: no single rate, and not all requests at once.
 """
 
 from __future__ import annotations
@@ -85,8 +93,19 @@ def serving_run(doc: dict, tool: str, file: str, run: str) -> Run:
     r.request_rate = rate(doc.get("request_rate"))
     mc = whole(doc.get("max_concurrency"))
     r.concurrency = mc if mc and mc > 0 else None
-    if r.concurrency is None and r.request_rate is None:
-        n = sent or completed
+    ramp = doc.get("ramp_up_strategy")
+    if ramp:
+        # vllm bench serve --ramp-up-strategy: request_rate stays "inf" while the rate climbs from
+        # ramp_up_start_rps to ramp_up_end_rps; not "all at once", and no single rate
+        r.request_rate = None
+        r.notes.append(f"request rate ramped {ramp} from {doc.get('ramp_up_start_rps')} to "
+                       f"{doc.get('ramp_up_end_rps')} requests/s: no single rate; request_rate left blank")
+    elif str(doc.get("request_rate")).strip().lower() == "trace":
+        # sglang bench_serving --use-trace-timestamps writes request_rate "trace": the trace's timing
+        r.notes.append("requests sent at the trace's timestamps (request_rate \"trace\"): no single rate; "
+                       "request_rate left blank")
+    elif r.concurrency is None and r.request_rate is None:
+        n = sent or completed + (failed or 0)  # SGLang writes no num_prompts
         r.concurrency = n
         r.notes.append(f"request_rate unlimited and no max_concurrency: all {n} requests were sent at once; "
                        f"concurrency taken as {n}")
