@@ -157,7 +157,7 @@ def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], 
         fitted = fit.predict(pts["isl"], pts["hit"], pts["alpha"]) if fit.ok else np.full(len(pts), np.nan)
         pts["fitted_ms"] = fitted
         pts["error"] = fitted / pts["ttft_ms"].to_numpy() - 1
-        tp_ = [(float(r["tpot_ms"]) / float(r.get("batch") or 1)) for r in recs if r.get("tpot_ms") is not None]
+        tp_ = [(float(r["tpot_ms"]) / float(r.get("concurrency") or 1)) for r in recs if r.get("tpot_ms") is not None]
         fit.tpot_per_token_ms = float(np.median(tp_)) if tp_ else math.nan
         for w in fit.warnings:
             warns.append((place, w))
