@@ -33,30 +33,29 @@ Open loop (production traffic, Poisson arrivals at rate ``λ`` per instance):
 
       E[W] = λ (P² + D s(B)) / (2 (1 - λP))                              (Pollaczek-Khinchine form)
 
-* wait percentiles: exponential tail with the probability of waiting equal to the busy fraction
-  ``ρw = λ(P + D)`` (exact for M/M/1; the usual approximation for M/G/1, e.g. Kingman's heavy-traffic
-  exponential law): ``P(W > t) = ρw exp(-t ρw / E[W])``, so the ``q`` quantile is
-  ``W_q = E[W]/ρw · ln(ρw/(1-q))`` when ``ρw > 1-q``, else 0; TTFT_q = P + W_q (P is fixed);
-* TPOT: each step serves the tagged request, the others in decode (Little: ``λ osl TPOT``) and is
-  delayed by the prefills (busy ``λP``): ``TPOT (1-λP) = s0 + s1 (1 + λ osl TPOT)``, so
-  ``TPOT = (s0 + s1) / (1 - λ (P + osl s1))``;
+* wait percentiles (:func:`wait_quantile_ms`): the prefill-queue part with an exponential tail and
+  an atom at 0 of probability ``1-ρ`` (``ρ = λP``; exact for M/M/1, Kingman's heavy-traffic law for
+  M/G/1): ``P(W > t) = ρ exp(-t ρ / E[W_pk])``, plus the decode-step hold-up at its mean; the ``q``
+  quantile is ``W_q = r + P/(2(1-ρ)) ln(ρ/(1-q))`` when ``ρ > 1-q``, else ``r``; TTFT_q = P + W_q;
+* TPOT: each step serves the tagged request and the others in decode (Little: ``λ osl TPOT``), and
+  the decode is held up by every prefill that goes first: those queued behind the request while it
+  waited and was prefilled (``λ(W+P)``) and those arriving during its decode (busy ``λP``):
+  ``TPOT = (λP(W+P)/osl + s0 + s1) / (1 - λ (P + osl s1))``;
 * decode batch by Little's law ``b = λ osl TPOT``; it must fit the HBM (``max_batch_fit``).
 
 Closed loop (a load test of ``c`` clients, ``num_requests`` R, no think time, as ``vllm bench
-serve --max-concurrency c`` runs it): the first ``c`` requests start together and their prefills
-serialise, request ``k`` waits ``(k-1) P`` (mean TTFT ``P (c+1)/2``); after that burst the clients
-are staggered by their prefills and, with prefill priority, a later request waits only for the
-decode step in progress (``s/2``). Mean over the run:
-``[P c(c+1)/2 + (R-c)(P + s/2)] / R`` (R >= c; fewer requests: a burst of R).
+serve --max-concurrency c`` runs it): the clients start together and their prefills serialise,
+request ``k`` waits ``(k-1) P``; with prefill priority the wave then decodes together and the next
+wave starts together, so at equal lengths every wave is such a burst: mean TTFT ``P (c+1)/2``
+(:func:`closed_loop_ttft`), TPOT ``s(c) + (c-1)P/(2 osl)``, throughput ``c / (cP + osl s(c))``.
 
 SLO inverses (closed forms, so that the workbook recalculates the instance count after an edit):
-a TTFT target on the mean is ``λ <= w / (P w + (P² + D s)/2)`` with ``w = slo - P``; on a quantile
-the exponential-tail equation ``ln(u/(1-q)) = a (1 - φu)`` in ``u = ρw`` (``a = 2w(P+D)/(P²+Ds)``,
-``φ = P/(P+D)``) is solved by the Lambert W function, ``u = W0(aφ(1-q)e^a) / (aφ)``: Winitzki's
-approximation (*Uniform approximations for transcendental functions*, LNCS 2667, 2003) and two
-Newton steps on ``w + ln w = ln x`` (relative error below 1e-8, checked in the tests); a TPOT
-target is ``λ <= (1 - (s0+s1)/slo) / (P + osl s1)``; the HBM fit ``b <= max_batch_fit`` is
-``λ <= Bm / (osl (s0+s1) + Bm (P + osl s1))``. Instances = ceil(demand rate / λ).
+a TTFT target is a closed form in ``ρ = λP`` (:func:`instances_ttft`: the mean directly, a quantile
+through the Lambert W function, Winitzki's approximation, *Uniform approximations for
+transcendental functions*, LNCS 2667, 2003, and two Newton steps; relative error below 1e-8,
+checked in the tests); a TPOT
+target is a quadratic in ``λ`` (:func:`rate_for_tpot`); the HBM fit ``b <= max_batch_fit`` a
+conservative chain of two closed forms (:func:`instances_hbm`). Instances = ceil(demand rate / λ).
 
 Units: times in ms, rates in requests/s per instance unless named.
 """
@@ -242,7 +241,9 @@ def wait_mean_ms(rate, prefill, t_decode, step):
     """
     lam = _f(rate) / C.MS_PER_S
     rho = lam * prefill
-    return np.where(rho < 1, _div(lam * (_f(prefill) ** 2 + _f(t_decode) * step) * C.HALF, 1 - rho), np.nan)
+    # compared as spreadsheets compare (15 significant digits): 0.9999999999999999 is saturated
+    return np.where(_approx(rho) < 1, _div(lam * (_f(prefill) ** 2 + _f(t_decode) * step) * C.HALF, 1 - rho),
+                    np.nan)
 
 
 @excel_twin(wait_mean_ms)
@@ -251,35 +252,41 @@ def _(rate, prefill, t_decode, step):
     return f'IF({lam}*{prefill}<1,{lam}*({prefill}^2+{t_decode}*{step})*{N.HALF}/(1-{lam}*{prefill}),"")'
 
 
-def wait_quantile_ms(rate, prefill, t_decode, wait_mean, q):
-    r"""The ``q`` quantile of the prefill wait, open loop (exponential tail, atom at 0).
+def wait_quantile_ms(rate, prefill, t_decode, step, q):
+    r"""The ``q`` quantile of the prefill wait, open loop.
 
-    .. math::
-        ρ_w = \min(1, λ(P + D)), \qquad
-        W_q = \frac{E[W]}{ρ_w} \ln\frac{ρ_w}{1-q}\ \text{if}\ ρ_w > 1-q,\ \text{else } 0
+    The wait is the queue of prefills ahead (M/D/1 part: mean ``λP²/(2(1-ρ))``, ``ρ = λP``, taken
+    with the exponential tail and an atom at 0 of the M/M/1 form, ``P(W > t) = ρ e^{-tρ/E[W]}``) plus
+    the decode steps in progress that hold it up, taken at their mean ``r = λ D s / (2(1-ρ))``:
+
+    .. math:: W_q = r + \frac{P}{2(1-ρ)} \ln\frac{ρ}{1-q}\ \text{if}\ ρ > 1-q,\ \text{else } r
 
     Parameters
     ----------
     rate : numeric, requests/s per instance
-    prefill, t_decode : numeric, P and D [ms]
-    wait_mean : numeric, E[W] [ms] (NaN: saturated)
+    prefill, t_decode, step : numeric, P, D and s(B) [ms]
     q : numeric, quantile in (0, 1) [fraction]
 
     Returns
     -------
-    numeric, wait quantile [ms]
+    numeric, wait quantile [ms]; NaN when the prefills saturate the instance
     """
-    rho_w = np.minimum(1.0, _f(rate) / C.MS_PER_S * (_f(prefill) + t_decode))
+    lam = _f(rate) / C.MS_PER_S
+    P = _f(prefill)
+    rho = lam * P
     q = _f(q)
     with np.errstate(divide="ignore", invalid="ignore"):
-        wq = _f(wait_mean) / rho_w * np.log(rho_w / (1 - q))
-    return np.where(np.isnan(_f(wait_mean)), np.nan, np.where(rho_w > 1 - q, wq, 0.0))
+        r = lam * _f(t_decode) * step * C.HALF / (1 - rho)
+        tail = P * C.HALF / (1 - rho) * np.log(rho / (1 - q))
+    return np.where(_approx(rho) < 1, r + np.where(_approx(rho) > _approx(1 - q), tail, 0.0), np.nan)
 
 
 @excel_twin(wait_quantile_ms)
-def _(rate, prefill, t_decode, wait_mean, q):
-    rho = f"MIN(1,{rate}/{N.MS_PER_S}*({prefill}+{t_decode}))"
-    return f'IF(ISNUMBER({wait_mean}),IF({rho}>1-{q},{wait_mean}/{rho}*LN({rho}/(1-{q})),0),"")'
+def _(rate, prefill, t_decode, step, q):
+    rho = f"({rate}/{N.MS_PER_S}*{prefill})"
+    r = f"{rate}/{N.MS_PER_S}*{t_decode}*{step}*{N.HALF}/(1-{rho})"
+    tail = f"{prefill}*{N.HALF}/(1-{rho})*LN({rho}/(1-{q}))"
+    return f'IF({rho}<1,{r}+IF({rho}>1-{q},{tail},0),"")'
 
 
 def ttft_load_ms(prefill, wait, concurrency=np.nan, q=np.nan):
@@ -315,25 +322,24 @@ def _(prefill, wait, concurrency=None, q=None):
     return f"IF(ISNUMBER({concurrency}),{burst},{open_})"
 
 
-def wait_p90_ms(rate, prefill, t_decode, wait_mean):
+def wait_p90_ms(rate, prefill, t_decode, step):
     """The 90th percentile of the prefill wait: :func:`wait_quantile_ms` at q = 0.9.
 
     Parameters
     ----------
     rate : numeric, requests/s per instance
-    prefill, t_decode : numeric, P and D [ms]
-    wait_mean : numeric, E[W] [ms]
+    prefill, t_decode, step : numeric, P, D and s(B) [ms]
 
     Returns
     -------
     numeric, wait p90 [ms]
     """
-    return wait_quantile_ms(rate, prefill, t_decode, wait_mean, C.Q_P90)
+    return wait_quantile_ms(rate, prefill, t_decode, step, C.Q_P90)
 
 
 @excel_twin(wait_p90_ms)
-def _(rate, prefill, t_decode, wait_mean):
-    return wait_quantile_ms.xl(rate, prefill, t_decode, wait_mean, N.Q_P90)
+def _(rate, prefill, t_decode, step):
+    return wait_quantile_ms.xl(rate, prefill, t_decode, step, N.Q_P90)
 
 
 def ttft_load_p90_ms(prefill, wait_p90, concurrency=np.nan):
@@ -357,11 +363,18 @@ def _(prefill, wait_p90, concurrency=None):
     return ttft_load_ms.xl(prefill, wait_p90, concurrency, N.Q_P90)
 
 
-def tpot_load_ms(rate, prefill, osl, s0, s1, concurrency=np.nan):
+def tpot_load_ms(rate, prefill, osl, s0, s1, wait, concurrency=np.nan):
     r"""Mean time per output token at the load.
 
+    Open loop: the request's ``osl`` decode steps take ``s0 + s1`` each (its own share and the
+    weights; the others in decode add ``s1`` per request, Little: ``λ osl TPOT``), and are held up
+    by every prefill that goes first: the ones that queued behind it while it waited and was
+    prefilled (``λ(W + P)`` of them) and the ones that arrive during its decode (busy ``λP``)::
+
+        TPOT (1 - λP) osl = λ P (W + P) + osl (s0 + s1 + s1 λ osl TPOT)
+
     .. math::
-        TPOT = \frac{s_0 + s_1}{1 - λ (P + OSL\, s_1)} \ \text{(open loop)}, \qquad
+        TPOT = \frac{λP(W+P)/OSL + s_0 + s_1}{1 - λ (P + OSL\, s_1)} \ \text{(open loop)}, \qquad
         TPOT = s_0 + s_1 c + \frac{(c-1) P}{2\, OSL} \ \text{(a burst of c)}
 
     Parameters
@@ -370,25 +383,30 @@ def tpot_load_ms(rate, prefill, osl, s0, s1, concurrency=np.nan):
     prefill : numeric, P [ms]
     osl : numeric, output length [tokens]
     s0, s1 : numeric, decode-step law [ms], [ms per request]
+    wait : numeric, mean prefill wait E[W] [ms] (NaN: saturated)
     concurrency : numeric, NaN when blank [count]
 
     Returns
     -------
-    numeric, TPOT [ms]; NaN when there is no output or the decode saturates
+    numeric, TPOT [ms]; NaN when there is no output or the instance saturates
     """
     lam = _f(rate) / C.MS_PER_S
     osl = _f(osl)
-    den = 1 - lam * (_f(prefill) + osl * s1)
-    open_ = np.where(den > 0, _div(_f(s0) + s1, den), np.nan)
+    P = _f(prefill)
+    load = lam * (P + osl * s1)
+    den = 1 - load
+    osl1 = np.where(osl > 0, osl, 1.0)
+    open_ = np.where((_approx(load) < 1) & ~np.isnan(_f(wait)), _div(lam * P * (_f(wait) + P) / osl1 + s0 + s1, den), np.nan)
     c = _f(concurrency)
-    closed = _f(s0) + _f(s1) * c + _div((c - 1) * _f(prefill) * C.HALF, np.where(osl > 0, osl, 1.0))
+    closed = _f(s0) + _f(s1) * c + _div((c - 1) * P * C.HALF, osl1)
     return np.where(osl > 0, np.where(np.isnan(c), open_, closed), np.nan)
 
 
 @excel_twin(tpot_load_ms)
-def _(rate, prefill, osl, s0, s1, concurrency=None):
-    den = f"(1-{rate}/{N.MS_PER_S}*({prefill}+{osl}*{s1}))"
-    open_ = f'IF({den}>0,({s0}+{s1})/{den},"")'
+def _(rate, prefill, osl, s0, s1, wait, concurrency=None):
+    lam = f"{rate}/{N.MS_PER_S}"
+    den = f"(1-{lam}*({prefill}+{osl}*{s1}))"
+    open_ = f'IF(AND({den}>0,ISNUMBER({wait})),({lam}*{prefill}*({wait}+{prefill})/{osl}+{s0}+{s1})/{den},"")'
     if concurrency is not None:
         open_ = (f"IF(ISNUMBER({concurrency}),{s0}+{s1}*{concurrency}+({concurrency}-1)*{prefill}*{N.HALF}/{osl},"
                  f"{open_})")
@@ -501,14 +519,17 @@ def _lambert_u(a, phi, q):
 def instances_ttft(rate_total, prefill, t_decode, step, slo, q):
     r"""Smallest instance count whose TTFT statistic meets the target, open loop.
 
-    .. math::
-        w = slo - P,\quad m_2 = P^2 + D s(B); \qquad
-        \text{mean: } λ^* = \frac{w}{P w + m_2/2}; \qquad
-        \text{quantile } q:\ λ^* = \frac{u}{P + D},\ u = \frac{W_0(aφ(1-q)e^a)}{aφ},\ a = \frac{2w(P+D)}{m_2},
-        \ φ = \frac{P}{P+D}
+    With ``w = slo - P``, ``k = D s / P`` and ``ρ = λP``:
 
-    ``n = ceil(Λ / λ*)``. NaN without a target or demand; ``inf`` when the target is below the
-    request-alone TTFT (no instance count meets it).
+    * mean (:func:`wait_mean_ms`): ``ρ(P + k)/(2(1-ρ)) = w`` gives ``ρ* = 2w / (P + k + 2w)``;
+    * quantile q (:func:`wait_quantile_ms`): where ``ρ <= 1-q`` the wait quantile is the decode
+      part ``ρk/(2(1-ρ))``, reaching ``w`` at ``ρ = 2w/(k + 2w)``; above, ``P ln(ρ/(1-q)) + ρk =
+      2w(1-ρ)``, i.e. ``ln(ρ/(1-q)) = a(1 - φρ)`` with ``a = 2w/P``, ``φ = (2w + k)/(2w)``, solved by
+      the Lambert W function ``ρ* = W0(aφ(1-q)e^a)/(aφ)`` (Winitzki's approximation, LNCS 2667,
+      2003, and two Newton steps on ``w + ln w = ln x``: relative error below 1e-8).
+
+    ``n = ceil(Λ P / ρ*)``. NaN without a target or demand; ``inf`` when the target is not above
+    the request-alone TTFT (no instance count meets it).
 
     Parameters
     ----------
@@ -522,40 +543,88 @@ def instances_ttft(rate_total, prefill, t_decode, step, slo, q):
     numeric, instances [count]
     """
     P, D, s, w = _f(prefill), _f(t_decode), _f(step), _f(slo) - prefill
-    m2 = P**2 + D * s
+    k = D * s / P
     q = _f(q)
     with np.errstate(divide="ignore", invalid="ignore"):
-        lam_mean = w / (P * w + m2 * C.HALF)
-        a = 2 * w * (P + D) / m2
-        lam_q = _lambert_u(a, P / (P + D), q) / (P + D)
-        lam = np.where(q > 0, lam_q, lam_mean) * C.MS_PER_S
-        n = np.ceil(_approx(_f(rate_total) / lam))
+        rho_mean = 2 * w / (P + k + 2 * w)
+        rho_low = 2 * w / (k + 2 * w)
+        a = 2 * w / P
+        rho_tail = _lambert_u(a, (2 * w + k) / (2 * w), q)
+        rho = np.where(q > 0, np.where(rho_low <= 1 - q, rho_low, rho_tail), rho_mean)
+        n = np.ceil(_approx(_f(rate_total) / C.MS_PER_S * P / rho))
     return np.where(np.isnan(_f(slo)) | np.isnan(_f(rate_total)), np.nan, np.where(w > 0, n, np.inf))
 
 
 @excel_twin(instances_ttft)
 def _(rate_total, prefill, t_decode, step, slo, q):
-    P, D, s = prefill, t_decode, step
+    P = prefill
     w = f"({slo}-{P})"
-    m2 = f"({P}^2+{D}*{s})"
-    a = f"(2*{w}*({P}+{D})/{m2})"
-    phi = f"({P}/({P}+{D}))"
+    k = f"({t_decode}*{step}/{P})"
+    a = f"(2*{w}/{P})"
+    phi = f"((2*{w}+{k})/(2*{w}))"
     lnx = f"(LN({a}*{phi}*(1-{q}))+{a})"
     ll = f"IF({lnx}>{N.LOG_LIMIT},{lnx},LN(1+EXP({lnx})))"
     wl = f"(({ll})*(1-LN(1+{ll})/(2+{ll})))"
     for _ in range(2):
         wl = f"({wl}*(1+{lnx}-LN({wl}))/(1+{wl}))"
-    lam_q = f"MIN(1,{wl}/({a}*{phi}))/({P}+{D})"
-    lam_mean = f"{w}/({P}*{w}+{m2}*{N.HALF})"
-    lam = f"IF({q}>0,{lam_q},{lam_mean})*{N.MS_PER_S}"
-    return (f'IF(AND(ISNUMBER({slo}),ISNUMBER({rate_total})),IF({w}>0,ROUNDUP({rate_total}/({lam}),0),'
-            f'"unreachable"),"")')
+    rho_tail = f"MIN(1,{wl}/({a}*{phi}))"
+    rho_low = f"(2*{w}/({k}+2*{w}))"
+    rho_mean = f"(2*{w}/({P}+{k}+2*{w}))"
+    rho = f"IF({q}>0,IF({rho_low}<=1-{q},{rho_low},{rho_tail}),{rho_mean})"
+    return (f'IF(AND(ISNUMBER({slo}),ISNUMBER({rate_total})),IF({w}>0,ROUNDUP({rate_total}/{N.MS_PER_S}*{P}/'
+            f'({rho}),0),"unreachable"),"")')
 
 
-def instances_tpot(rate_total, prefill, osl, s0, s1, slo):
+def rate_for_tpot(prefill, osl, s0, s1, t_decode, step, slo):
+    r"""Largest request rate per instance whose open-loop mean TPOT is at most ``slo`` [requests/ms].
+
+    With ``E[W] = λ m2 / (2(1-λP))`` (:func:`wait_mean_ms`, ``m2 = P² + D s``) in
+    :func:`tpot_load_ms`, ``TPOT(λ) <= T`` multiplied out by ``osl (1-λK)(1-λP)`` (``K = P + osl s1``,
+    ``t1 = s0 + s1``) is the quadratic ``A λ² + B λ + C0 <= 0`` with
+
+    .. math::
+        A = P (m_2/2 - P^2 - T\, OSL\, K),\quad B = P^2 - OSL\, t_1 P + T\, OSL (K + P),\quad
+        C_0 = OSL (t_1 - T)
+
+    ``C0 < 0`` when one request alone meets the target, and the expression is positive at
+    ``λ = 1/P``: its first positive root ``λ* = -2 C0 / (B + \sqrt{B^2 - 4 A C_0})`` (the form without
+    cancellation) is the bound.
+
+    Parameters
+    ----------
+    prefill, osl, s0, s1, t_decode, step : numeric, P [ms], OSL [tokens], s0 [ms], s1 [ms], D [ms],
+        s(B) [ms]
+    slo : numeric, TPOT target T [ms]
+
+    Returns
+    -------
+    numeric, λ* [requests/ms]
+    """
+    P, osl, T = _f(prefill), _f(osl), _f(slo)
+    t1, K = _f(s0) + s1, P + osl * s1
+    m2 = P**2 + _f(t_decode) * step
+    A = P * (m2 * C.HALF - P**2 - T * osl * K)
+    B = P**2 - osl * t1 * P + T * osl * (K + P)
+    c0 = osl * (t1 - T)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return -2 * c0 / (B + np.sqrt(B**2 - 4 * A * c0))
+
+
+@excel_twin(rate_for_tpot)
+def _(prefill, osl, s0, s1, t_decode, step, slo):
+    P, T = prefill, slo
+    t1, K = f"({s0}+{s1})", f"({P}+{osl}*{s1})"
+    m2 = f"({P}^2+{t_decode}*{step})"
+    A = f"({P}*({m2}*{N.HALF}-{P}^2-{T}*{osl}*{K}))"
+    B = f"({P}^2-{osl}*{t1}*{P}+{T}*{osl}*({K}+{P}))"
+    c0 = f"({osl}*({t1}-{T}))"
+    return f"(-2*{c0}/({B}+SQRT({B}^2-4*{A}*{c0})))"
+
+
+def instances_tpot(rate_total, prefill, osl, s0, s1, t_decode, step, slo):
     r"""Smallest instance count whose mean TPOT meets the target, open loop.
 
-    .. math:: λ^* = \frac{1 - (s_0+s_1)/slo}{P + OSL\, s_1}, \qquad n = \lceil Λ/λ^* \rceil
+    .. math:: n = \lceil Λ / λ^* \rceil, \quad λ^* \text{ from :func:`rate_for_tpot`}
 
     NaN without a target, demand or output; ``inf`` when a request alone is already slower
     (``s0 + s1 >= slo``).
@@ -563,9 +632,7 @@ def instances_tpot(rate_total, prefill, osl, s0, s1, slo):
     Parameters
     ----------
     rate_total : numeric, Λ requests/s
-    prefill : numeric, P [ms]
-    osl : numeric, output length [tokens]
-    s0, s1 : numeric, decode-step law [ms], [ms per request]
+    prefill, osl, s0, s1, t_decode, step : as :func:`rate_for_tpot`
     slo : numeric, TPOT target, NaN when blank [ms]
 
     Returns
@@ -574,23 +641,27 @@ def instances_tpot(rate_total, prefill, osl, s0, s1, slo):
     """
     t1 = _f(s0) + s1
     with np.errstate(divide="ignore", invalid="ignore"):
-        lam = (1 - t1 / _f(slo)) / (_f(prefill) + _f(osl) * s1) * C.MS_PER_S
+        lam = rate_for_tpot(prefill, osl, s0, s1, t_decode, step, slo) * C.MS_PER_S
         n = np.ceil(_approx(_f(rate_total) / lam))
     return np.where(np.isnan(_f(slo)) | np.isnan(_f(rate_total)) | (_f(osl) <= 0), np.nan,
                     np.where(t1 < slo, n, np.inf))
 
 
 @excel_twin(instances_tpot)
-def _(rate_total, prefill, osl, s0, s1, slo):
-    lam = f"(1-({s0}+{s1})/{slo})/({prefill}+{osl}*{s1})*{N.MS_PER_S}"
+def _(rate_total, prefill, osl, s0, s1, t_decode, step, slo):
+    lam = f"{rate_for_tpot.xl(prefill, osl, s0, s1, t_decode, step, slo)}*{N.MS_PER_S}"
     return (f'IF(AND(ISNUMBER({slo}),ISNUMBER({rate_total}),{osl}>0),IF({s0}+{s1}<{slo},'
             f'ROUNDUP({rate_total}/({lam}),0),"unreachable"),"")')
 
 
-def instances_hbm(rate_total, prefill, osl, s0, s1, max_fit, ttft_slo=np.nan, tpot_slo=np.nan):
-    r"""Smallest instance count whose decode batch fits the HBM, open loop.
+def instances_hbm(rate_total, prefill, osl, s0, s1, t_decode, step, max_fit, ttft_slo=np.nan, tpot_slo=np.nan):
+    r"""Smallest instance count whose decode batch fits the HBM, open loop (conservative closed form).
 
-    .. math:: λ^* = \frac{B_m}{OSL (s_0+s_1) + B_m (P + OSL\, s_1)}, \qquad n = \lceil Λ/λ^* \rceil
+    ``b(λ) = λ osl TPOT(λ) <= B_m``. Without the prefill hold-ups TPOT would be
+    ``t1/(1-λK)``, which bounds it from below, so ``λ1 = B_m / (osl t1 + B_m K)`` bounds the answer
+    from above; the TPOT the batch may then have, ``B_m / (λ1 osl)``, is at most the TPOT at the
+    answer, so :func:`rate_for_tpot` at that TPOT gives ``λ2 <= λ*``: a closed form that never lets
+    the batch outgrow the HBM. ``n = ceil(Λ / λ2)``.
 
     NaN without demand or output, and without a latency target: sizing on throughput alone already
     assumes the row's ``batch`` (its fit is ``hbm_headroom_gib``), so the HBM bound at the load
@@ -599,9 +670,7 @@ def instances_hbm(rate_total, prefill, osl, s0, s1, max_fit, ttft_slo=np.nan, tp
     Parameters
     ----------
     rate_total : numeric, Λ requests/s
-    prefill : numeric, P [ms]
-    osl : numeric, output length [tokens]
-    s0, s1 : numeric, decode-step law [ms], [ms per request]
+    prefill, osl, s0, s1, t_decode, step : as :func:`rate_for_tpot`
     max_fit : numeric, max_batch_fit B_m [requests]
     ttft_slo, tpot_slo : numeric, the row's targets, NaN when blank [ms]
 
@@ -611,17 +680,20 @@ def instances_hbm(rate_total, prefill, osl, s0, s1, max_fit, ttft_slo=np.nan, tp
     """
     bm, osl = _f(max_fit), _f(osl)
     rate_total = np.where(np.isnan(_f(ttft_slo)) & np.isnan(_f(tpot_slo)), np.nan, rate_total)
+    t1, K = _f(s0) + s1, _f(prefill) + osl * s1
     with np.errstate(divide="ignore", invalid="ignore"):
-        lam = bm / (osl * (_f(s0) + s1) + bm * (_f(prefill) + osl * s1)) * C.MS_PER_S
+        lam1 = bm / (osl * t1 + bm * K)
+        lam = rate_for_tpot(prefill, osl, s0, s1, t_decode, step, bm / (lam1 * osl)) * C.MS_PER_S
         n = np.ceil(_approx(_f(rate_total) / lam))
     return np.where(np.isnan(_f(rate_total)) | (osl <= 0), np.nan, np.where(bm > 0, n, np.inf))
 
 
 @excel_twin(instances_hbm)
-def _(rate_total, prefill, osl, s0, s1, max_fit, ttft_slo=None, tpot_slo=None):
-    lam = f"{max_fit}/({osl}*({s0}+{s1})+{max_fit}*({prefill}+{osl}*{s1}))*{N.MS_PER_S}"
-    return (f'IF(AND(ISNUMBER({rate_total}),{osl}>0,OR(ISNUMBER({ttft_slo}),ISNUMBER({tpot_slo}))),IF({max_fit}>0,ROUNDUP({rate_total}/({lam}),0),'
-            f'"unreachable"),"")')
+def _(rate_total, prefill, osl, s0, s1, t_decode, step, max_fit, ttft_slo=None, tpot_slo=None):
+    lam1 = f"({max_fit}/({osl}*({s0}+{s1})+{max_fit}*({prefill}+{osl}*{s1})))"
+    lam = f"{rate_for_tpot.xl(prefill, osl, s0, s1, t_decode, step, f'({max_fit}/({lam1}*{osl}))')}*{N.MS_PER_S}"
+    return (f'IF(AND(ISNUMBER({rate_total}),{osl}>0,OR(ISNUMBER({ttft_slo}),ISNUMBER({tpot_slo}))),'
+            f'IF({max_fit}>0,ROUNDUP({rate_total}/({lam}),0),"unreachable"),"")')
 
 
 def instances_concurrency(rate_total, rate_instance, concurrency):
@@ -723,22 +795,29 @@ def _(n, n_throughput, n_ttft, n_tpot, n_hbm, n_conc):
 
 
 # --------------------------------------------------------------------------- the load test (closed loop)
-def closed_loop_ttft(prefill, concurrency, num_requests, step=0.0, stat="mean"):
+def closed_loop_ttft(prefill, concurrency, num_requests=np.nan, stat="mean"):
     r"""TTFT statistic of a closed-loop load test from the request-alone prefill ``P``.
 
-    The first ``c`` requests start together (request k waits ``(k-1)P``); the other ``R-c``
-    wait for the decode step in progress (``P + s/2``). Fewer requests than clients: one burst of
-    R. ``stat``: ``mean``, or ``median``/``p90``/``p99`` (linear interpolation between order
-    statistics, numpy's default, as ``vllm bench serve`` reports percentiles).
+    ``c`` clients start together and their prefills serialise: request ``k`` of the wave waits
+    ``(k-1)P``. With prefill priority the first request's decode cannot advance while the later
+    prefills run, so the whole wave decodes together, completes together and the clients send the
+    next wave together: with the equal lengths of a load tester's synthetic dataset every wave is
+    such a burst (the discrete-event simulation in ``tests/test_queueing.py`` shows it). ``R``
+    requests are ``floor(R/c)`` full waves and a last wave of ``r = R mod c``:
 
-    .. math:: \overline{TTFT} = \frac{P\, c'(c'+1)/2 + (R - c')(P + s/2)}{R}, \quad c' = \min(c, R)
+    .. math:: \overline{TTFT} = P\, \frac{\lfloor R/c \rfloor c(c+1)/2 + r(r+1)/2}{R}
+              \quad (= P (c+1)/2 \text{ when } c \text{ divides } R)
+
+    Spread output lengths desynchronise the waves and queue less: this is the upper end, and what
+    published tables at fixed lengths show (issue 16: ``TTFT_1 (c+1)/2`` within about 11% median).
+    ``stat``: ``mean``, or ``median``/``p50``/``p90``/``p95``/``p99`` (linear interpolation between
+    order statistics, numpy's default, as ``vllm bench serve`` computes percentiles).
 
     Parameters
     ----------
     prefill : numeric, P [ms]
     concurrency : numeric, clients c [count]
-    num_requests : numeric, R (NaN: R = c, one burst) [count]
-    step : numeric, decode step in progress s [ms]
+    num_requests : numeric, R (NaN: R = c, one wave) [count]
     stat : str, the statistic
 
     Returns
@@ -747,29 +826,30 @@ def closed_loop_ttft(prefill, concurrency, num_requests, step=0.0, stat="mean"):
     """
     P, c = np.broadcast_arrays(_f(prefill), _f(concurrency))
     R = np.broadcast_to(np.where(np.isnan(_f(num_requests)), c, _f(num_requests)), P.shape)
-    s = np.broadcast_to(_f(step), P.shape)
-    cc = np.minimum(c, R)
+    c = np.minimum(c, R)
+    waves = np.floor(R / c)
+    r = R - waves * c
     if stat == "mean":
-        return (P * cc * (cc + 1) * C.HALF + (R - cc) * (P + s * C.HALF)) / R
+        return P * (waves * c * (c + 1) * C.HALF + r * (r + 1) * C.HALF) / R
     q = {"median": 0.5, "p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}[stat]
     out = np.empty(P.shape)
     for i in np.ndindex(P.shape):
-        k = int(round(cc[i]))
-        vals = np.concatenate([P[i] * np.arange(1, k + 1), np.full(int(round(R[i])) - k, P[i] + s[i] * C.HALF)])
+        k, nw, rr = int(round(c[i])), int(round(waves[i])), int(round(r[i]))
+        vals = np.concatenate([np.tile(np.arange(1, k + 1), nw), np.arange(1, rr + 1)]) * P[i]
         out[i] = np.quantile(vals, q)
     return out
 
 
-def prefill_from_load_test(ttft, concurrency, num_requests, step=0.0, stat="mean"):
-    """Invert :func:`closed_loop_ttft`: the request-alone prefill P that the load test's TTFT implies.
+def prefill_from_load_test(ttft, concurrency, num_requests=np.nan, stat="mean"):
+    """Invert :func:`closed_loop_ttft`: the request-alone prefill P that a load test's TTFT implies.
 
-    The statistic is increasing in P, so bisection over ``[0, ttft]`` (every statistic is at least
-    ``P`` minus nothing: TTFT >= P) finds it; concurrency 1 returns ``ttft`` exactly.
+    Every statistic of :func:`closed_loop_ttft` is P times a number fixed by (c, R, stat), so
+    ``P = ttft / closed_loop_ttft(1, c, R, stat)``; concurrency 1 returns ``ttft`` exactly.
 
     Parameters
     ----------
     ttft : numeric, the measured statistic [ms]
-    concurrency, num_requests, step, stat : as :func:`closed_loop_ttft`
+    concurrency, num_requests, stat : as :func:`closed_loop_ttft`
 
     Returns
     -------
@@ -777,18 +857,5 @@ def prefill_from_load_test(ttft, concurrency, num_requests, step=0.0, stat="mean
     """
     t = _f(ttft)
     c = np.broadcast_to(_f(concurrency), t.shape)
-    R = np.broadcast_to(_f(num_requests), t.shape)
-    s = np.broadcast_to(_f(step), t.shape)
-    out = t.copy()
-    for i in np.ndindex(t.shape):
-        if c[i] <= 1:
-            continue  # one client: TTFT is the prefill itself
-        lo, hi = 0.0, float(t[i])
-        for _ in range(100):
-            mid = 0.5 * (lo + hi)
-            if float(closed_loop_ttft(mid, c[i], R[i], s[i], stat)) < t[i]:
-                lo = mid
-            else:
-                hi = mid
-        out[i] = 0.5 * (lo + hi)
-    return out
+    factor = closed_loop_ttft(np.ones(t.shape), c, num_requests, stat)
+    return np.where(c <= 1, t, t / factor)

@@ -247,10 +247,10 @@ RESULTS: tuple[Out, ...] = (
         "M/G/1 prefill queue; unreachable: the target is below the request-alone TTFT)",
         label="Instances the TTFT target needs"),
     out("instances_tpot", "count", FMT_INT, q.instances_tpot, "demand_rps", "ttft_ms", "osl", "step_weights_ms",
-        "step_kv_ms", "tpot_slo_ms", description="instances the TPOT target needs (unreachable: one request "
+        "step_kv_ms", "t_decode_ms", "decode_step_ms", "tpot_slo_ms", description="instances the TPOT target needs (unreachable: one request "
         "alone is slower)", label="Instances the TPOT target needs"),
     out("instances_hbm", "count", FMT_INT, q.instances_hbm, "demand_rps", "ttft_ms", "osl", "step_weights_ms",
-        "step_kv_ms", "max_batch_fit", "ttft_slo_ms", "tpot_slo_ms", description="instances for the decode "
+        "step_kv_ms", "t_decode_ms", "decode_step_ms", "max_batch_fit", "ttft_slo_ms", "tpot_slo_ms", description="instances for the decode "
         "batch at load to fit in HBM (with a latency target only: throughput sizing assumes batch)",
         label="Instances for the decode batch to fit in HBM"),
     out("instances_concurrency", "count", FMT_INT, q.instances_concurrency, "demand_rps", "concurrency_rps",
@@ -278,12 +278,12 @@ RESULTS: tuple[Out, ...] = (
         description="mean TTFT users see at the row's load: wait + the request-alone ttft_ms",
         label="Time to first token at the planned load (mean)"),
     out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms",
-        "prefill_wait_ms", description="90th percentile of the wait for the prefill (exponential tail)",
+        "decode_step_ms", description="90th percentile of the wait for the prefill (exponential tail)",
         label="Wait for the prefill at the planned load, p90"),
     out("ttft_load_p90_ms", "ms", FMT_MS, q.ttft_load_p90_ms, "ttft_ms", "prefill_wait_p90_ms", "concurrency",
         description="90th percentile TTFT at the row's load", label="Time to first token at the planned load, p90"),
     out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
-        "concurrency", description="mean time per output token at the row's load (decode-step law, prefills "
+        "prefill_wait_ms", "concurrency", description="mean time per output token at the row's load (decode-step law, prefills "
         "interleaved)", label="Time per output token at the planned load"),
     out("decode_batch", "requests", FMT_MS, q.decode_batch, "load_rps", "osl", "tpot_load_ms", "concurrency",
         description="requests in decode at the load (Little's law)", label="Decode batch at the planned load"),
