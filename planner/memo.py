@@ -69,6 +69,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from . import __version__
+from . import load_memo
 from .calibrate import memo_lines
 from .memo_charts import Chart, make_charts
 from .memo_numbers import (MEMO_TABLE_MAX, TABLE_COLUMNS, _f, findings, fleet_totals, headline, resolved_num,
@@ -164,7 +165,7 @@ def build_context(plan, *, workbook: str, charts: list[Chart] | None = None, ema
                 "planner_version": __version__, "created": created, "workbook": workbook},
         "headline": headline(plan, fleet, quarter, currency),
         "fleet": fleet, "columns": columns, "rows": rows, "rows_total": len(r), "rows_omitted": len(r) - len(rows),
-        "findings": findings(plan),
+        "findings": findings(plan) + load_memo.findings(plan),  # + latency at load (issue 16)
         "breakdown": memo_lines(plan),  # where the times come from: typed / calibrated / estimated
         "assumptions": list(ASSUMPTIONS),
         "equations": [{"name": a, "formula": b} for a, b in EQUATIONS],

@@ -92,6 +92,7 @@ RESULTS_GROUPS = (
     ("SLO-bound sizing", "demand_rps"),
     ("latency at load", "concurrency_rps"),
     ("decode batch at load", "tpot_load_ms"),
+    ("what the latency targets add", "gpus_throughput"),
 )
 
 SPECS: dict[str, PrintSpec] = {

@@ -794,6 +794,26 @@ def _(n, n_throughput, n_ttft, n_tpot, n_hbm, n_conc):
     return f'IF(ISNUMBER({n}),IF(LEN({un})>0,"unreachable: "&MID({un},3,999),{pick}),"")'
 
 
+def extra_for_latency(n_slo, n_throughput):
+    """What the latency targets add over throughput alone (instances or GPUs), NaN without demand.
+
+    Parameters
+    ----------
+    n_slo : numeric, SLO-bound count [count]
+    n_throughput : numeric, throughput-only count [count]
+
+    Returns
+    -------
+    numeric, the difference [count]
+    """
+    return _f(n_slo) - _f(n_throughput)
+
+
+@excel_twin(extra_for_latency)
+def _(n_slo, n_throughput):
+    return f'IF(AND(ISNUMBER({n_slo}),ISNUMBER({n_throughput})),{n_slo}-{n_throughput},"")'
+
+
 # --------------------------------------------------------------------------- the load test (closed loop)
 def closed_loop_ttft(prefill, concurrency, num_requests=np.nan, stat="mean"):
     r"""TTFT statistic of a closed-loop load test from the request-alone prefill ``P``.

@@ -290,6 +290,15 @@ RESULTS: tuple[Out, ...] = (
     out("hbm_fit", "", None, q.hbm_fits, "decode_batch", "max_batch_fit", text=True,
         description="yes when the decode batch at load fits in HBM (max_batch_fit)",
         label="Decode batch at load fits in HBM"),
+    out("gpus_throughput", "count", FMT_INT, m.gpus_needed, "instances_throughput", "tp",
+        description="GPUs for demand_tpm on throughput alone (blank without demand)",
+        label="GPUs on throughput alone"),
+    out("gpus_for_latency", "count", FMT_INT, q.extra_for_latency, "gpus_needed", "gpus_throughput",
+        description="GPUs the latency targets (TTFT, TPOT, HBM fit at load, concurrency) add over throughput "
+        "alone", label="GPUs the latency targets add"),
+    out("cost_per_hour_for_latency", "currency/h", FMT_GIB, fl.cost_per_hour, "gpus_for_latency", "hourly_cost",
+        description="cost per hour of the GPUs the latency targets add (blank without demand or price)",
+        label="Cost per hour of the GPUs the latency targets add"),
 )
 
 SENSITIVITY_HIT: tuple[Out, ...] = (

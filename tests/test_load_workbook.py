@@ -181,3 +181,15 @@ def test_live_edit_of_demand_and_slo_matches_fresh_run(built, recalc, tmp_path):
     for i in range(len(WORKLOADS)):
         for col in ("instances_needed", "binding", "ttft_load_p90_ms", "tpot_load_ms"):
             _check(fresh.results[col].iat[i], ws.cell(i + 2, h[col]).value, f"row {i} {col}")
+
+
+def test_memo_says_what_the_latency_targets_add(built):
+    _src, plan, _out = built
+    from planner import load_memo
+    text = {f["kind"]: f["text"] for f in load_memo.findings(plan)}
+    # by hand: (21-20) + (30-20) + (26-20) + (31-20) = 28 GPUs at tp 1, x 2.5 USD/h x 730 h = 51,100 USD
+    extra = sum(EXPECTED[w]["instances_needed"] - N_TP for w in ("slo-ttft", "slo-tpot", "fixed-conc", "slo-mean"))
+    assert (N_TTFT, N_TPOT, N_CONC, N_MEAN) == (21, 30, 26, 31) and extra == 28
+    assert "takes 28 GPUs more than throughput alone, 51,100 USD per month" in text["slo-cost"]
+    assert "slo-ttft: ttft_slo, +1 GPUs" in text["slo-cost"] and "fixed-conc: concurrency" in text["slo-cost"]
+    assert "service times" in text["latency-at-load"]
