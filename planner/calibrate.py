@@ -12,8 +12,8 @@ an effective KV load bandwidth ``B_eff > 0``.
 The fit (numpy only, minimising the relative error) is in :mod:`planner.calib_fit`; this
 module fits each deployment with it, fills the workloads and says the warnings and memo lines.
 
-Decode: ``tpot_ms`` measured at concurrency ``batch`` gives the amortised chip time per
-output token ``tpot_ms / batch``; a workload's ``t_decode_ms = osl * tpot_ms / batch``
+Decode (see :mod:`planner.load_tests` for load tests at concurrency > 1 and measured throughput): ``tpot_ms`` measured at concurrency ``c`` gives the amortised chip time per
+output token ``tpot_ms / c``; a workload's ``t_decode_ms = osl * tpot_ms / c``
 (assumption: the time per output token does not depend on the input or output length,
 and the workload runs at the measured concurrency; the median over the deployment's
 points with ``tpot_ms`` is used).
