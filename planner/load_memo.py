@@ -62,3 +62,40 @@ def findings(plan, limit: int = 4) -> list[dict[str, str]]:
                             + (f", {money:,.0f} {cur} per month" if money > 0 else "")
                             + ". What sets each count: " + "; ".join(parts) + "."})
     return out
+
+
+def warnings(plan) -> list:
+    """Located warnings on latency at load (planner.errors.Problem): targets no instance count meets,
+    prefills that saturate an instance at the planned load, a fixed concurrency whose KV does not
+    fit, targets without a demand to size."""
+    from .errors import Problem
+
+    r, res = plan.results, plan.resolved
+    rows = plan.input.workloads.rows
+    out = []
+    alone, mean = _f(r["ttft_ms"]), _f(r["ttft_load_ms"])
+    conc, fit = _f(res["concurrency"]), _f(r["max_batch_fit"])
+    t_slo, p_slo, dem = _f(res["ttft_slo_ms"]), _f(res["tpot_slo_ms"]), _f(res["demand_tpm"])
+    s1 = _f(r["step_weights_ms"]) + _f(r["step_kv_ms"])
+    for i in range(len(r)):
+        place = f"Workloads row {rows[i]} ({r['workload'].iat[i]})"
+        b = str(r["binding"].iat[i])
+        if "ttft_slo" in b and b.startswith("unreachable"):
+            out.append(Problem(place, f"ttft_slo_ms {t_slo[i]:,.6g} is not above the request-alone TTFT "
+                                      f"{alone[i]:,.1f} ms: no instance count meets it (left out of instances_needed)"))
+        if "tpot_slo" in b and b.startswith("unreachable"):
+            out.append(Problem(place, f"tpot_slo_ms {p_slo[i]:,.6g} is not above one request's decode step "
+                                      f"{s1[i]:,.2f} ms: no instance count meets it (left out of instances_needed)"))
+        if "hbm" in b and b.startswith("unreachable"):
+            out.append(Problem(place, "not one full-length request fits in HBM beside the weights: the HBM bound "
+                                      "is left out of instances_needed"))
+        if np.isnan(mean[i]):
+            out.append(Problem(place, "at the planned load the prefills alone keep the instance busy: the prefill "
+                                      "queue grows without bound (ttft_load_ms blank)"))
+        if not np.isnan(conc[i]) and conc[i] > fit[i]:
+            out.append(Problem(place, f"concurrency {conc[i]:,.0f} exceeds the {fit[i]:,.0f} full-length requests "
+                                      f"whose KV fits in HBM"))
+        if np.isnan(dem[i]) and not (np.isnan(t_slo[i]) and np.isnan(p_slo[i])):
+            out.append(Problem(place, "latency targets without demand_tpm: latency is shown at target_utilization, "
+                                      "no instance count is sized"))
+    return out

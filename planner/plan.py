@@ -21,6 +21,7 @@ import pandas as pd
 from . import schema, sheets
 from .calibrate import Calibration, fill_breakdown
 from .errors import Problem
+from . import load_memo
 from .flags import Flags, flags_of, warnings_of
 from .frames import column_arrays
 from .reader import PlanInput, Table, read_input
@@ -90,5 +91,5 @@ def build_plan(source: str | Path | PlanInput) -> Plan:
     sens = evaluate_all(resolved, results, grid, tuple(p_in.settings.get("pcie_sweep_gbps") or ()))
     plan = Plan(p_in, models, gpus, workloads, resolved, results, grid, sens,
                 flags=flags_of(models, workloads, resolved, results), calibration=calib)
-    plan.warnings = [Problem(pl, msg) for pl, msg in calib.warnings] + warnings_of(plan)
+    plan.warnings = [Problem(pl, msg) for pl, msg in calib.warnings] + warnings_of(plan) + load_memo.warnings(plan)
     return plan

@@ -211,3 +211,22 @@ def test_hit_sweep_carries_latency_at_load(built):
         if wl == "slo-ttft":
             assert (rows["ttft_load_p90_ms"] <= 1000 * (1 + 1e-9)).all()
             assert rows["instances_needed"].iloc[-1] < rows["instances_needed"].iloc[0]
+
+
+def test_located_warnings_for_targets_no_count_meets(tmp_path):
+    src = tmp_path / "w.xlsx"
+    wls = [dict(workload="too-tight", demand_tpm=6_000_000, ttft_slo_ms=350, tpot_slo_ms=2, **BASE),
+           dict(workload="no-demand-slo", ttft_slo_ms=900, **BASE),
+           dict(workload="huge-conc", demand_tpm=6_000_000, concurrency=500, **BASE)]
+    write_input(src, MODELS, GPUS, wls)
+    plan = build_plan(src)
+    text = [str(w) for w in plan.warnings]
+    r = plan.results.set_index("workload")
+    # 350 ms < the request-alone 400 ms; 2 ms < one request's step s0 + s1 (about 21 ms)
+    assert r.loc["too-tight", "binding"] == "unreachable: ttft_slo, tpot_slo"
+    assert r.loc["too-tight", "instances_needed"] == N_TP
+    assert any(t.startswith("Workloads row 2 (too-tight)") and "ttft_slo_ms 350 is not above the request-alone "
+               "TTFT 400.0 ms" in t for t in text)
+    assert any("tpot_slo_ms 2 is not above one request's decode step" in t for t in text)
+    assert any("Workloads row 3 (no-demand-slo): latency targets without demand_tpm" in t for t in text)
+    assert any("Workloads row 4 (huge-conc): concurrency 500 exceeds the 126 full-length requests" in t for t in text)
