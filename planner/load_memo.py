@@ -95,6 +95,18 @@ def warnings(plan) -> list:
         if not np.isnan(conc[i]) and conc[i] > fit[i]:
             out.append(Problem(place, f"concurrency {conc[i]:,.0f} exceeds the {fit[i]:,.0f} full-length requests "
                                       f"whose KV fits in HBM"))
+        if not np.isnan(conc[i]):   # a fixed concurrency: the targets are met or not, whatever the count
+            qq = float(r["slo_q"].iat[i])
+            ttft_c = alone[i] * ((conc[i] + 1) / 2 if qq == 0 else 1 + qq * (conc[i] - 1))
+            if ttft_c > t_slo[i]:
+                out.append(Problem(place, f"at concurrency {conc[i]:,.0f} the TTFT ({res['slo_percentile'].iat[i]}) "
+                                          f"is {ttft_c:,.0f} ms, above ttft_slo_ms {t_slo[i]:,.6g}: more instances do "
+                                          f"not help, a lower concurrency does"))
+            tp = float(r["tpot_load_ms"].iat[i])
+            if tp > p_slo[i]:
+                out.append(Problem(place, f"at concurrency {conc[i]:,.0f} the TPOT is {tp:,.1f} ms, above "
+                                          f"tpot_slo_ms {p_slo[i]:,.6g}: a lower concurrency meets it, not more "
+                                          f"instances"))
         if np.isnan(dem[i]) and not (np.isnan(t_slo[i]) and np.isnan(p_slo[i])):
             out.append(Problem(place, "latency targets without demand_tpm: latency is shown at target_utilization, "
                                       "no instance count is sized"))

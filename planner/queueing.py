@@ -504,6 +504,28 @@ def _(demand_tpm, isl, osl):
     return f'IF(ISNUMBER({demand_tpm}),{demand_tpm}/(({isl}+{osl})*{N.MS_PER_MIN}/{N.MS_PER_S}),"")'
 
 
+def open_loop_rate(rate_total, concurrency):
+    """The demand rate the open-loop targets size for: NaN when Workloads concurrency fixes the
+    requests in flight (then TTFT and TPOT do not depend on the instance count; the load memo
+    warns when they miss their targets).
+
+    Parameters
+    ----------
+    rate_total : numeric, Λ requests/s (NaN without demand)
+    concurrency : numeric, NaN when blank [count]
+
+    Returns
+    -------
+    numeric, requests/s
+    """
+    return np.where(np.isnan(_f(concurrency)), _f(rate_total), np.nan)
+
+
+@excel_twin(open_loop_rate)
+def _(rate_total, concurrency):
+    return f'IF(ISNUMBER({concurrency}),"",{rate_total})'
+
+
 def _lambert_u(a, phi, q):
     """u = W0(a φ (1-q) e^a) / (a φ), capped at 1 (Winitzki start + two Newton steps)."""
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):

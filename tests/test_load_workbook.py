@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import openpyxl
 import pytest
 
@@ -217,7 +218,9 @@ def test_located_warnings_for_targets_no_count_meets(tmp_path):
     src = tmp_path / "w.xlsx"
     wls = [dict(workload="too-tight", demand_tpm=6_000_000, ttft_slo_ms=350, tpot_slo_ms=2, **BASE),
            dict(workload="no-demand-slo", ttft_slo_ms=900, **BASE),
-           dict(workload="huge-conc", demand_tpm=6_000_000, concurrency=500, **BASE)]
+           dict(workload="huge-conc", demand_tpm=6_000_000, concurrency=500, **BASE),
+           dict(workload="conc-slo", demand_tpm=6_000_000, concurrency=8, ttft_slo_ms=2000, tpot_slo_ms=20,
+                **BASE)]
     write_input(src, MODELS, GPUS, wls)
     plan = build_plan(src)
     text = [str(w) for w in plan.warnings]
@@ -230,3 +233,8 @@ def test_located_warnings_for_targets_no_count_meets(tmp_path):
     assert any("tpot_slo_ms 2 is not above one request's decode step" in t for t in text)
     assert any("Workloads row 3 (no-demand-slo): latency targets without demand_tpm" in t for t in text)
     assert any("Workloads row 4 (huge-conc): concurrency 500 exceeds the 126 full-length requests" in t for t in text)
+    # fixed concurrency 8: TTFT p90 = 400 x (1 + 0.9 x 7) = 2,920 ms > 2,000; TPOT = s0 + 8 s1 + 7 ms > 20 ms;
+    # the count is throughput or concurrency, never the open-loop targets
+    assert any("(conc-slo): at concurrency 8 the TTFT (p90) is 2,920 ms, above ttft_slo_ms 2,000" in t for t in text)
+    assert any("(conc-slo): at concurrency 8 the TPOT is" in t and "above tpot_slo_ms 20" in t for t in text)
+    assert r.loc["conc-slo", "binding"] == "concurrency" and np.isnan(r.loc["conc-slo", "instances_ttft"])
