@@ -160,6 +160,11 @@ def test_libreoffice_recalculates_every_new_cell(built, recalc):
         for col, v in cols.items():
             got = ws.cell(i + 2, h[col]).value
             _check(v, got, f"LibreOffice {wl}.{col}: expected {v!r}, got {got!r}")
+    # Summary: what the latency targets add, by hand 28 GPUs and 28 x 2.5 x 730 = 51,100 USD per month
+    for book in (openpyxl.load_workbook(out, data_only=True), wb):
+        rows = {r[0].value: r[1].value for r in book["Summary"].iter_rows(max_col=2) if r[0].value}
+        assert rows["GPUs over throughput alone"] == 28
+        assert rows["Cost per month of those GPUs [USD]"] == pytest.approx(51_100.0, rel=1e-9)
 
 
 @pytest.mark.libreoffice
