@@ -174,13 +174,13 @@ def test_binding_names_the_constraint_and_unreachable():
 
 def test_decode_step_law_by_hand():
     # t_decode 400 ms at batch 16 over 200 tokens: step 400*16/200 = 32 ms; weights 8e9 x 2 B = 14.9012 GiB,
-    # KV of the batch 16 x (4000 + 100) x 131,072 B = 8.0078125 GiB: s0 = 32 x 14.9012 / 22.9090 = 20.8143 ms,
-    # s1 = (32 - 20.8143) / 16 = 0.69911 ms per request
+    # KV of the batch 16 x (4000 + 100) x 131,072 B = 8.0078125 GiB: s0 = 32 x 14.90116 / 22.90897 = 20.8144 ms,
+    # s1 = (32 - 20.8144) / 16 = 0.69910 ms per request
     step = float(q.decode_step_ms(400, 16, 200))
     assert step == 32.0
     w = 8e9 * 2 / 2**30
     s0 = float(q.step_fixed_ms(step, w, 16, 4000, 200, 131072))
-    assert s0 == pytest.approx(32 * w / (w + 8.0078125), rel=1e-12) and s0 == pytest.approx(20.8143, abs=1e-4)
+    assert s0 == pytest.approx(32 * w / (w + 8.0078125), rel=1e-12) and s0 == pytest.approx(20.8144, abs=1e-4)
     assert float(q.step_per_request_ms(step, s0, 16)) == pytest.approx((32 - s0) / 16, rel=1e-12)
     assert float(q.step_fixed_ms(step, 0.0, 16, 0, 0, 0)) == step     # nothing read: all fixed
     assert float(q.decode_step_ms(400, 16, 0)) == 0.0                  # no output, no decode
