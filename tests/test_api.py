@@ -65,3 +65,10 @@ def test_plan_is_not_changed_after_it_is_built(tmp_path):
     planner.write_memo(plan, tmp_path / "p.xlsx")
     assert set(vars(plan)) == fields  # nothing attached (the fleet cache lives beside the plan)
     assert {k: id(v) for k, v in vars(plan).items()} == before  # no field replaced
+
+
+def test_bundled_example_is_the_repositorys_workbook():
+    from planner.examples.build import REPO_WORKBOOKS, example_path
+
+    assert REPO_WORKBOOKS == ROOT / "workbooks"
+    assert example_path() == ROOT / "workbooks" / "example.xlsx"

@@ -39,7 +39,7 @@ def _measurements():
     for isl, hit in pts:
         ttft = float(ttft_law(isl, hit, T_FIXED, K_ATTN, K_FFN, S_8B, B_EFF))
         out.append({"model": "Llama-3.1-8B", "gpu": "H100", "tp": 1, "isl": isl, "hit": hit, "ttft_ms": ttft,
-                    "tpot_ms": 7.5, "batch": 1, "osl": 200})
+                    "tpot_ms": 7.5, "concurrency": 1, "osl": 200})
     return out
 
 

@@ -359,21 +359,27 @@ def test_cli_input_workbook_names_and_deployment(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------------------ round trip
-# The same five measured points typed by hand, each derived from its file (not from the code):
+# The same five measured points typed by hand, each derived from its file (not from the code); the
+# load shape and throughput too, since the calibration pins the decode from them (issue 16):
 TYPED = [
     # vllm_bench_serve.json: 81920/20 input tokens, mean_ttft_ms, 2560/20 output tokens, mean_tpot_ms, max_concurrency
     {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "isl": 4096, "hit": 0, "ttft_ms": 310.5,
-     "osl": 128, "tpot_ms": 7.2, "concurrency": 1},
+     "osl": 128, "tpot_ms": 7.2, "concurrency": 1, "num_requests": 20, "duration_s": 25,
+     "request_throughput": 0.8, "output_throughput": 102.4},  # completed, duration, request_/output_throughput
     # LLMPerf summary: results_number_input_tokens_mean, results_ttft_s_mean 0.125 s, inter_token_latency 0.011 s
     {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "isl": 552.5, "hit": 0, "ttft_ms": 125,
-     "osl": 150, "tpot_ms": 11, "concurrency": 2},
+     "osl": 150, "tpot_ms": 11, "concurrency": 2, "num_requests": 100, "duration_s": 25,
+     "request_throughput": 4, "output_throughput": 600},  # 240 completed/min = 4/s; 4 x 150 output tokens
     # guidellm benchmarks 1-3: prompt_token_count 1024, time_to_first_token_ms / time_per_output_token_ms means
     {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "isl": 1024, "hit": 0, "ttft_ms": 80,
-     "osl": 128, "tpot_ms": 7.5, "concurrency": 1},
+     "osl": 128, "tpot_ms": 7.5, "concurrency": 1, "num_requests": 57, "duration_s": 60,
+     "request_throughput": 0.95, "output_throughput": 121.6},
     {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "isl": 1024, "hit": 0, "ttft_ms": 110,
-     "osl": 128, "tpot_ms": 9.0, "concurrency": 4},
+     "osl": 128, "tpot_ms": 9.0, "concurrency": 4, "num_requests": 192, "duration_s": 60,
+     "request_throughput": 3.2, "output_throughput": 409.6},
     {"model": "Llama-3.1-8B-Instruct", "gpu": "H100 SXM", "tp": 1, "isl": 1024, "hit": 0, "ttft_ms": 95,
-     "osl": 128, "tpot_ms": 8.2, "request_rate": 2.5},
+     "osl": 128, "tpot_ms": 8.2, "request_rate": 2.5, "num_requests": 150, "duration_s": 60,
+     "request_throughput": 2.5, "output_throughput": 320},
 ]
 
 
@@ -662,7 +668,7 @@ def test_vllm_older_offload_counters_with_transfer_type(tmp_path):
             "# HELP vllm:prefix_cache_queries_total Prefix cache queries, in terms of number of queried tokens.",
             "# TYPE vllm:prefix_cache_queries_total counter",
             f'vllm:prefix_cache_queries_total{{engine="0",model_name="m"}} {q}',
-            f'vllm:prefix_cache_queries_created{{engine="0",model_name="m"}} 1.7645e+09',
+            'vllm:prefix_cache_queries_created{engine="0",model_name="m"} 1.7645e+09',
             "# TYPE vllm:prefix_cache_hits_total counter",
             f'vllm:prefix_cache_hits_total{{engine="0",model_name="m"}} {h}',
             "# HELP vllm:kv_offload_total_bytes_total Number of bytes offloaded by KV connector",

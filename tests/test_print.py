@@ -125,7 +125,7 @@ def test_pdf_pages(out, tmp_path):
                    capture_output=True, timeout=120, env={"HOME": str(profile), "PATH": "/usr/bin:/bin"})
     pdf = (tmp_path / "out.pdf").read_bytes()
     pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
-    assert 20 <= pages <= 60, pages
+    assert 20 <= pages <= 70, pages  # 60 before the latency-at-load columns of Results (issue 16)
 
 
 def headers_of(path: Path, sheet: str) -> list[str]:
@@ -145,7 +145,8 @@ def test_units_name_the_currency(out, tmp_path):
     assert "hourly_cost [USD/h]" in headers_of(out, "GPUs")
     assert "hourly_cost [USD/h]" in headers_of(out, "Resolved")
     for sheet in ("Results", "GPUs", "Resolved"):
-        assert not any("currency" in h for h in headers_of(out, sheet)), sheet
+        # (a unit naming "currency"; the column names concurrency / *_concurrency are not units)
+        assert not any(re.search(r"\[[^\]]*currency", h) for h in headers_of(out, sheet)), sheet
     # the output is still a valid input (the reader drops the bracketed unit)
     proc = run_planner("validate", out, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr

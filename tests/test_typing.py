@@ -97,6 +97,7 @@ def test_note_comes_with_the_value():
     assert parse_cell(HIT, "85,5%", None) == (0.855, None, "'85,5' read as 85.5 (a decimal comma)")
 
 
+# (Measurements isl/osl are the MEAN lengths of a load test since issue 16/18: real numbers, not counts)
 @pytest.mark.parametrize("col", [ISL, OSL, MAXSEQ], ids=lambda c: f"{c.sheet}.{c.name}")
 def test_token_counts_are_whole_numbers_with_their_ranges(col):
     assert col.kind == schema.INT

@@ -173,6 +173,15 @@ COLUMNS: tuple[Column, ...] = (
            fmt=FMT_NUM),
     Column(W, "target_utilization", "fraction", FRACTION, "busy fraction instances are sized for (blank: "
            "Settings target_utilization)", minimum=0, min_open=True, maximum=1, fmt=FMT_PCT),
+    Column(W, "concurrency", "count", INT, "requests in flight per instance, fixed (a load tester's or a server's "
+           "concurrency limit: a burst of this many per instance); blank: the load demand_tpm implies, open loop",
+           minimum=1, maximum=1e9, fmt=FMT_INT),
+    Column(W, "ttft_slo_ms", "ms", NUMBER, "time-to-first-token target at the planned load, on the statistic "
+           "slo_percentile names (blank: none)", minimum=0, min_open=True, maximum=1e9, fmt=FMT_NUM),
+    Column(W, "tpot_slo_ms", "ms", NUMBER, "time-per-output-token target at the planned load, on the mean "
+           "(blank: none)", minimum=0, min_open=True, maximum=1e9, fmt=FMT_NUM),
+    Column(W, "slo_percentile", "", CHOICE, "statistic the TTFT target applies to: mean, p50, p90, p95 or p99",
+           default="p90", choices=("mean", "p50", "p90", "p95", "p99")),
     # ---------------------------------------------------------------- Measurements (optional)
     Column(MEAS, "model", "", TEXT, "a model of the Models sheet (or the model catalog)", True, ref=M),
     Column(MEAS, "gpu", "", TEXT, "a GPU of the GPUs sheet (or the GPU catalog)", True, ref=G),

@@ -40,6 +40,15 @@ CONSTANTS: tuple[Constant, ...] = (
     Constant("MONTHS_PER_YEAR", "c_months_per_year", 12.0, "month/year", "months in a year (fleet cost per year)"),
     Constant("MONTHS_PER_QUARTER", "c_months_per_quarter", 3.0, "month/quarter",
              "months in a quarter (fleet cost per quarter)"),
+    # latency at load (planner.equations.queueing, issue 16)
+    Constant("HALF", "c_half", 0.5, "ratio", "one half: the mean residual of a step in progress, the mean position "
+             "of a token in the output, the mean position of a request in a burst"),
+    Constant("LOG_LIMIT", "c_log_limit", 30.0, "ratio", "above this x, ln(1 + e^x) is x to double precision "
+             "(keeps EXP from overflowing in the Lambert-W step of the TTFT-SLO inverse)"),
+    Constant("Q_P50", "c_q_p50", 0.5, "fraction", "quantile of slo_percentile p50 (median)"),
+    Constant("Q_P90", "c_q_p90", 0.9, "fraction", "quantile of slo_percentile p90"),
+    Constant("Q_P95", "c_q_p95", 0.95, "fraction", "quantile of slo_percentile p95"),
+    Constant("Q_P99", "c_q_p99", 0.99, "fraction", "quantile of slo_percentile p99"),
 )
 
 

@@ -15,7 +15,7 @@ from planner.core import schema
 from planner.core.fileio import save_atomic
 from planner.workbook.input_sheets import write_input_workbook
 
-REPO_WORKBOOKS = Path(__file__).resolve().parent.parent / "workbooks"
+REPO_WORKBOOKS = Path(__file__).resolve().parents[2] / "workbooks"
 
 
 def _settings(rows) -> dict:

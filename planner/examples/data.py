@@ -615,7 +615,7 @@ SCENARIOS: List[Dict[str, Any]] = [
 _M379 = "tenstorrent/tt-inference-server issue #379 (4xH100, vLLM, concurrency 1): ISL {isl}, OSL 128, TTFT {t} ms, TPOT {p} ms"
 MEASUREMENTS: List[Dict[str, Any]] = [
     {"model": "Llama-3.2-90B-Vision", "gpu": "H100-SXM", "tp": 4, "isl": isl, "hit": 0.0, "ttft_ms": t,
-     "osl": 128, "tpot_ms": p, "batch": 1, "note": _M379.format(isl=isl, t=t, p=p)}
+     "osl": 128, "tpot_ms": p, "concurrency": 1, "note": _M379.format(isl=isl, t=t, p=p)}
     for isl, t, p in ((128, 105.5, 46.0), (1024, 500.1, 45.9), (2048, 945.6, 46.0), (3072, 1397.4, 46.2),
                       (4096, 1842.8, 46.3))
 ]

@@ -76,6 +76,11 @@ def sha256_of(path: Path) -> str:
     return h.hexdigest()
 
 
+# old headers still read as their new column (sheet, old name) -> new name; both in one sheet is
+# the "appears twice" problem. Measurements batch became concurrency (issue 16).
+HEADER_ALIASES: dict[tuple[str, str], str] = {(schema.MEAS, "batch"): "concurrency"}
+
+
 # --------------------------------------------------------------------------- sheets
 def _find_sheet(wb, name: str):
     for ws_name in wb.sheetnames:
@@ -102,6 +107,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
             continue
         key = normalise_header(raw)
         coord = f"{get_column_letter(j + 1)}1"
+        key = HEADER_ALIASES.get((sheet, key), key)
         if key in seen:
             problems.append(Problem(f"{ws.title}!{coord}", f"column {key!r} appears twice "
                                                            f"(also {seen[key]})"))

@@ -23,6 +23,7 @@ from planner.core import schema
 
 from planner.plan import columns as sheets
 from planner.plan.calibrate import Calibration, fill_breakdown
+from planner.plan import load_notes as load_memo
 from planner.core.errors import Problem
 from planner.plan.flags import Flags, flags_of, warnings_of
 from planner.plan.frames import column_arrays
@@ -95,4 +96,4 @@ def build_plan(source: str | Path | PlanInput) -> Plan:
                 flags=flags_of(models, workloads, resolved, results), calibration=calib)
     # the warnings read the plan's flags: a new Plan with them, the first one is not changed
     return dataclasses.replace(plan, warnings=[Problem(pl, msg) for pl, msg in calib.warnings]
-                               + warnings_of(plan))
+                               + warnings_of(plan) + load_memo.warnings(plan))

@@ -12,8 +12,8 @@ an effective KV load bandwidth ``B_eff > 0``.
 The fit (numpy only, minimising the relative error) is in :mod:`planner.equations.ttft_fit`; this
 module fits each deployment with it, fills the workloads and says the warnings and memo lines.
 
-Decode: ``tpot_ms`` measured at concurrency ``batch`` gives the amortised chip time per
-output token ``tpot_ms / batch``; a workload's ``t_decode_ms = osl * tpot_ms / batch``
+Decode (see :mod:`planner.plan.load_tests` for load tests at concurrency > 1 and measured throughput): ``tpot_ms`` measured at concurrency ``c`` gives the amortised chip time per
+output token ``tpot_ms / c``; a workload's ``t_decode_ms = osl * tpot_ms / c``
 (assumption: the time per output token does not depend on the input or output length,
 and the workload runs at the measured concurrency; the median over the deployment's
 points with ``tpot_ms`` is used).
@@ -30,6 +30,7 @@ import pandas as pd
 from planner.equations import kvhit as m
 from planner.equations.ttft_fit import fit_points, ttft_law
 from planner.equations.constants import PCIE_GEN_GBPS
+from planner.plan import load_tests
 
 
 @dataclass
@@ -48,6 +49,7 @@ class Fit:
     b_fitted: bool = False            # True: B_eff fitted from hit > 0 points
     b_at_bound: bool = False          # the search ended at its range edge (B not identified)
     tpot_per_token_ms: float = math.nan  # amortised decode chip time per output token [ms]
+    throughput: list = field(default_factory=list)  # load tests with a measured throughput (load_tests)
     ok: bool = True
     warnings: list[str] = field(default_factory=list)
 
@@ -118,14 +120,18 @@ def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], 
         recs = [measurements.records[i] for i in idx]
         rows = [measurements.rows[i] for i in idx]
         s_kv = s_kv_of(models[model], tp)
+        load = load_tests.read_rows(recs)   # the load-test model: request-alone prefill from TTFT at c
         pts = pd.DataFrame({"row": rows,
                             "isl": [float(r["isl"]) for r in recs],
                             "hit": [float(r["hit"]) for r in recs],
-                            "ttft_ms": [float(r["ttft_ms"]) for r in recs],
+                            "ttft_ms": load["prefill_ms"],
                             "alpha": [float(r.get("alpha") or 0.0) for r in recs]})
+        pts["load_factor"] = load["factor"]
         fit = Fit(model, gpu, tp, s_kv, pts)
         place = f"Measurements rows {rows[0]}-{rows[-1]} ({fit.label})" if len(rows) > 1 else \
             f"Measurements row {rows[0]} ({fit.label})"
+        for w in load_tests.read_warnings(recs, rows, load):
+            warns.append((w[0], w[1]))
         distinct = {(a, b) for a, b in zip(pts["isl"], pts["hit"])}
         n_par = 3 + (1 if (pts["hit"] > 0).any() else 0)
         if len(distinct) < 2:
@@ -157,8 +163,9 @@ def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], 
         fitted = fit.predict(pts["isl"], pts["hit"], pts["alpha"]) if fit.ok else np.full(len(pts), np.nan)
         pts["fitted_ms"] = fitted
         pts["error"] = fitted / pts["ttft_ms"].to_numpy() - 1
-        tp_ = [(float(r["tpot_ms"]) / float(r.get("batch") or 1)) for r in recs if r.get("tpot_ms") is not None]
-        fit.tpot_per_token_ms = float(np.median(tp_)) if tp_ else math.nan
+        fit.tpot_per_token_ms, dwarn = load_tests.decode_per_token(recs, rows, fitted if fit.ok else None)
+        warns.extend(dwarn)
+        fit.throughput = load_tests.throughput_rows(recs, rows)
         for w in fit.warnings:
             warns.append((place, w))
         fits.append(fit)
@@ -167,7 +174,7 @@ def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], 
 
 # --------------------------------------------------------------------------- filling the workloads
 BREAKDOWN = ("t_attn0_ms", "t_ffn0_ms")
-FILLED_COLUMNS = ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps")
+FILLED_COLUMNS = ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps", "tpm_measured", "hit_measured")
 
 
 @dataclass
@@ -240,6 +247,7 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
     wl_rows = p_in.workloads.rows
     for i in range(n):
         rec = p_in.workloads.records[i]
+        got = None
         blank = {c: rec.get(c) is None for c in FILLED_COLUMNS}
         if not (blank["t_attn0_ms"] or blank["t_ffn0_ms"]):
             continue
@@ -277,6 +285,15 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                 continue
             src = f"estimated by roofline (prefill_mfu {mfu:g}, decode_mbu {mbu:g})"
             source[i] = "estimated"
+        if source[i] == "calibrated" and blank.get("tpm_measured", False):
+            # a load test of this shape with a measured throughput feeds the re-hit correction
+            got = load_tests.measured_tpm(fits[k].throughput, isl, osl)
+            if got is not None:
+                vals["tpm_measured"] = got["tpm"]
+                if rec.get("hit_measured") is None:
+                    vals["hit_measured"] = got["hit"]
+                elif abs(float(rec["hit_measured"]) - got["hit"]) > 1e-9:
+                    del vals["tpm_measured"]   # the typed hit_measured is another test's
         decode_src = src
         if blank["t_decode_ms"] and "t_decode_ms" not in vals and source[i] == "calibrated":
             # no tpot_ms measured: decode from the memory-bandwidth roofline, as for estimated rows
@@ -297,7 +314,8 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
         for col, v in vals.items():
             if blank[col]:
                 filled.iat[i, filled.columns.get_loc(col)] = float(v)
-                prov[(i, col)] = decode_src if col == "t_decode_ms" else src
+                prov[(i, col)] = (decode_src if col == "t_decode_ms" else
+                                  got["source"] if col in ("tpm_measured", "hit_measured") else src)
     if problems:
         raise InputError(problems)
     filled["breakdown_source"] = source

@@ -28,6 +28,7 @@ from planner.equations.constants import PCIE_GEN_GBPS, N
 from planner.equations.kvhit import excel_twin
 from planner.core.refs import exact_text
 from planner.core.schema import CHOICE, FMT_INT, FMT_PCT, TEXT
+from planner.equations import queueing as q
 
 FMT_MS = "#,##0.00"
 FMT_RATIO = "0.000"
@@ -173,9 +174,11 @@ RESULTS: tuple[Out, ...] = (
     out("tpm_per_gpu", "tokens/min", FMT_INT, m.per_gpu, "tpm_delivered_target", "tp",
         description="delivered TPM at target per GPU",
         label="Delivered tokens/min per GPU at the target hit"),
-    out("instances_needed", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered_target",
-        "target_utilization", description="serving instances for demand_tpm at target_utilization "
-        "(blank without demand)", label="Serving instances for the demand"),
+    out("instances_needed", "count", FMT_INT, q.instances_slo, "instances_throughput", "instances_ttft",
+        "instances_tpot", "instances_hbm", "instances_concurrency",
+        description="serving instances for demand_tpm: the smallest count meeting throughput at "
+        "target_utilization, the TTFT and TPOT targets and the HBM fit of the decode batch (binding says which "
+        "set it; blank without demand)", label="Serving instances for the demand"),
     out("gpus_needed", "count", FMT_INT, m.gpus_needed, "instances_needed", "tp",
         description="GPUs for demand_tpm (blank without demand)",
         label="GPUs for the demand"),
@@ -222,6 +225,83 @@ RESULTS: tuple[Out, ...] = (
         description="GPUs for demand_tpm at the measured hit ratio"),
     out("cost_per_hour_measured", "currency/h", FMT_GIB, fl.cost_per_hour, "gpus_measured", "hourly_cost",
         description="cost per hour of the GPUs at the measured hit ratio"),
+    # latency at load (issue 16; planner.equations.queueing): ttft_ms above is the service time of a request alone,
+    # these are what users see at the row's load
+    out("instances_throughput", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered_target",
+        "target_utilization", description="instances for demand_tpm at target_utilization on throughput alone "
+        "(blank without demand)", label="Serving instances on throughput alone"),
+    out("decode_step_ms", "ms", FMT_MS, q.decode_step_ms, "t_decode_ms", "batch", "osl",
+        description="decode step over the row's batch: t_decode_ms x batch / osl",
+        label="Decode step time at the row's batch"),
+    out("step_weights_ms", "ms", FMT_MS, q.step_fixed_ms, "decode_step_ms", "weights_gib_per_gpu", "batch", "isl",
+        "osl", "kv_bytes_per_token_gpu", description="weight-reading part of a decode step, s0 (split of the step "
+        "by the bytes read: weights vs the batch's KV)", label="Decode step: weights part s0"),
+    out("step_kv_ms", "ms", FMT_RATIO, q.step_per_request_ms, "decode_step_ms", "step_weights_ms", "batch",
+        description="KV-reading part of a decode step per request in decode, s1",
+        label="Decode step: KV part per request s1"),
+    out("demand_rps", "requests/s", FMT_MS, q.demand_rate, "demand_tpm", "isl", "osl",
+        description="requests per second of the whole workload (blank without demand)",
+        label="Requests per second of the workload"),
+    out("demand_rps_open", "requests/s", FMT_MS, q.open_loop_rate, "demand_rps", "concurrency",
+        description="the demand rate the latency targets size for (blank with a fixed concurrency)",
+        label="Requests per second sized open loop"),
+    out("instances_ttft", "count", FMT_INT, q.instances_ttft, "demand_rps_open", "ttft_ms", "t_decode_ms",
+        "decode_step_ms", "ttft_slo_ms", "slo_q", description="instances the TTFT target needs (open loop, "
+        "M/G/1 prefill queue; unreachable: the target is below the request-alone TTFT)",
+        label="Instances the TTFT target needs"),
+    out("instances_tpot", "count", FMT_INT, q.instances_tpot, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
+        "step_kv_ms", "t_decode_ms", "decode_step_ms", "tpot_slo_ms", description="instances the TPOT target needs (unreachable: one request "
+        "alone is slower)", label="Instances the TPOT target needs"),
+    out("instances_hbm", "count", FMT_INT, q.instances_hbm, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
+        "step_kv_ms", "t_decode_ms", "decode_step_ms", "max_batch_fit", "ttft_slo_ms", "tpot_slo_ms", description="instances for the decode "
+        "batch at load to fit in HBM (with a latency target only: throughput sizing assumes batch)",
+        label="Instances for the decode batch to fit in HBM"),
+    out("instances_concurrency", "count", FMT_INT, q.instances_concurrency, "demand_rps", "concurrency_rps",
+        "concurrency", description="instances when each holds Workloads concurrency requests in flight",
+        label="Instances at the fixed concurrency"),
+    out("binding", "", None, q.binding, "instances_needed", "instances_throughput", "instances_ttft",
+        "instances_tpot", "instances_hbm", "instances_concurrency", text=True,
+        description="which constraint set instances_needed: throughput, ttft_slo, tpot_slo, hbm or concurrency",
+        label="What sets the instance count"),
+    out("concurrency_rps", "requests/s", FMT_MS, q.closed_loop_rate, "concurrency", "ttft_ms", "osl",
+        "step_weights_ms", "step_kv_ms", description="requests/s one instance completes holding Workloads "
+        "concurrency requests in flight (blank without concurrency)",
+        label="Requests per second per instance at the fixed concurrency"),
+    out("load_rps", "requests/s", FMT_MS, q.load_rate, "demand_tpm", "isl", "osl", "instances_needed",
+        "chip_ms_target", "target_utilization", "concurrency_rps",
+        description="requests/s one instance serves at the row's load: demand / instances, else "
+        "target_utilization / chip time; with concurrency, the closed loop's throughput",
+        label="Requests per second per instance at the planned load"),
+    out("slo_q", "fraction", FMT_PCT, q.slo_quantile, "slo_percentile",
+        description="quantile of slo_percentile (0: the mean)", label="Quantile of the TTFT target"),
+    out("prefill_wait_ms", "ms", FMT_MS, q.wait_mean_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms",
+        description="mean wait for the prefill at the load (M/G/1, prefills before decode steps)",
+        label="Mean wait for the prefill at the planned load"),
+    out("ttft_load_ms", "ms", FMT_MS, q.ttft_load_ms, "ttft_ms", "prefill_wait_ms", "concurrency",
+        description="mean TTFT users see at the row's load: wait + the request-alone ttft_ms",
+        label="Time to first token at the planned load (mean)"),
+    out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms",
+        "decode_step_ms", description="90th percentile of the wait for the prefill (exponential tail)",
+        label="Wait for the prefill at the planned load, p90"),
+    out("ttft_load_p90_ms", "ms", FMT_MS, q.ttft_load_p90_ms, "ttft_ms", "prefill_wait_p90_ms", "concurrency",
+        description="90th percentile TTFT at the row's load", label="Time to first token at the planned load, p90"),
+    out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
+        "prefill_wait_ms", "concurrency", description="mean time per output token at the row's load (decode-step law, prefills "
+        "interleaved)", label="Time per output token at the planned load"),
+    out("decode_batch", "requests", FMT_MS, q.decode_batch, "load_rps", "osl", "tpot_load_ms", "concurrency",
+        description="requests in decode at the load (Little's law)", label="Decode batch at the planned load"),
+    out("hbm_fit", "", None, q.hbm_fits, "decode_batch", "max_batch_fit", text=True,
+        description="yes when the decode batch at load fits in HBM (max_batch_fit)",
+        label="Decode batch at load fits in HBM"),
+    out("gpus_throughput", "count", FMT_INT, m.gpus_needed, "instances_throughput", "tp",
+        description="GPUs for demand_tpm on throughput alone (blank without demand)",
+        label="GPUs on throughput alone"),
+    out("gpus_for_latency", "count", FMT_INT, q.extra_for_latency, "gpus_needed", "gpus_throughput",
+        description="GPUs the latency targets (TTFT, TPOT, HBM fit at load, concurrency) add over throughput "
+        "alone", label="GPUs the latency targets add"),
+    out("cost_per_hour_for_latency", "currency/h", FMT_GIB, fl.cost_per_hour, "gpus_for_latency", "hourly_cost",
+        description="cost per hour of the GPUs the latency targets add (blank without demand or price)",
+        label="Cost per hour of the GPUs the latency targets add"),
 )
 
 SENSITIVITY_HIT: tuple[Out, ...] = (
@@ -235,6 +315,31 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
     out("tpm_delivered", "tokens/min", FMT_INT, m.tpm_delivered, "isl", "osl", "chip_ms"),
     out("tpm_physical", "tokens/min", FMT_INT, m.tpm_physical, "isl", "osl", "hit", "chip_ms"),
     out("first_order_gain", "ratio", FMT_RATIO, m.first_order_gain, "hit", "delta"),
+    # hits under load (issue 16): a hit shortens the prefill, and so the queue in front of it
+    out("instances_throughput", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered",
+        "target_utilization"),
+    out("instances_ttft", "count", FMT_INT, q.instances_ttft, "demand_rps_open", "ttft_ms", "t_decode_ms",
+        "decode_step_ms", "ttft_slo_ms", "slo_q"),
+    out("instances_tpot", "count", FMT_INT, q.instances_tpot, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
+        "step_kv_ms", "t_decode_ms", "decode_step_ms", "tpot_slo_ms"),
+    out("instances_hbm", "count", FMT_INT, q.instances_hbm, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
+        "step_kv_ms", "t_decode_ms", "decode_step_ms", "max_batch_fit", "ttft_slo_ms", "tpot_slo_ms"),
+    out("concurrency_rps", "requests/s", FMT_MS, q.closed_loop_rate, "concurrency", "ttft_ms", "osl",
+        "step_weights_ms", "step_kv_ms"),
+    out("instances_concurrency", "count", FMT_INT, q.instances_concurrency, "demand_rps", "concurrency_rps",
+        "concurrency"),
+    out("instances_needed", "count", FMT_INT, q.instances_slo, "instances_throughput", "instances_ttft",
+        "instances_tpot", "instances_hbm", "instances_concurrency",
+        description="SLO-bound instances at this hit (model TPM for throughput)"),
+    out("load_rps", "requests/s", FMT_MS, q.load_rate, "demand_tpm", "isl", "osl", "instances_needed", "chip_ms",
+        "target_utilization", "concurrency_rps"),
+    out("prefill_wait_ms", "ms", FMT_MS, q.wait_mean_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms"),
+    out("ttft_load_ms", "ms", FMT_MS, q.ttft_load_ms, "ttft_ms", "prefill_wait_ms", "concurrency",
+        description="mean TTFT at the load this hit plans for"),
+    out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms"),
+    out("ttft_load_p90_ms", "ms", FMT_MS, q.ttft_load_p90_ms, "ttft_ms", "prefill_wait_p90_ms", "concurrency"),
+    out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
+        "prefill_wait_ms", "concurrency"),
 )
 
 # Names that are not columns but named cells of the Constants sheet: name -> (Excel name,
@@ -349,7 +454,7 @@ def schema_setting(key: str) -> schema.Setting:
 
 
 # Optional inputs without a default: blank stays blank (their results are blank too).
-OPTIONAL_BLANK = frozenset({"hourly_cost", "tpm_measured", "demand_tpm"})
+OPTIONAL_BLANK = frozenset({"hourly_cost", "tpm_measured", "demand_tpm", "concurrency", "ttft_slo_ms", "tpot_slo_ms"})
 
 
 def resolved_formula(rc: ResolvedCol, ref: Callable[[str], str], wl: Callable[[str], str],

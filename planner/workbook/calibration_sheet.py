@@ -95,12 +95,13 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
         k = calib.fit_index[i]
         if calib.source[i] == "calibrated" and k is not None:
             x = wl_cell(col, i)
-            expr = {"t_attn0_ms": f"{lay.param(k, 'k_attn_ms_per_tok2')}*{res_cell('isl', i)}^2",
+            expr = {"tpm_measured": None, "hit_measured": None,
+                    "t_attn0_ms": f"{lay.param(k, 'k_attn_ms_per_tok2')}*{res_cell('isl', i)}^2",
                     "t_ffn0_ms": f"{lay.param(k, 'k_ffn_ms_per_tok')}*{res_cell('isl', i)}",
                     "t_fixed_ms": lay.param(k, "t_fixed_ms"),
                     "kv_gbps": lay.param(k, "b_eff_gbps"),
                     "t_decode_ms": f"{res_cell('osl', i)}*{lay.param(k, 'tpot_per_token_ms')}"}[col]
-            out[(i, col)] = (f"IF(ISNUMBER({x}),{x},{expr})", value, prov)
+            out[(i, col)] = (f"IF(ISNUMBER({x}),{x},{expr})", value, prov) if expr else (None, value, prov)
         else:
             out[(i, col)] = (None, value, prov)
     for i, src in enumerate(calib.source):
@@ -181,7 +182,9 @@ def write_calibration(wb, fm, plan) -> None:
             ws.write_formula(r, 2, f"={ref('isl')}", fm("calc", "#,##0"), float(p["isl"]))
             ws.write_formula(r, 3, f"={ref('hit')}", fm("calc", "0.0%"), float(p["hit"]))
             ws.write_formula(r, 4, f"=N({ref('alpha')})", fm("calc", "0.0%"), float(p["alpha"]))
-            ws.write_formula(r, 5, f"={ref('ttft_ms')}", fm("calc", "#,##0.00"), float(p["ttft_ms"]))
+            fac = float(p.get("load_factor", 1.0))  # a load test at concurrency > 1: request-alone equivalent
+            ws.write_formula(r, 5, f"={ref('ttft_ms')}" + (f"/{fac!r}" if fac != 1.0 else ""), fm("calc", "#,##0.00"),
+                             float(p["ttft_ms"]))
             if not f.ok:
                 continue
             c = lambda name: xl_rowcol_to_cell(r, pt_col[name], col_abs=True)

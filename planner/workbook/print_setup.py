@@ -88,6 +88,11 @@ RESULTS_GROUPS = (
     ("source of the times", "breakdown_source"),
     ("fleet detail", "cost_per_hour"),
     ("fleet at the measured hit", "tpm_delivered_model_measured"),
+    ("decode-step law", "instances_throughput"),
+    ("SLO-bound sizing", "demand_rps"),
+    ("latency at load", "concurrency_rps"),
+    ("decode batch at load", "tpot_load_ms"),
+    ("what the latency targets add", "gpus_throughput"),
 )
 
 SPECS: dict[str, PrintSpec] = {

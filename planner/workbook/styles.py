@@ -80,7 +80,9 @@ def values_list(arr, text: bool) -> list:
     """Stored values of a column: text as str, NaN as '' (a blank result)."""
     if text:
         return ["" if v is None else str(v) for v in arr.tolist()]
-    return ["" if v != v else v for v in np.asarray(arr, dtype=float).tolist()]
+    # inf: a target no instance count meets (planner.equations.queueing), written "unreachable" as its formula says
+    return ["" if v != v else ("unreachable" if v in (np.inf, -np.inf) else v)
+            for v in np.asarray(arr, dtype=float).tolist()]
 
 
 def write_header(ws, fm: Formats, headers: list[str], widths: list[float], top: int = 0, left: int = 0,

@@ -214,6 +214,7 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     if fs.scenarios is not None:
         ws.write_string(r, 0, "What-if scenarios: see Scenario_Compare (computed when the planner ran)", fm("note"))
         r += 1
+    r = _latency_block(ws, fm, plan, r, cur)   # issue 16: what the latency targets add
     last_row = r
 
     # charts: GPUs by type, cost per month by type
@@ -228,6 +229,30 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
         ch.set_size({"width": 440, "height": 260})
         ws.insert_chart(5 + j * 14, 6, ch)
     ws.print_area(0, 0, max(last_row, 32), 12)
+
+
+def _latency_block(ws, fm, plan, r: int, cur: str) -> int:
+    """GPUs and money per month the latency targets add over throughput alone (live: sums over
+    Results gpus_for_latency / cost_per_hour_for_latency); only when a workload has a target or a
+    fixed concurrency. Returns the next free row."""
+    res = plan.resolved
+    has = (~np.isnan(res["ttft_slo_ms"].to_numpy(dtype=float)) | ~np.isnan(res["tpot_slo_ms"].to_numpy(dtype=float))
+           | ~np.isnan(res["concurrency"].to_numpy(dtype=float)))
+    if not has.any():
+        return r
+    extra = plan.results["gpus_for_latency"].to_numpy(dtype=float)
+    cost = plan.results["cost_per_hour_for_latency"].to_numpy(dtype=float)
+    hours = float(plan.settings["hours_per_month"])
+    r += 1
+    ws.write_string(r, 0, "What the latency targets add (TTFT/TPOT targets, HBM fit at load, fixed concurrency)",
+                    fm("title"))
+    ws.write_string(r + 1, 0, "GPUs over throughput alone")
+    ws.write_formula(r + 1, 1, "=SUM(results_gpus_for_latency)", fm("calc", FMT_INT), float(np.nansum(extra)))
+    ws.write_string(r + 2, 0, f"Cost per month of those GPUs [{cur}]")
+    ws.write_formula(r + 2, 1, f"=SUM(results_cost_per_hour_for_latency)*{SETTING_NAMES['hours_per_month']}",
+                     fm("calc", FMT_MONEY0), float(np.nansum(cost)) * hours)
+    ws.write_string(r + 3, 0, "Per workload: Results instances_throughput, instances_needed and binding", fm("note"))
+    return r + 4
 
 
 def _g(x) -> str:

@@ -1,0 +1,113 @@
+"""Memo findings on latency at load (issue 16): service time vs what users see, and what the
+latency targets cost over throughput alone. Numbers from the Results columns of
+:mod:`planner.equations.queueing` (``ttft_load_ms``, ``ttft_load_p90_ms``, ``tpot_load_ms``, ``binding``,
+``gpus_for_latency``, ``cost_per_hour_for_latency``)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+
+def _f(x) -> np.ndarray:
+    return np.asarray(x, dtype=float)
+
+
+def _ms(v: float) -> str:
+    return f"{v:,.0f} ms" if v >= 100 else f"{v:,.1f} ms"
+
+
+def findings(plan, limit: int = 4) -> list[dict[str, str]]:
+    """``{kind, title, text}`` findings: latency at the planned load, and the latency targets' cost."""
+    r, res = plan.results, plan.resolved
+    if len(r) == 0:
+        return []
+    out = []
+    alone, mean, p90 = _f(r["ttft_ms"]), _f(r["ttft_load_ms"]), _f(r["ttft_load_p90_ms"])
+    tpot = _f(r["tpot_load_ms"])
+    ok = ~np.isnan(mean)
+    order = [int(i) for i in np.argsort(-(np.where(ok, mean / alone, -np.inf)))][:limit]
+    parts = []
+    for i in order:
+        if not ok[i]:
+            continue
+        t = f", TPOT {_ms(tpot[i])}" if not math.isnan(tpot[i]) else ""
+        parts.append(f"{r['workload'].iat[i]} {_ms(mean[i])} mean, {_ms(p90[i])} p90 (alone {_ms(alone[i])}{t})")
+    if parts:
+        out.append({"kind": "latency-at-load", "title": "Latency users see at the planned load",
+                    "text": "The TTFT columns of the plan are service times, a request alone on its instance; at "
+                            "the planned load each waits for the prefills ahead of it (M/G/1 queue, prefills before "
+                            "decode steps). Largest waits: " + "; ".join(parts) + "."})
+    saturated = [str(w) for w, m in zip(r["workload"], ok) if not m]
+    if saturated:
+        out.append({"kind": "saturated", "title": "Prefill saturates the instance",
+                    "text": "At the planned load the prefills alone keep the instance busy, so the queue grows "
+                            "without bound: " + ", ".join(saturated) + "."})
+    has_slo = ~np.isnan(_f(res["ttft_slo_ms"])) | ~np.isnan(_f(res["tpot_slo_ms"])) | \
+        ~np.isnan(_f(res["concurrency"]))
+    if has_slo.any():
+        extra = _f(r["gpus_for_latency"])
+        cost = _f(r["cost_per_hour_for_latency"])
+        hours = float(plan.settings.get("hours_per_month", 730.0))
+        rows = [int(i) for i in np.flatnonzero(has_slo)]
+        gpus = float(np.nansum(extra[rows]))
+        money = float(np.nansum(cost[rows])) * hours
+        cur = plan.settings.get("currency", "USD")
+        parts = [f"{r['workload'].iat[i]}: {r['binding'].iat[i] or 'no demand'}"
+                 + (f", +{extra[i]:,.0f} GPUs" if extra[i] > 0 else "") for i in rows]
+        out.append({"kind": "slo-cost", "title": "What the latency targets cost",
+                    "text": f"Meeting the TTFT/TPOT targets at their percentile (and the HBM fit of the decode "
+                            f"batch) takes {gpus:,.0f} GPUs more than throughput alone"
+                            + (f", {money:,.0f} {cur} per month" if money > 0 else "")
+                            + ". What sets each count: " + "; ".join(parts) + "."})
+    return out
+
+
+def warnings(plan) -> list:
+    """Located warnings on latency at load (planner.core.errors.Problem): targets no instance count meets,
+    prefills that saturate an instance at the planned load, a fixed concurrency whose KV does not
+    fit, targets without a demand to size."""
+    from planner.core.errors import Problem
+
+    r, res = plan.results, plan.resolved
+    rows = plan.input.workloads.rows
+    out = []
+    alone, mean = _f(r["ttft_ms"]), _f(r["ttft_load_ms"])
+    conc, fit = _f(res["concurrency"]), _f(r["max_batch_fit"])
+    t_slo, p_slo, dem = _f(res["ttft_slo_ms"]), _f(res["tpot_slo_ms"]), _f(res["demand_tpm"])
+    s1 = _f(r["step_weights_ms"]) + _f(r["step_kv_ms"])
+    for i in range(len(r)):
+        place = f"Workloads row {rows[i]} ({r['workload'].iat[i]})"
+        b = str(r["binding"].iat[i])
+        if "ttft_slo" in b and b.startswith("unreachable"):
+            out.append(Problem(place, f"ttft_slo_ms {t_slo[i]:,.6g} is not above the request-alone TTFT "
+                                      f"{alone[i]:,.1f} ms: no instance count meets it (left out of instances_needed)"))
+        if "tpot_slo" in b and b.startswith("unreachable"):
+            out.append(Problem(place, f"tpot_slo_ms {p_slo[i]:,.6g} is not above one request's decode step "
+                                      f"{s1[i]:,.2f} ms: no instance count meets it (left out of instances_needed)"))
+        if "hbm" in b and b.startswith("unreachable"):
+            out.append(Problem(place, "not one full-length request fits in HBM beside the weights: the HBM bound "
+                                      "is left out of instances_needed"))
+        if np.isnan(mean[i]):
+            out.append(Problem(place, "at the planned load the prefills alone keep the instance busy: the prefill "
+                                      "queue grows without bound (ttft_load_ms blank)"))
+        if not np.isnan(conc[i]) and conc[i] > fit[i]:
+            out.append(Problem(place, f"concurrency {conc[i]:,.0f} exceeds the {fit[i]:,.0f} full-length requests "
+                                      f"whose KV fits in HBM"))
+        if not np.isnan(conc[i]):   # a fixed concurrency: the targets are met or not, whatever the count
+            qq = float(r["slo_q"].iat[i])
+            ttft_c = alone[i] * ((conc[i] + 1) / 2 if qq == 0 else 1 + qq * (conc[i] - 1))
+            if ttft_c > t_slo[i]:
+                out.append(Problem(place, f"at concurrency {conc[i]:,.0f} the TTFT ({res['slo_percentile'].iat[i]}) "
+                                          f"is {ttft_c:,.0f} ms, above ttft_slo_ms {t_slo[i]:,.6g}: more instances do "
+                                          f"not help, a lower concurrency does"))
+            tp = float(r["tpot_load_ms"].iat[i])
+            if tp > p_slo[i]:
+                out.append(Problem(place, f"at concurrency {conc[i]:,.0f} the TPOT is {tp:,.1f} ms, above "
+                                          f"tpot_slo_ms {p_slo[i]:,.6g}: a lower concurrency meets it, not more "
+                                          f"instances"))
+        if np.isnan(dem[i]) and not (np.isnan(t_slo[i]) and np.isnan(p_slo[i])):
+            out.append(Problem(place, "latency targets without demand_tpm: latency is shown at target_utilization, "
+                                      "no instance count is sized"))
+    return out
