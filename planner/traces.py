@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import itertools
 import json
 import math
 from dataclasses import dataclass, field
@@ -60,6 +61,7 @@ MOONCAKE, BAILIAN = "mooncake", "bailian"
 DEFAULT_BLOCK = {MOONCAKE: 512, BAILIAN: 16}
 DEFAULT_WARMUP = 0.5  # kvcache-ai simulator: the last 50% of requests are measured
 MAX_LISTED_LINES = 20  # located problems listed per trace file
+FAST_CHUNK = 20000  # lines parsed per json.loads call
 
 
 @dataclass
@@ -108,6 +110,41 @@ def _int_of(v) -> int | None:
     return None
 
 
+def _parse_fast(lines: list[str]):
+    """The whole file in one ``json.loads`` and type checks over whole columns; None when
+    anything is off (then the line-by-line reader locates every problem)."""
+    body = [x for x in lines if x.strip()]
+    if not body:
+        return None
+    try:
+        recs = json.loads("[" + ",".join(body) + "]")
+    except (ValueError, RecursionError):
+        return None
+    if len(recs) != len(body) or not all(type(r) is dict for r in recs):
+        return None
+    fmt = BAILIAN if "chat_id" in recs[0] else MOONCAKE
+    try:
+        inp = [r["input_length"] for r in recs]
+        outl = [r.get("output_length", 0) for r in recs]
+        ts = [r.get("timestamp", 0) for r in recs]
+        hs = [r["hash_ids"] for r in recs]
+    except KeyError:
+        return None
+    if not (set(map(type, inp)) <= {int} and set(map(type, outl)) <= {int}
+            and set(map(type, ts)) <= {int, float} and set(map(type, hs)) <= {list}):
+        return None
+    flat = list(itertools.chain.from_iterable(hs))
+    if flat and not set(map(type, flat)) <= {int}:
+        return None
+    inp_a, out_a = np.asarray(inp, dtype=np.int64), np.asarray(outl, dtype=np.int64)
+    ts_a = np.asarray(ts, dtype=float)
+    flat_a = np.asarray(flat, dtype=np.int64)
+    if inp_a.min() < 0 or out_a.min() < 0 or not np.all(np.isfinite(ts_a)) or (flat and flat_a.min() < 0):
+        return None
+    ts_a = ts_a / (1000.0 if fmt == MOONCAKE else 1.0)
+    return fmt, inp_a, out_a, ts_a, np.fromiter(map(len, hs), dtype=np.int64, count=len(hs)), flat_a
+
+
 def read_trace(path: str | Path, block_size: int | None = None, place: str | None = None) -> Trace:
     """Read a Mooncake or Bailian JSONL trace (plain or gzip).
 
@@ -132,59 +169,74 @@ def read_trace(path: str | Path, block_size: int | None = None, place: str | Non
     lens: list[int] = []
     flat: list[int] = []
     fmt = None
+    text = ""
     try:
-        fh = _open(path)
-    except OSError as exc:
-        raise TraceError([Problem(place or name, f"cannot open the trace: {exc}")]) from None
-    with fh:
-        try:
-            for lineno, line in enumerate(fh, start=1):
-                s = line.strip()
-                if not s:
-                    continue
-                where = f"{name}:{lineno}"
-                try:
-                    rec = json.loads(s)
-                except ValueError as exc:
-                    problems.append(Problem(where, f"not a JSON object ({exc.msg} at column {exc.colno})"))
-                    continue
-                if not isinstance(rec, dict):
-                    problems.append(Problem(where, "not a JSON object"))
-                    continue
-                if fmt is None:
-                    fmt = BAILIAN if "chat_id" in rec else MOONCAKE
-                bad = []
-                n_in = _int_of(rec.get("input_length"))
-                if n_in is None or n_in < 0:
-                    bad.append(f"input_length {rec.get('input_length')!r} is not a whole number >= 0")
-                n_out = rec.get("output_length", 0)
-                n_out = _int_of(n_out if n_out is not None else 0)
-                if n_out is None or n_out < 0:
-                    bad.append(f"output_length {rec.get('output_length')!r} is not a whole number >= 0")
-                t = rec.get("timestamp", 0)
-                if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
-                    bad.append(f"timestamp {t!r} is not a number")
-                h = rec.get("hash_ids")
-                if not isinstance(h, list):
-                    bad.append("hash_ids is missing or not a list" if h is None else
-                               f"hash_ids {str(h)[:40]!r} is not a list")
-                    h = []
-                elif h and not all(type(x) is int and x >= 0 for x in h):
-                    first = next(x for x in h if not (type(x) is int and x >= 0))
-                    bad.append(f"hash_ids holds {first!r}: every hash id must be a whole number >= 0")
-                if bad:
-                    problems.append(Problem(where, "; ".join(bad)))
-                    continue
-                inp.append(n_in)
-                outl.append(n_out)
-                ts.append(float(t) / (1000.0 if fmt == MOONCAKE else 1.0))
-                lens.append(len(h))
-                flat.extend(h)
-        except UnicodeDecodeError as exc:
-            problems.append(Problem(name, f"not UTF-8 text ({exc.reason}): is it a JSONL trace?"))
-        except (OSError, EOFError) as exc:  # a damaged gzip stream
-            problems.append(Problem(name, f"cannot be read to the end ({exc})"))
-    if not problems and not inp:
+        with _open(path) as fh:
+            text = fh.read()
+    except UnicodeDecodeError as exc:
+        problems.append(Problem(name, f"not UTF-8 text ({exc.reason}): is it a JSONL trace?"))
+    except (OSError, EOFError) as exc:  # unreadable, or a damaged gzip stream
+        problems.append(Problem(place or name, f"cannot be read to the end ({exc})"))
+    lines = text.splitlines()
+    del text
+    fast = None
+    if not problems:  # chunk by chunk: the Python objects of one chunk at a time
+        parts = []
+        for i in range(0, len(lines), FAST_CHUNK):
+            part = _parse_fast(lines[i:i + FAST_CHUNK])
+            if part is None and any(x.strip() for x in lines[i:i + FAST_CHUNK]):
+                parts = None
+                break
+            if part is not None:
+                parts.append(part)
+        if parts:
+            fast = (parts[0][0],) + tuple(np.concatenate([q[k] for q in parts]) for k in range(1, 6))
+    if fast is not None:
+        fmt, inp, outl, ts, lens, flat = fast
+    else:
+        for lineno, line in enumerate(lines, start=1):
+            s = line.strip()
+            if not s:
+                continue
+            where = f"{name}:{lineno}"
+            try:
+                rec = json.loads(s)
+            except ValueError as exc:
+                problems.append(Problem(where, f"not a JSON object ({exc.msg} at column {exc.colno})"))
+                continue
+            if not isinstance(rec, dict):
+                problems.append(Problem(where, "not a JSON object"))
+                continue
+            if fmt is None:
+                fmt = BAILIAN if "chat_id" in rec else MOONCAKE
+            bad = []
+            n_in = _int_of(rec.get("input_length"))
+            if n_in is None or n_in < 0:
+                bad.append(f"input_length {rec.get('input_length')!r} is not a whole number >= 0")
+            n_out = rec.get("output_length", 0)
+            n_out = _int_of(n_out if n_out is not None else 0)
+            if n_out is None or n_out < 0:
+                bad.append(f"output_length {rec.get('output_length')!r} is not a whole number >= 0")
+            t = rec.get("timestamp", 0)
+            if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+                bad.append(f"timestamp {t!r} is not a number")
+            h = rec.get("hash_ids")
+            if not isinstance(h, list):
+                bad.append("hash_ids is missing or not a list" if h is None else
+                           f"hash_ids {str(h)[:40]!r} is not a list")
+                h = []
+            elif h and not all(type(x) is int and x >= 0 for x in h):
+                first = next(x for x in h if not (type(x) is int and x >= 0))
+                bad.append(f"hash_ids holds {first!r}: every hash id must be a whole number >= 0")
+            if bad:
+                problems.append(Problem(where, "; ".join(bad)))
+                continue
+            inp.append(n_in)
+            outl.append(n_out)
+            ts.append(float(t) / (1000.0 if fmt == MOONCAKE else 1.0))
+            lens.append(len(h))
+            flat.extend(h)
+    if not problems and not len(inp):
         problems.append(Problem(name, "holds no requests"))
     if problems:
         rest = len(problems) - MAX_LISTED_LINES
@@ -249,6 +301,13 @@ def prefix_nodes(starts: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     _, dense = np.unique(hashes, return_inverse=True)
     dense = dense.astype(np.int64)
     width = int(dense.max()) + 1
+    # a prefix-hash trace (every id always under the same parent, none twice in a request)
+    # already names whole prefixes: the node is the id itself
+    parent = np.full(total, -1, dtype=np.int64)
+    inner = depth > 0
+    parent[inner] = dense[np.flatnonzero(inner) - 1]
+    if len(np.unique(dense * (width + 1) + parent + 1)) == width:
+        return dense
     order = np.argsort(depth, kind="stable")
     bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
     next_id = 0
@@ -268,41 +327,43 @@ def count_smaller_before(v: np.ndarray) -> np.ndarray:
     Bit by bit from the top (a wavelet-matrix pass): at bit ``b`` the elements sharing the
     bits above ``b`` are contiguous and in their original order; each element whose bit is 1
     counts the earlier elements of its group whose bit is 0 (those are smaller, first
-    differing at ``b``); then a stable partition by the bit.
+    differing at ``b``); then a stable partition by the bit. Each element carries the start
+    of its group, so no group labels are recomputed.
     """
     n = len(v)
     out = np.zeros(n, dtype=np.int64)
     if n == 0:
         return out
-    dt = np.int32 if n < 2**31 and int(v.max()) < 2**31 else np.int64
+    dt = np.int32 if n < 2**31 and int(np.max(v)) < 2**31 else np.int64
     cur = np.asarray(v, dtype=dt).copy()
     order = np.arange(n, dtype=dt)
+    acc = np.zeros(n, dtype=dt)
+    gstart = np.zeros(n, dtype=dt)          # position of the element's group start
     for b in range(int(cur.max()).bit_length() - 1, -1, -1):
-        ones = ((cur >> b) & 1).astype(bool)
-        grp = cur >> (b + 1)
-        zero_cum = np.cumsum(~ones, dtype=np.int64)        # zeros up to and including i
-        start = np.empty(n, dtype=bool)
-        start[0] = True
-        np.not_equal(grp[1:], grp[:-1], out=start[1:])
-        before_start = (zero_cum - ~ones)[start]           # zeros before each group's start
-        gidx = np.cumsum(start) - 1
-        before = zero_cum - before_start[gidx]             # zeros of the group up to i
-        out[order[ones]] += before[ones]
-        order = np.concatenate((order[~ones], order[ones]))
-        cur = np.concatenate((cur[~ones], cur[ones]))
+        ones = (cur & dt(1 << b)) != 0
+        zc = np.cumsum(~ones, dtype=dt)
+        zc -= ~ones                          # zeros strictly before i
+        zg = zc[gstart]                      # zeros before the group's start
+        before = zc - zg                     # zeros of the group before i
+        before[~ones] = 0
+        acc += before
+        nz = n - int(np.count_nonzero(ones))
+        ng = np.where(ones, nz + gstart - zg, zg).astype(dt)  # group starts after the partition
+        idx = np.argsort(ones, kind="stable")
+        cur, acc, gstart, order = cur[idx], acc[idx], ng[idx], order[idx]
+    out[order] = acc
     return out
 
 
 @dataclass
 class Reuse:
-    """Per block of the trace: its LRU rank before its request (inf when first seen) and weight."""
+    """The counted blocks that were seen before: their LRU ranks (sorted) and cumulative tokens."""
 
-    rank: np.ndarray       # float: blocks more recently used than it before its request; inf: cold
-    tokens: np.ndarray     # int64: tokens the block weighs in its request
-    measured: np.ndarray   # bool: its request is counted (after the warm-up)
+    rank: np.ndarray       # int64, sorted: blocks more recently used than it just before its request
+    cum_tokens: np.ndarray  # int64, len(rank) + 1: tokens of the blocks of rank below each
     total_tokens: int      # input tokens of the counted requests
     warmup_requests: int
-    warmup_blocks: int     # distinct blocks seen during the warm-up (capacity filled below it)
+    warmup_blocks: int     # distinct blocks seen during the warm-up (a capacity above it never filled)
     unique_blocks: int
     requests: int
     block_size: int
@@ -320,51 +381,58 @@ def reuse(tr: Trace, warmup: float = DEFAULT_WARMUP) -> Reuse:
     n = tr.requests
     lens = np.diff(tr.starts)
     total = tr.blocks
+    w = max(0, min(n, int(math.floor(n * warmup)) if n else 0))
     node = prefix_nodes(tr.starts, tr.hashes)
-    req = np.repeat(np.arange(n), lens)
+    unique = int(node.max()) + 1 if total else 0
+    warm_blocks = int(len(np.unique(node[:tr.starts[w]]))) if w else 0
+    req = np.repeat(np.arange(n, dtype=np.int64), lens)
+    first = tr.starts[req]                                    # first block of each access's request
     pos = np.arange(total, dtype=np.int64)
-    blk = tr.starts[req] + tr.starts[req + 1] - 1 - pos      # access pos touches this block
-    depth_from_end = pos - tr.starts[req]                    # deeper blocks touched before it
+    depth_from_end = pos - first                              # deeper blocks touched before it
+    blk = tr.starts[req + 1] - 1 - depth_from_end             # access pos touches this block
     seq = node[blk]
+    del node
     order = np.argsort(seq, kind="stable")
     same = np.zeros(total, dtype=bool)
     if total > 1:
         same[1:] = seq[order[1:]] == seq[order[:-1]]
+    del seq
     prev = np.full(total, -1, dtype=np.int64)
     prev[order[1:][same[1:]]] = order[:-1][same[1:]]
+    del order, same
     t = np.flatnonzero(prev >= 0)
     p = prev[t]
+    del prev
     by_left = np.argsort(p, kind="stable")
-    right = t[by_left]
+    # right ends in order of left ends; t is increasing, so the rank of t[k] among them is k
     nested = np.empty(len(t), dtype=np.int64)
-    nested[by_left] = count_smaller_before(right[::-1])[::-1]  # later-left intervals ending earlier
-    rank_seq = np.full(total, np.inf)
-    rank_seq[t] = (t - p - 1 - nested) - depth_from_end[t]
-    rank = np.empty(total)
-    rank[blk] = rank_seq
+    nested[by_left] = count_smaller_before(by_left[::-1])[::-1]  # later-left intervals ending earlier
+    del by_left
+    rank = (t - p - 1 - nested) - depth_from_end[t]
+    del nested, p
+    b = blk[t]                                                # the block (trace order) of each rank
+    r_of = req[t]
+    keep = r_of >= w                                          # counted requests only
+    rank, b, r_of = rank[keep], b[keep], r_of[keep]
     # tokens of block i of its request: clip(input - i*bs, 0, bs)
-    i_in_req = np.arange(total, dtype=np.int64) - tr.starts[req]
-    tokens = np.clip(tr.input_length[req] - i_in_req * tr.block_size, 0, tr.block_size)
-    w = int(math.floor(n * warmup)) if n else 0
-    w = max(0, min(n, w))
-    measured = req >= w
-    warm_blocks = int(len(np.unique(node[:tr.starts[w]]))) if w else 0
-    return Reuse(rank, tokens, measured, int(tr.input_length[w:].sum()), w, warm_blocks,
-                 int(node.max()) + 1 if total else 0, n, tr.block_size)
+    tokens = np.clip(tr.input_length[r_of] - (b - tr.starts[r_of]) * tr.block_size, 0, tr.block_size)
+    o = np.argsort(rank, kind="stable")
+    rank = rank[o]
+    cum = np.zeros(len(rank) + 1, dtype=np.int64)
+    np.cumsum(tokens[o], out=cum[1:])
+    return Reuse(rank, cum, int(tr.input_length[w:].sum()), w, warm_blocks, unique, n, tr.block_size)
 
 
 def hit_curve(r: Reuse, capacity_blocks) -> np.ndarray:
-    """LRU hit ratio [fraction of input tokens] at each capacity [blocks] (``inf`` allowed)."""
+    """LRU hit ratio [fraction of input tokens] at each capacity [blocks] (``inf`` allowed).
+
+    A block of rank ``k`` is cached at every capacity above ``k``; a cold block never.
+    """
     caps = np.asarray(capacity_blocks, dtype=float)
     if r.total_tokens <= 0:
         return np.zeros(caps.shape)
-    sel = r.measured & np.isfinite(r.rank)
-    ranks = r.rank[sel]
-    order = np.argsort(ranks, kind="stable")
-    ranks = ranks[order]
-    cum = np.concatenate(([0], np.cumsum(r.tokens[sel][order])))
-    k = np.searchsorted(ranks, caps, side="left")  # blocks with rank < capacity are cached
-    return cum[k] / r.total_tokens
+    k = np.searchsorted(r.rank, caps, side="left")  # blocks with rank < capacity are cached
+    return r.cum_tokens[k] / r.total_tokens
 
 
 def capacity_blocks(capacity_bytes, block_size: int, kv_bytes_per_token) -> np.ndarray:
