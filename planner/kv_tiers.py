@@ -22,7 +22,7 @@ ssd, remote; sheet order within a kind):
   ``B_t = read_gbps`` (blank: the workload's typed kv_gbps, else its GPU's pcie_gbps). The plan
   carries it as the effective bandwidth of a hit, ``kv_gbps = hit / sum_t(h_t / B_t)`` in
   Resolved, so ``load_ms = hit N S / kv_gbps`` is that sum exactly; when every hit is in HBM
-  the effective bandwidth is :data:`NO_LOAD_GBPS` (a load of 1e-290 ms and less).
+  the effective bandwidth is :data:`NO_LOAD_GBPS` (a load below 1e-270 ms).
 - tier cost per month: ``capacity_gib x cost_per_gib_month x units``, units = instances_needed
   (scope instance), ``ceil(gpus_needed / gpus_per_node)`` (node), 1 (pool).
 
@@ -44,7 +44,7 @@ from .errors import Problem
 
 KIND_ORDER = {"hbm": 0, "dram": 1, "ssd": 2, "remote": 3}
 POINTS_PER_DOUBLING = 8
-NO_LOAD_GBPS = 1e300  # effective bandwidth when every hit is served from HBM (nothing to load)
+NO_LOAD_GBPS = 1e290  # effective bandwidth when every hit is served from HBM (nothing to load; x 1e9 stays finite in Excel)
 GIB = 2.0 ** 30
 
 _CACHE: dict[tuple, tuple[tr.Reuse, list[str]]] = {}

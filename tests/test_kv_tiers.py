@@ -1,0 +1,137 @@
+"""KV tiers and trace-derived hit ratios in the plan (planner.kv_tiers, planner.kv_tiers_sheets).
+
+The hand-calculated case: Llama-3.1-8B at tp 1 holds S = 2 * 32 * 8 * 128 * 2 = 131,072 B of KV
+per token (docs/model.md worked numbers), so a 16-token block is 2 MiB = 1/512 GiB. The trace
+has three requests of two 16-token blocks, [1 2], [1 3], [1 2], 32 tokens each, no warm-up:
+r1 hits block 1 at any capacity >= 1 block; r2 hits block 1 (rank 0) and block 2 (rank 2:
+blocks 1 and 3 were used after it) at >= 3 blocks. So H(1 block) = 32/96 = 1/3 and
+H(3 blocks) = 48/96 = 1/2 (the curve's own points: 0, 1, 2, 3 blocks).
+Tiers: hbm of 1/512 GiB (1 block) and dram of 2/512 GiB at 10 GB/s: h_hbm = 1/3,
+h_dram = 1/2 - 1/3 = 1/6, hit_target = 1/2, and for a 1,000-token input
+T_load = h_dram N S / B = (1/6) * 1000 * 131072 B / 10 GB/s = 2.184533... ms (HBM loads nothing).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import openpyxl
+import pytest
+
+from conftest import run_cli, same_value, sheet_values
+from planner.inputs_sheets import write_input_workbook
+from planner.plan import build_plan
+from planner.writer import write_output
+
+MODEL = {"model": "Llama-3.1-8B", "layers": 32, "kv_heads": 8, "head_dim": 128, "kv_bytes": 2, "params_b": 8}
+GPU = {"gpu": "H100", "hbm_gib": 80, "pcie_gbps": 25, "hourly_cost": 2.0}
+WL = {"workload": "chat", "model": "Llama-3.1-8B", "gpu": "H100", "tp": 1, "isl": 1000, "osl": 100,
+      "t_attn0_ms": 10, "t_ffn0_ms": 50, "t_decode_ms": 200, "demand_tpm": 1_000_000, "trace": "t.jsonl",
+      "trace_block_size": 16}
+TIERS = [{"tier": "HBM", "kind": "hbm", "capacity_gib": 1 / 512},
+         {"tier": "DRAM", "kind": "dram", "capacity_gib": 2 / 512, "scope": "instance", "read_gbps": 10,
+          "cost_per_gib_month": 3.0}]
+
+
+def make(tmp: Path, tiers=TIERS, wl=WL, trace_lines=None) -> Path:
+    lines = trace_lines or [json.dumps({"timestamp": i, "input_length": 32, "output_length": 1, "hash_ids": h})
+                            for i, h in enumerate([[1, 2], [1, 3], [1, 2]])]
+    (tmp / "t.jsonl").write_text("\n".join(lines) + "\n")
+    path = tmp / "in.xlsx"
+    settings = {"trace_warmup": 0.0}
+    write_input_workbook(path, [MODEL], [GPU], [wl], settings, optional={"Tiers": tiers} if tiers else None)
+    return path
+
+
+def test_hand_calculated_tier_hits_and_load(tmp_path):
+    p = build_plan(make(tmp_path))
+    w = p.input.kv_tiers.workloads[0]
+    assert w.kv_bytes_instance == 131072
+    assert w.hits.tolist() == pytest.approx([1 / 3, 1 / 6], abs=1e-15)
+    assert p.resolved["hit_target"].iat[0] == pytest.approx(0.5, abs=1e-15)
+    assert p.results["load_ms"].iat[0] == pytest.approx(1 / 6 * 1000 * 131072 / 10e9 * 1e3, rel=1e-12)
+    # compute at h = 1/2: attention 10 (1 - 1/4) + FFN 50 (1 - 1/2) = 32.5 ms
+    assert p.results["compute_ms"].iat[0] == pytest.approx(32.5, rel=1e-12)
+    # tier cost: 2/512 GiB x 3 per GiB-month x instances_needed
+    inst = p.results["instances_needed"].iat[0]
+    from planner.kv_tiers_sheets import tier_cost_per_month
+    assert tier_cost_per_month(w, p.input.kv_tiers, p.results, 8) == pytest.approx(2 / 512 * 3 * inst)
+
+
+def test_hbm_only_hits_load_nothing(tmp_path):
+    tiers = [{"tier": "HBM", "kind": "hbm", "capacity_gib": 3 / 512}]
+    p = build_plan(make(tmp_path, tiers=tiers))
+    assert p.resolved["hit_target"].iat[0] == pytest.approx(0.5, abs=1e-15)
+    assert p.results["load_ms"].iat[0] < 1e-280
+
+
+def test_between_curve_points_is_linear_interpolation(tmp_path):
+    # dram 1.5/512 GiB: tiers hold 2.5 blocks, halfway between H(2) = 1/3 and H(3) = 1/2
+    tiers = [dict(TIERS[0]), dict(TIERS[1], capacity_gib=1.5 / 512)]
+    p = build_plan(make(tmp_path, tiers=tiers))
+    assert p.resolved["hit_target"].iat[0] == pytest.approx(5 / 12, abs=1e-12)
+
+
+def test_typed_hit_target_wins(tmp_path):
+    p = build_plan(make(tmp_path, wl=dict(WL, hit_target=0.2)))
+    assert p.resolved["hit_target"].iat[0] == 0.2
+    assert p.resolved["kv_gbps"].iat[0] == 25  # as without a trace
+
+
+def test_errors_are_located(tmp_path):
+    bad = ['{"timestamp": 0, "input_length": 32, "output_length": 1, "hash_ids": [1, 2]}', '{"oops": ']
+    path = make(tmp_path, tiers=[{"tier": "DRAM", "kind": "dram"}, {"tier": "dram", "kind": "ssd",
+                                                                    "capacity_gib": 4}], trace_lines=bad)
+    r = run_cli("validate", str(path), cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "Tiers!C2: capacity_gib is required for a dram tier" in r.stderr
+    assert "Tiers!A3: tier 'dram' duplicates row 2" in r.stderr
+    assert "t.jsonl:2: not a JSON object" in r.stderr
+    assert "Workloads!" in r.stderr and "is not a Mooncake or Bailian JSONL trace" in r.stderr
+    (tmp_path / "t.jsonl").unlink()
+    r = run_cli("validate", str(path), cwd=tmp_path)
+    assert r.returncode == 2 and "trace 't.jsonl' not found" in r.stderr
+
+
+def test_blank_hit_target_without_trace_is_still_an_error(tmp_path):
+    wl = {k: v for k, v in WL.items() if k not in ("trace", "trace_block_size")}
+    path = make(tmp_path, wl=wl)
+    r = run_cli("validate", str(path), cwd=tmp_path)
+    assert r.returncode == 2 and "hit_target is required" in r.stderr
+
+
+def _values(path, sheet):
+    return sheet_values(path, sheet)
+
+
+@pytest.mark.libreoffice
+def test_recalculated_tier_cells_and_live_edit_equal_a_fresh_run(tmp_path, recalc):
+    src = make(tmp_path)
+    out = tmp_path / "out.xlsx"
+    write_output(build_plan(src), out)
+    again = recalc(out)
+    for sheet in ("Tier_Hits", "Hit_Curve", "Resolved", "Results"):
+        stored, got = _values(out, sheet), _values(again, sheet)
+        for a, b in zip(stored, got):
+            for k in a:
+                assert same_value(a[k], b[k]), (sheet, k, a[k], b[k])
+    # a live edit: the DRAM tier to 1.5/512 GiB and its price to 5 in the output's Tiers sheet
+    wb = openpyxl.load_workbook(out)
+    ws = wb["Tiers"]
+    head = {str(c.value).split(" [")[0]: c.column for c in ws[1]}
+    ws.cell(3, head["capacity_gib"]).value = 1.5 / 512
+    ws.cell(3, head["cost_per_gib_month"]).value = 5.0
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    live = recalc(edited)
+    fresh_tiers = [dict(TIERS[0]), dict(TIERS[1], capacity_gib=1.5 / 512, cost_per_gib_month=5.0)]
+    fresh_dir = tmp_path / "fresh"
+    fresh_dir.mkdir()
+    fresh = fresh_dir / "out.xlsx"
+    write_output(build_plan(make(fresh_dir, tiers=fresh_tiers)), fresh)
+    for sheet, cols in (("Results", ("load_ms", "ttft_ms", "tpm_delivered_target", "gpus_needed")),
+                        ("Tier_Hits", ("hit", "t2_hit", "kv_gbps_eff", "tier_cost_per_month"))):
+        a, b = _values(fresh, sheet)[0], _values(live, sheet)[0]
+        for k in cols:
+            assert same_value(a[k], b[k]), (sheet, k, a[k], b[k])
