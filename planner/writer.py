@@ -28,7 +28,7 @@ from .catalog import filled_run_rows
 from .charts import write_charts
 from .checks import checks_for
 from .explorer import write_explorer
-from . import kv_tiers_sheets
+from . import kv_tiers_sheets, tier_worth
 from .inputs_sheets import INPUT_SHEETS, write_input_sheet, write_settings_sheet
 from .layout import MAX_CHART_WORKLOADS, ZIP64_ROWS, Layout, write_rows
 from .long_tables import write_long_table, write_tornado
@@ -148,6 +148,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
         if buffered is not None:
             buffered.flush()
     kv_tiers_sheets.write_sheets(wb, fm, layout, plan, settings_rows)  # Tier_Hits, Hit_Curve (traced workloads)
+    tier_worth.write_sheets(wb, fm, layout, plan, settings_rows)  # Tier_Worth, Tier_Value: what a tier is worth
     finance_sheets.write_finance(wb, fm, layout, plan, fin, settings_rows)  # activates Summary
     apply_print_setup(wb, quarter=str(plan.settings.get("quarter") or ""), layout=layout)  # every sheet
     wb.close()

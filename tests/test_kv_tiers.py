@@ -27,7 +27,7 @@ from planner.writer import write_output
 MODEL = {"model": "Llama-3.1-8B", "layers": 32, "kv_heads": 8, "head_dim": 128, "kv_bytes": 2, "params_b": 8}
 GPU = {"gpu": "H100", "hbm_gib": 80, "pcie_gbps": 25, "hourly_cost": 2.0}
 WL = {"workload": "chat", "model": "Llama-3.1-8B", "gpu": "H100", "tp": 1, "isl": 1000, "osl": 100,
-      "t_attn0_ms": 10, "t_ffn0_ms": 50, "t_decode_ms": 200, "demand_tpm": 1_000_000, "trace": "t.jsonl",
+      "t_attn0_ms": 10, "t_ffn0_ms": 50, "t_decode_ms": 200, "demand_tpm": 1_100_000, "trace": "t.jsonl",
       "trace_block_size": 16}
 TIERS = [{"tier": "HBM", "kind": "hbm", "capacity_gib": 1 / 512},
          {"tier": "DRAM", "kind": "dram", "capacity_gib": 2 / 512, "scope": "instance", "read_gbps": 10,
@@ -57,6 +57,24 @@ def test_hand_calculated_tier_hits_and_load(tmp_path):
     inst = p.results["instances_needed"].iat[0]
     from planner.kv_tiers_sheets import tier_cost_per_month
     assert tier_cost_per_month(w, p.input.kv_tiers, p.results, 8) == pytest.approx(2 / 512 * 3 * inst)
+
+
+def test_tier_worth_hand_calculated(tmp_path):
+    """Without the DRAM tier only HBM's block: h = 1/3, no load; compute 10 (1 - 1/9) + 50 (2/3)
+    = 42.222 ms, chip 242.222 ms, delivered TPM 1100 x 60000 / 242.222 = 272,477 -> ceil(1.1e6 /
+    272,477) = 5 instances = 5 GPUs. With it (h = 1/2, load 2.1845 ms): compute 32.5, chip 234.685 ms,
+    TPM 281,229 -> 4 GPUs. One GPU saved = 2 USD/h x 730 h = 1,460 per month; the DRAM costs
+    2/512 GiB x 3 x 4 instances = 0.046875 per month; break-even 1460 / (2/512 x 4) = 93,440 per GiB-month."""
+    from planner.tier_worth import DECLARED, worth_of
+    (w, sw, val), = worth_of(build_plan(make(tmp_path)))
+    assert sw["hit"][0] == pytest.approx(1 / 3, abs=1e-15) and sw["load_ms"][0] < 1e-250
+    assert sw["compute_ms"][0] == pytest.approx(10 * (1 - 1 / 9) + 50 * (2 / 3), rel=1e-12)
+    assert sw["tpm_delivered_target"][0] == pytest.approx(1100 * 60000 / (200 + 42 + 2 / 9), rel=1e-12)
+    assert (sw["gpus"][0], sw["gpus"][DECLARED]) == (5, 4)
+    assert val["gpu_cost_saved_per_month"] == pytest.approx(1460)
+    assert val["tier_cost_per_month"] == pytest.approx(2 / 512 * 3 * 4)
+    assert val["net_saving_per_month"] == pytest.approx(1460 - 2 / 512 * 12)
+    assert val["break_even_cost_per_gib_month"] == pytest.approx(93440)
 
 
 def test_hbm_only_hits_load_nothing(tmp_path):
@@ -111,7 +129,7 @@ def test_recalculated_tier_cells_and_live_edit_equal_a_fresh_run(tmp_path, recal
     out = tmp_path / "out.xlsx"
     write_output(build_plan(src), out)
     again = recalc(out)
-    for sheet in ("Tier_Hits", "Hit_Curve", "Resolved", "Results"):
+    for sheet in ("Tier_Hits", "Hit_Curve", "Tier_Worth", "Tier_Value", "Resolved", "Results"):
         stored, got = _values(out, sheet), _values(again, sheet)
         for a, b in zip(stored, got):
             for k in a:
@@ -131,7 +149,9 @@ def test_recalculated_tier_cells_and_live_edit_equal_a_fresh_run(tmp_path, recal
     fresh = fresh_dir / "out.xlsx"
     write_output(build_plan(make(fresh_dir, tiers=fresh_tiers)), fresh)
     for sheet, cols in (("Results", ("load_ms", "ttft_ms", "tpm_delivered_target", "gpus_needed")),
-                        ("Tier_Hits", ("hit", "t2_hit", "kv_gbps_eff", "tier_cost_per_month"))):
+                        ("Tier_Hits", ("hit", "t2_hit", "kv_gbps_eff", "tier_cost_per_month")),
+                        ("Tier_Value", ("hit_with", "gpus_with", "net_saving_per_month",
+                                        "break_even_cost_per_gib_month", "cost_optimal_capacity_gib"))):
         a, b = _values(fresh, sheet)[0], _values(live, sheet)[0]
         for k in cols:
             assert same_value(a[k], b[k]), (sheet, k, a[k], b[k])
