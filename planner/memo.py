@@ -73,6 +73,7 @@ from .calibrate import memo_lines
 from .memo_charts import Chart, make_charts
 from .memo_numbers import (MEMO_TABLE_MAX, TABLE_COLUMNS, _f, findings, fleet_totals, headline, resolved_num,
                            result_num, table_cell, table_rows)
+from .tier_worth import memo_findings
 
 TEMPLATE_NAMES: dict[str, str] = {"md": "memo.md.j2", "html": "memo.html.j2", "txt": "memo.txt.j2"}
 
@@ -164,7 +165,7 @@ def build_context(plan, *, workbook: str, charts: list[Chart] | None = None, ema
                 "planner_version": __version__, "created": created, "workbook": workbook},
         "headline": headline(plan, fleet, quarter, currency),
         "fleet": fleet, "columns": columns, "rows": rows, "rows_total": len(r), "rows_omitted": len(r) - len(rows),
-        "findings": findings(plan),
+        "findings": findings(plan) + memo_findings(plan),  # + what a KV tier is worth (traced workloads)
         "breakdown": memo_lines(plan),  # where the times come from: typed / calibrated / estimated
         "assumptions": list(ASSUMPTIONS),
         "equations": [{"name": a, "formula": b} for a, b in EQUATIONS],

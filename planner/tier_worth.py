@@ -295,3 +295,66 @@ def _chart(wb, ws, b, workload, tier, pos, r0, k, ncols, tp) -> None:
     cost.set_y_axis({"name": "cost per month"})
     ws.insert_chart(1 + b * 32, ncols + 1, ch, {"x_scale": 1.3, "y_scale": 1.1})
     ws.insert_chart(17 + b * 32, ncols + 1, cost, {"x_scale": 1.3, "y_scale": 1.1})
+
+
+# --------------------------------------------------------------------------- Summary and memo
+def _pct(x: float) -> str:
+    return f"{100 * x:.0f}%"
+
+
+def _money(x: float) -> str:
+    return f"{x:,.0f}"
+
+
+def summary_lines(wb, ws, fm, plan, r: int) -> int:
+    """Summary rows: per swept workload, the tier's effect read live from Tier_Value. Returns the next row."""
+    rows = worth_of(plan)
+    if not rows:
+        return r
+    cur = str(plan.settings.get("currency") or "USD")
+    tp: TierPlan = plan.input.kv_tiers
+    t = tp.tiers[swept_index(tp)]
+    ws.write_string(r, 0, f"KV tiers: what the {t.name} tier is worth (Tier_Value, Tier_Worth)", fm("title"))
+    heads = ("workload", "hit without / with", "GPUs saved", f"net saving per month [{cur}]",
+             f"break-even [{cur}/GiB-month]")
+    for j, h in enumerate(heads):
+        ws.write_string(r + 1, j, h, fm("header"))
+    for b, (w, _sw, val) in enumerate(rows):
+        rr = r + 2 + b
+        V = lambda c: sheet_ref(TIER_VALUE, b + 1, VALUE_COLS.index(c), row_abs=True)
+        ws.write_string(rr, 0, w.workload)
+        ws.write_formula(rr, 1, f'=TEXT({V("hit_without")},"0%")&" / "&TEXT({V("hit_with")},"0%")', fm("calc"),
+                         f"{_pct(val['hit_without'])} / {_pct(val['hit_with'])}")
+        ws.write_formula(rr, 2, f"={V('gpus_saved')}", fm("calc", "#,##0"), float(np.nan_to_num(val["gpus_saved"])))
+        ws.write_formula(rr, 3, f"={V('net_saving_per_month')}", fm("calc", "#,##0"), float(val["net_saving_per_month"]))
+        be = val["break_even_cost_per_gib_month"]
+        ws.write_formula(rr, 4, f"={V('break_even_cost_per_gib_month')}", fm("calc", "#,##0.00"),
+                         "" if np.isnan(be) else float(be))
+    return r + 2 + len(rows) + 1
+
+
+def memo_findings(plan) -> list[dict[str, str]]:
+    """One finding per swept workload: what the tier does to its hit ratio, GPUs and cost."""
+    rows = worth_of(plan)
+    if not rows:
+        return []
+    cur = str(plan.settings.get("currency") or "USD")
+    tp: TierPlan = plan.input.kv_tiers
+    t = tp.tiers[swept_index(tp)]
+    per = {"instance": "per instance", "node": "per node", "pool": "in the pool"}[t.scope]
+    out = []
+    for w, sw, val in rows:
+        saved = float(np.nan_to_num(val["gpus_saved"]))
+        be = val["break_even_cost_per_gib_month"]
+        split = ", ".join(f"{x.name} {_pct(h)}" for x, h in zip(tp.tiers, w.hits))
+        text = (f"{w.workload}: from its trace {w.trace}, a {val['capacity_gib']:,.0f} GiB {t.name} tier {per} "
+                f"raises the hit ratio from {_pct(val['hit_without'])} to {_pct(val['hit_with'])} "
+                f"({split}) and saves {saved:,.0f} GPU{'' if saved == 1 else 's'}, {cur} {_money(val['net_saving_per_month'])} per month net "
+                f"of the tier's {cur} {_money(val['tier_cost_per_month'])}.")
+        if not np.isnan(be):
+            text += f" It pays for itself up to {cur} {be:,.2f} per GiB-month"
+            text += f" (priced at {cur} {t.cost_per_gib_month:,.2f})." if t.cost_per_gib_month else "."
+        text += (f" Cheapest capacity of the sweep: {val['cost_optimal_capacity_gib']:,.0f} GiB "
+                 f"({cur} {_money(val['cost_optimal_total_per_month'])} per month, Tier_Worth).")
+        out.append({"kind": "kv-tier", "title": f"What the {t.name} tier is worth", "text": text})
+    return out

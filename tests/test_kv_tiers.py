@@ -77,6 +77,21 @@ def test_tier_worth_hand_calculated(tmp_path):
     assert val["break_even_cost_per_gib_month"] == pytest.approx(93440)
 
 
+def test_summary_and_memo_say_what_the_tier_is_worth(tmp_path):
+    from planner.memo import build_memo
+    plan = build_plan(make(tmp_path))
+    out = tmp_path / "out.xlsx"
+    write_output(plan, out)
+    memo = build_memo(plan, out).markdown
+    assert ("chat: from its trace t.jsonl, a 0 GiB DRAM tier per instance raises the hit ratio from 33% to 50% "
+            "(HBM 33%, DRAM 17%) and saves 1 GPU, USD 1,460 per month net") in memo
+    assert "pays for itself up to USD 93,440.00 per GiB-month (priced at USD 3.00)" in memo
+    wb = openpyxl.load_workbook(out, data_only=True)
+    cells = [[c.value for c in row] for row in wb["Summary"].iter_rows()]
+    row = next(r for r in cells if r[0] == "chat" and r[1] == "33% / 50%")
+    assert row[2] == 1 and row[3] == pytest.approx(1460 - 2 / 512 * 12) and row[4] == pytest.approx(93440)
+
+
 def test_hbm_only_hits_load_nothing(tmp_path):
     tiers = [{"tier": "HBM", "kind": "hbm", "capacity_gib": 3 / 512}]
     p = build_plan(make(tmp_path, tiers=tiers))
