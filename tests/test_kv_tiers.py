@@ -144,6 +144,10 @@ def test_recalculated_tier_cells_and_live_edit_equal_a_fresh_run(tmp_path, recal
     out = tmp_path / "out.xlsx"
     write_output(build_plan(src), out)
     again = recalc(out)
+    wb_checks = openpyxl.load_workbook(again, data_only=True)["Checks"]
+    assert wb_checks["B1"].value == "OK"  # master check recalculated, hit_target blank on the traced row
+    req = next(r for r in wb_checks.iter_rows(values_only=True) if r[0] == "required workload cells filled")
+    assert req[2] == 0
     for sheet in ("Tier_Hits", "Hit_Curve", "Tier_Worth", "Tier_Value", "Resolved", "Results"):
         stored, got = _values(out, sheet), _values(again, sheet)
         for a, b in zip(stored, got):
