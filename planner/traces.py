@@ -285,6 +285,14 @@ def make_trace(requests, block_size: int, input_length=None, fmt: str = MOONCAKE
 
 
 # --------------------------------------------------------------------------- prefix trie
+def _n_unique(a: np.ndarray) -> int:
+    """Distinct values (a sort: faster here than numpy 2's hash-based ``np.unique``)."""
+    if len(a) == 0:
+        return 0
+    s = np.sort(a)
+    return 1 + int(np.count_nonzero(s[1:] != s[:-1]))
+
+
 def prefix_nodes(starts: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     """Node id of every block in the prefix trie: equal ids = equal whole prefixes.
 
@@ -298,15 +306,18 @@ def prefix_nodes(starts: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     lens = np.diff(starts)
     req = np.repeat(np.arange(len(lens)), lens)
     depth = np.arange(total, dtype=np.int64) - starts[req]
-    _, dense = np.unique(hashes, return_inverse=True)
-    dense = dense.astype(np.int64)
+    if int(hashes.max()) < 4 * total:  # ids already small (Mooncake's are 0, 1, 2, ...): use them
+        dense = hashes
+    else:
+        _, dense = np.unique(hashes, return_inverse=True)
+        dense = dense.astype(np.int64)
     width = int(dense.max()) + 1
     # a prefix-hash trace (every id always under the same parent, none twice in a request)
     # already names whole prefixes: the node is the id itself
     parent = np.full(total, -1, dtype=np.int64)
     inner = depth > 0
     parent[inner] = dense[np.flatnonzero(inner) - 1]
-    if len(np.unique(dense * (width + 1) + parent + 1)) == width:
+    if _n_unique(dense * (width + 1) + parent + 1) == _n_unique(dense):
         return dense
     order = np.argsort(depth, kind="stable")
     bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
@@ -384,7 +395,7 @@ def reuse(tr: Trace, warmup: float = DEFAULT_WARMUP) -> Reuse:
     w = max(0, min(n, int(math.floor(n * warmup)) if n else 0))
     node = prefix_nodes(tr.starts, tr.hashes)
     unique = int(node.max()) + 1 if total else 0
-    warm_blocks = int(len(np.unique(node[:tr.starts[w]]))) if w else 0
+    warm_blocks = _n_unique(node[:tr.starts[w]]) if w else 0
     req = np.repeat(np.arange(n, dtype=np.int64), lens)
     first = tr.starts[req]                                    # first block of each access's request
     pos = np.arange(total, dtype=np.int64)
@@ -397,17 +408,23 @@ def reuse(tr: Trace, warmup: float = DEFAULT_WARMUP) -> Reuse:
     if total > 1:
         same[1:] = seq[order[1:]] == seq[order[:-1]]
     del seq
-    prev = np.full(total, -1, dtype=np.int64)
-    prev[order[1:][same[1:]]] = order[:-1][same[1:]]
+    later, earlier = order[1:][same[1:]], order[:-1][same[1:]]  # reuse intervals (earlier, later)
     del order, same
-    t = np.flatnonzero(prev >= 0)
+    prev = np.full(total, -1, dtype=np.int64)
+    prev[later] = earlier
+    nxt = np.full(total, -1, dtype=np.int64)
+    nxt[earlier] = later
+    del later, earlier
+    t = np.flatnonzero(prev >= 0)                             # right ends, increasing
     p = prev[t]
     del prev
-    by_left = np.argsort(p, kind="stable")
-    # right ends in order of left ends; t is increasing, so the rank of t[k] among them is k
+    right_in_left_order = nxt[nxt >= 0]                        # intervals by left end: their right ends
+    del nxt
+    idx = np.searchsorted(t, right_in_left_order)             # ... as ranks among the right ends
+    del right_in_left_order
     nested = np.empty(len(t), dtype=np.int64)
-    nested[by_left] = count_smaller_before(by_left[::-1])[::-1]  # later-left intervals ending earlier
-    del by_left
+    nested[idx] = count_smaller_before(idx[::-1])[::-1]        # later-left intervals ending earlier
+    del idx
     rank = (t - p - 1 - nested) - depth_from_end[t]
     del nested, p
     b = blk[t]                                                # the block (trace order) of each rank
