@@ -25,7 +25,7 @@ SCENARIO_COLS = ("scenario", "gpus_needed", "cost_per_month", "tpm_capacity")
 BASE = "base"
 
 
-SCENARIO_SHEETS = (schema.M, schema.G, schema.W, schema.SETTINGS)
+SCENARIO_SHEETS = (schema.M, schema.G, schema.W, schema.TIERS, schema.SETTINGS)  # Tiers: a capacity override
 
 
 @dataclass
@@ -40,7 +40,7 @@ class Override:
 
 
 def _key_of(sheet: str) -> str:
-    return {schema.M: "model", schema.G: "gpu", schema.W: "workload"}[sheet]
+    return {schema.M: "model", schema.G: "gpu", schema.W: "workload", schema.TIERS: "tier"}[sheet]
 
 
 def _setting_column(s: schema.Setting) -> schema.Column:
@@ -67,7 +67,7 @@ def check_optional(optional: dict, tables: dict, settings: dict, problems: list[
         _check_demand(dem, w if base_ok else None, problems)
     scn = optional.get(schema.SCN)
     if scn is not None and base_ok:
-        overrides(scn, tables, settings, problems)
+        overrides(scn, {**tables, schema.TIERS: optional.get(schema.TIERS)}, settings, problems)
 
 
 def overrides(scn, tables: dict, settings: dict, problems: list[Problem]) -> list[Override]:
@@ -131,7 +131,10 @@ def overrides(scn, tables: dict, settings: dict, problems: list[Problem]) -> lis
             st[(sheet, "", col.name)] = new
             out.append(Override(scn.rows[i], key, sheet, col.name, None, op, value))
             continue
-        t = tables[sheet]
+        t = tables.get(sheet)
+        if t is None:  # a Tiers override without a Tiers sheet
+            problems.append(Problem(_place(scn, "sheet", i), f"the input has no {sheet} sheet to override"))
+            continue
         keycol = _key_of(sheet)
         names = [str(x) for x in t.column(keycol)]
         if match is None:
@@ -191,7 +194,7 @@ def scenario_input(p_in, name: str, ovs: list[Override]):
     from .cells import parse_value
 
     tables = {s: dataclasses.replace(p_in.table(s), records=copy.deepcopy(p_in.table(s).records))
-              for s in schema.SHEETS}
+              for s in schema.SHEETS + (schema.TIERS,) if p_in.table(s) is not None}
     settings = dict(p_in.settings)
     for o in (o for o in ovs if o.scenario == name):
         if o.sheet == schema.SETTINGS:
@@ -210,6 +213,8 @@ def scenario_input(p_in, name: str, ovs: list[Override]):
                         continue  # blank stays blank (checked in overrides)
                 rec[o.column], _err = _new_value(parse_value, col, o.op, old, o.value)
     optional = {k: v for k, v in p_in.optional.items() if k != schema.SCN}
+    if schema.TIERS in tables:
+        optional[schema.TIERS] = tables[schema.TIERS]
     return dataclasses.replace(p_in, models=tables[schema.M], gpus=tables[schema.G], workloads=tables[schema.W],
                                settings=settings, optional=optional)
 
@@ -243,7 +248,7 @@ def scenario_compare(plan) -> pd.DataFrame:
                  "cost_per_month": float(base["cost_per_month"]), "tpm_capacity": float(base["tpm_capacity"])})
     scn = plan.input.optional.get(schema.SCN)
     if scn is not None:
-        tables = {s: plan.input.table(s) for s in schema.SHEETS}
+        tables = {s: plan.input.table(s) for s in schema.SHEETS + (schema.TIERS,)}
         problems: list[Problem] = []
         ovs = overrides(scn, tables, plan.input.settings, problems)
         names: list[str] = []

@@ -34,13 +34,16 @@ TIERS = [{"tier": "HBM", "kind": "hbm", "capacity_gib": 1 / 512},
           "cost_per_gib_month": 3.0}]
 
 
-def make(tmp: Path, tiers=TIERS, wl=WL, trace_lines=None) -> Path:
+def make(tmp: Path, tiers=TIERS, wl=WL, trace_lines=None, scenarios=None) -> Path:
     lines = trace_lines or [json.dumps({"timestamp": i, "input_length": 32, "output_length": 1, "hash_ids": h})
                             for i, h in enumerate([[1, 2], [1, 3], [1, 2]])]
     (tmp / "t.jsonl").write_text("\n".join(lines) + "\n")
     path = tmp / "in.xlsx"
     settings = {"trace_warmup": 0.0}
-    write_input_workbook(path, [MODEL], [GPU], [wl], settings, optional={"Tiers": tiers} if tiers else None)
+    optional = {"Tiers": tiers} if tiers else {}
+    if scenarios:
+        optional["Scenarios"] = scenarios
+    write_input_workbook(path, [MODEL], [GPU], [wl], settings, optional=optional or None)
     return path
 
 
@@ -90,6 +93,25 @@ def test_summary_and_memo_say_what_the_tier_is_worth(tmp_path):
     cells = [[c.value for c in row] for row in wb["Summary"].iter_rows()]
     row = next(r for r in cells if r[0] == "chat" and r[1] == "33% / 50%")
     assert row[2] == 1 and row[3] == pytest.approx(1460 - 2 / 512 * 12) and row[4] == pytest.approx(93440)
+
+
+def test_a_tier_capacity_as_a_scenario_override(tmp_path):
+    from planner.fleet import plan_fleet
+    from planner.scenarios import scenario_compare
+    scn = [{"scenario": "no DRAM", "sheet": "Tiers", "column": "capacity_gib", "match": "DRAM", "op": "set",
+            "value": 0}]
+    p = build_plan(make(tmp_path, scenarios=scn))
+    got = scenario_compare(p).set_index("scenario")
+    fresh_dir = tmp_path / "fresh"
+    fresh_dir.mkdir()
+    fresh = build_plan(make(fresh_dir, tiers=[dict(TIERS[0]), dict(TIERS[1], capacity_gib=0)]))
+    want = plan_fleet(fresh).iloc[-1]
+    assert got.loc["no DRAM", "gpus_needed"] == want["gpus_needed"] == 5  # the hand calculation above
+    assert got.loc["no DRAM", "cost_per_month"] == pytest.approx(want["cost_per_month"])
+    assert got.loc["base", "gpus_needed"] == 4
+    bad = [{"scenario": "x", "sheet": "Tiers", "column": "capacity_gib", "match": "DRAM", "op": "set", "value": -1}]
+    r = run_cli("validate", str(make(tmp_path, scenarios=bad)), cwd=tmp_path)
+    assert r.returncode == 2 and "Scenarios!F2" in r.stderr and "capacity_gib" in r.stderr
 
 
 def test_hbm_only_hits_load_nothing(tmp_path):
