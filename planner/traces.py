@@ -110,6 +110,13 @@ def _int_of(v) -> int | None:
     return None
 
 
+def _chunks(path: Path):
+    """The file's lines, FAST_CHUNK at a time."""
+    with _open(path) as fh:
+        while chunk := list(itertools.islice(fh, FAST_CHUNK)):
+            yield chunk
+
+
 def _parse_fast(lines: list[str]):
     """The whole file in one ``json.loads`` and type checks over whole columns; None when
     anything is off (then the line-by-line reader locates every problem)."""
@@ -169,73 +176,74 @@ def read_trace(path: str | Path, block_size: int | None = None, place: str | Non
     lens: list[int] = []
     flat: list[int] = []
     fmt = None
-    text = ""
-    try:
-        with _open(path) as fh:
-            text = fh.read()
-    except UnicodeDecodeError as exc:
-        problems.append(Problem(name, f"not UTF-8 text ({exc.reason}): is it a JSONL trace?"))
-    except (OSError, EOFError) as exc:  # unreadable, or a damaged gzip stream
-        problems.append(Problem(place or name, f"cannot be read to the end ({exc})"))
-    lines = text.splitlines()
-    del text
     fast = None
-    if not problems:  # chunk by chunk: the Python objects of one chunk at a time
-        parts = []
-        for i in range(0, len(lines), FAST_CHUNK):
-            part = _parse_fast(lines[i:i + FAST_CHUNK])
-            if part is None and any(x.strip() for x in lines[i:i + FAST_CHUNK]):
+    try:  # chunk by chunk: the Python objects of one chunk at a time
+        parts: list | None = []
+        for chunk in _chunks(path):
+            part = _parse_fast(chunk)
+            if part is None and any(x.strip() for x in chunk):
                 parts = None
                 break
             if part is not None:
                 parts.append(part)
         if parts:
             fast = (parts[0][0],) + tuple(np.concatenate([q[k] for q in parts]) for k in range(1, 6))
+        del parts
+    except UnicodeDecodeError as exc:
+        problems.append(Problem(name, f"not UTF-8 text ({exc.reason}): is it a JSONL trace?"))
+    except (OSError, EOFError) as exc:  # unreadable, or a damaged gzip stream
+        problems.append(Problem(place or name, f"cannot be read to the end ({exc})"))
     if fast is not None:
         fmt, inp, outl, ts, lens, flat = fast
-    else:
-        for lineno, line in enumerate(lines, start=1):
-            s = line.strip()
-            if not s:
-                continue
-            where = f"{name}:{lineno}"
-            try:
-                rec = json.loads(s)
-            except ValueError as exc:
-                problems.append(Problem(where, f"not a JSON object ({exc.msg} at column {exc.colno})"))
-                continue
-            if not isinstance(rec, dict):
-                problems.append(Problem(where, "not a JSON object"))
-                continue
-            if fmt is None:
-                fmt = BAILIAN if "chat_id" in rec else MOONCAKE
-            bad = []
-            n_in = _int_of(rec.get("input_length"))
-            if n_in is None or n_in < 0:
-                bad.append(f"input_length {rec.get('input_length')!r} is not a whole number >= 0")
-            n_out = rec.get("output_length", 0)
-            n_out = _int_of(n_out if n_out is not None else 0)
-            if n_out is None or n_out < 0:
-                bad.append(f"output_length {rec.get('output_length')!r} is not a whole number >= 0")
-            t = rec.get("timestamp", 0)
-            if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
-                bad.append(f"timestamp {t!r} is not a number")
-            h = rec.get("hash_ids")
-            if not isinstance(h, list):
-                bad.append("hash_ids is missing or not a list" if h is None else
-                           f"hash_ids {str(h)[:40]!r} is not a list")
-                h = []
-            elif h and not all(type(x) is int and x >= 0 for x in h):
-                first = next(x for x in h if not (type(x) is int and x >= 0))
-                bad.append(f"hash_ids holds {first!r}: every hash id must be a whole number >= 0")
-            if bad:
-                problems.append(Problem(where, "; ".join(bad)))
-                continue
-            inp.append(n_in)
-            outl.append(n_out)
-            ts.append(float(t) / (1000.0 if fmt == MOONCAKE else 1.0))
-            lens.append(len(h))
-            flat.extend(h)
+    elif not problems:  # line by line, to name every problem at its line
+        try:
+            with _open(path) as fh:
+                for lineno, line in enumerate(fh, start=1):
+                    s = line.strip()
+                    if not s:
+                        continue
+                    where = f"{name}:{lineno}"
+                    try:
+                        rec = json.loads(s)
+                    except ValueError as exc:
+                        problems.append(Problem(where, f"not a JSON object ({exc.msg} at column {exc.colno})"))
+                        continue
+                    if not isinstance(rec, dict):
+                        problems.append(Problem(where, "not a JSON object"))
+                        continue
+                    if fmt is None:
+                        fmt = BAILIAN if "chat_id" in rec else MOONCAKE
+                    bad = []
+                    n_in = _int_of(rec.get("input_length"))
+                    if n_in is None or n_in < 0:
+                        bad.append(f"input_length {rec.get('input_length')!r} is not a whole number >= 0")
+                    n_out = rec.get("output_length", 0)
+                    n_out = _int_of(n_out if n_out is not None else 0)
+                    if n_out is None or n_out < 0:
+                        bad.append(f"output_length {rec.get('output_length')!r} is not a whole number >= 0")
+                    t = rec.get("timestamp", 0)
+                    if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
+                        bad.append(f"timestamp {t!r} is not a number")
+                    h = rec.get("hash_ids")
+                    if not isinstance(h, list):
+                        bad.append("hash_ids is missing or not a list" if h is None else
+                                   f"hash_ids {str(h)[:40]!r} is not a list")
+                        h = []
+                    elif h and not all(type(x) is int and x >= 0 for x in h):
+                        first = next(x for x in h if not (type(x) is int and x >= 0))
+                        bad.append(f"hash_ids holds {first!r}: every hash id must be a whole number >= 0")
+                    if bad:
+                        problems.append(Problem(where, "; ".join(bad)))
+                        continue
+                    inp.append(n_in)
+                    outl.append(n_out)
+                    ts.append(float(t) / (1000.0 if fmt == MOONCAKE else 1.0))
+                    lens.append(len(h))
+                    flat.extend(h)
+        except UnicodeDecodeError as exc:
+            problems.append(Problem(name, f"not UTF-8 text ({exc.reason}): is it a JSONL trace?"))
+        except (OSError, EOFError) as exc:
+            problems.append(Problem(place or name, f"cannot be read to the end ({exc})"))
     if not problems and not len(inp):
         problems.append(Problem(name, "holds no requests"))
     if problems:
@@ -393,29 +401,32 @@ def reuse(tr: Trace, warmup: float = DEFAULT_WARMUP) -> Reuse:
     lens = np.diff(tr.starts)
     total = tr.blocks
     w = max(0, min(n, int(math.floor(n * warmup)) if n else 0))
-    node = prefix_nodes(tr.starts, tr.hashes)
+    it = np.int32 if total < 2**31 - 1 else np.int64          # index arrays: half the memory when it fits
+    node = prefix_nodes(tr.starts, tr.hashes).astype(it, copy=False)
     unique = int(node.max()) + 1 if total else 0
     warm_blocks = _n_unique(node[:tr.starts[w]]) if w else 0
-    req = np.repeat(np.arange(n, dtype=np.int64), lens)
-    first = tr.starts[req]                                    # first block of each access's request
-    pos = np.arange(total, dtype=np.int64)
-    depth_from_end = pos - first                              # deeper blocks touched before it
-    blk = tr.starts[req + 1] - 1 - depth_from_end             # access pos touches this block
+    starts = tr.starts.astype(it)
+    req = np.repeat(np.arange(n, dtype=it), lens)
+    depth_from_end = np.arange(total, dtype=it)
+    depth_from_end -= starts[req]                             # deeper blocks touched before it
+    blk = starts[req + 1]
+    blk -= 1
+    blk -= depth_from_end                                     # access pos touches this block
     seq = node[blk]
     del node
-    order = np.argsort(seq, kind="stable")
+    order = np.argsort(seq, kind="stable").astype(it, copy=False)
     same = np.zeros(total, dtype=bool)
     if total > 1:
         same[1:] = seq[order[1:]] == seq[order[:-1]]
     del seq
     later, earlier = order[1:][same[1:]], order[:-1][same[1:]]  # reuse intervals (earlier, later)
     del order, same
-    prev = np.full(total, -1, dtype=np.int64)
+    prev = np.full(total, -1, dtype=it)
     prev[later] = earlier
-    nxt = np.full(total, -1, dtype=np.int64)
+    nxt = np.full(total, -1, dtype=it)
     nxt[earlier] = later
     del later, earlier
-    t = np.flatnonzero(prev >= 0)                             # right ends, increasing
+    t = np.flatnonzero(prev >= 0).astype(it)                  # right ends, increasing
     p = prev[t]
     del prev
     right_in_left_order = nxt[nxt >= 0]                        # intervals by left end: their right ends
@@ -425,10 +436,11 @@ def reuse(tr: Trace, warmup: float = DEFAULT_WARMUP) -> Reuse:
     nested = np.empty(len(t), dtype=np.int64)
     nested[idx] = count_smaller_before(idx[::-1])[::-1]        # later-left intervals ending earlier
     del idx
-    rank = (t - p - 1 - nested) - depth_from_end[t]
+    rank = (t.astype(np.int64) - p - 1 - nested) - depth_from_end[t]
     del nested, p
     b = blk[t]                                                # the block (trace order) of each rank
     r_of = req[t]
+    del blk, req, depth_from_end, t
     keep = r_of >= w                                          # counted requests only
     rank, b, r_of = rank[keep], b[keep], r_of[keep]
     # tokens of block i of its request: clip(input - i*bs, 0, bs)
