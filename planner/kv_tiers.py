@@ -137,7 +137,7 @@ class Tier:
 def tiers_of(p_in) -> list[Tier]:
     """The declared tiers fastest first; without a Tiers sheet, the HBM prefix cache alone."""
     t = p_in.optional.get(schema.TIERS)
-    if t is None:
+    if t is None or not t.records:  # no sheet, or the template's empty one
         return [Tier("HBM prefix cache", "hbm", None, "instance", None, 0.0, None)]
     rows = [Tier(str(r["tier"]), r["kind"], r.get("capacity_gib"), r.get("scope") or "instance",
                  r.get("read_gbps"), float(r.get("cost_per_gib_month") or 0.0), i)

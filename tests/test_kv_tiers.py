@@ -114,6 +114,16 @@ def test_a_tier_capacity_as_a_scenario_override(tmp_path):
     assert r.returncode == 2 and "Scenarios!F2" in r.stderr and "capacity_gib" in r.stderr
 
 
+def test_without_tiers_the_hbm_headroom_is_the_cache(tmp_path):
+    """No Tiers rows: the HBM left after weights and peak KV. 80 GiB - 8e9 x 2 B / 2^30 (14.90 GiB)
+    - 1 x 1100 x 131072 B (0.134 GiB) = 64.97 GiB, far more than the 3 blocks: every repeat hits."""
+    p = build_plan(make(tmp_path, tiers=[]))
+    w = p.input.kv_tiers.workloads[0]
+    assert w.hbm_free_gib == pytest.approx(80 - 8e9 * 2 / 2**30 - 1100 * 131072 / 2**30, rel=1e-12)
+    assert p.resolved["hit_target"].iat[0] == pytest.approx(0.5, abs=1e-15)
+    assert p.results["load_ms"].iat[0] < 1e-250
+
+
 def test_hbm_only_hits_load_nothing(tmp_path):
     tiers = [{"tier": "HBM", "kind": "hbm", "capacity_gib": 3 / 512}]
     p = build_plan(make(tmp_path, tiers=tiers))
