@@ -308,12 +308,8 @@ def prefix_nodes(starts: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     numbered by ``np.unique``. Exact (no hashing of prefixes), ``O(blocks log blocks)``.
     """
     total = len(hashes)
-    node = np.empty(total, dtype=np.int64)
     if total == 0:
-        return node
-    lens = np.diff(starts)
-    req = np.repeat(np.arange(len(lens)), lens)
-    depth = np.arange(total, dtype=np.int64) - starts[req]
+        return np.empty(0, dtype=np.int64)
     if int(hashes.max()) < 4 * total:  # ids already small (Mooncake's are 0, 1, 2, ...): use them
         dense = hashes
     else:
@@ -321,12 +317,24 @@ def prefix_nodes(starts: np.ndarray, hashes: np.ndarray) -> np.ndarray:
         dense = dense.astype(np.int64)
     width = int(dense.max()) + 1
     # a prefix-hash trace (every id always under the same parent, none twice in a request)
-    # already names whole prefixes: the node is the id itself
-    parent = np.full(total, -1, dtype=np.int64)
-    inner = depth > 0
-    parent[inner] = dense[np.flatnonzero(inner) - 1]
-    if _n_unique(dense * (width + 1) + parent + 1) == _n_unique(dense):
+    # already names whole prefixes: the node is the id itself. Checked in O(blocks): store one
+    # parent per id, then every block's parent must equal its id's.
+    it = np.int32 if width < 2**31 - 1 else np.int64
+    parent = np.empty(total, dtype=it)
+    parent[1:] = dense[:-1]
+    heads = starts[:-1][starts[:-1] < total]
+    parent[heads] = -1
+    one = np.full(width, -2, dtype=it)
+    one[dense] = parent
+    same = bool(np.all(one[dense] == parent))
+    del parent, one
+    if same:
         return dense
+    node = np.empty(total, dtype=np.int64)
+    lens = np.diff(starts)
+    req = np.repeat(np.arange(len(lens)), lens)
+    depth = np.arange(total, dtype=np.int64) - starts[req]
+    del req
     order = np.argsort(depth, kind="stable")
     bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
     next_id = 0
