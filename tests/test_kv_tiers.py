@@ -159,6 +159,20 @@ def test_errors_are_located(tmp_path):
     assert r.returncode == 2 and "trace 't.jsonl' not found" in r.stderr
 
 
+def test_trace_is_found_beside_the_workbook_from_any_folder(tmp_path):
+    src = tmp_path / "plans"
+    src.mkdir()
+    path = make(src)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    r = run_cli("run", str(path), "-o", str(elsewhere / "out.xlsx"), "--no-memo", cwd=elsewhere)
+    assert r.returncode == 0, r.stderr
+    hit = [x for x in sheet_values(elsewhere / "out.xlsx", "Resolved")][0]["hit_target"]
+    assert hit == pytest.approx(0.5, abs=1e-15)
+    assert {n.name for n in tmp_path.rglob("*")} >= {"t.jsonl", "in.xlsx", "out.xlsx"}
+    assert not list(elsewhere.glob("*.tmp*"))  # no temporary file left
+
+
 def test_blank_hit_target_without_trace_is_still_an_error(tmp_path):
     wl = {k: v for k, v in WL.items() if k not in ("trace", "trace_block_size")}
     path = make(tmp_path, wl=wl)
