@@ -124,6 +124,20 @@ def test_without_tiers_the_hbm_headroom_is_the_cache(tmp_path):
     assert p.results["load_ms"].iat[0] < 1e-250
 
 
+def test_diff_puts_a_capacity_change_in_the_hit_step(tmp_path):
+    """OLD with the DRAM tier (4 GPUs), NEW without it (5 GPUs, the hand calculation above), in
+    other folders: the one GPU more (2 USD/h x 730 h = 1,460 per month) is the hit step's."""
+    from planner.diff import diff_plans
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    old = make(tmp_path / "old")
+    new = make(tmp_path / "new", tiers=[dict(TIERS[0]), dict(TIERS[1], capacity_gib=0)])
+    steps = dict(diff_plans(old, new).bridge)
+    assert steps["hit"] == pytest.approx(1460)
+    assert steps["other"] == pytest.approx(0) and steps["price"] == pytest.approx(0)
+    assert steps["new"] - steps["old"] == pytest.approx(1460)
+
+
 def test_hbm_only_hits_load_nothing(tmp_path):
     tiers = [{"tier": "HBM", "kind": "hbm", "capacity_gib": 3 / 512}]
     p = build_plan(make(tmp_path, tiers=tiers))
