@@ -371,13 +371,21 @@ def count_smaller_before(v: np.ndarray) -> np.ndarray:
         zc = np.cumsum(~ones, dtype=dt)
         zc -= ~ones                          # zeros strictly before i
         zg = zc[gstart]                      # zeros before the group's start
-        before = zc - zg                     # zeros of the group before i
-        before[~ones] = 0
-        acc += before
+        zc -= zg                             # zeros of the group before i
+        zc[~ones] = 0
+        acc += zc
+        del zc
         nz = n - int(np.count_nonzero(ones))
         ng = np.where(ones, nz + gstart - zg, zg).astype(dt)  # group starts after the partition
+        del zg, gstart
         idx = np.argsort(ones, kind="stable")
-        cur, acc, gstart, order = cur[idx], acc[idx], ng[idx], order[idx]
+        del ones
+        gstart = ng[idx]
+        del ng
+        cur = cur[idx]                       # one array at a time: the old one freed at once
+        acc = acc[idx]
+        order = order[idx]
+        del idx
     out[order] = acc
     return out
 
@@ -437,6 +445,8 @@ def reuse(tr: Trace, warmup: float = DEFAULT_WARMUP) -> Reuse:
     t = np.flatnonzero(prev >= 0).astype(it)                  # right ends, increasing
     p = prev[t]
     del prev
+    dfe_t, b, r_of = depth_from_end[t], blk[t], req[t]        # what the end needs, before the count
+    del depth_from_end, blk, req
     right_in_left_order = nxt[nxt >= 0]                        # intervals by left end: their right ends
     del nxt
     idx = np.searchsorted(t, right_in_left_order)             # ... as ranks among the right ends
@@ -444,11 +454,8 @@ def reuse(tr: Trace, warmup: float = DEFAULT_WARMUP) -> Reuse:
     nested = np.empty(len(t), dtype=np.int64)
     nested[idx] = count_smaller_before(idx[::-1])[::-1]        # later-left intervals ending earlier
     del idx
-    rank = (t.astype(np.int64) - p - 1 - nested) - depth_from_end[t]
-    del nested, p
-    b = blk[t]                                                # the block (trace order) of each rank
-    r_of = req[t]
-    del blk, req, depth_from_end, t
+    rank = (t.astype(np.int64) - p - 1 - nested) - dfe_t     # b: the block (trace order) of each rank
+    del nested, p, t, dfe_t
     keep = r_of >= w                                          # counted requests only
     rank, b, r_of = rank[keep], b[keep], r_of[keep]
     # tokens of block i of its request: clip(input - i*bs, 0, bs)
