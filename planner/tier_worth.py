@@ -256,12 +256,33 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
                                  "" if np.isnan(v) else v)
         if b < 10:  # a chart per workload: capacity on a log axis (the 0 point left out)
             _chart(wb, ws, b, w.workload, swept.name, pos, r0, k_pts, len(cols), tp)
+    # the fleet: the traced workloads together (sums; break-even over their summed capacity bought)
+    fr = len(rows) + 1
+    tot = {c: float(np.nansum([v[c] for _w, _s, v in rows])) for c in
+           ("gpus_without", "gpus_with", "gpus_saved", "gpu_cost_saved_per_month", "tier_cost_per_month",
+            "net_saving_per_month")}
+    bought = float(sum(v["capacity_gib"] * sw["swept_units"][DECLARED] for _w, sw, v in rows))
+    tot["break_even_cost_per_gib_month"] = tot["gpu_cost_saved_per_month"] / bought if bought > 0 else np.nan
+    wv.write_string(fr, 0, "Total (traced workloads)", fm("header"))
+    wv.write_string(fr, 1, swept.name)
+    col = lambda c: VALUE_COLS.index(c)
+    span = lambda c: xl_rowcol_to_cell(1, col(c), True, True) + ":" + xl_rowcol_to_cell(fr - 1, col(c), True, True)
+    for c, v in tot.items():
+        if c == "break_even_cost_per_gib_month":
+            units = "+".join(f"{sheet_ref(TIER_WORTH, 1 + b * k_pts + DECLARED, pos['capacity_gib'], row_abs=True)}*"
+                             f"{sheet_ref(TIER_WORTH, 1 + b * k_pts + DECLARED, pos['swept_units'], row_abs=True)}"
+                             for b in range(len(rows)))
+            f = (f'IF(({units})>0,{xl_rowcol_to_cell(fr, col("gpu_cost_saved_per_month"), col_abs=True)}/'
+                 f'({units}),"")')
+        else:
+            f = f"SUM({span(c)})"
+        wv.write_formula(fr, col(c), "=" + f, fm("calc", "#,##0.00"), "" if np.isnan(v) else v)
     last = 2 + len(rows) * k_pts
     ws.write_string(last, 0, f"Sweep of the {swept.name} tier's capacity ({swept.kind}, scope {swept.scope}): multiplier x "
                     f"its declared capacity in Tiers (0: without it); the other tiers as declared. Live formulas: edit "
                     f"Tiers or a multiplier and the row recalculates. GPU cost = gpus x hourly_cost x "
                     f"hours_per_month.", fm("note"))
-    wv.write_string(len(rows) + 2, 0, "break_even_cost_per_gib_month: the price per GiB-month at which the declared "
+    wv.write_string(len(rows) + 3, 0, "break_even_cost_per_gib_month: the price per GiB-month at which the declared "
                     "tier's GPU savings equal its cost (gpu_cost_saved / (capacity_gib x units bought)); "
                     "cost_optimal_*: the lowest total cost per month of the sweep (Tier_Worth).", fm("note"))
 

@@ -91,6 +91,10 @@ def test_summary_and_memo_say_what_the_tier_is_worth(tmp_path):
     assert "pays for itself up to USD 93,440.00 per GiB-month (priced at USD 3.00)" in memo
     wb = openpyxl.load_workbook(out, data_only=True)
     cells = [[c.value for c in row] for row in wb["Summary"].iter_rows()]
+    value = _values(out, "Tier_Value")
+    assert value[1]["workload"] == "Total (traced workloads)"  # one workload: the total is its row
+    for k in ("gpus_saved", "net_saving_per_month", "break_even_cost_per_gib_month"):
+        assert value[1][k] == pytest.approx(value[0][k])
     row = next(r for r in cells if r[0] == "chat" and r[1] == "33% / 50%")
     assert row[2] == 1 and row[3] == pytest.approx(1460 - 2 / 512 * 12) and row[4] == pytest.approx(93440)
 
