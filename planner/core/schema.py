@@ -24,7 +24,8 @@ ANY = "any"          # a number or a text, kept as typed (Scenarios.value)
 FMT_INT = "#,##0"
 FMT_NUM = "#,##0.00"
 FMT_PCT = "0.0%"
-FMT_ELEM_BYTES = "#,##0.###"  # bytes per element: fractional (FP4 is 0.5)
+FMT_ELEM_BYTES = "#,##0.###"
+FMT_COST4 = "#,##0.0000"  # bytes per element: fractional (FP4 is 0.5)
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,7 @@ def _fmt_bound(v: float) -> str:
 
 M, G, W = "Models", "GPUs", "Workloads"
 MEAS, DEM, SCN = "Measurements", "Demand", "Scenarios"  # optional input sheets
+TIERS = "Tiers"  # optional: the KV-cache tiers (planner.inputs.kv_tiers)
 
 COLUMNS: tuple[Column, ...] = (
     # ---------------------------------------------------------------- Models
@@ -182,6 +184,11 @@ COLUMNS: tuple[Column, ...] = (
            "(blank: none)", minimum=0, min_open=True, maximum=1e9, fmt=FMT_NUM),
     Column(W, "slo_percentile", "", CHOICE, "statistic the TTFT target applies to: mean, p50, p90, p95 or p99",
            default="p90", choices=("mean", "p50", "p90", "p95", "p99")),
+    Column(W, "trace", "", TEXT, "prefix-reuse trace of this workload's traffic (Mooncake or Qwen Bailian "
+           "JSONL, plain or .gz), a path relative to the input workbook's folder; with it hit_target may be "
+           "blank and comes from the trace and the Tiers", calc=False),
+    Column(W, "trace_block_size", "tokens", INT, "tokens per hash block of the trace (blank: 512 for "
+           "Mooncake, 16 for Bailian)", minimum=1, maximum=1e6, fmt=FMT_INT, calc=False),
     # ---------------------------------------------------------------- Measurements (optional)
     Column(MEAS, "model", "", TEXT, "a model of the Models sheet (or the model catalog)", True, ref=M),
     Column(MEAS, "gpu", "", TEXT, "a GPU of the GPUs sheet (or the GPU catalog)", True, ref=G),
@@ -229,6 +236,21 @@ COLUMNS: tuple[Column, ...] = (
     Column(DEM, "demand_tpm", "tokens/min", NUMBER, "delivered tokens/min the workload needs in the period "
            "(blank: none in that period; a period whose demands are all blank is an error)",
            minimum=0, maximum=1e15, fmt=FMT_INT),
+    # ---------------------------------------------------------------- Tiers (optional)
+    Column(TIERS, "tier", "", TEXT, "name of the KV-cache tier", True, key=True),
+    Column(TIERS, "kind", "", CHOICE, "hbm (GPU prefix cache), dram (host memory), ssd (local NVMe) or "
+           "remote (a pool over the network); tiers nest in this order", True,
+           choices=("hbm", "dram", "ssd", "remote")),
+    Column(TIERS, "capacity_gib", "GiB", NUMBER, "capacity the traced traffic's cache sees in this tier "
+           "(hbm blank: HBM left after weights and peak KV, times the instance's GPUs)", minimum=0,
+           maximum=1e9, fmt=FMT_NUM),
+    Column(TIERS, "scope", "", CHOICE, "what one capacity_gib is bought for: instance (each serving "
+           "instance), node (each node of gpus_per_node GPUs) or pool (once)", default="instance",
+           choices=("instance", "node", "pool")),
+    Column(TIERS, "read_gbps", "GB/s", NUMBER, "read bandwidth into each GPU's HBM (blank: the workload's "
+           "kv_gbps; not used for hbm: its hits load nothing)", minimum=0.001, maximum=1e6, fmt=FMT_NUM),
+    Column(TIERS, "cost_per_gib_month", "currency/GiB/month", NUMBER, "price of one GiB of the tier per "
+           "month (blank: 0, nothing bought)", minimum=0, maximum=1e9, fmt=FMT_COST4),
     # ---------------------------------------------------------------- Scenarios (optional)
     Column(SCN, "scenario", "", TEXT, "name of the what-if scenario (rows of one name form one scenario)",
            True),
@@ -242,7 +264,7 @@ COLUMNS: tuple[Column, ...] = (
 )
 
 SHEETS = (M, G, W)
-OPTIONAL_SHEETS = (MEAS, DEM, SCN)  # read when present; carried to the output as inputs
+OPTIONAL_SHEETS = (MEAS, DEM, SCN, TIERS)  # read when present; carried to the output as inputs
 SETTINGS = "Settings"
 SHEET_ORDER = SHEETS + (SETTINGS,) + OPTIONAL_SHEETS  # order of problems and of input sheets
 
@@ -273,6 +295,10 @@ SETTING_KEYS: tuple[Setting, ...] = (
     Setting("target_utilization", FRACTION, 1.0, "busy fraction instances are sized for (Workloads may override "
             "per row): instances = ceil(demand_tpm / (tpm_delivered_target x target_utilization)); 0.8 leaves "
             "20% headroom", 0, 1, True),
+    Setting("trace_warmup", FRACTION, 0.5, "share of a trace's first requests that only warm the cache and "
+            "are not counted in its hit ratio (0.5: kvcache-ai's simulator measures the last 50%)", 0, 1),
+    Setting("gpus_per_node", NUMBER, 8.0, "GPUs per node, for the cost of node-scope Tiers (8: HGX/DGX "
+            "H100/H200/B200 nodes)", 1, 1e4),
     Setting("hours_per_month", NUMBER, 730.0, "hours billed per month for the fleet cost per month "
             "(730 = 8,760 h a year / 12)", 0, 744, True),
 )

@@ -42,6 +42,8 @@ from typing import Any, Iterable
 import numpy as np
 
 from planner.equations import fleet
+from planner.core import schema
+from planner.inputs.kv_tiers import trace_path
 from planner.core.errors import InputError, Problem
 from planner.diff.input_changes import Change, _same_record, fold, input_changes
 from planner.inputs.reader import PlanInput, Table, read_input
@@ -180,20 +182,33 @@ def bridge_states(old: PlanInput, new: PlanInput) -> list[tuple[str, PlanInput]]
         wl.append(rec)
     states.append(("added", with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus})))
     # demand, then hit: NEW's values for the common workloads
-    for step, cols in (("demand", ("demand_tpm",)), ("hit", ("hit_target", "hit_measured"))):
+    # (hit also takes where NEW's hit ratios come from: its traces and its KV tiers, issue 19)
+    for step, cols in (("demand", ("demand_tpm",)),
+                       ("hit", ("hit_target", "hit_measured", "trace", "trace_block_size"))):
         wl = [dict(r) for r in wl]
         for r in wl:
             src = new_wl[fold(r["workload"])]
             for c in cols:
                 r[c] = src.get(c)
-        states.append((step, with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus})))
+                if c == "trace" and r[c]:  # NEW's trace, found beside NEW whichever folder OLD is in
+                    r[c] = str(trace_path(new.path, r[c]))
+        states.append((step, _with_tiers(with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus}),
+                                         new if step == "hit" else old)))
     # price: NEW's hourly_cost for every GPU NEW has
     gpus = [dict(r) for r in gpus]
     for r in gpus:
         if fold(r["gpu"]) in new_gpus:
             r["hourly_cost"] = new_gpus[fold(r["gpu"])].get("hourly_cost")
-    states.append(("price", with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus})))
+    states.append(("price", _with_tiers(with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus}), new)))
     return states
+
+
+def _with_tiers(state: PlanInput, src: PlanInput) -> PlanInput:
+    """``state`` with the Tiers sheet of ``src`` (or none when ``src`` has none)."""
+    optional = {k: v for k, v in state.optional.items() if k != schema.TIERS}
+    if schema.TIERS in src.optional:
+        optional[schema.TIERS] = src.optional[schema.TIERS]
+    return dataclasses.replace(state, optional=optional)
 
 
 def exact_quantum(values: Iterable[float]) -> float:

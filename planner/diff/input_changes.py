@@ -20,6 +20,7 @@ OPTIONAL_ROW_KEYS = {
     "Measurements": ("model", "gpu", "tp", "isl", "hit"),
     "Demand": ("workload", "period"),
     "Scenarios": ("scenario", "sheet", "column", "match"),
+    "Tiers": ("tier",),
 }
 
 

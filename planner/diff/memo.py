@@ -35,7 +35,7 @@ STEP_WORDS = {
     "removed": "dropping the workloads that are no longer planned",
     "added": "adding the new workloads",
     "demand": "the new demand of the continuing workloads",
-    "hit": "the new hit ratios (target and measured)",
+    "hit": "the new hit ratios (target and measured, and their traces and KV tiers)",
     "price": "the new GPU prices",
     "other": "everything else (models, GPUs, parallelism, lengths, times, settings)",
 }

@@ -36,7 +36,8 @@ STEP_TEXT = {
     "added": "add the workloads only in NEW, with the models and GPUs they need from NEW (NEW's definitions and "
              "prices for them: they cost what they cost in NEW)",
     "demand": "take NEW's demand_tpm for the workloads in both",
-    "hit": "take NEW's hit_target and hit_measured for the workloads in both",
+    "hit": "take NEW's hit_target and hit_measured for the workloads in both (and where they come from: "
+           "NEW's trace and Tiers, so a change of traffic or of cache capacity shows here)",
     "price": "take NEW's hourly_cost for every GPU type NEW has",
     "other": "everything else (models, GPUs, tp, lengths, times, settings...): the state is now NEW",
     "new": "NEW's fleet cost per month",
@@ -226,7 +227,7 @@ def write_input_changes(wb, fm: Formats, d: Diff) -> None:
         "each of its non-blank cells with new blank.",
         "Optional sheets, which have no name column, are named by their identifying columns joined with ' / ': "
         "Measurements model / gpu / tp / isl / hit, Demand workload / period, Scenarios scenario / sheet / "
-        "column / match (a repeated name gets #2, #3); changing one of those columns removes a row and adds one.",
+        "column / match, Tiers tier (a repeated name gets #2, #3); changing one of those columns removes a row and adds one.",
     ]
     for k, note in enumerate(notes):
         ws.write_string(1 + k, len(cols) + 1, note, fm("note"))

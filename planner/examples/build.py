@@ -52,7 +52,7 @@ def write_template(path: Path) -> None:
                          title="KV-hit capacity planner: input template (replace the example rows)",
                          # the optional sheets with their headers only, so that replacing the example
                          # rows leaves nothing that names them (README sheet: their columns)
-                         optional={"Measurements": [], "Demand": [], "Scenarios": []})
+                         optional={"Measurements": [], "Demand": [], "Scenarios": [], "Tiers": []})
 
 
 def example_path() -> Path:

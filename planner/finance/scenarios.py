@@ -25,7 +25,7 @@ def scenario_input(p_in, name: str, ovs: list[Override]):
     from planner.inputs.cells import parse_value
 
     tables = {s: dataclasses.replace(p_in.table(s), records=copy.deepcopy(p_in.table(s).records))
-              for s in schema.SHEETS}
+              for s in schema.SHEETS + (schema.TIERS,) if p_in.table(s) is not None}
     settings = dict(p_in.settings)
     for o in (o for o in ovs if o.scenario == name):
         if o.sheet == schema.SETTINGS:
@@ -44,6 +44,8 @@ def scenario_input(p_in, name: str, ovs: list[Override]):
                         continue  # blank stays blank (checked in overrides)
                 rec[o.column], _err = _new_value(parse_value, col, o.op, old, o.value)
     optional = {k: v for k, v in p_in.optional.items() if k != schema.SCN}
+    if schema.TIERS in tables:
+        optional[schema.TIERS] = tables[schema.TIERS]
     return dataclasses.replace(p_in, models=tables[schema.M], gpus=tables[schema.G], workloads=tables[schema.W],
                                settings=settings, optional=optional)
 
@@ -77,7 +79,7 @@ def scenario_compare(plan) -> pd.DataFrame:
                  "cost_per_month": float(base["cost_per_month"]), "tpm_capacity": float(base["tpm_capacity"])})
     scn = plan.input.optional.get(schema.SCN)
     if scn is not None:
-        tables = {s: plan.input.table(s) for s in schema.SHEETS}
+        tables = {s: plan.input.table(s) for s in schema.SHEETS + (schema.TIERS,)}
         problems: list[Problem] = []
         ovs = overrides(scn, tables, plan.input.settings, problems)
         names: list[str] = []

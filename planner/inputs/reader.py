@@ -61,6 +61,7 @@ class PlanInput:
     settings_extra: list[tuple[Any, Any]]
     notes: list[str] = field(default_factory=list)  # accepted with a remark (said once)
     optional: dict[str, Table] = field(default_factory=dict)  # Measurements, Demand, Scenarios when present
+    kv_tiers: Any = None  # planner.inputs.kv_tiers.TierPlan of the traced workloads (set by planner.plan)
 
     def table(self, sheet: str) -> Table | None:
         """The table of an input sheet by its schema name (None: an optional sheet not given)."""
@@ -120,7 +121,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         else:
             extras.append((j, str(raw).strip()))
     for c in cols:
-        if c.required is True and c.name not in col_of:
+        if c.required is True and c.name not in col_of and not (c.name == "hit_target" and "trace" in col_of):
             problems.append(Problem(f"{ws.title} row 1", f"required column {c.name!r} is missing"
                                     + _header_hint(ws.title, c, extras)))
         elif c.required == "catalog" and c.name not in col_of and (hint := _header_hint(ws.title, c, extras)):
@@ -282,6 +283,9 @@ def read_input(path: str | Path) -> PlanInput:
     from planner.inputs.scenario_checks import check_optional  # Demand and Scenarios against the inputs (the finance view
 
     check_optional(optional, {"Models": m, "GPUs": g, "Workloads": w}, settings, problems)
+    from planner.inputs.kv_tiers import check_inputs  # Tiers rows and the Workloads' trace files (issue 19
+
+    check_inputs(path, optional.get(schema.TIERS), w, positions.get("Workloads", {}), settings, problems, notes)
     if problems:
         raise InputError(sorted(problems, key=_place_order))
     return PlanInput(path, sha256_of(path), m, g, w, settings, settings_extra, notes, optional)

@@ -18,9 +18,7 @@ from planner.core.errors import Problem
 BASE = "base"
 
 
-BASE = "base"
-
-SCENARIO_SHEETS = (schema.M, schema.G, schema.W, schema.SETTINGS)
+SCENARIO_SHEETS = (schema.M, schema.G, schema.W, schema.TIERS, schema.SETTINGS)  # Tiers: a capacity override
 
 
 @dataclass
@@ -35,7 +33,7 @@ class Override:
 
 
 def _key_of(sheet: str) -> str:
-    return {schema.M: "model", schema.G: "gpu", schema.W: "workload"}[sheet]
+    return {schema.M: "model", schema.G: "gpu", schema.W: "workload", schema.TIERS: "tier"}[sheet]
 
 
 def _setting_column(s: schema.Setting) -> schema.Column:
@@ -62,7 +60,7 @@ def check_optional(optional: dict, tables: dict, settings: dict, problems: list[
         _check_demand(dem, w if base_ok else None, problems)
     scn = optional.get(schema.SCN)
     if scn is not None and base_ok:
-        overrides(scn, tables, settings, problems)
+        overrides(scn, {**tables, schema.TIERS: optional.get(schema.TIERS)}, settings, problems)
 
 
 def overrides(scn, tables: dict, settings: dict, problems: list[Problem]) -> list[Override]:
@@ -126,7 +124,10 @@ def overrides(scn, tables: dict, settings: dict, problems: list[Problem]) -> lis
             st[(sheet, "", col.name)] = new
             out.append(Override(scn.rows[i], key, sheet, col.name, None, op, value))
             continue
-        t = tables[sheet]
+        t = tables.get(sheet)
+        if t is None:  # a Tiers override without a Tiers sheet
+            problems.append(Problem(_place(scn, "sheet", i), f"the input has no {sheet} sheet to override"))
+            continue
         keycol = _key_of(sheet)
         names = [str(x) for x in t.column(keycol)]
         if match is None:

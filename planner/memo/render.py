@@ -74,6 +74,7 @@ from planner.plan.calibrate import memo_lines
 from planner.memo.charts import Chart, make_charts
 from planner.memo.numbers import (MEMO_TABLE_MAX, TABLE_COLUMNS, _f, findings, fleet_totals, headline, resolved_num, result_num, table_cell, table_rows)
 from planner.plan import load_notes as load_memo
+from planner.workbook.tier_worth import memo_findings
 
 TEMPLATE_NAMES: dict[str, str] = {"md": "memo.md.j2", "html": "memo.html.j2", "txt": "memo.txt.j2"}
 
@@ -165,7 +166,7 @@ def build_context(plan, *, workbook: str, charts: list[Chart] | None = None, ema
                 "planner_version": __version__, "created": created, "workbook": workbook},
         "headline": headline(plan, fleet, quarter, currency),
         "fleet": fleet, "columns": columns, "rows": rows, "rows_total": len(r), "rows_omitted": len(r) - len(rows),
-        "findings": findings(plan) + load_memo.findings(plan),  # + latency at load (issue 16)
+        "findings": findings(plan) + load_memo.findings(plan) + memo_findings(plan),  # + latency at load (16), KV tiers (19)
         "breakdown": memo_lines(plan),  # where the times come from: typed / calibrated / estimated
         "assumptions": list(ASSUMPTIONS),
         "equations": [{"name": a, "formula": b} for a, b in EQUATIONS],

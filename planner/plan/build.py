@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from planner.core import schema
+from planner.inputs import kv_tiers
 
 from planner.plan import columns as sheets
 from planner.plan.calibrate import Calibration, fill_breakdown
@@ -83,7 +84,11 @@ def evaluate_input(p_in: PlanInput):
     workloads = table_frame(p_in.workloads, "Workloads")
     filled, calib = fill_breakdown(p_in, models, gpus, workloads)  # typed > calibrated > estimated
     resolved = sheets.resolve(models, gpus, filled, p_in.settings)
-    return models, gpus, workloads, resolved, evaluate_results(resolved), calib
+    results = evaluate_results(resolved)
+    p_in.kv_tiers = kv_tiers.apply(p_in, resolved, results)  # traced workloads: hit and KV bandwidth
+    if p_in.kv_tiers is not None:
+        results = evaluate_results(resolved)
+    return models, gpus, workloads, resolved, results, calib
 
 
 def build_plan(source: str | Path | PlanInput) -> Plan:

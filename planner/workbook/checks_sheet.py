@@ -141,7 +141,10 @@ def checks_for(plan, layout) -> CheckSheet:
               f"SUMPRODUCT(--(COUNTIF({_n('GPUs.gpu')},{exact_criteria(_n('GPUs.gpu'))})>1))", 0),
         Check("required workload cells filled", "error",
               "blank cells in required Workloads columns: " + ", ".join(c.name for c in required_wl),
-              _sum([f"COUNTBLANK({_n('Workloads.' + c.name)})" for c in required_wl]), 0),
+              _sum([f"COUNTBLANK({_n('Workloads.' + c.name)})" for c in required_wl])
+              # a traced row may leave hit_target blank (planner.inputs.kv_tiers): not counted
+              + (f"-SUMPRODUCT(({_n('Workloads.hit_target')}=\"\")*({_n('Workloads.trace')}<>\"\"))"
+                 if plan.input.kv_tiers is not None else ""), 0),
         Check("numeric cells hold numbers", "error",
               "text in numeric columns of Models, GPUs and Workloads",
               _sum([f"(COUNTA({_n(c.sheet + '.' + c.name)})-COUNT({_n(c.sheet + '.' + c.name)}))"

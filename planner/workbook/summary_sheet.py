@@ -215,6 +215,9 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
         ws.write_string(r, 0, "What-if scenarios: see Scenario_Compare (computed when the planner ran)", fm("note"))
         r += 1
     r = _latency_block(ws, fm, plan, r, cur)   # issue 16: what the latency targets add
+    from planner.workbook.tier_worth import summary_lines  # KV tiers (issue 19): nothing without a traced workload
+
+    r = summary_lines(wb, ws, fm, plan, r)
     last_row = r
 
     # charts: GPUs by type, cost per month by type

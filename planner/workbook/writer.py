@@ -42,6 +42,7 @@ from planner.workbook.print_setup import apply_print_setup
 from planner.workbook.run_sheet import write_constants, write_run
 from planner.workbook.xlfast import ROW, FastFormulaWorksheet, FormulaTemplate, RowBuffer
 from planner.workbook.styles import WB_OPTIONS, Formats, col_width, values_list, write_header
+from planner.workbook import kv_tiers_sheets, tier_worth
 
 
 
@@ -121,10 +122,13 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
         wb.define_name(range_name("Resolved", rc.name), "=" + col_range("Resolved", pos["Resolved"][rc.name], n))
     filled = resolved_overrides(plan, lambda name, i: layout.other("Workloads", name, i + 1),
                                 lambda name, i: layout.own("Resolved", name, i + 1))  # calibrated / estimated cells
-    names, filled_rows = [rc.name for rc in sheets.RESOLVED], {i for i, _ in filled}
+    traced = kv_tiers_sheets.resolved_cells(plan, layout)  # hit_target, kv_gbps from a trace and the Tiers
+    names, filled_rows = [rc.name for rc in sheets.RESOLVED], {i for i, _ in filled} | {i for i, _ in traced}
     for i in range(n):
         for j, f, fmt, vals in jobs:
-            if i in filled_rows and (i, names[j]) in filled:
+            if i in filled_rows and (i, names[j]) in traced:
+                write_filled(ws_res, fm, i + 1, j, fm("catalog", sheets.RESOLVED[j].fmt), traced[(i, names[j])])
+            elif i in filled_rows and (i, names[j]) in filled:
                 write_filled(ws_res, fm, i + 1, j, fmt, filled[(i, names[j])])
             else:
                 ws_res.write_vetted(i + 1, j, f.format(i + 2, i + 2), fmt, vals[i])
@@ -149,6 +153,8 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     for buffered in (ws_checks, ws_explorer, ws_charts, ws_const, ws_run):
         if buffered is not None:
             buffered.flush()
+    kv_tiers_sheets.write_sheets(wb, fm, layout, plan, settings_rows)  # Tier_Hits, Hit_Curve (traced workloads)
+    tier_worth.write_sheets(wb, fm, layout, plan, settings_rows)  # Tier_Worth, Tier_Value: what a tier is worth
     finance_sheets.write_finance(wb, fm, layout, plan, fin, settings_rows)  # activates Summary
     apply_print_setup(wb, quarter=str(plan.settings.get("quarter") or ""), layout=layout)  # every sheet
     wb.close()

@@ -1,0 +1,111 @@
+"""Benchmark: read a prefix-reuse trace of millions of requests and compute its LRU hit curve.
+
+    python benchmarks/traces_bench.py                    # 1,000,000 requests
+    python benchmarks/traces_bench.py --requests 3000000 --json out/traces-bench.json
+
+Makes a synthetic Mooncake-format trace (gzip JSONL, 512-token blocks) of multi-turn
+conversations with a shared system prompt (the shape of the FAST'25 conversation trace:
+about 24 blocks a request), then times, each in a fresh process with its peak memory (max
+RSS): reading the file (``planner.traffic.traces.read_trace``) and the one pass (``reuse``) plus the
+curve at 64 capacities (``hit_curve``). Prints a table and writes JSON.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+
+
+def make(path: Path, requests: int, seed: int = 1) -> int:
+    """Write the synthetic trace; returns the number of blocks."""
+    rng = np.random.default_rng(seed)
+    turns = 4
+    convs = -(-requests // turns)
+    sys_blocks = 4
+    new_per_turn = rng.integers(2, 10, (convs, turns))   # new user + previous output blocks
+    start = np.sort(rng.uniform(0, 3600e3, convs))       # ms over one hour
+    gap = rng.exponential(60e3, (convs, turns))
+    t = start[:, None] + np.cumsum(gap, axis=1) - gap[:, :1]
+    order = np.argsort(t.ravel(), kind="stable")[:requests]
+    next_id = sys_blocks
+    conv_base = np.empty(convs, dtype=np.int64)
+    own = np.cumsum(new_per_turn, axis=1)                # own blocks of turn j
+    for c in range(convs):                               # each conversation's block ids
+        conv_base[c] = next_id
+        next_id += int(own[c, -1])
+    blocks = 0
+    with gzip.open(path, "wt", compresslevel=1) as f:
+        for k in order:
+            c, j = divmod(int(k), turns)
+            n_own = int(own[c, j])
+            ids = list(range(sys_blocks)) + list(range(conv_base[c], conv_base[c] + n_own))
+            blocks += len(ids)
+            f.write(json.dumps({"timestamp": int(t[c, j]), "input_length": len(ids) * 512 - 100,
+                                "output_length": 200, "hash_ids": ids}) + "\n")
+    return blocks
+
+
+def _child(path: str, phase: str) -> None:
+    from planner.traffic import traces as T
+    t0 = time.perf_counter()
+    tr = T.read_trace(path)
+    t1 = time.perf_counter()
+    out = {"requests": tr.requests, "blocks": tr.blocks, "read_s": t1 - t0}
+    if phase == "all":
+        r = T.reuse(tr)
+        caps = np.unique(np.round(np.logspace(0, np.log10(r.unique_blocks + 1), 64)))
+        h = T.hit_curve(r, caps)
+        t2 = time.perf_counter()
+        out.update(reuse_curve_s=t2 - t1, ceiling=float(T.hit_curve(r, [np.inf])[0]), points=len(h))
+    out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(out))
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--requests", type=int, nargs="+", default=[1_000_000])
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.child:
+        _child(*a.child)
+        return 0
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in a.requests:
+            path = Path(tmp) / f"trace-{n}.jsonl.gz"
+            t0 = time.perf_counter()
+            blocks = make(path, n)
+            gen = time.perf_counter() - t0
+            res = {}
+            for phase in ("read", "all"):
+                p = subprocess.run([sys.executable, __file__, "--child", str(path), phase],
+                                   capture_output=True, text=True, check=True)
+                res[phase] = json.loads(p.stdout)
+            row = {"requests": n, "blocks": blocks, "file_mb": path.stat().st_size / 2**20, "generate_s": gen,
+                   "read_s": res["all"]["read_s"], "reuse_curve_s": res["all"]["reuse_curve_s"],
+                   "read_max_rss_mb": res["read"]["max_rss_mb"], "max_rss_mb": res["all"]["max_rss_mb"],
+                   "ceiling": res["all"]["ceiling"]}
+            rows.append(row)
+            print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()),
+                  flush=True)
+    if a.json:
+        a.json.parent.mkdir(parents=True, exist_ok=True)
+        a.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
