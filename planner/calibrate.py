@@ -242,6 +242,9 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
         rec = p_in.workloads.records[i]
         blank = {c: rec.get(c) is None for c in FILLED_COLUMNS}
         if not (blank["t_attn0_ms"] or blank["t_ffn0_ms"]):
+            if blank["t_decode_ms"]:  # a typed breakdown gets the decode the other rows get (issue 20)
+                _decode_for_typed(i, rec, p_in, fits, by_key, model_recs, gpu_recs, mbu, filled, prov, warns,
+                                  problems)
             continue
         place = f"Workloads row {wl_rows[i]} ({rec.get('workload')})"
         key = (rec["model"], rec["gpu"], int(rec["tp"]))
@@ -286,14 +289,16 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                 vals["t_decode_ms"] = est["t_decode_ms"]
                 decode_src = f"estimated by roofline (decode_mbu {mbu:g}): the Measurements have no tpot_ms"
         if blank["t_decode_ms"] and "t_decode_ms" not in vals:
-            why = ("its Measurements have no tpot_ms" if source[i] == "calibrated"
-                   else "the estimate needs GPUs.hbm_tbps and Models.params_b")
-            warns.append((place, f"t_decode_ms is blank and stays 0 ({why}): decode time is left out of "
-                                 f"chip time and TPM"))
+            s_kv = s_kv_of(model_recs[rec["model"]], int(rec["tp"]))
+            _, missing = estimate.estimate_decode(rec, model_recs[rec["model"]], gpu_recs[rec["gpu"]], s_kv, mbu)
+            problems.append(_decode_problem(p_in, i, missing, "its Measurements have no tpot_ms"
+                                            if source[i] == "calibrated" else ""))
+            continue
         elif blank["t_decode_ms"] and (source[i] == "estimated" or decode_src != src):  # decode estimated
-            if rec.get("batch") is None:
-                warns.append((place, "t_decode_ms is estimated with batch blank (1): one request at a time, "
-                                     "which makes decode the bottleneck; type the serving concurrency in batch"))
+            s_kv = s_kv_of(model_recs[rec["model"]], int(rec["tp"]))
+            warns.append((place, decode_batch_message(rec, model_recs[rec["model"]], gpu_recs[rec["gpu"]], s_kv, mbu,
+                                                      vals["t_decode_ms"])))
+            decode_src += f" at batch {int(rec.get('batch') or 1)}" + ("" if rec.get("batch") else " (batch blank: 1)")
         for col, v in vals.items():
             if blank[col]:
                 filled.iat[i, filled.columns.get_loc(col)] = float(v)
@@ -342,3 +347,62 @@ def memo_lines(plan) -> list[str]:
                    f"{st['decode_mbu']:.0%} of HBM bandwidth) for {len(est)}: {_names(est)}. Rooflines are "
                    f"usually optimistic; a load test of these deployments would replace them.")
     return out
+
+
+# --------------------------------------------------------------------------- decode of typed rows (issue 20)
+def decode_batch_message(rec: dict, model_rec: dict, gpu_rec: dict, s_kv: float, mbu: float, decode: float) -> str:
+    """What the row's ``batch`` does to its estimated decode, said with the numbers: the roofline
+    decode shares each step's weight reads over ``batch`` requests, so the chip time per request
+    falls with it (``estimate.decode_ms``)."""
+    from . import estimate
+
+    b = int(rec.get("batch") or 1)
+    at1 = estimate.estimate_decode(rec, model_rec, gpu_rec, s_kv, mbu, batch=1)[0]["t_decode_ms"]
+    said = "typed" if rec.get("batch") is not None else "blank, so 1"
+    other = (f"{at1:,.1f} ms at batch 1" if b != 1 else
+             f"{estimate.estimate_decode(rec, model_rec, gpu_rec, s_kv, mbu, batch=8)[0]['t_decode_ms']:,.1f} ms "
+             f"at batch 8")
+    return (f"t_decode_ms is estimated by the roofline at batch {b} ({said}): {decode:,.1f} ms per request "
+            f"({other}); batch is the decode concurrency of this estimate as well as the peak-KV batch: type the "
+            f"concurrency you will serve at, or a measured t_decode_ms")
+
+
+def _decode_problem(p_in, i: int, missing: list[str], why: str = ""):
+    """The error for a blank t_decode_ms that can be neither calibrated nor estimated."""
+    from openpyxl.utils import get_column_letter
+
+    from .errors import Problem
+
+    wt = p_in.workloads
+    where = (f"{wt.sheet}!{get_column_letter(wt.positions['t_decode_ms'] + 1)}{wt.rows[i]}"
+             if "t_decode_ms" in wt.positions else f"{wt.sheet} row {wt.rows[i]}")
+    because = f"{why}, and " if why else ""
+    return Problem(where, f"workload {wt.records[i].get('workload')!r}: t_decode_ms is blank, {because}its roofline "
+                          f"estimate lacks {', '.join(missing)}: type t_decode_ms (0 leaves decode out of chip time "
+                          f"and TPM), or fill {' and '.join(missing)}")
+
+
+def _decode_for_typed(i, rec, p_in, fits, by_key, model_recs, gpu_recs, mbu, filled, prov, warns, problems) -> None:
+    """A row with a typed breakdown and a blank ``t_decode_ms``: the calibrated decode of its
+    deployment (``tpot_ms`` of its Measurements) when there is one, else the roofline decode;
+    neither: an error naming the missing column (never a silent 0)."""
+    from . import estimate
+
+    place = f"Workloads row {p_in.workloads.rows[i]} ({rec.get('workload')})"
+    k = by_key.get((rec["model"], rec["gpu"], int(rec["tp"])))
+    if k is not None and fits[k].ok and not math.isnan(fits[k].tpot_per_token_ms):
+        value = float(rec["osl"]) * fits[k].tpot_per_token_ms
+        src = f"calibrated from Measurements ({fits[k].label}: osl x median tpot_ms / batch)"
+    else:
+        model_rec, gpu_rec = model_recs[rec["model"]], gpu_recs[rec["gpu"]]
+        s_kv = s_kv_of(model_rec, int(rec["tp"]))
+        est, missing = estimate.estimate_decode(rec, model_rec, gpu_rec, s_kv, mbu)
+        if missing:
+            problems.append(_decode_problem(p_in, i, missing, "the breakdown is typed"))
+            return
+        value = est["t_decode_ms"]
+        src = (f"estimated by roofline (decode_mbu {mbu:g}) at batch {int(rec.get('batch') or 1)}: the breakdown "
+               f"is typed, t_decode_ms is not")
+        warns.append((place, decode_batch_message(rec, model_rec, gpu_rec, s_kv, mbu, value)))
+    filled.iat[i, filled.columns.get_loc("t_decode_ms")] = float(value)
+    prov[(i, "t_decode_ms")] = src

@@ -115,9 +115,25 @@ def estimate_row(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu:
     out = {"t_attn0_ms": float(flops_ms(flops_attention(float(model["layers"]), heads, width, isl), tp, peak, mfu)),
            "t_ffn0_ms": float(flops_ms(flops_linear(active, isl), tp, peak, mfu)),
            "t_fixed_ms": 0.0}
+    dec, _missing = estimate_decode(wl, model, gpu, s_kv, mbu)
+    out.update(dec)
+    return out, []
+
+
+def estimate_decode(wl: dict, model: dict, gpu: dict, s_kv: float, mbu: float,
+                    batch: float | None = None) -> tuple[dict, list[str]]:
+    """Estimated ``t_decode_ms`` of one workload (the memory-bandwidth roofline of :func:`decode_ms`)
+    at ``batch`` (default: the row's ``batch``, blank 1).
+
+    Returns ``({"t_decode_ms": ms}, [])``, or ``({}, missing)`` naming the columns it lacks
+    (``GPUs.hbm_tbps``, ``Models.params_b``)."""
     hbm = _num(gpu, "hbm_tbps")
     params = _num(model, "params_b")
-    if hbm is not None and params is not None:
-        out["t_decode_ms"] = float(decode_ms(float(wl["osl"]), float(wl.get("batch") or 1), isl, s_kv, params,
-                                             active, wbytes, tp, hbm, mbu))
-    return out, []
+    missing = [n for n, v in (("GPUs.hbm_tbps", hbm), ("Models.params_b", params)) if v is None]
+    if missing:
+        return {}, missing
+    active = _num(model, "active_params_b") or params
+    wbytes = float(model.get("weight_bytes") or 2)
+    b = float(batch if batch is not None else (wl.get("batch") or 1))
+    return {"t_decode_ms": float(decode_ms(float(wl["osl"]), b, float(wl["isl"]), s_kv, params, active, wbytes,
+                                           float(wl["tp"]), hbm, mbu))}, []

@@ -19,7 +19,7 @@ from typing import Any
 import openpyxl
 from openpyxl.utils import get_column_letter
 
-from . import catalog, schema
+from . import catalog, header_units, schema
 from .errors import InputError, Problem
 from .safety import SheetScan, check_container, require_defusedxml, scan_sheet, sheet_xml_paths
 from .cells import _parse_numbers, cell_value, normalise_header, parse_cell
@@ -92,6 +92,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
                                                   f"({', '.join(c.name for c in cols)})"))
         return None
     col_of: dict[str, int] = {}
+    factors: dict[str, float] = {}  # column -> factor from its header's unit to the column's
     extras: list[tuple[int, str]] = []
     seen: dict[str, str] = {}
     for j, cell in enumerate(header):
@@ -107,10 +108,17 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         seen[key] = coord
         if key in by_name:
             col_of[key] = j
-            if wrong := th.header_unit_problem(str(raw), key, by_name[key].unit):
+            factor, said, wrong = header_units.conversion(str(raw), by_name[key])
+            if wrong:
                 problems.append(Problem(f"{ws.title}!{coord}", wrong))
+            elif factor != 1.0:
+                factors[key] = factor
+                if notes is not None:
+                    notes.append(f"{ws.title}!{coord}: {said}")
         else:
             extras.append((j, str(raw).strip()))
+    for where, msg in header_units.near_miss_headers(ws.title, cols, col_of, extras):
+        problems.append(Problem(where, msg))
     for c in cols:
         if c.required is True and c.name not in col_of:
             problems.append(Problem(f"{ws.title} row 1", f"required column {c.name!r} is missing"
@@ -162,6 +170,10 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
                 continue
             fmt = getattr(cell, "number_format", None)
             v, err, reading = parse_cell(by_name[name], cell_value(cell), fmt)
+            if not err and v is not None and name in factors:  # a header unit converted (header_units)
+                v, err, _ = parse_cell(by_name[name], float(v) * factors[name], None)
+                if err:
+                    err += f" (after converting from the header's unit, x{factors[name]:.6g})"
             if err:
                 problems.append(Problem(where, err))
             if reading:

@@ -168,7 +168,7 @@ def test_production_hit_only_is_fitted_with_assumed_bandwidth(tmp_path):
     assert plan.resolved["t_decode_ms"].iat[0] == pytest.approx(want, rel=1e-12)
     assert "tpot_ms" in plan.calibration.filled[(0, "t_decode_ms")]
     # batch left blank: the estimate assumes one request at a time, and the planner says so
-    assert any("t_decode_ms is estimated with batch blank (1)" in str(w) for w in plan.warnings)
+    assert any("t_decode_ms is estimated by the roofline at batch 1 (blank, so 1)" in str(w) for w in plan.warnings)
 
 
 @pytest.mark.libreoffice
