@@ -91,4 +91,7 @@ def build_plan(source: str | Path | PlanInput) -> Plan:
     plan = Plan(p_in, models, gpus, workloads, resolved, results, grid, sens,
                 flags=flags_of(models, workloads, resolved, results), calibration=calib)
     plan.warnings = [Problem(pl, msg) for pl, msg in calib.warnings] + warnings_of(plan)
+    from .trust import apply_to_plan  # issue 20: filled blanks visible, demand, plausibility
+
+    apply_to_plan(plan)
     return plan

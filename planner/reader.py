@@ -40,6 +40,9 @@ class Table:
     # per record, the cells not typed in the sheet: column -> where the value came from
     # ("catalog: <entry> (<source>)"); empty when nothing was filled (see planner.catalog)
     filled: list[dict[str, str]] = field(default_factory=list)
+    # (column, record index) of fraction cells typed as the plain number 1 (not 100% in a percent
+    # cell): 1% may have been meant (planner.trust warns)
+    plain_ones: set[tuple[str, int]] = field(default_factory=set)
 
     def column(self, name: str) -> list[Any]:
         return [r.get(name) for r in self.records]
@@ -140,6 +143,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
     records: list[dict[str, Any]] = []
     rows: list[int] = []
     readings: list[str] = []  # numbers read from text with separators (one note for the sheet)
+    plain_ones: set[tuple[str, int]] = set()
     key = next((c.name for c in cols if c.key), None)
     gap = False  # a blank row since the last record
     for excel_row, cells in enumerate(rows_iter, start=2):
@@ -178,6 +182,9 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
                 problems.append(Problem(where, err))
             if reading:
                 readings.append(f"{where} {reading}")
+            if v == 1 and by_name[name].kind == schema.FRACTION and isinstance(cell_value(cell), (int, float)) \
+                    and not isinstance(cell_value(cell), bool) and "%" not in str(fmt or ""):
+                plain_ones.add((name, len(records)))
             rec[name] = v
         for j, head in extras:
             rec[head] = values[j] if j < len(values) else None
@@ -187,7 +194,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         more = f" (and {len(readings) - 3} more)" if len(readings) > 3 else ""
         notes.append(f"{ws.title}: {len(readings)} number(s) typed as text with separators were read: "
                      f"{'; '.join(readings[:3])}{more}")
-    return Table(ws.title, records, rows, [h for _, h in extras], col_of)
+    return Table(ws.title, records, rows, [h for _, h in extras], col_of, plain_ones=plain_ones)
 
 
 def _header_hint(title: str, c: Column, extras: list[tuple[int, str]]) -> str:

@@ -25,6 +25,7 @@ import xlsxwriter
 from . import __version__, finance_sheets, schema, sheets
 from .calib_sheet import resolved_overrides, write_calibration, write_filled
 from .catalog import filled_run_rows
+from .trust import filled_run_rows as trust_run_rows
 from .charts import write_charts
 from .checks import checks_for
 from .explorer import write_explorer
@@ -139,7 +140,8 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     write_explorer(wb, ws_explorer, fm, layout, plan)
     if ws_charts is not None:
         write_charts(wb, ws_charts, fm, layout, plan, layout.chunks)
-    write_run(ws_run, fm, plan, {**filled_run_rows(p_in), **(run_info or {})})
+    write_run(ws_run, fm, plan, {**filled_run_rows(p_in), **trust_run_rows(p_in.workloads.filled),
+                                 **(run_info or {})})
     for buffered in (ws_checks, ws_explorer, ws_charts, ws_const, ws_run):
         if buffered is not None:
             buffered.flush()
