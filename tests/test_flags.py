@@ -72,7 +72,8 @@ def test_warnings_are_problems_in_row_order(plan):
 def test_checks_counts_are_the_flags(plan):
     counts = {c.name: c.count for c in checks_for(plan, Layout.of(plan)).checks if c.kind == "warning"}
     assert counts == {"KV fits in HBM": 2, "hit_target within break-even h*": 1, "kv_heads and tp divide": 1,
-                      "params_b given": 1, "tpm_measured has hit_measured": 1}
+                      "params_b given": 1, "tpm_measured has hit_measured": 1,
+                      "workloads have a demand_tpm": 0}  # every example workload has a demand
 
 
 def test_memo_findings_name_the_flagged_rows(plan):
