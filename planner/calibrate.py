@@ -50,6 +50,12 @@ class Fit:
     tpot_per_token_ms: float = math.nan  # amortised decode chip time per output token [ms]
     ok: bool = True
     warnings: list[str] = field(default_factory=list)
+    # issue 20 (planner.calib_extra): how the fit was made, and the options the points called for
+    method: str = "fit"               # "fit", or "roofline-scaled" (too few points: efficiency fitted)
+    efficiency: float = math.nan      # roofline-scaled: fraction of the dense peak achieved
+    alpha_fit: dict | None = None     # alpha fitted (alpha, lo, hi, identified, ...)
+    c_hit_ms: float = 0.0             # per-request cost of a hit, when selected [ms]
+    notes: list[str] = field(default_factory=list)  # what was fitted beyond the law, said once
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -78,7 +84,8 @@ class Fit:
 
     def predict(self, isl, hit, alpha=None) -> np.ndarray:
         a = self.points["alpha"].to_numpy(dtype=float).max() if alpha is None else alpha
-        return ttft_law(isl, hit, self.t_fixed, self.k_attn, self.k_ffn, self.s_kv, self.b_gbps, a)
+        return (ttft_law(isl, hit, self.t_fixed, self.k_attn, self.k_ffn, self.s_kv, self.b_gbps, a)
+                + self.c_hit_ms * (np.asarray(hit, dtype=float) > 0))
 
 
 # --------------------------------------------------------------------------- from the workbook
@@ -154,12 +161,15 @@ def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], 
             if fit.k_attn == 0 and fit.k_ffn == 0:
                 fit.ok = False
                 fit.warnings.append("degenerate fit: TTFT does not grow with the input length in these points")
+        from .calib_extra import extend_fit  # roofline scaled to too few points, alpha, hit cost (issue 20)
+
+        extend_fit(fit, recs, models[model], gpus[gpu], _gpu_pcie(gpus[gpu]))
         fitted = fit.predict(pts["isl"], pts["hit"], pts["alpha"]) if fit.ok else np.full(len(pts), np.nan)
         pts["fitted_ms"] = fitted
         pts["error"] = fitted / pts["ttft_ms"].to_numpy() - 1
         tp_ = [(float(r["tpot_ms"]) / float(r.get("batch") or 1)) for r in recs if r.get("tpot_ms") is not None]
         fit.tpot_per_token_ms = float(np.median(tp_)) if tp_ else math.nan
-        for w in fit.warnings:
+        for w in fit.warnings + fit.notes:
             warns.append((place, w))
         fits.append(fit)
     return fits, warns
@@ -253,9 +263,14 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
         if k is not None and fits[k].ok:
             f = fits[k]
             src = f"calibrated from Measurements ({f.label}, {len(f.points)} points)"
+            if f.method == "roofline-scaled":
+                src = (f"roofline scaled to the Measurements ({f.label}, {len(f.points)} point(s) at one length): "
+                       f"fitted efficiency {f.efficiency:.1%} of peak")
             vals = {"t_attn0_ms": f.k_attn * isl**2, "t_ffn0_ms": f.k_ffn * isl, "t_fixed_ms": f.t_fixed}
             if f.b_fitted:
                 vals["kv_gbps"] = f.b_gbps
+            if f.c_hit_ms and float(rec["hit_target"]) > 0:  # the per-request hit cost rides on t_fixed
+                vals["t_fixed_ms"] = f.t_fixed + f.c_hit_ms
             if not math.isnan(f.tpot_per_token_ms):
                 vals["t_decode_ms"] = osl * f.tpot_per_token_ms
             source[i], fit_index[i] = "calibrated", k
@@ -299,6 +314,9 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
             warns.append((place, decode_batch_message(rec, model_recs[rec["model"]], gpu_recs[rec["gpu"]], s_kv, mbu,
                                                       vals["t_decode_ms"])))
             decode_src += f" at batch {int(rec.get('batch') or 1)}" + ("" if rec.get("batch") else " (batch blank: 1)")
+        if source[i] == "calibrated" and fits[fit_index[i]].alpha_fit and rec.get("alpha") is None:
+            filled.iat[i, filled.columns.get_loc("alpha")] = fits[fit_index[i]].alpha_fit["alpha"]
+            prov[(i, "alpha")] = f"fitted from the hit points of Measurements ({fits[fit_index[i]].label})"
         for col, v in vals.items():
             if blank[col]:
                 filled.iat[i, filled.columns.get_loc(col)] = float(v)
@@ -334,12 +352,17 @@ def memo_lines(plan) -> list[str]:
             continue
         b = (f"B_eff {f.b_gbps:,.1f} GB/s fitted from the hit points" if f.b_fitted
              else f"KV load at the GPU's {f.b_gbps:,.0f} GB/s (no point with hits)")
+        if f.method == "roofline-scaled":
+            out.append(f"Roofline scaled to the load test of {f.label} ({len(f.points)} point(s) at one length and hit "
+                       f"ratio): fitted prefill efficiency {f.efficiency:.1%} of the dense peak: {_names(rows)}.")
+            continue
+        extra = (" " + "; ".join(f.notes) + ".") if f.notes else ""
         out.append(f"Calibrated from the load test of {f.label} ({len(f.points)} points; fitted TTFT within "
                    f"{f.median_abs_error:.1%} of measured at the median, {f.max_abs_error:.1%} at worst): "
                    f"{_names(rows)}. Fixed {f.t_fixed:,.1f} ms, {f.k_ffn * 1000:,.1f} ms per 1k tokens, "
                    + (f"attention {f.k_attn * 1e6:,.3f} ms per (1k tokens) squared" if f.k_attn > 0 else
                       "no quadratic attention term (TTFT grows linearly over the measured lengths)")
-                   + f"; {b}.")
+                   + f"; {b}." + extra)
     est = [w for w, s in zip(wl, calib.source) if s == "estimated"]
     if est:
         st = calib.settings

@@ -144,14 +144,34 @@ def test_hit_out_of_range_and_zero_time_located(tmp_path):
     assert not (tmp_path / "o.xlsx").exists()
 
 
-def test_one_length_one_hit_is_not_fitted(tmp_path):
+def test_one_length_one_hit_scales_the_roofline(tmp_path):
+    """Issue 20: one measured point (one length, one hit) is not thrown away: the roofline is scaled
+    to it (a fitted efficiency), and the planner says so."""
     meas = [m for m in _measurements() if m["isl"] == 4096] * 2
     wl = [dict(WORKLOADS[1])]
     src = tmp_path / "one.xlsx"
     write_input_workbook(src, MODELS, GPUS, wl, {}, optional={"Measurements": meas})
-    plan = build_plan(src)  # the workload falls back to the estimate, the fit says why it was not used
-    assert plan.results["breakdown_source"].iat[0] == "estimated"
-    assert any("cannot be fitted" in str(w) for w in plan.warnings)
+    plan = build_plan(src)
+    assert plan.results["breakdown_source"].iat[0] == "calibrated"
+    # hand calc: measured TTFT(4096, 0) = 15 + 1.5e-6*4096^2 + 0.06*4096 = 15 + 25.165824 + 245.76
+    # = 285.925824 ms. Roofline of Llama-3.1-8B at 100% of 989.4 TFLOPS on 1 GPU: linear params
+    # 8.03e9 - 2*128,256*4,096 (embedding + LM head) = 6.979326848e9, 2*6.979326848e9*4096 FLOPs
+    # = 57.17464e12 -> 57.7872 ms; attention 2*32*32*128*4096^2 = 4.398047e12 -> 4.44516 ms;
+    # 62.2324 ms in all: efficiency 62.2324 / 285.925824 = 21.765% of peak
+    attn1 = 2 * 32 * 32 * 128 * 4096**2 / 989.4e12 * 1e3
+    ffn1 = 2 * (8.03e9 - 2 * 128_256 * 4096) * 4096 / 989.4e12 * 1e3
+    measured = 15 + 1.5e-6 * 4096**2 + 0.06 * 4096
+    fit = plan.calibration.fits[0]
+    assert fit.method == "roofline-scaled"
+    assert fit.efficiency == pytest.approx((attn1 + ffn1) / measured, rel=1e-9)
+    assert fit.efficiency == pytest.approx(0.21765, abs=1e-5)
+    # the workload (isl 6000) gets the scaled roofline: attention x (6000/4096)^2, linear x 6000/4096
+    r = plan.resolved
+    assert r["t_attn0_ms"].iat[0] == pytest.approx(attn1 / fit.efficiency * (6000 / 4096) ** 2, rel=1e-9)
+    assert r["t_ffn0_ms"].iat[0] == pytest.approx(ffn1 / fit.efficiency * 6000 / 4096, rel=1e-9)
+    text = "\n".join(map(str, plan.warnings))
+    assert "the roofline is scaled to reproduce them instead, a fitted prefill efficiency of 21.8% of the dense peak" \
+        in text
 
 
 def test_production_hit_only_is_fitted_with_assumed_bandwidth(tmp_path):
