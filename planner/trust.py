@@ -256,10 +256,18 @@ def h_star_message(plan, i: int) -> tuple[bool, str]:
     grid = np.linspace(0.0, 1.0, 1001)
     curve = ttft_curve(res, r, i, grid)
     k = int(np.argmin(curve))
+    h_min, t_min = float(grid[k]), float(curve[k])
+    if 0 < k < len(grid) - 1:  # refined between the grid's neighbours (TTFT is piecewise smooth in h)
+        from .calib_fit import _golden
+
+        f = lambda h: float(ttft_curve(res, r, i, np.array([h]))[0])  # noqa: E731
+        h_ref = _golden(f, float(grid[k - 1]), float(grid[k + 1]), iters=60)
+        if f(h_ref) <= t_min:
+            h_min, t_min = h_ref, f(h_ref)
     at_t = float(ttft_curve(res, r, i, np.array([h_t]))[0])
-    if grid[k] < h_t and at_t > curve[k] * (1 + 1e-9):
-        return True, (f"hit_target {h_t:.1%} is beyond {grid[k]:.1%}, the hit ratio at which this row's TTFT is lowest "
-                      f"at its alpha {a:g} ({curve[k]:,.4g} ms): more hits make its prefill slower here ("
+    if h_min < h_t and at_t > t_min * (1 + 1e-9):
+        return True, (f"hit_target {h_t:.1%} is beyond {h_min:.1%}, the hit ratio at which this row's TTFT is lowest "
+                      f"at its alpha {a:g} ({t_min:,.4g} ms): more hits make its prefill slower here ("
                       f"{at_t:,.4g} ms at the target; the first-order h* is {h_s:.1%})")
     return False, (f"information: hit_target {h_t:.1%} is beyond the first-order break-even h* {h_s:.1%} (where the "
                    f"full KV load equals the remaining compute, the fully overlapped model), but at this row's alpha "
