@@ -123,14 +123,14 @@ def fit_law(n, h, y, s_kv: float, b_gbps: float, alpha: float, hit_cost: bool = 
     return x, rr
 
 
-def _best_b(n, h, y, s_kv, alpha, hit_cost, grid_n: int = 41) -> tuple[float, np.ndarray, float]:
+def _best_b(n, h, y, s_kv, alpha, hit_cost, grid_n: int = 25) -> tuple[float, np.ndarray, float]:
     """B_eff minimising the error at a given alpha: log grid then golden section."""
     lo, hi = math.log(B_MIN_GBPS), math.log(B_MAX_GBPS)
     f = lambda lb: fit_law(n, h, y, s_kv, math.exp(lb), alpha, hit_cost)[1]  # noqa: E731
     grid = np.linspace(lo, hi, grid_n)
     vals = [f(g) for g in grid]
     i = int(np.argmin(vals))
-    lb = grid[i] if i in (0, grid_n - 1) else _golden(f, grid[i - 1], grid[i + 1], iters=30)
+    lb = grid[i] if i in (0, grid_n - 1) else _golden(f, grid[i - 1], grid[i + 1], iters=22)
     x, rr = fit_law(n, h, y, s_kv, math.exp(lb), alpha, hit_cost)
     return math.exp(lb), x, rr
 
@@ -144,7 +144,7 @@ def can_fit_alpha(isl, hit) -> bool:
     return any(p[1] == 0 for p in pairs) and len(hit_pairs) >= 3 and len(pairs) >= 7
 
 
-def fit_alpha(isl, hit, ttft_ms, s_kv: float, hit_cost: bool = False, grid_n: int = 21) -> dict:
+def fit_alpha(isl, hit, ttft_ms, s_kv: float, hit_cost: bool = False, grid_n: int = 11) -> dict:
     """Alpha fitted with the other parameters: a profile over alpha in [0, 1] (grid, then golden
     section), each alpha with its best B_eff and non-negative linear terms.
 
@@ -172,24 +172,26 @@ def fit_alpha(isl, hit, ttft_ms, s_kv: float, hit_cost: bool = False, grid_n: in
     dof = max(len(n) - p, 1)
     bound = max(sse, len(n) * SSE_FLOOR) * (1 + t975(dof) ** 2 / dof)
     inside = prof <= bound
-    lo, hi = _edge(grid, prof, bound, a_hat, -1), _edge(grid, prof, bound, a_hat, +1)
+    prof_at = lambda a: _best_b(n, h, y, s_kv, a, hit_cost)[2]  # noqa: E731
+    lo, hi = _edge(grid, prof, bound, a_hat, -1, prof_at), _edge(grid, prof, bound, a_hat, +1, prof_at)
     return {"alpha": float(a_hat), "lo": lo, "hi": hi, "b_gbps": b, "x": x, "sse": sse,
             "identified": not (inside.all())}
 
 
-def _edge(grid, prof, bound, a_hat, step) -> float:
-    """Where the profile crosses ``bound`` walking from ``a_hat`` by ``step`` (linear interpolation)."""
-    idx = np.arange(len(grid))
-    start = int(np.searchsorted(grid, a_hat)) if step > 0 else int(np.searchsorted(grid, a_hat)) - 1
-    for j in (idx[start:] if step > 0 else idx[:start + 1][::-1]):
-        if prof[j] > bound:
-            prev = j - step
-            if prev < 0 or prev >= len(grid):
-                return float(grid[j])
-            p0, p1 = prof[prev], prof[j]
-            t = (bound - p0) / (p1 - p0) if p1 != p0 else 0.0
-            return float(grid[prev] + t * (grid[j] - grid[prev]))
-    return float(grid[-1] if step > 0 else grid[0])
+def _edge(grid, prof, bound, a_hat, step, prof_at, iters: int = 8) -> float:
+    """Where the profile crosses ``bound`` walking from ``a_hat`` by ``step``: the first grid point
+    outside, then bisection between it and ``a_hat`` (inside); the grid's end when none is outside."""
+    outside = [g for g, p in zip(grid, prof) if p > bound and (g > a_hat if step > 0 else g < a_hat)]
+    if not outside:
+        return float(grid[-1] if step > 0 else grid[0])
+    lo_in, hi_out = float(a_hat), float(min(outside) if step > 0 else max(outside))
+    for _ in range(iters):
+        mid = (lo_in + hi_out) / 2
+        if prof_at(mid) > bound:
+            hi_out = mid
+        else:
+            lo_in = mid
+    return (lo_in + hi_out) / 2
 
 
 # --------------------------------------------------------------------------- selection of the hit cost
