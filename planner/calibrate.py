@@ -252,7 +252,7 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
         rec = p_in.workloads.records[i]
         blank = {c: rec.get(c) is None for c in FILLED_COLUMNS}
         if not (blank["t_attn0_ms"] or blank["t_ffn0_ms"]):
-            if blank["t_decode_ms"]:  # a typed breakdown gets the decode the other rows get (issue 20)
+            if blank["t_decode_ms"] and float(rec["osl"]) > 0:  # a typed breakdown gets the others' decode (issue 20)
                 _decode_for_typed(i, rec, p_in, fits, by_key, model_recs, gpu_recs, mbu, filled, prov, warns,
                                   problems)
             continue
@@ -303,7 +303,9 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
             if "t_decode_ms" in est:
                 vals["t_decode_ms"] = est["t_decode_ms"]
                 decode_src = f"estimated by roofline (decode_mbu {mbu:g}): the Measurements have no tpot_ms"
-        if blank["t_decode_ms"] and "t_decode_ms" not in vals:
+        if blank["t_decode_ms"] and "t_decode_ms" not in vals and osl == 0:
+            pass  # no output tokens: a decode time of 0 is exact, not a default
+        elif blank["t_decode_ms"] and "t_decode_ms" not in vals:
             s_kv = s_kv_of(model_recs[rec["model"]], int(rec["tp"]))
             _, missing = estimate.estimate_decode(rec, model_recs[rec["model"]], gpu_recs[rec["gpu"]], s_kv, mbu)
             problems.append(_decode_problem(p_in, i, missing, "its Measurements have no tpot_ms"

@@ -41,6 +41,7 @@ class Plan:
     created: _dt.datetime = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc))
     flags: Flags | None = None  # computed once: warnings, Checks and memo read them
     calibration: "Calibration | None" = None  # planner.calibrate: fits, breakdown_source, filled cells
+    filled_note: str | None = None  # the Workloads blanks the planner filled, one line (planner.trust)
 
     @property
     def settings(self) -> dict:

@@ -64,7 +64,7 @@ def planner_filled(plan) -> list[dict[str, str]]:
             came["kv_gbps"] = (f"blank: the planner loads KV at the GPU's host link, "
                                f"{_f(res['kv_gbps'].iat[i]):,.4g} GB/s (GPUs pcie_gbps or pcie_gen)")
         if rec.get("t_decode_ms") is None and not (calib and (i, "t_decode_ms") in calib.filled):
-            came["t_decode_ms"] = "blank: the planner uses 0 ms of decode"
+            came["t_decode_ms"] = "blank: the planner uses 0 ms of decode (osl 0: no output tokens)"
     if calib is not None:
         for (i, col), prov in calib.filled.items():
             if col in ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps"):
@@ -281,7 +281,5 @@ def apply_to_plan(plan) -> None:
     add their note, and the demand and plausibility warnings to the plan's warnings."""
     filled = planner_filled(plan)
     plan.input.workloads.filled = filled
-    note = filled_note(plan, filled)
-    if note and note not in plan.input.notes:
-        plan.input.notes.append(note)
+    plan.filled_note = filled_note(plan, filled)  # printed by planner run and validate ("planner: filled: ...")
     plan.warnings.extend(demand_warnings(plan) + plausibility_warnings(plan))

@@ -194,7 +194,7 @@ def test_batch_effect_on_the_estimated_decode_is_said(tmp_path):
 def test_planner_filled_cells_are_styled_commented_counted_and_listed(tmp_path):
     path = _book(tmp_path, [dict(ROW, t_decode_ms=None)])
     plan = build_plan(path)
-    note = next(n for n in plan.input.notes if "filled by the planner" in n)
+    note = plan.filled_note
     # blank in ROW: batch (G2), max_seq_len (H2), t_decode_ms (P2), alpha (Q2), kv_gbps (T2)
     for part in ("batch 1 (Workloads!G2)", "alpha 1 (Workloads!Q2)", "kv_gbps 1 (Workloads!T2)",
                  "t_decode_ms 1 (Workloads!P2)", "max_seq_len 1 (Workloads!H2)"):
@@ -212,7 +212,7 @@ def test_planner_filled_cells_are_styled_commented_counted_and_listed(tmp_path):
     assert run["Workloads cells filled by the planner"].startswith("5 (batch 1, alpha 1, max_seq_len 1, kv_gbps 1, "
                                                                      "t_decode_ms 1)")
     r = run_planner("validate", path, cwd=tmp_path)
-    assert r.returncode == 0 and "Workloads: 5 blank cell(s) filled by the planner" in r.stderr
+    assert r.returncode == 0 and "planner: filled: Workloads: 5 blank cell(s) filled by the planner" in r.stderr
 
 
 # --------------------------------------------------------------------------- item 3: plausibility
