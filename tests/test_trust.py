@@ -292,3 +292,48 @@ def test_h_star_warning_says_what_holds_at_the_rows_alpha(tmp_path):
     assert ("Workloads row 3 (overlapped): hit_target 80.0% is beyond 66.7%, the hit ratio at which this row's TTFT "
             "is lowest at its alpha 1 (33.33 ms): more hits make its prefill slower here (40 ms at the target") in text
     assert "more hits make prefill slower here" not in text.split("\n")[0]
+
+
+# --------------------------------------------------------------------------- LibreOffice: the new cells
+@pytest.mark.libreoffice
+def test_new_cells_recalculate_in_libreoffice(tmp_path, recalc):
+    """Summary's demand warning, Checks' demand row, a fitted alpha on Calibration and in Resolved:
+    LibreOffice's values equal the stored ones; then a demand typed into the output turns the
+    warning off on recalculation (the cells are live)."""
+    import numpy as np
+
+    n = np.array([2000, 4000, 8000, 16000, 32000] * 3, dtype=float)
+    h = np.array([0] * 5 + [0.5] * 5 + [0.8] * 5)
+    y = ttft_law(n, h, 20.0, 3e-7, 0.045, 81_920, 6.0, 0.6)
+    meas = [{"model": "Llama-3.1-70B", "gpu": "H100 SXM", "tp": 4, "isl": int(a), "hit": float(b),
+             "ttft_ms": float(c)} for a, b, c in zip(n, h, y)]
+    wl = [dict(ROW, demand_tpm=None),
+          {"workload": "w70", "model": "Llama-3.1-70B", "gpu": "H100 SXM", "tp": 4, "isl": 8000, "osl": 100,
+           "hit_target": 0.5, "t_decode_ms": 0}]
+    plan = build_plan(_book(tmp_path, wl, optional={"Measurements": meas}))
+    assert plan.calibration.fits[0].alpha_fit is not None
+    out = tmp_path / "out.xlsx"
+    write_output(plan, out)
+    again = recalc(out)
+    stored, fresh = (openpyxl.load_workbook(p, data_only=True) for p in (out, again))
+    assert fresh["Summary"]["D4"].value == stored["Summary"]["D4"].value == (
+        "WARNING: no workload has a demand_tpm: the fleet is sized for nothing")
+    rows = lambda wb: {r[0]: r[1:4] for r in wb["Checks"].iter_rows(values_only=True) if r and r[0]}  # noqa: E731
+    assert rows(fresh)["workloads have a demand_tpm"] == rows(stored)["workloads have a demand_tpm"] == \
+        ("warning", 2, "WARN")
+    for wb_s, wb_f in ((stored["Calibration"], fresh["Calibration"]), (stored["Resolved"], fresh["Resolved"])):
+        for r_s, r_f in zip(wb_s.iter_rows(), wb_f.iter_rows()):
+            for a, b in zip(r_s, r_f):
+                if isinstance(a.value, float):
+                    assert b.value == pytest.approx(a.value, rel=1e-7, abs=1e-12), (wb_s.title, a.coordinate)
+    # live: type a demand for both workloads in the output, recalculate: the warning goes
+    wb = openpyxl.load_workbook(out)
+    col = next(c.column_letter for c in wb["Workloads"][1] if str(c.value).startswith("demand_tpm"))
+    wb["Workloads"][f"{col}2"] = 1_000_000
+    wb["Workloads"][f"{col}3"] = 1_000_000
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    fresh2 = openpyxl.load_workbook(recalc(edited), data_only=True)
+    assert fresh2["Summary"]["D4"].value in ("", None)
+    assert {r[0]: r[1:4] for r in fresh2["Checks"].iter_rows(values_only=True) if r and r[0]}[
+        "workloads have a demand_tpm"] == ("warning", 0, "OK")
