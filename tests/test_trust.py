@@ -4,7 +4,6 @@ assertion (docs/model.md for the model, planner/estimate.py's docstring for the 
 
 from __future__ import annotations
 
-import math
 
 import openpyxl
 import pytest
