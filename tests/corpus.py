@@ -367,7 +367,7 @@ def near_miss_headers(folder):
         c3 = col(ws3, "isl")
         ws3[f"{c3}1"] = "input tokens"
         c4 = col(ws3, "t_fixed_ms")
-        ws3[f"{c4}1"] = "t_fixed_ms (s)"  # a unit that contradicts the column's
+        ws3[f"{c4}1"] = "t_fixed_ms (tokens)"  # a unit that contradicts the column's (s would be converted)
         # the GPU catalog could fill hbm_gib, but the values typed under 'hbm (GB)' would then be
         # replaced without a word: refused, with the header found and the unit
         return [f"GPUs row 1: column 'hbm_gib' is missing; found 'hbm (GB)' in GPUs!{c}1, ignored: the "
@@ -375,8 +375,8 @@ def near_miss_headers(folder):
                 f"hbm_gib from the catalog",
                 f"Workloads row 1: required column 'isl' is missing; found 'input tokens' in Workloads!{c3}1, "
                 f"ignored: the column is isl, in tokens (a whole number)",
-                f"Workloads!{c4}1: header 't_fixed_ms (s)' says s but the column is in milliseconds (ms): convert the "
-                f"values (1 s = 1000 ms) and write the header as 't_fixed_ms [ms]'"]
+                f"Workloads!{c4}1: header 't_fixed_ms (tokens)' says tokens, which is not a unit of t_fixed_ms (in ms): "
+                f"the values cannot be read as ms; write the header as 't_fixed_ms [ms]' with the values in ms"]
     return edit(folder, "near-miss-headers", change)
 
 

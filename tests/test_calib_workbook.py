@@ -72,8 +72,12 @@ def test_sources_and_filled_values(built):
     # Results load at hit_target over B_eff: hand calc 0.7*6000*131072/18e9*1000 = 30.583 ms
     res = plan.results.set_index("workload")
     assert res.loc["calibrated", "load_ms"] == pytest.approx(30.5835, abs=1e-3)
-    # estimated (tp 4, BF16): hand calc 2*70.6e9*4096/(4*989.4e12*0.45) = 324.7508 ms
-    assert r.loc["estimated", "t_ffn0_ms"] == pytest.approx(324.7508, abs=1e-3)
+    # estimated (tp 4, BF16), issue 20: the embedding and LM head (catalog: vocab 128,256 x hidden
+    # 8,192, untied: 2 x 1,050,673,152 = 2.101346304e9) are not per-token FLOPs:
+    # 2*(70.6e9 - 2.101346304e9)*4096/(4*989.4e12*0.45) = 315.0844 ms; plus the tensor-parallel
+    # all-reduces, 2 per layer: 4096 tok x 160 x 8192 x 2 B x 2*(3/4) = 16,106,127,360 B per GPU
+    # at 450 GB/s (NVLink 4) = 35.7914 ms; total 350.8758 ms (was 324.7508 with the embeddings)
+    assert r.loc["estimated", "t_ffn0_ms"] == pytest.approx(315.0844 + 35.7914, abs=2e-3)
     assert r.loc["estimated", "t_fixed_ms"] == 0
 
 
@@ -140,14 +144,34 @@ def test_hit_out_of_range_and_zero_time_located(tmp_path):
     assert not (tmp_path / "o.xlsx").exists()
 
 
-def test_one_length_one_hit_is_not_fitted(tmp_path):
+def test_one_length_one_hit_scales_the_roofline(tmp_path):
+    """Issue 20: one measured point (one length, one hit) is not thrown away: the roofline is scaled
+    to it (a fitted efficiency), and the planner says so."""
     meas = [m for m in _measurements() if m["isl"] == 4096] * 2
     wl = [dict(WORKLOADS[1])]
     src = tmp_path / "one.xlsx"
     write_input_workbook(src, MODELS, GPUS, wl, {}, optional={"Measurements": meas})
-    plan = build_plan(src)  # the workload falls back to the estimate, the fit says why it was not used
-    assert plan.results["breakdown_source"].iat[0] == "estimated"
-    assert any("cannot be fitted" in str(w) for w in plan.warnings)
+    plan = build_plan(src)
+    assert plan.results["breakdown_source"].iat[0] == "calibrated"
+    # hand calc: measured TTFT(4096, 0) = 15 + 1.5e-6*4096^2 + 0.06*4096 = 15 + 25.165824 + 245.76
+    # = 285.925824 ms. Roofline of Llama-3.1-8B at 100% of 989.4 TFLOPS on 1 GPU: linear params
+    # 8.03e9 - 2*128,256*4,096 (embedding + LM head) = 6.979326848e9, 2*6.979326848e9*4096 FLOPs
+    # = 57.17464e12 -> 57.7872 ms; attention 2*32*32*128*4096^2 = 4.398047e12 -> 4.44516 ms;
+    # 62.2324 ms in all: efficiency 62.2324 / 285.925824 = 21.765% of peak
+    attn1 = 2 * 32 * 32 * 128 * 4096**2 / 989.4e12 * 1e3
+    ffn1 = 2 * (8.03e9 - 2 * 128_256 * 4096) * 4096 / 989.4e12 * 1e3
+    measured = 15 + 1.5e-6 * 4096**2 + 0.06 * 4096
+    fit = plan.calibration.fits[0]
+    assert fit.method == "roofline-scaled"
+    assert fit.efficiency == pytest.approx((attn1 + ffn1) / measured, rel=1e-9)
+    assert fit.efficiency == pytest.approx(0.21765, abs=1e-5)
+    # the workload (isl 6000) gets the scaled roofline: attention x (6000/4096)^2, linear x 6000/4096
+    r = plan.resolved
+    assert r["t_attn0_ms"].iat[0] == pytest.approx(attn1 / fit.efficiency * (6000 / 4096) ** 2, rel=1e-9)
+    assert r["t_ffn0_ms"].iat[0] == pytest.approx(ffn1 / fit.efficiency * 6000 / 4096, rel=1e-9)
+    text = "\n".join(map(str, plan.warnings))
+    assert "the roofline is scaled to reproduce them instead, a fitted prefill efficiency of 21.8% of the dense peak" \
+        in text
 
 
 def test_production_hit_only_is_fitted_with_assumed_bandwidth(tmp_path):
@@ -168,7 +192,7 @@ def test_production_hit_only_is_fitted_with_assumed_bandwidth(tmp_path):
     assert plan.resolved["t_decode_ms"].iat[0] == pytest.approx(want, rel=1e-12)
     assert "tpot_ms" in plan.calibration.filled[(0, "t_decode_ms")]
     # batch left blank: the estimate assumes one request at a time, and the planner says so
-    assert any("t_decode_ms is estimated with batch blank (1)" in str(w) for w in plan.warnings)
+    assert any("t_decode_ms is estimated by the roofline at batch 1 (blank, so 1)" in str(w) for w in plan.warnings)
 
 
 @pytest.mark.libreoffice

@@ -53,7 +53,8 @@ WORKLOADS = [
          max_seq_len=32768, hit_measured=0, hit_target=0.3, t_attn0_ms=50, t_ffn0_ms=80, t_other0_ms=10,
          other_scaling="quadratic", t_fixed_ms=5, t_decode_ms=800, alpha=0.5, demand_tpm=1_000_000),
     dict(workload="no-price-no-demand", model="L8", gpu="H20", tp=1, isl=1024, osl=256,
-         hit_measured=0.1, hit_target=0.95, t_attn0_ms=20, t_ffn0_ms=30, tpm_measured=50_000),
+         hit_measured=0.1, hit_target=0.95, t_attn0_ms=20, t_ffn0_ms=30, tpm_measured=50_000,
+         t_decode_ms=0),  # typed 0: a blank decode beside a typed breakdown is estimated (issue 20)
     dict(workload="linear-alpha", model="L8", gpu="H100", tp=2, isl=16384, osl=128, batch=8,
          max_seq_len=20000, hit_measured=0.5, hit_target=0.75, t_attn0_ms=900, t_ffn0_ms=300,
          t_other0_ms=200, other_scaling="linear", t_fixed_ms=0, t_decode_ms=100, alpha=0.4,
@@ -210,7 +211,7 @@ def _row4() -> dict:
     load_m = 0.1 * 1024 * S / 25e9 * 1e3            # 0.536870912 ms
     compute_m = 20 * (1 - 0.01) + 30 * 0.9          # 19.8 + 27 = 46.8 ms
     ttft_m = load_m + compute_m                     # alpha 0 (blank): 47.336870912 ms
-    chip_t = load + compute             # no decode: C = TTFT = 8.550273664 ms
+    chip_t = load + compute             # decode typed 0: C = TTFT = 8.550273664 ms
     tpm_del_t = 50_000 * ttft_m / chip_t             # re-hit: x 5.5363 = 276,815 tokens/min
     return dict(
         workload="no-price-no-demand", model="L8", gpu="H20",

@@ -298,7 +298,7 @@ def test_findings_are_written_from_the_numbers(example_run):
     top = max(cut, key=cut.get)
     assert f"{top} {memo_numbers.format_number(cut[top], '#,##0.00')} ms" in findings
     # the warnings of the run are in the memo
-    assert "## Warnings" in md and "beyond the break-even" in md.split("## Warnings")[1]
+    assert "## Warnings" in md and "beyond the first-order break-even" in md.split("## Warnings")[1]
 
 
 def test_kv_that_does_not_fit_is_a_finding(tmp_path):

@@ -202,8 +202,10 @@ def write_feature_input(path: Path) -> None:
         ["w-mla", " DeepSeek-V3 ", "h100 ", 8, 32768, 1000, None, 40000, None, 0.6, 800, 900, 50, "linear",
          None, 2000, None, None, 1e7, "team b"],
         [None] * 20,  # blank row: skipped
+        # t_decode_ms typed 0: a blank beside a typed breakdown is estimated, and an error here, where
+        # the GPU has no hbm_tbps and the model no params_b (issue 20)
         ["w-4bit", "Llama-8B-4bit", "A100", 1, 4000, 300, 64, None, 0.1, 0.95, 10, 40, 5, "quadratic", 3,
-         None, 1, 200000, None, None],
+         0, 1, 200000, None, None],
         ["w-blank-scaling", "Odd-MHA-FP8", "C2C", 4, 1501, 0, None, None, None, 0, 2, 3, None, None, None,
          50, 0.25, None, 123456, "team c"],
         ["w-hit-one", "Qwen2.5-72B", "C2C", 2, 2048, 256, 4, 4096, 0.5, 1, 20, 80, 0, "linear", 5, 400, 1,

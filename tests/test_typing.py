@@ -216,17 +216,7 @@ def test_header_hint(missing, extras, found):
     assert th.header_hint(missing, extras) == found
 
 
-@pytest.mark.parametrize("header, name, unit, expected", [
-    ("hbm_gib (GB)", "hbm_gib", "GiB", "header 'hbm_gib (GB)' says GB but the column is in GiB (2^30 bytes): convert "
-                                       "the values (1 GB = 0.9313 GiB) and write the header as 'hbm_gib [GiB]'"),
-    ("hbm_gib [GiB]", "hbm_gib", "GiB", None),
-    ("isl (tokens)", "isl", "tokens", None),
-    ("hourly_cost (USD/h)", "hourly_cost", "currency/h", None),  # not a unit the planner converts: left alone
-    ("model", "model", "", None),
-])
-def test_header_unit_that_contradicts_the_column(header, name, unit, expected):
-    # hand calc: 1 GB = 1e9 / 2^30 GiB = 0.93132 GiB
-    assert th.header_unit_problem(header, name, unit) == expected
+# header units (converted or refused): planner/inputs/header_units.py, tests/test_trust.py
 
 
 # --------------------------------------------------------------------------- whole workbooks

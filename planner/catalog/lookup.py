@@ -161,3 +161,10 @@ def closest_text(name: Any, kind: str) -> str:
     if near:
         return "closest: " + ", ".join(repr(x) for x in near)
     return f"`planner catalog --{SHEET_OF[kind].lower()}` lists the entries"
+
+
+def catalog_raw(model: dict) -> dict:
+    """The catalog entry of a Models record as shipped (its ``catalog`` cell, else its name), or
+    {} when the catalog has none: what the roofline reads beyond the Models columns."""
+    entry = find(model.get("catalog") or model.get("model"), MODEL)
+    return entry.raw if entry is not None else {}

@@ -111,6 +111,8 @@ def _print_warnings(plan) -> None:
     """Notes and warnings on stderr; a long list is cut (all of them are in the Checks sheet)."""
     for note in plan.input.notes:
         print(f"planner: note: {note}", file=sys.stderr)
+    if plan.filled_note:  # the blanks the planner filled (planner.plan.trust, issue 20)
+        print(f"planner: filled: {plan.filled_note}", file=sys.stderr)
     for w in plan.warnings[:MAX_WARNINGS_SHOWN]:
         print(f"planner: warning: {w}", file=sys.stderr)
     rest = len(plan.warnings) - MAX_WARNINGS_SHOWN

@@ -142,7 +142,9 @@ COLUMNS: tuple[Column, ...] = (
            fmt=FMT_INT),
     Column(W, "osl", "tokens", INT, "output length per request", True, minimum=0, maximum=1e9,
            fmt=FMT_INT),
-    Column(W, "batch", "count", INT, "concurrent requests for peak KV", default=1, minimum=1,
+    Column(W, "batch", "count", INT, "concurrent requests per instance: the batch of the peak KV and, when "
+           "t_decode_ms is estimated, the decode batch whose weight reads are shared (blank: 1, said in a note)",
+           default=1, minimum=1,
            maximum=1e9, fmt=FMT_INT),
     Column(W, "max_seq_len", "tokens", INT, "maximum sequence length N_max (blank: isl + osl)",
            default="isl+osl", minimum=1, maximum=1e9, fmt=FMT_INT),
@@ -162,7 +164,8 @@ COLUMNS: tuple[Column, ...] = (
            "quadratic (1-h^2)", default="const", choices=("const", "linear", "quadratic")),
     Column(W, "t_fixed_ms", "ms", NUMBER, "non-scaling prefill overhead (dispatch, communication)",
            default=0, minimum=0, maximum=1e9, fmt=FMT_NUM),
-    Column(W, "t_decode_ms", "ms", NUMBER, "decode chip time per request (unaffected by hits)",
+    Column(W, "t_decode_ms", "ms", NUMBER, "decode chip time per request (unaffected by hits; blank: "
+           "calibrated from Measurements tpot_ms, else estimated by the roofline; 0 leaves decode out)",
            default=0, minimum=0, maximum=1e9, fmt=FMT_NUM),
     Column(W, "alpha", "fraction", FRACTION, "overlap of KV load and compute: 0 none, 1 full",
            default=0, minimum=0, maximum=1, fmt=FMT_PCT),

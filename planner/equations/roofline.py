@@ -3,9 +3,13 @@
 Used for a workload with neither a typed breakdown nor measurements of its deployment.
 
 Prefill at 0 hit over ``N = isl`` tokens, on ``tp`` GPUs at ``prefill_mfu`` of the dense peak
-(``bf16_tflops``, or ``fp8_tflops`` when the weights are 1 byte or less and the GPU gives it):
+(``fp8_tflops`` when the weights are 1 byte (W8A8 FP8) and the GPU gives it, else ``bf16_tflops``:
+4-bit weight-only quantisation (W4A16, AWQ/GPTQ) dequantises to BF16 and multiplies at the BF16 rate):
 
-- linear layers (projections, FFN/experts): ``2 · active_params · N`` FLOPs -> ``t_ffn0_ms``
+- linear layers (projections, FFN/experts): ``2 · (active_params - embedding - LM head) · N`` FLOPs
+  -> ``t_ffn0_ms`` (:func:`embedding_params_b`: the embedding is a lookup and the LM head runs on the
+  last position only); a MoE model on ``tp > 1`` GPUs adds its expert-parallel all-to-all
+  (:func:`moe_all_to_all_ms`)
 - causal attention: ``2 · L · heads · head_dim · N²`` FLOPs (QKᵀ and AV over the causal
   triangle, ``N²/2`` pairs each, 2 FLOPs per multiply-add, widths ``d_qk = d_v = head_dim``)
   -> ``t_attn0_ms``. MLA (absorbed form): the score width is the latent + rope width
@@ -95,29 +99,173 @@ def _num(rec: dict, name: str) -> float | None:
     return None if v is None else float(v)
 
 
-def estimate_row(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu: float) -> tuple[dict, list[str]]:
-    """Estimated ``t_attn0_ms``, ``t_ffn0_ms``, ``t_fixed_ms``, ``t_decode_ms`` of one workload.
+# NVLink bandwidth per GPU and direction used by the expert-parallel term [GB/s]: NVLink 4 of
+# H100/H200 SXM, 900 GB/s bidirectional = 450 GB/s each way (NVIDIA H100 Tensor Core GPU datasheet,
+# "NVLink: 900GB/s"); the GPU catalog has no NVLink column, so one figure serves every GPU.
+NVLINK_GBPS = 450.0
+ACT_BYTES = 2.0  # bytes per activation element moved by the all-to-all (BF16)
 
-    Returns ``(values, missing)``: ``missing`` names the catalog fields the estimate needs and
-    the row lacks (then ``values`` is empty)."""
+
+def embedding_params_b(vocab_size, hidden_size, tied: bool = False):
+    """Parameters of the input embedding and the LM head [1e9]: ``vocab x hidden`` each (once when tied).
+
+    Neither is a per-token matrix product of the prefill: the embedding is a table lookup and the LM
+    head runs on the last position only (vLLM computes logits for the sampled positions), so both
+    are left out of the per-token FLOPs (``2 x params x N`` would count them for every token:
+    14% of Qwen2.5-7B, 2 x 152,064 x 3,584 = 1.09e9 of 7.62e9)."""
+    return (1.0 if tied else 2.0) * np.asarray(vocab_size, dtype=float) * hidden_size / C.PARAMS_PER_B
+
+
+def moe_all_to_all_ms(isl, moe_layers, experts_per_token, hidden_size, tp, link_gbps=NVLINK_GBPS):
+    """Expert-parallel communication of a MoE prefill over ``tp`` GPUs [ms].
+
+    Each token's hidden state (BF16, ``ACT_BYTES`` per element) is sent to each of its
+    ``experts_per_token`` experts and the result sent back (dispatch + combine), in every MoE layer;
+    with the experts spread evenly, ``(tp - 1) / tp`` of those copies leave their GPU, and the
+    traffic is shared by the ``tp`` GPUs' links at ``link_gbps`` each (no overlap with compute
+    assumed)::
+
+        t = N x L_moe x 2 x k x hidden x ACT_BYTES x (tp - 1) / tp / tp / link
+
+    Parameters
+    ----------
+    isl : numeric, tokens computed N [tokens]
+    moe_layers : numeric, layers with routed experts L_moe [count]
+    experts_per_token : numeric, k [count]
+    hidden_size : numeric, model width [count]
+    tp : numeric, GPUs the experts are spread over [count]
+    link_gbps : numeric, GPU-to-GPU bandwidth per GPU and direction [GB/s]
+
+    Returns
+    -------
+    numeric, time [ms]
+    """
+    tp = np.asarray(tp, dtype=float)
+    bytes_total = (np.asarray(isl, dtype=float) * moe_layers * 2 * experts_per_token * hidden_size * ACT_BYTES
+                   * (tp - 1) / tp)
+    return bytes_total / tp / (link_gbps * 1e9) * C.MS_PER_S
+
+
+def tp_all_reduce_ms(isl, all_reduces, hidden_size, tp, link_gbps=NVLINK_GBPS):
+    """Tensor-parallel all-reduces of a prefill over ``tp`` GPUs [ms].
+
+    Megatron-style tensor parallelism sums each layer's partial outputs across the ``tp`` GPUs:
+    one all-reduce after attention and one after the MLP (``all_reduces = 2 x layers`` for a dense
+    model; a MoE model whose experts are spread by expert parallelism keeps only the attention's,
+    ``layers``). A ring all-reduce of ``N x hidden`` BF16 values sends ``2 (tp - 1) / tp`` of it
+    from every GPU, at ``link_gbps`` (no overlap with compute assumed)::
+
+        t = N x all_reduces x hidden x ACT_BYTES x 2 (tp - 1) / tp / link
+
+    Parameters
+    ----------
+    isl : numeric, tokens computed N [tokens]
+    all_reduces : numeric, all-reduces per forward pass [count]
+    hidden_size : numeric, model width [count]
+    tp : numeric, GPUs per instance [count]
+    link_gbps : numeric, GPU-to-GPU bandwidth per GPU and direction [GB/s]
+
+    Returns
+    -------
+    numeric, time [ms]
+    """
+    tp = np.asarray(tp, dtype=float)
+    per_gpu = np.asarray(isl, dtype=float) * all_reduces * hidden_size * ACT_BYTES * 2 * (tp - 1) / tp
+    return per_gpu / (link_gbps * 1e9) * C.MS_PER_S
+
+
+def roofline_parts(model: dict, gpu: dict, raw: dict | None = None) -> dict | None:
+    """What the roofline needs of a model and a GPU, or None when a size is missing.
+
+    Keys: ``linear_params_b`` (active parameters without embedding and LM head [1e9]),
+    ``layers``, ``heads``, ``width`` (head_dim, or mla_kv_dim for MLA), ``peak_tflops`` (FP8 peak
+    for 1-byte weights when the GPU gives it: W8A8; BF16 otherwise, also for 4-bit weight-only
+    quantisation, W4A16, whose matrix products run at the activations' BF16 rate after
+    dequantisation), ``moe`` (MoE layers, k, hidden for the all-to-all term, or None),
+    ``embedding_left_out`` (True when the catalog gave the vocabulary size).
+
+    ``raw`` is the model's catalog entry as shipped (:func:`planner.catalog.lookup.catalog_raw`:
+    ``hidden_size``, ``vocab_size``, ``extra.tie_word_embeddings``), given by the caller so that the
+    equations import nothing above ``planner.core``; None: no entry (the embedding stays in)."""
+
     att = model.get("attention") or "gqa"
     width = _num(model, "mla_kv_dim" if att == "mla" else "head_dim")
     heads = _num(model, "heads")
     active = _num(model, "active_params_b") or _num(model, "params_b")
     wbytes = float(model.get("weight_bytes") or 2)
-    peak = _num(gpu, "fp8_tflops") if wbytes <= 1 and gpu.get("fp8_tflops") is not None else _num(gpu, "bf16_tflops")
-    missing = [n for n, v in (("Models.heads", heads), ("Models.active_params_b or params_b", active),
-                              (f"Models.{'mla_kv_dim' if att == 'mla' else 'head_dim'}", width),
-                              ("GPUs.bf16_tflops", peak)) if v is None]
-    if missing:
-        return {}, missing
+    fp8 = _num(gpu, "fp8_tflops")
+    peak = fp8 if wbytes == 1 and fp8 is not None else _num(gpu, "bf16_tflops")
+    if None in (width, heads, active, peak) or model.get("layers") is None:
+        return None
+    raw = raw or {}
+    hidden = _num(model, "hidden_size") or raw.get("hidden_size")
+    vocab = raw.get("vocab_size")
+    emb = 0.0
+    if vocab and hidden:
+        emb = float(embedding_params_b(vocab, hidden, bool((raw.get("extra") or {}).get("tie_word_embeddings"))))
+    linear = active - emb if active > emb else active
+    moe = None
+    k = _num(model, "experts_per_token")
+    if _num(model, "experts") and k and hidden:
+        first_dense = float((raw.get("extra") or {}).get("first_dense_layers") or 0)
+        moe = {"layers": float(model["layers"]) - first_dense, "k": k, "hidden": float(hidden)}
+    return {"linear_params_b": linear, "layers": float(model["layers"]), "heads": heads, "width": width,
+            "peak_tflops": peak, "moe": moe, "hidden": float(hidden) if hidden else None,
+            "embedding_left_out": emb > 0 and linear < active}
+
+
+def estimate_row(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu: float,
+                 raw: dict | None = None) -> tuple[dict, list[str]]:
+    """Estimated ``t_attn0_ms``, ``t_ffn0_ms``, ``t_fixed_ms``, ``t_decode_ms`` of one workload.
+
+    ``t_ffn0_ms`` holds the linear layers (without embedding and LM head) and, on more than one
+    GPU, the tensor-parallel all-reduces (:func:`tp_all_reduce_ms`) and for a MoE model the
+    expert-parallel all-to-all (:func:`moe_all_to_all_ms`): all scale with the tokens computed,
+    ``1 - h``.
+
+    Returns ``(values, missing)``: ``missing`` names the catalog fields the estimate needs and
+    the row lacks (then ``values`` is empty)."""
+    att = model.get("attention") or "gqa"
+    parts = roofline_parts(model, gpu, raw)
+    if parts is None:
+        width = _num(model, "mla_kv_dim" if att == "mla" else "head_dim")
+        active = _num(model, "active_params_b") or _num(model, "params_b")
+        peak = _num(gpu, "bf16_tflops")
+        missing = [n for n, v in (("Models.heads", _num(model, "heads")), ("Models.active_params_b or params_b", active),
+                                  (f"Models.{'mla_kv_dim' if att == 'mla' else 'head_dim'}", width),
+                                  ("GPUs.bf16_tflops", peak)) if v is None]
+        return {}, missing or ["Models.layers"]
     tp, isl = float(wl["tp"]), float(wl["isl"])
-    out = {"t_attn0_ms": float(flops_ms(flops_attention(float(model["layers"]), heads, width, isl), tp, peak, mfu)),
-           "t_ffn0_ms": float(flops_ms(flops_linear(active, isl), tp, peak, mfu)),
+    ffn = float(flops_ms(flops_linear(parts["linear_params_b"], isl), tp, parts["peak_tflops"], mfu))
+    if parts["moe"] is not None and tp > 1:
+        mo = parts["moe"]
+        ffn += float(moe_all_to_all_ms(isl, mo["layers"], mo["k"], mo["hidden"], tp))
+    if parts["hidden"] and tp > 1:
+        reduces = parts["layers"] * (1 if parts["moe"] is not None else 2)
+        ffn += float(tp_all_reduce_ms(isl, reduces, parts["hidden"], tp))
+    out = {"t_attn0_ms": float(flops_ms(flops_attention(parts["layers"], parts["heads"], parts["width"], isl), tp,
+                                        parts["peak_tflops"], mfu)),
+           "t_ffn0_ms": ffn,
            "t_fixed_ms": 0.0}
+    dec, _missing = estimate_decode(wl, model, gpu, s_kv, mbu)
+    out.update(dec)
+    return out, []
+
+
+def estimate_decode(wl: dict, model: dict, gpu: dict, s_kv: float, mbu: float,
+                    batch: float | None = None) -> tuple[dict, list[str]]:
+    """Estimated ``t_decode_ms`` of one workload (the memory-bandwidth roofline of :func:`decode_ms`)
+    at ``batch`` (default: the row's ``batch``, blank 1).
+
+    Returns ``({"t_decode_ms": ms}, [])``, or ``({}, missing)`` naming the columns it lacks
+    (``GPUs.hbm_tbps``, ``Models.params_b``)."""
     hbm = _num(gpu, "hbm_tbps")
     params = _num(model, "params_b")
-    if hbm is not None and params is not None:
-        out["t_decode_ms"] = float(decode_ms(float(wl["osl"]), float(wl.get("batch") or 1), isl, s_kv, params,
-                                             active, wbytes, tp, hbm, mbu))
-    return out, []
+    missing = [n for n, v in (("GPUs.hbm_tbps", hbm), ("Models.params_b", params)) if v is None]
+    if missing:
+        return {}, missing
+    active = _num(model, "active_params_b") or params
+    wbytes = float(model.get("weight_bytes") or 2)
+    b = float(batch if batch is not None else (wl.get("batch") or 1))
+    return {"t_decode_ms": float(decode_ms(float(wl["osl"]), b, float(wl["isl"]), s_kv, params, active, wbytes,
+                                           float(wl["tp"]), hbm, mbu))}, []

@@ -28,6 +28,7 @@ from planner.inputs.cells import _parse_numbers, cell_value, normalise_header, p
 from planner.inputs.checks import _check_gpus, _check_keys, _check_models, _check_required, _check_workloads
 from planner.core.schema import Column
 from planner.inputs import typed_text as th
+from planner.inputs import header_units
 
 
 @dataclass
@@ -42,6 +43,9 @@ class Table:
     # per record, the cells not typed in the sheet: column -> where the value came from
     # ("catalog: <entry> (<source>)"); empty when nothing was filled (see planner.catalog.lookup)
     filled: list[dict[str, str]] = field(default_factory=list)
+    # (column, record index) of fraction cells typed as the plain number 1 (not 100% in a percent
+    # cell): 1% may have been meant (planner.plan.trust warns)
+    plain_ones: set[tuple[str, int]] = field(default_factory=set)
 
     def column(self, name: str) -> list[Any]:
         return [r.get(name) for r in self.records]
@@ -100,6 +104,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
                                                   f"({', '.join(c.name for c in cols)})"))
         return None
     col_of: dict[str, int] = {}
+    factors: dict[str, float] = {}  # column -> factor from its header's unit to the column's
     extras: list[tuple[int, str]] = []
     seen: dict[str, str] = {}
     for j, cell in enumerate(header):
@@ -116,10 +121,17 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         seen[key] = coord
         if key in by_name:
             col_of[key] = j
-            if wrong := th.header_unit_problem(str(raw), key, by_name[key].unit):
+            factor, said, wrong = header_units.conversion(str(raw), by_name[key])
+            if wrong:
                 problems.append(Problem(f"{ws.title}!{coord}", wrong))
+            elif factor != 1.0:
+                factors[key] = factor
+                if notes is not None:
+                    notes.append(f"{ws.title}!{coord}: {said}")
         else:
             extras.append((j, str(raw).strip()))
+    for where, msg in header_units.near_miss_headers(ws.title, cols, col_of, extras):
+        problems.append(Problem(where, msg))
     for c in cols:
         if c.required is True and c.name not in col_of and not (c.name == "hit_target" and "trace" in col_of):
             problems.append(Problem(f"{ws.title} row 1", f"required column {c.name!r} is missing"
@@ -141,6 +153,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
     records: list[dict[str, Any]] = []
     rows: list[int] = []
     readings: list[str] = []  # numbers read from text with separators (one note for the sheet)
+    plain_ones: set[tuple[str, int]] = set()
     key = next((c.name for c in cols if c.key), None)
     gap = False  # a blank row since the last record
     for excel_row, cells in enumerate(rows_iter, start=2):
@@ -171,20 +184,32 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
                 continue
             fmt = getattr(cell, "number_format", None)
             v, err, reading = parse_cell(by_name[name], cell_value(cell), fmt)
+            if not err and v is not None and name in factors:  # a header unit converted (header_units)
+                v, err, _ = parse_cell(by_name[name], float(v) * factors[name], None)
+                if err:
+                    err += f" (after converting from the header's unit, x{factors[name]:.6g})"
             if err:
                 problems.append(Problem(where, err))
             if reading:
                 readings.append(f"{where} {reading}")
+            if v == 1 and by_name[name].kind == schema.FRACTION and isinstance(cell_value(cell), (int, float)) \
+                    and not isinstance(cell_value(cell), bool) and "%" not in str(fmt or ""):
+                plain_ones.add((name, len(records)))
             rec[name] = v
         for j, head in extras:
             rec[head] = values[j] if j < len(values) else None
         records.append(rec)
         rows.append(excel_row)
+    untraced = [r for r, rec in zip(rows, records) if rec.get("trace") in (None, "")]
+    if "hit_target" in by_name and "hit_target" not in col_of and "trace" in col_of and untraced:
+        # without hit_target, every row must take its hit ratio from a trace (issue 19)
+        problems.append(Problem(f"{ws.title} row 1", f"required column 'hit_target' is missing (row "
+                                f"{untraced[0]} has no trace to take it from)"))
     if readings and notes is not None:
         more = f" (and {len(readings) - 3} more)" if len(readings) > 3 else ""
         notes.append(f"{ws.title}: {len(readings)} number(s) typed as text with separators were read: "
                      f"{'; '.join(readings[:3])}{more}")
-    return Table(ws.title, records, rows, [h for _, h in extras], col_of)
+    return Table(ws.title, records, rows, [h for _, h in extras], col_of, plain_ones=plain_ones)
 
 
 def _header_hint(title: str, c: Column, extras: list[tuple[int, str]]) -> str:

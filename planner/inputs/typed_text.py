@@ -200,22 +200,6 @@ def _in_column_unit(number: float, typed: str, unit: str) -> float | None:
     return number * factor if to == unit else None
 
 
-def header_unit_problem(header: str, name: str, unit: str) -> str | None:
-    """A header whose unit contradicts its column's: ``'hbm_gib (GB)'`` (the values are read as GiB).
-
-    Only a unit known to differ (``_CONVERT``) is refused; an unknown one (``USD/h``) is left alone.
-    """
-    m = re.search(r"[\[(]\s*([^\[\]()]*?)\s*[\])]\s*$", header)
-    if not m or not unit:
-        return None
-    typed = m.group(1)
-    factor = _in_column_unit(1.0, typed, unit)
-    if factor is None or factor == 1.0:
-        return None
-    return (f"header {header.strip()!r} says {typed} but the column is in {unit_text(unit)}: convert the values "
-            f"(1 {typed} = {factor:.4g} {unit}) and write the header as '{name} [{unit}]'")
-
-
 def unit_problem(name: str, unit: str, text: str) -> str | None:
     """The message for a currency or unit typed into a number of column ``name`` (None: none)."""
     found = typed_unit(text)

@@ -298,11 +298,17 @@ def findings(plan) -> list[dict[str, str]]:
 
     beyond = [int(i) for i in np.flatnonzero(fl.beyond_h_star)]
     if beyond:
-        parts = [f"{r['workload'].iat[i]} (target {V(i, 'hit_target')}, h* {R(i, 'h_star')})" for i in beyond]
+        from planner.plan.trust import h_star_message  # what is true at each row's own alpha (issue 20
+
+        rising = {i for i in beyond if h_star_message(plan, i)[0]}
+        parts = [f"{r['workload'].iat[i]} (target {V(i, 'hit_target')}, h* {R(i, 'h_star')}"
+                 + ("; its TTFT rises before the target at its own alpha" if i in rising else
+                    "; at its own alpha its TTFT still falls up to the target") + ")" for i in beyond]
         out.append({"kind": "h-star", "title": "Target beyond break-even h*",
-                    "text": "; ".join(parts) + ". Past h* every further hit adds more KV load time than it "
-                            "saves compute, so prefill gets slower, not faster: plan at or below h*, or raise "
-                            "the PCIe bandwidth or the overlap."})
+                    "text": "; ".join(parts) + ". h* is the break-even of the first-order, fully overlapped "
+                            "model: past it a further hit adds more KV load time than it saves compute. Where "
+                            "the row's own TTFT rises, plan at or below the hit ratio of its lowest TTFT, or "
+                            "raise the bandwidth or the overlap."})
     else:
         closest = int(np.argmin(_f(r["h_star"]) - _f(res["hit_target"])))
         out.append({"kind": "h-star", "title": "Targets below break-even h*",

@@ -46,6 +46,7 @@ class Plan:
     created: _dt.datetime = field(default_factory=lambda: _dt.datetime.now(_dt.timezone.utc))
     flags: Flags | None = None  # computed once: warnings, Checks and memo read them
     calibration: "Calibration | None" = None  # planner.plan.calibrate: fits, breakdown_source, filled cells
+    filled_note: str | None = None  # the Workloads blanks the planner filled, one line (planner.plan.trust)
 
     @property
     def settings(self) -> dict:
@@ -100,5 +101,8 @@ def build_plan(source: str | Path | PlanInput) -> Plan:
     plan = Plan(p_in, models, gpus, workloads, resolved, results, grid, sens,
                 flags=flags_of(models, workloads, resolved, results), calibration=calib)
     # the warnings read the plan's flags: a new Plan with them, the first one is not changed
-    return dataclasses.replace(plan, warnings=[Problem(pl, msg) for pl, msg in calib.warnings]
+    plan = dataclasses.replace(plan, warnings=[Problem(pl, msg) for pl, msg in calib.warnings]
                                + warnings_of(plan) + load_memo.warnings(plan))
+    from planner.plan.trust import apply_to_plan  # issue 20: filled blanks visible, demand, plausibility
+
+    return apply_to_plan(plan)

@@ -31,6 +31,7 @@ from planner.equations import kvhit as m
 from planner.equations.ttft_fit import fit_points, ttft_law
 from planner.equations.constants import PCIE_GEN_GBPS
 from planner.plan import load_tests
+from planner.catalog.lookup import catalog_raw
 
 
 @dataclass
@@ -52,6 +53,12 @@ class Fit:
     throughput: list = field(default_factory=list)  # load tests with a measured throughput (load_tests)
     ok: bool = True
     warnings: list[str] = field(default_factory=list)
+    # issue 20 (planner.plan.calib_extra): how the fit was made, and the options the points called for
+    method: str = "fit"               # "fit", or "roofline-scaled" (too few points: efficiency fitted)
+    efficiency: float = math.nan      # roofline-scaled: fraction of the dense peak achieved
+    alpha_fit: dict | None = None     # alpha fitted (alpha, lo, hi, identified, ...)
+    c_hit_ms: float = 0.0             # per-request cost of a hit, when selected [ms]
+    notes: list[str] = field(default_factory=list)  # what was fitted beyond the law, said once
 
     @property
     def key(self) -> tuple[str, str, int]:
@@ -80,7 +87,8 @@ class Fit:
 
     def predict(self, isl, hit, alpha=None) -> np.ndarray:
         a = self.points["alpha"].to_numpy(dtype=float).max() if alpha is None else alpha
-        return ttft_law(isl, hit, self.t_fixed, self.k_attn, self.k_ffn, self.s_kv, self.b_gbps, a)
+        return (ttft_law(isl, hit, self.t_fixed, self.k_attn, self.k_ffn, self.s_kv, self.b_gbps, a)
+                + self.c_hit_ms * (np.asarray(hit, dtype=float) > 0))
 
 
 # --------------------------------------------------------------------------- from the workbook
@@ -160,13 +168,16 @@ def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], 
             if fit.k_attn == 0 and fit.k_ffn == 0:
                 fit.ok = False
                 fit.warnings.append("degenerate fit: TTFT does not grow with the input length in these points")
+        from planner.plan.calib_extra import extend_fit  # roofline scaled to too few points, alpha, hit cost (issue 20
+
+        extend_fit(fit, recs, models[model], gpus[gpu], _gpu_pcie(gpus[gpu]))
         fitted = fit.predict(pts["isl"], pts["hit"], pts["alpha"]) if fit.ok else np.full(len(pts), np.nan)
         pts["fitted_ms"] = fitted
         pts["error"] = fitted / pts["ttft_ms"].to_numpy() - 1
         fit.tpot_per_token_ms, dwarn = load_tests.decode_per_token(recs, rows, fitted if fit.ok else None)
         warns.extend(dwarn)
         fit.throughput = load_tests.throughput_rows(recs, rows)
-        for w in fit.warnings:
+        for w in fit.warnings + fit.notes:
             warns.append((place, w))
         fits.append(fit)
     return fits, warns
@@ -250,6 +261,9 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
         got = None
         blank = {c: rec.get(c) is None for c in FILLED_COLUMNS}
         if not (blank["t_attn0_ms"] or blank["t_ffn0_ms"]):
+            if blank["t_decode_ms"] and float(rec["osl"]) > 0:  # a typed breakdown gets the others' decode (issue 20)
+                _decode_for_typed(i, rec, p_in, fits, by_key, model_recs, gpu_recs, mbu, filled, prov, warns,
+                                  problems)
             continue
         place = f"Workloads row {wl_rows[i]} ({rec.get('workload')})"
         key = (rec["model"], rec["gpu"], int(rec["tp"]))
@@ -258,9 +272,14 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
         if k is not None and fits[k].ok:
             f = fits[k]
             src = f"calibrated from Measurements ({f.label}, {len(f.points)} points)"
+            if f.method == "roofline-scaled":
+                src = (f"roofline scaled to the Measurements ({f.label}, {len(f.points)} point(s) at one length): "
+                       f"fitted efficiency {f.efficiency:.1%} of peak")
             vals = {"t_attn0_ms": f.k_attn * isl**2, "t_ffn0_ms": f.k_ffn * isl, "t_fixed_ms": f.t_fixed}
             if f.b_fitted:
                 vals["kv_gbps"] = f.b_gbps
+            if f.c_hit_ms and float(rec["hit_target"]) > 0:  # the per-request hit cost rides on t_fixed
+                vals["t_fixed_ms"] = f.t_fixed + f.c_hit_ms
             if not math.isnan(f.tpot_per_token_ms):
                 vals["t_decode_ms"] = osl * f.tpot_per_token_ms
             source[i], fit_index[i] = "calibrated", k
@@ -270,7 +289,8 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                                      f"{f.label}: the calibrated times are extrapolated"))
         else:
             s_kv = s_kv_of(model_recs[rec["model"]], int(rec["tp"]))
-            vals, missing = estimate.estimate_row(rec, model_recs[rec["model"]], gpu_recs[rec["gpu"]], s_kv, mfu, mbu)
+            vals, missing = estimate.estimate_row(rec, model_recs[rec["model"]], gpu_recs[rec["gpu"]], s_kv, mfu, mbu,
+                                              catalog_raw(model_recs[rec["model"]]))
             if missing:
                 why = "its deployment's measurements cannot be fitted" if k is not None else \
                     f"there are no Measurements for {rec['model']} on {int(rec['tp'])}x {rec['gpu']}"
@@ -298,19 +318,27 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
         if blank["t_decode_ms"] and "t_decode_ms" not in vals and source[i] == "calibrated":
             # no tpot_ms measured: decode from the memory-bandwidth roofline, as for estimated rows
             s_kv = s_kv_of(model_recs[rec["model"]], int(rec["tp"]))
-            est, _missing = estimate.estimate_row(rec, model_recs[rec["model"]], gpu_recs[rec["gpu"]], s_kv, mfu, mbu)
+            est, _missing = estimate.estimate_row(rec, model_recs[rec["model"]], gpu_recs[rec["gpu"]], s_kv, mfu, mbu,
+                                              catalog_raw(model_recs[rec["model"]]))
             if "t_decode_ms" in est:
                 vals["t_decode_ms"] = est["t_decode_ms"]
                 decode_src = f"estimated by roofline (decode_mbu {mbu:g}): the Measurements have no tpot_ms"
-        if blank["t_decode_ms"] and "t_decode_ms" not in vals:
-            why = ("its Measurements have no tpot_ms" if source[i] == "calibrated"
-                   else "the estimate needs GPUs.hbm_tbps and Models.params_b")
-            warns.append((place, f"t_decode_ms is blank and stays 0 ({why}): decode time is left out of "
-                                 f"chip time and TPM"))
+        if blank["t_decode_ms"] and "t_decode_ms" not in vals and osl == 0:
+            pass  # no output tokens: a decode time of 0 is exact, not a default
+        elif blank["t_decode_ms"] and "t_decode_ms" not in vals:
+            s_kv = s_kv_of(model_recs[rec["model"]], int(rec["tp"]))
+            _, missing = estimate.estimate_decode(rec, model_recs[rec["model"]], gpu_recs[rec["gpu"]], s_kv, mbu)
+            problems.append(_decode_problem(p_in, i, missing, "its Measurements have no tpot_ms"
+                                            if source[i] == "calibrated" else ""))
+            continue
         elif blank["t_decode_ms"] and (source[i] == "estimated" or decode_src != src):  # decode estimated
-            if rec.get("batch") is None:
-                warns.append((place, "t_decode_ms is estimated with batch blank (1): one request at a time, "
-                                     "which makes decode the bottleneck; type the serving concurrency in batch"))
+            s_kv = s_kv_of(model_recs[rec["model"]], int(rec["tp"]))
+            warns.append((place, decode_batch_message(rec, model_recs[rec["model"]], gpu_recs[rec["gpu"]], s_kv, mbu,
+                                                      vals["t_decode_ms"])))
+            decode_src += f" at batch {int(rec.get('batch') or 1)}" + ("" if rec.get("batch") else " (batch blank: 1)")
+        if source[i] == "calibrated" and fits[fit_index[i]].alpha_fit and rec.get("alpha") is None:
+            filled.iat[i, filled.columns.get_loc("alpha")] = fits[fit_index[i]].alpha_fit["alpha"]
+            prov[(i, "alpha")] = f"fitted from the hit points of Measurements ({fits[fit_index[i]].label})"
         for col, v in vals.items():
             if blank[col]:
                 filled.iat[i, filled.columns.get_loc(col)] = float(v)
@@ -347,12 +375,17 @@ def memo_lines(plan) -> list[str]:
             continue
         b = (f"B_eff {f.b_gbps:,.1f} GB/s fitted from the hit points" if f.b_fitted
              else f"KV load at the GPU's {f.b_gbps:,.0f} GB/s (no point with hits)")
+        if f.method == "roofline-scaled":
+            out.append(f"Roofline scaled to the load test of {f.label} ({len(f.points)} point(s) at one length and hit "
+                       f"ratio): fitted prefill efficiency {f.efficiency:.1%} of the dense peak: {_names(rows)}.")
+            continue
+        extra = (" " + "; ".join(f.notes) + ".") if f.notes else ""
         out.append(f"Calibrated from the load test of {f.label} ({len(f.points)} points; fitted TTFT within "
                    f"{f.median_abs_error:.1%} of measured at the median, {f.max_abs_error:.1%} at worst): "
                    f"{_names(rows)}. Fixed {f.t_fixed:,.1f} ms, {f.k_ffn * 1000:,.1f} ms per 1k tokens, "
                    + (f"attention {f.k_attn * 1e6:,.3f} ms per (1k tokens) squared" if f.k_attn > 0 else
                       "no quadratic attention term (TTFT grows linearly over the measured lengths)")
-                   + f"; {b}.")
+                   + f"; {b}." + extra)
     est = [w for w, s in zip(wl, calib.source) if s == "estimated"]
     if est:
         st = calib.settings
@@ -360,3 +393,62 @@ def memo_lines(plan) -> list[str]:
                    f"{st['decode_mbu']:.0%} of HBM bandwidth) for {len(est)}: {_names(est)}. Rooflines are "
                    f"usually optimistic; a load test of these deployments would replace them.")
     return out
+
+
+# --------------------------------------------------------------------------- decode of typed rows (issue 20)
+def decode_batch_message(rec: dict, model_rec: dict, gpu_rec: dict, s_kv: float, mbu: float, decode: float) -> str:
+    """What the row's ``batch`` does to its estimated decode, said with the numbers: the roofline
+    decode shares each step's weight reads over ``batch`` requests, so the chip time per request
+    falls with it (``estimate.decode_ms``)."""
+    from planner.equations import roofline as estimate
+
+    b = int(rec.get("batch") or 1)
+    at1 = estimate.estimate_decode(rec, model_rec, gpu_rec, s_kv, mbu, batch=1)[0]["t_decode_ms"]
+    said = "typed" if rec.get("batch") is not None else "blank, so 1"
+    other = (f"{at1:,.1f} ms at batch 1" if b != 1 else
+             f"{estimate.estimate_decode(rec, model_rec, gpu_rec, s_kv, mbu, batch=8)[0]['t_decode_ms']:,.1f} ms "
+             f"at batch 8")
+    return (f"t_decode_ms is estimated by the roofline at batch {b} ({said}): {decode:,.1f} ms per request "
+            f"({other}); batch is the decode concurrency of this estimate as well as the peak-KV batch: type the "
+            f"concurrency you will serve at, or a measured t_decode_ms")
+
+
+def _decode_problem(p_in, i: int, missing: list[str], why: str = ""):
+    """The error for a blank t_decode_ms that can be neither calibrated nor estimated."""
+    from openpyxl.utils import get_column_letter
+
+    from planner.core.errors import Problem
+
+    wt = p_in.workloads
+    where = (f"{wt.sheet}!{get_column_letter(wt.positions['t_decode_ms'] + 1)}{wt.rows[i]}"
+             if "t_decode_ms" in wt.positions else f"{wt.sheet} row {wt.rows[i]}")
+    because = f"{why}, and " if why else ""
+    return Problem(where, f"workload {wt.records[i].get('workload')!r}: t_decode_ms is blank, {because}its roofline "
+                          f"estimate lacks {', '.join(missing)}: type t_decode_ms (0 leaves decode out of chip time "
+                          f"and TPM), or fill {' and '.join(missing)}")
+
+
+def _decode_for_typed(i, rec, p_in, fits, by_key, model_recs, gpu_recs, mbu, filled, prov, warns, problems) -> None:
+    """A row with a typed breakdown and a blank ``t_decode_ms``: the calibrated decode of its
+    deployment (``tpot_ms`` of its Measurements) when there is one, else the roofline decode;
+    neither: an error naming the missing column (never a silent 0)."""
+    from planner.equations import roofline as estimate
+
+    place = f"Workloads row {p_in.workloads.rows[i]} ({rec.get('workload')})"
+    k = by_key.get((rec["model"], rec["gpu"], int(rec["tp"])))
+    if k is not None and fits[k].ok and not math.isnan(fits[k].tpot_per_token_ms):
+        value = float(rec["osl"]) * fits[k].tpot_per_token_ms
+        src = f"calibrated from Measurements ({fits[k].label}: osl x median tpot_ms / batch)"
+    else:
+        model_rec, gpu_rec = model_recs[rec["model"]], gpu_recs[rec["gpu"]]
+        s_kv = s_kv_of(model_rec, int(rec["tp"]))
+        est, missing = estimate.estimate_decode(rec, model_rec, gpu_rec, s_kv, mbu)
+        if missing:
+            problems.append(_decode_problem(p_in, i, missing, "the breakdown is typed"))
+            return
+        value = est["t_decode_ms"]
+        src = (f"estimated by roofline (decode_mbu {mbu:g}) at batch {int(rec.get('batch') or 1)}: the breakdown "
+               f"is typed, t_decode_ms is not")
+        warns.append((place, decode_batch_message(rec, model_rec, gpu_rec, s_kv, mbu, value)))
+    filled.iat[i, filled.columns.get_loc("t_decode_ms")] = float(value)
+    prov[(i, "t_decode_ms")] = src

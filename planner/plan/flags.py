@@ -65,9 +65,10 @@ def warnings_of(plan) -> list[Problem]:
             out.append(Problem(place, f"KV does not fit in HBM: weights {r['weights_gib_per_gpu']:,.1f} GiB + "
                                       f"peak KV {r['kv_peak_gib']:,.1f} GiB exceed "
                                       f"{resolved['hbm_gib'].iat[i]:,.1f} GiB by {-headroom[i]:,.1f} GiB"))
-        if fl.beyond_h_star[i]:
-            out.append(Problem(place, f"hit_target {hit_t[i]:.1%} is beyond the break-even h* {h_star[i]:.1%}: "
-                                      f"more hits make prefill slower here"))
+        if fl.beyond_h_star[i]:  # what is true at the row's own alpha (planner.plan.trust, issue 20)
+            from planner.plan.trust import h_star_message
+
+            out.append(Problem(place, h_star_message(plan, i)[1]))
         if fl.uneven_heads[i]:
             out.append(Problem(place, f"kv_heads {kv[i]:g} and tp {tp[i]:g} do not divide either way: "
                                       f"KV heads are spread unevenly over GPUs"))

@@ -93,7 +93,9 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
     for (i, col), prov in calib.filled.items():
         value = float(plan.resolved[col].iat[i])
         k = calib.fit_index[i]
-        if calib.source[i] == "calibrated" and k is not None:
+        if col == "alpha" or (col == "t_fixed_ms" and k is not None and calib.fits[k].c_hit_ms):
+            out[(i, col)] = (None, value, prov)  # fitted alpha, t_fixed with the hit cost: values (issue 20)
+        elif calib.source[i] == "calibrated" and k is not None:
             x = wl_cell(col, i)
             expr = {"tpm_measured": None, "hit_measured": None,
                     "t_attn0_ms": f"{lay.param(k, 'k_attn_ms_per_tok2')}*{res_cell('isl', i)}^2",
@@ -181,7 +183,11 @@ def write_calibration(wb, fm, plan) -> None:
             ws.write_number(r, 1, int(p["row"]))
             ws.write_formula(r, 2, f"={ref('isl')}", fm("calc", "#,##0"), float(p["isl"]))
             ws.write_formula(r, 3, f"={ref('hit')}", fm("calc", "0.0%"), float(p["hit"]))
-            ws.write_formula(r, 4, f"=N({ref('alpha')})", fm("calc", "0.0%"), float(p["alpha"]))
+            if f.alpha_fit:  # alpha fitted (blank on every point): the fitted value, live from curve_alpha
+                ws.write_formula(r, 4, f"=IF(ISNUMBER({ref('alpha')}),{ref('alpha')},{lay.param(k, 'curve_alpha')})",
+                                 fm("calc", "0.0%"), float(p["alpha"]))
+            else:
+                ws.write_formula(r, 4, f"=N({ref('alpha')})", fm("calc", "0.0%"), float(p["alpha"]))
             fac = float(p.get("load_factor", 1.0))  # a load test at concurrency > 1: request-alone equivalent
             ws.write_formula(r, 5, f"={ref('ttft_ms')}" + (f"/{fac!r}" if fac != 1.0 else ""), fm("calc", "#,##0.00"),
                              float(p["ttft_ms"]))

@@ -179,6 +179,10 @@ def checks_for(plan, layout) -> CheckSheet:
               "rows with tpm_measured but no hit_measured (taken as measured at 0 hit)",
               f"SUMPRODUCT(ISNUMBER({_n('Workloads.tpm_measured')})*NOT(ISNUMBER({_n('Workloads.hit_measured')})))",
               int(fl.tpm_without_hit.sum())),
+        Check("workloads have a demand_tpm", "warning",
+              "rows without demand_tpm: they need no GPUs, so the fleet and its cost leave them out",
+              f"COUNTBLANK({_n('Workloads.demand_tpm')})",
+              sum(1 for r in plan.input.workloads.records if r.get("demand_tpm") is None)),
     ]
     first_warning = next(i for i, c in enumerate(checks) if c.kind == "warning")
     checks[first_warning:first_warning] = unplanned_rows(plan, layout)

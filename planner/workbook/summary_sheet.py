@@ -95,6 +95,14 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     ws.write_string(3, 0, "Workloads with a demand (of all workloads)")
     ws.write_formula(3, 1, "=COUNT(results_instances_needed)", fm("calc", FMT_INT), with_demand)
     ws.write_formula(3, 2, "=COUNTA(results_workload)", fm("calc", FMT_INT), len(plan.results))
+    # an absent demand is a warning, not a silent 0 GPUs (issue 20); live like the counts beside it
+    short = len(plan.results) - with_demand
+    said = ("" if short == 0 else "WARNING: no workload has a demand_tpm: the fleet is sized for nothing"
+            if with_demand == 0 else f"WARNING: {short} workload(s) without demand_tpm are left out of the fleet")
+    ws.write_formula(3, 3, '=IF(COUNT(results_instances_needed)=0,"WARNING: no workload has a demand_tpm: the '
+                           'fleet is sized for nothing",IF(COUNT(results_instances_needed)<COUNTA(results_workload),'
+                           '"WARNING: "&(COUNTA(results_workload)-COUNT(results_instances_needed))&" workload(s) '
+                           'without demand_tpm are left out of the fleet",""))', fm("bad" if short else "note"), said)
 
     # GPUs by type
     r0 = 5

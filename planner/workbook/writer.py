@@ -43,6 +43,7 @@ from planner.workbook.run_sheet import write_constants, write_run
 from planner.workbook.xlfast import ROW, FastFormulaWorksheet, FormulaTemplate, RowBuffer
 from planner.workbook.styles import WB_OPTIONS, Formats, col_width, values_list, write_header
 from planner.workbook import kv_tiers_sheets, tier_worth
+from planner.plan.trust import filled_run_rows as trust_run_rows
 
 
 
@@ -149,7 +150,8 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     write_explorer(wb, ws_explorer, fm, layout, plan)
     if ws_charts is not None:
         write_charts(wb, ws_charts, fm, layout, plan, layout.chunks)
-    write_run(ws_run, fm, plan, {**filled_run_rows(p_in), **(run_info or {})})
+    write_run(ws_run, fm, plan, {**filled_run_rows(p_in), **trust_run_rows(p_in.workloads.filled),
+                                 **(run_info or {})})
     for buffered in (ws_checks, ws_explorer, ws_charts, ws_const, ws_run):
         if buffered is not None:
             buffered.flush()

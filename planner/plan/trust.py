@@ -1,0 +1,291 @@
+"""Numbers a finance reader can trust (issue 20, items 1-3): every default that changes a result
+is visible, an absent demand is a warning, and implausible inputs are warned about at their cell.
+
+* :func:`planner_filled`: the Workloads cells left blank whose value the planner chose (``batch``
+  1, ``alpha`` 0, ``max_seq_len`` isl + osl, ``kv_gbps`` the GPU's link or the calibrated B_eff,
+  ``t_decode_ms`` calibrated or estimated, the calibrated/estimated breakdown). They are written
+  as the catalog's filled cells are (green italic, a comment saying the value and where it came
+  from; the cell itself stays blank so the output's formulas keep their defaults live), counted on
+  the Run sheet and listed in one note per column by ``planner validate`` and ``planner run``.
+* :func:`demand_warnings`: no demand, or some workloads without one (0 GPUs, USD 0 is not a plan).
+* :func:`plausibility_warnings`: a measured TTFT (or a typed prefill) faster than the roofline at
+  100% of the GPU's peak (a time typed in seconds), a TPOT or decode faster than HBM bandwidth
+  allows, a fitted KV bandwidth outside [1/10, 1.2] of the GPU's host link, a hit ratio of exactly 1
+  typed as a plain number (1% meant?).
+* :func:`h_star_message`: what is true at the row's own alpha (the hit ratio beyond which its TTFT
+  rises, if any), instead of the first-order h* of the alpha = 1 model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from planner.equations import kvhit as m
+from planner.core.errors import Problem
+
+# plausibility bounds
+B_LOW, B_HIGH = 0.1, 1.2   # fitted B_eff outside [B_LOW, B_HIGH] x the GPU's host link: warned
+
+
+def _f(x) -> float:
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return float("nan")
+    return v
+
+
+def _cell(table, col: str, i: int) -> str:
+    from openpyxl.utils import get_column_letter
+
+    j = table.positions.get(col)
+    return f"{table.sheet}!{get_column_letter(j + 1)}{table.rows[i]}" if j is not None else \
+        f"{table.sheet} row {table.rows[i]}"
+
+
+# --------------------------------------------------------------------------- item 1: filled blanks
+def planner_filled(plan) -> list[dict[str, str]]:
+    """Per Workloads record, the blank cells whose value the planner chose: column -> comment text
+    (the value used and why)."""
+    wt, res = plan.input.workloads, plan.resolved
+    calib = plan.calibration
+    out: list[dict[str, str]] = [dict() for _ in wt.records]
+    for i, rec in enumerate(wt.records):
+        came = out[i]
+        if rec.get("batch") is None:
+            came["batch"] = ("blank: the planner uses batch 1 (one request at a time) for the peak KV and, when "
+                             "t_decode_ms is estimated, as the decode concurrency")
+        if rec.get("alpha") is None:
+            came["alpha"] = "blank: the planner uses alpha 0 (no overlap of KV load and compute, the conservative case)"
+        if rec.get("max_seq_len") is None:
+            came["max_seq_len"] = (f"blank: the planner uses isl + osl = {_f(res['max_seq_len'].iat[i]):,.0f} tokens "
+                                   f"for the peak KV")
+        if rec.get("kv_gbps") is None and not (calib and (i, "kv_gbps") in calib.filled):
+            came["kv_gbps"] = (f"blank: the planner loads KV at the GPU's host link, "
+                               f"{_f(res['kv_gbps'].iat[i]):,.4g} GB/s (GPUs pcie_gbps or pcie_gen)")
+        if rec.get("t_decode_ms") is None and not (calib and (i, "t_decode_ms") in calib.filled):
+            came["t_decode_ms"] = "blank: the planner uses 0 ms of decode (osl 0: no output tokens)"
+    if calib is not None:
+        for (i, col), prov in calib.filled.items():
+            if col in ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps"):
+                out[i][col] = f"blank: the planner uses {_f(res[col].iat[i]):,.4g} ({prov})"
+    return out
+
+
+def filled_note(plan, filled: list[dict[str, str]]) -> str | None:
+    """One note listing the planner-filled cells per column (``planner validate`` prints it)."""
+    per: dict[str, list[str]] = {}
+    for i, came in enumerate(filled):
+        for col in came:
+            per.setdefault(col, []).append(_cell(plan.input.workloads, col, i))
+    if not per:
+        return None
+    parts = []
+    for col, cells in per.items():
+        more = f" and {len(cells) - 3} more" if len(cells) > 3 else ""
+        parts.append(f"{col} {len(cells)} ({', '.join(cells[:3])}{more})")
+    total = sum(len(c) for c in per.values())
+    return (f"Workloads: {total} blank cell(s) filled by the planner (each is green italic in the output's Workloads "
+            f"sheet, with a comment giving the value used): " + "; ".join(parts))
+
+
+def filled_run_rows(filled: list[dict[str, str]]) -> dict[str, str]:
+    """The Run sheet's line on the planner-filled Workloads cells."""
+    per: dict[str, int] = {}
+    for came in filled:
+        for col in came:
+            per[col] = per.get(col, 0) + 1
+    if not per:
+        return {}
+    total = sum(per.values())
+    return {"Workloads cells filled by the planner": f"{total} ({', '.join(f'{c} {n}' for c, n in per.items())}): "
+                                                     f"green italic blank cells, each with a comment giving the "
+                                                     f"value used and its source"}
+
+
+# --------------------------------------------------------------------------- item 2: demand
+def demand_warnings(plan) -> list[Problem]:
+    """No demand_tpm at all (the fleet is 0 GPUs), or workloads left without one."""
+    wt = plan.input.workloads
+    blank = [i for i, r in enumerate(wt.records) if r.get("demand_tpm") is None]
+    if not blank:
+        return []
+    if len(blank) == len(wt.records):
+        return [Problem("Workloads", "no workload has a demand_tpm: the fleet is sized for nothing (0 GPUs, no cost); "
+                                     "type each workload's demand in tokens per minute (or a header such as "
+                                     "'demand_tpm (tokens/day)' to type it per day)")]
+    names = [str(wt.records[i].get("workload")) for i in blank]
+    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    return [Problem("Workloads", f"{len(blank)} of {len(wt.records)} workloads have no demand_tpm and are left out of "
+                                 f"the fleet (0 GPUs for them): {', '.join(names[:5])}{more}")]
+
+
+# --------------------------------------------------------------------------- item 3: plausibility
+def roofline_floor_ms(model_rec: dict, gpu_rec: dict, tp: float, isl, hit=0.0) -> np.ndarray | None:
+    """The fastest a prefill of ``isl`` tokens at ``hit`` can be: its FLOPs (:mod:`planner.equations.roofline`,
+    embedding and LM head left out) at 100% of the GPU's dense peak on ``tp`` GPUs, no load time [ms].
+    None when the model or GPU lacks the sizes."""
+    from planner.catalog.lookup import catalog_raw
+    from planner.equations import roofline as estimate
+
+    parts = estimate.roofline_parts(model_rec, gpu_rec, catalog_raw(model_rec))
+    if parts is None:
+        return None
+    n, h = np.asarray(isl, dtype=float), np.asarray(hit, dtype=float)
+    flops = (estimate.flops_linear(parts["linear_params_b"], n) * (1 - h)
+             + estimate.flops_attention(parts["layers"], parts["heads"], parts["width"], n) * (1 - h**2))
+    return estimate.flops_ms(flops, tp, parts["peak_tflops"], 1.0)
+
+
+def decode_floor_ms(model_rec: dict, gpu_rec: dict, tp: float, batch: float) -> float | None:
+    """The fastest one decode step can be: the weights each GPU reads (at most ``batch`` x active
+    parameters distinct) at 100% of HBM bandwidth, KV left out [ms per output token]."""
+    params, hbm = _f(model_rec.get("params_b")), _f(gpu_rec.get("hbm_tbps"))
+    if np.isnan(params) or np.isnan(hbm):
+        return None
+    active = _f(model_rec.get("active_params_b"))
+    active = params if np.isnan(active) else active
+    wbytes = _f(model_rec.get("weight_bytes"))
+    wbytes = 2.0 if np.isnan(wbytes) else wbytes
+    read = min(params, batch * active) * 1e9 * wbytes / tp
+    return read / (hbm * 1e12) * 1e3
+
+
+def plausibility_warnings(plan) -> list[Problem]:
+    """Located warnings for inputs no GPU can produce, and fits no link can explain."""
+    p_in = plan.input
+    models = {r["model"]: r for r in p_in.models.records}
+    gpus = {r["gpu"]: r for r in p_in.gpus.records}
+    out: list[Problem] = []
+    meas = p_in.optional.get("Measurements")
+    if meas is not None:
+        for i, r in enumerate(meas.records):
+            mod, gpu = models.get(r.get("model")), gpus.get(r.get("gpu"))
+            if mod is None or gpu is None or r.get("ttft_ms") is None:
+                continue
+            tp = float(r["tp"])
+            floor = roofline_floor_ms(mod, gpu, tp, float(r["isl"]), float(r["hit"]))
+            if floor is not None and float(r["ttft_ms"]) < float(floor):
+                out.append(Problem(_cell(meas, "ttft_ms", i),
+                                   f"ttft_ms {float(r['ttft_ms']):,.4g} is faster than the roofline at 100% of the "
+                                   f"GPU's peak ({float(floor):,.4g} ms for {float(r['isl']):,.0f} tokens at hit "
+                                   f"{float(r['hit']):.0%} on {tp:g}x {r['gpu']}): was it typed in seconds "
+                                   f"({float(r['ttft_ms']) * 1000:,.4g} ms)?"))
+            if r.get("tpot_ms") is not None:
+                step = decode_floor_ms(mod, gpu, tp, float(r.get("batch") or 1))
+                if step is not None and float(r["tpot_ms"]) < step:
+                    out.append(Problem(_cell(meas, "tpot_ms", i),
+                                       f"tpot_ms {float(r['tpot_ms']):,.4g} is faster than HBM bandwidth allows: each "
+                                       f"step reads at least {step:,.4g} ms of weights per GPU at 100% of "
+                                       f"{gpu.get('hbm_tbps'):g} TB/s: typed in seconds, or per request amortised?"))
+            if ("hit", i) in getattr(meas, "plain_ones", ()):
+                out.append(_one_message(meas, "hit", i))
+    wt = p_in.workloads
+    for i, r in enumerate(wt.records):
+        mod, gpu = models.get(r.get("model")), gpus.get(r.get("gpu"))
+        if mod is None or gpu is None:
+            continue
+        tp = float(r["tp"])
+        if r.get("t_attn0_ms") is not None and r.get("t_ffn0_ms") is not None:
+            typed = float(r["t_attn0_ms"]) + float(r["t_ffn0_ms"])
+            floor = roofline_floor_ms(mod, gpu, tp, float(r["isl"]))
+            if floor is not None and typed < float(floor):
+                out.append(Problem(_cell(wt, "t_ffn0_ms", i),
+                                   f"t_attn0_ms + t_ffn0_ms = {typed:,.4g} ms is faster than the roofline at 100% of "
+                                   f"the GPU's peak ({float(floor):,.4g} ms for {float(r['isl']):,.0f} tokens on "
+                                   f"{tp:g}x {r['gpu']}): typed in seconds?"))
+        if r.get("t_decode_ms") is not None and float(r["t_decode_ms"]) > 0 and float(r["osl"]) > 0:
+            b = float(r.get("batch") or 1)
+            step = decode_floor_ms(mod, gpu, tp, b)
+            if step is not None and float(r["t_decode_ms"]) < float(r["osl"]) * step / b:
+                out.append(Problem(_cell(wt, "t_decode_ms", i),
+                                   f"t_decode_ms {float(r['t_decode_ms']):,.4g} is faster than HBM bandwidth allows: "
+                                   f"{float(r['osl']):,.0f} steps reading at least {step:,.4g} ms of weights each, "
+                                   f"shared by batch {b:g}, take {float(r['osl']) * step / b:,.4g} ms per request"))
+        for col in ("hit_target", "hit_measured"):
+            if (col, i) in getattr(wt, "plain_ones", ()):
+                out.append(_one_message(wt, col, i))
+    calib = plan.calibration
+    if calib is not None:
+        for f in calib.fits:
+            if not (f.ok and f.b_fitted):
+                continue
+            link = _link_gbps(gpus.get(f.gpu, {}))
+            if not (B_LOW * link <= f.b_gbps <= B_HIGH * link):
+                rows = f.points["row"].tolist()
+                where = f"Measurements rows {rows[0]}-{rows[-1]} ({f.label})" if len(rows) > 1 else \
+                    f"Measurements row {rows[0]} ({f.label})"
+                if f.b_gbps < B_LOW * link:
+                    why = ("below a tenth of it: either the hits were not loaded over that link (then the hit "
+                           "column is wrong), or the stack overlaps loading with compute and alpha is wrong (leave "
+                           "alpha blank on the points to have it fitted)")
+                else:
+                    why = ("above what the link carries: the hits were most likely served from GPU memory (a GPU "
+                           "prefix cache), not loaded over the link")
+                out.append(Problem(where, f"fitted B_eff {f.b_gbps:,.3g} GB/s is outside [{B_LOW:g}, {B_HIGH:g}] x "
+                                          f"the GPU's host link ({link:,.3g} GB/s), {why}; the fit is used, check it"))
+    return out
+
+
+def _link_gbps(gpu_rec: dict) -> float:
+    from planner.plan.calibrate import _gpu_pcie
+
+    return _gpu_pcie(gpu_rec) if gpu_rec else float("nan")
+
+
+def _one_message(table, col: str, i: int) -> Problem:
+    return Problem(_cell(table, col, i), f"{col} 1 is read as 100% (every input token cached): if 1% was meant, "
+                                         f"type 0.01 or 1%; type 100% in a percent cell to say a full hit is meant")
+
+
+# --------------------------------------------------------------------------- item 3: h* at the row's alpha
+def ttft_curve(resolved, results, i: int, grid: np.ndarray) -> np.ndarray:
+    """TTFT of Resolved row ``i`` at each hit of ``grid`` and the row's alpha [ms] (docs/model.md §1)."""
+    def v(c):
+        return _f(resolved[c].iat[i])
+
+    load = m.kv_load_ms(grid, v("isl"), _f(results["kv_bytes_per_token_gpu"].iat[i]), v("kv_gbps"))
+    comp = m.compute_ms(grid, v("t_attn0_ms"), v("t_ffn0_ms"), v("t_other0_ms"), resolved["other_scaling"].iat[i])
+    return m.ttft_ms(v("t_fixed_ms"), load, comp, v("alpha"))
+
+
+def h_star_message(plan, i: int) -> tuple[bool, str]:
+    """``(warning, text)`` for a row whose hit_target is beyond the first-order h*: a warning when
+    the row's own TTFT (at its alpha) rises before the target, else information."""
+    res, r = plan.resolved, plan.results
+    h_t, h_s, a = _f(res["hit_target"].iat[i]), _f(r["h_star"].iat[i]), _f(res["alpha"].iat[i])
+    grid = np.linspace(0.0, 1.0, 1001)
+    curve = ttft_curve(res, r, i, grid)
+    k = int(np.argmin(curve))
+    h_min, t_min = float(grid[k]), float(curve[k])
+    if 0 < k < len(grid) - 1:  # refined between the grid's neighbours (TTFT is piecewise smooth in h)
+        from planner.equations.ttft_fit import _golden
+
+        f = lambda h: float(ttft_curve(res, r, i, np.array([h]))[0])  # noqa: E731
+        h_ref = _golden(f, float(grid[k - 1]), float(grid[k + 1]), iters=60)
+        if f(h_ref) <= t_min:
+            h_min, t_min = h_ref, f(h_ref)
+    at_t = float(ttft_curve(res, r, i, np.array([h_t]))[0])
+    if h_min < h_t and at_t > t_min * (1 + 1e-9):
+        return True, (f"hit_target {h_t:.1%} is beyond {h_min:.1%}, the hit ratio at which this row's TTFT is lowest "
+                      f"at its alpha {a:g} ({t_min:,.4g} ms): more hits make its prefill slower here ("
+                      f"{at_t:,.4g} ms at the target; the first-order h* is {h_s:.1%})")
+    return False, (f"information: hit_target {h_t:.1%} is beyond the first-order break-even h* {h_s:.1%} (where the "
+                   f"full KV load equals the remaining compute, the fully overlapped model), but at this row's alpha "
+                   f"{a:g} its TTFT still falls up to the target ({float(curve[0]):,.4g} ms at 0 hit, {at_t:,.4g} ms "
+                   f"at the target)")
+
+
+# --------------------------------------------------------------------------- wiring
+def apply_to_plan(plan):
+    """A copy of ``plan`` with the planner-filled Workloads cells marked (``Table.filled``, written
+    green italic with a comment), their note, and the demand and plausibility warnings added to
+    the plan's warnings (the plan given is not changed)."""
+    filled = planner_filled(plan)
+    p_in = dataclasses.replace(plan.input, workloads=dataclasses.replace(plan.input.workloads, filled=filled))
+    return dataclasses.replace(plan, input=p_in,
+                               # printed by planner run and validate ("planner: filled: ...")
+                               filled_note=filled_note(plan, filled),
+                               warnings=list(plan.warnings) + demand_warnings(plan) + plausibility_warnings(plan))
