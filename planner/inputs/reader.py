@@ -203,8 +203,8 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
     untraced = [r for r, rec in zip(rows, records) if rec.get("trace") in (None, "")]
     if "hit_target" in by_name and "hit_target" not in col_of and "trace" in col_of and untraced:
         # without hit_target, every row must take its hit ratio from a trace (issue 19)
-        problems.append(Problem(f"{ws.title} row 1", f"required column 'hit_target' is missing (row "
-                                f"{untraced[0]} has no trace to take it from)"))
+        why = "" if len(untraced) == len(records) else f" (row {untraced[0]} has no trace to take it from)"
+        problems.append(Problem(f"{ws.title} row 1", f"required column 'hit_target' is missing{why}"))
     if readings and notes is not None:
         more = f" (and {len(readings) - 3} more)" if len(readings) > 3 else ""
         notes.append(f"{ws.title}: {len(readings)} number(s) typed as text with separators were read: "
