@@ -148,6 +148,9 @@ COLUMNS: tuple[Column, ...] = (
            minimum=0, maximum=1, fmt=FMT_PCT),
     Column(W, "hit_target", "fraction", FRACTION, "planning hit ratio", True, minimum=0, maximum=1,
            fmt=FMT_PCT),
+    Column(W, "hit_baseline", "fraction", FRACTION, "planning baseline: the hit ratio the fleet runs at today, "
+           "against which the Summary and Fleet_By_Period count the savings of hit_target (blank: "
+           "hit_measured, the load test's, said on the Summary)", minimum=0, maximum=1, fmt=FMT_PCT),
     Column(W, "t_attn0_ms", "ms", NUMBER, "attention prefill time at 0 hit (blank: calibrated from Measurements, "
            "else estimated from the catalog dimensions)", minimum=0, maximum=1e9,
            fmt=FMT_NUM),
@@ -173,6 +176,9 @@ COLUMNS: tuple[Column, ...] = (
            fmt=FMT_NUM),
     Column(W, "target_utilization", "fraction", FRACTION, "busy fraction instances are sized for (blank: "
            "Settings target_utilization)", minimum=0, min_open=True, maximum=1, fmt=FMT_PCT),
+    Column(W, "demand_growth", "fraction/period", FRACTION, "growth of demand_tpm per planning period, "
+           "compounded over Settings periods (blank: Settings demand_growth)", minimum=-1, maximum=10,
+           fmt=FMT_PCT),
     # ---------------------------------------------------------------- Measurements (optional)
     Column(MEAS, "model", "", TEXT, "a model of the Models sheet (or the model catalog)", True, ref=M),
     Column(MEAS, "gpu", "", TEXT, "a GPU of the GPUs sheet (or the GPU catalog)", True, ref=G),
@@ -197,6 +203,11 @@ COLUMNS: tuple[Column, ...] = (
     Column(DEM, "demand_tpm", "tokens/min", NUMBER, "delivered tokens/min the workload needs in the period "
            "(blank: none in that period; a period whose demands are all blank is an error)",
            minimum=0, maximum=1e15, fmt=FMT_INT),
+    Column(DEM, "demand_unit", "", CHOICE, "unit of this row's demand_tpm: tokens/min, tokens/hour or "
+           "tokens/day (converted to tokens/min in Demand_Calc)", default="tokens/min",
+           choices=("tokens/min", "tokens/hour", "tokens/day")),
+    Column(DEM, "hit_target", "fraction", FRACTION, "planning hit ratio of the workload in this period "
+           "(blank: the workload's hit_target)", minimum=0, maximum=1, fmt=FMT_PCT),
     # ---------------------------------------------------------------- Scenarios (optional)
     Column(SCN, "scenario", "", TEXT, "name of the what-if scenario (rows of one name form one scenario)",
            True),
@@ -241,6 +252,12 @@ SETTING_KEYS: tuple[Setting, ...] = (
     Setting("target_utilization", FRACTION, 1.0, "busy fraction instances are sized for (Workloads may override "
             "per row): instances = ceil(demand_tpm / (tpm_delivered_target x target_utilization)); 0.8 leaves "
             "20% headroom", 0, 1, True),
+    Setting("periods", TEXT, "", "planning periods for demand by growth: labels separated by ';' "
+            "('2027-Q1; 2027-Q2') or a quarter range ('2027-Q1..2027-Q4'); each workload with a demand_tpm "
+            "gets it in the first period, grown by demand_growth in each next one (a Demand row of the "
+            "workload and period wins; blank: periods only from the Demand sheet)"),
+    Setting("demand_growth", FRACTION, 0.0, "growth of every workload's demand_tpm per period over Settings "
+            "periods, compounded (Workloads demand_growth overrides per row; 0.1 = +10% a period)", -1, 10),
     Setting("hours_per_month", NUMBER, 730.0, "hours billed per month for the fleet cost per month "
             "(730 = 8,760 h a year / 12)", 0, 744, True),
 )
