@@ -60,7 +60,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
     for i in range(len(calc)):
         r = i + 1
         rec = calc.iloc[i]
-        d = rec["dem"]
+        d = None if rec["dem"] is None or rec["dem"] != rec["dem"] else int(rec["dem"])  # NaN: a grown row
         me = lambda c: xl_rowcol_to_cell(r, own[c], col_abs=True)  # noqa: E731,B023
         row = me("res_row")
         R = lambda name: f"INDEX(res_{name},{row})"  # noqa: E731,B023
@@ -162,7 +162,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
 
     # pivot for the chart (periods x GPU types of gpus_needed), beside Demand_Calc, then the chart
     left = len(pr.CALC_COLS) + NOTE_GAP
-    calc_ws.write_string(0, left, "period", fm("header"))
+    calc_ws.write_string(0, left, "chart: period", fm("header"))  # not a second "period" header
     for gi, g in enumerate(plan.gpus["gpu"].tolist()):
         calc_ws.write_formula(0, left + 1 + gi, "=" + layout.other("GPUs", "gpu", gi + 1), fm("header"), str(g))
     for pi in range(len(periods)):
