@@ -15,6 +15,7 @@ import math
 import numpy as np
 from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 
+from .chart_data import add_series
 from . import model as m
 from . import schema
 
@@ -180,7 +181,7 @@ def write_calibration(wb, fm, plan) -> None:
             ws.write_number(r, 1, int(p["row"]))
             ws.write_formula(r, 2, f"={ref('isl')}", fm("calc", "#,##0"), float(p["isl"]))
             ws.write_formula(r, 3, f"={ref('hit')}", fm("calc", "0.0%"), float(p["hit"]))
-            ws.write_formula(r, 4, f"=N({ref('alpha')})", fm("calc", "0.0%"), float(p["alpha"]))
+            ws.write_formula(r, 4, f"=IF(ISNUMBER({ref('alpha')}),{ref('alpha')},0)", fm("calc", "0.0%"), float(p["alpha"]))
             ws.write_formula(r, 5, f"={ref('ttft_ms')}", fm("calc", "#,##0.00"), float(p["ttft_ms"]))
             if not f.ok:
                 continue
@@ -217,18 +218,26 @@ def write_calibration(wb, fm, plan) -> None:
         n0 = int((f.points["hit"] == 0).sum())
         ch = wb.add_chart({"type": "scatter"})
         rng = lambda r0, r1, col: f"={SHEET}!{xl_range_abs(r0, col, r1, col)}"
+        pts = f.points.iloc[_order(f)]  # as the point rows are written (0 hit first)
+        isl_p, ttft_p = pts["isl"].to_numpy(dtype=float), pts["ttft_ms"].to_numpy(dtype=float)
+        top = f.points["isl"].max() * 1.05
+        isl_c = [float(np.round(top * q / CURVE_STEPS)) for q in range(CURVE_STEPS + 1)]  # as the curve rows
         if n0:
-            ch.add_series({"name": "measured, 0 hit", "categories": rng(lo, lo + n0 - 1, 2),
-                           "values": rng(lo, lo + n0 - 1, 5), "marker": {"type": "circle", "size": 7}})
+            add_series(ch, {"name": "measured, 0 hit", "categories": rng(lo, lo + n0 - 1, 2),
+                            "values": rng(lo, lo + n0 - 1, 5), "marker": {"type": "circle", "size": 7}},
+                       isl_p[:n0], ttft_p[:n0])
         if n0 < len(f.points):
-            ch.add_series({"name": "measured, hit > 0", "categories": rng(lo + n0, hi, 2),
-                           "values": rng(lo + n0, hi, 5), "marker": {"type": "diamond", "size": 8}})
-        ch.add_series({"name": "fitted, 0 hit", "categories": rng(clo, chi, 1), "values": rng(clo, chi, 2),
-                       "line": {"width": 1.5}, "marker": {"type": "none"}})
+            add_series(ch, {"name": "measured, hit > 0", "categories": rng(lo + n0, hi, 2),
+                            "values": rng(lo + n0, hi, 5), "marker": {"type": "diamond", "size": 8}},
+                       isl_p[n0:], ttft_p[n0:])
+        add_series(ch, {"name": "fitted, 0 hit", "categories": rng(clo, chi, 1), "values": rng(clo, chi, 2),
+                        "line": {"width": 1.5}, "marker": {"type": "none"}},
+                   isl_c, [float(f.predict(x, 0.0, alpha_of[k])) for x in isl_c])
         if _curve_hit(f) > 0:
-            ch.add_series({"name": f"fitted, hit {_curve_hit(f):.0%}", "categories": rng(clo, chi, 1),
-                           "values": rng(clo, chi, 3), "line": {"width": 1.5, "dash_type": "dash"},
-                           "marker": {"type": "none"}})
+            add_series(ch, {"name": f"fitted, hit {_curve_hit(f):.0%}", "categories": rng(clo, chi, 1),
+                            "values": rng(clo, chi, 3), "line": {"width": 1.5, "dash_type": "dash"},
+                            "marker": {"type": "none"}},
+                       isl_c, [float(f.predict(x, _curve_hit(f), alpha_of[k])) for x in isl_c])
         ch.set_title({"name": f"{f.label}: TTFT measured vs fitted"})
         ch.set_x_axis({"name": "input length [tokens]", "min": 0})
         ch.set_y_axis({"name": "TTFT [ms]", "min": 0})

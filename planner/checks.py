@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 
 from . import schema
 from .names import exact_criteria, exact_text, range_name
@@ -146,17 +148,25 @@ def checks_for(plan, layout) -> CheckSheet:
               "text in numeric columns of Models, GPUs and Workloads",
               _sum([f"(COUNTA({_n(c.sheet + '.' + c.name)})-COUNT({_n(c.sheet + '.' + c.name)}))"
                     for c in numeric]), 0),
-        Check("ratios within [0, 1]", "error",
-              "hit_measured, hit_target and alpha between 0 and 1",
-              _sum([f'COUNTIF({_n("Workloads." + c.name)},"<0")+COUNTIF({_n("Workloads." + c.name)},">1")'
-                    for c in fractions]), 0),
+        Check("ratios within their range", "error",
+              "Workloads ratios within the schema's range: " + ", ".join(f"{c.name} {c.range_text()}"
+                                                                         for c in fractions),
+              _sum([_outside(c) for c in fractions]), 0),
         Check("lengths and times not negative", "error",
               "Workloads lengths, times and TPM at or above their minimum",
-              _sum([f'COUNTIF({_n("Workloads." + c.name)},"<{c.minimum:g}")' for c in nonneg]), 0),
+              _sum([_outside(c, upper=False) for c in nonneg]), 0),
         Check("input length positive", "error", "isl above 0",
-              f'COUNTIF({_n("Workloads.isl")},"<=0")', 0),
+              _outside(schema.column("Workloads", "isl"), upper=False), 0),
         Check("tp is a whole number >= 1", "error", "tensor-parallel size is a positive integer",
-              f'COUNTIF({_n("Workloads.tp")},"<1")+SUMPRODUCT(--(MOD({_n("Workloads.tp")},1)<>0))', 0),
+              f'{_outside(schema.column("Workloads", "tp"), upper=False)}+SUMPRODUCT(--(MOD({_n("Workloads.tp")},1)<>0))', 0),
+        Check("prefill times given", "error",
+              "workloads whose t_attn0_ms / t_ffn0_ms are missing (breakdown_source 'missing': a typed time "
+              "cleared after the run counts as 0); type them, or clear both and run the planner to calibrate "
+              "or estimate them",
+              f'COUNTIF({_n("Resolved.breakdown_source")},"missing")',
+              int(np.sum(plan.resolved["breakdown_source"].to_numpy(dtype=object) == "missing")),
+              f'IFERROR("Workloads row "&(1+MATCH("missing",{_n("Resolved.breakdown_source")},0))&": "&'
+              f'INDEX({_n("Resolved.workload")},MATCH("missing",{_n("Resolved.breakdown_source")},0)),"")'),
         Check("results free of errors", "error", "no #DIV/0!, #N/A or other error in Results",
               f"SUMPRODUCT(--ISERROR(Results!{_results_block(layout)}))", 0),
         Check("KV fits in HBM", "warning", "rows whose weights + peak KV exceed device memory",
@@ -213,6 +223,18 @@ def unplanned_rows(plan, layout) -> list[Check]:
                          f"run planner run on this workbook to plan them",
                          f"COUNTA({whole})-ROWS({planned})", 0, first))
     return out
+
+
+def _outside(c, upper: bool = True) -> str:
+    """COUNTIF of the Workloads cells of ``c`` outside its schema range (bounds from the schema,
+    never copied by hand: an open minimum counts the minimum itself)."""
+    rng = _n("Workloads." + c.name)
+    parts = []
+    if c.minimum is not None:
+        parts.append(f'COUNTIF({rng},"{"<=" if c.min_open else "<"}{c.minimum:g}")')
+    if upper and c.maximum is not None:
+        parts.append(f'COUNTIF({rng},">{c.maximum:g}")')
+    return "+".join(parts) or "0"
 
 
 def _results_block(layout) -> str:

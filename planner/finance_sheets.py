@@ -22,6 +22,7 @@ from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 from . import demand as dm
 from . import fleet as fl
 from . import periods as pr
+from .chart_data import add_series
 from . import schema
 from .constants import C, N
 from .fleet_sheets import (FMT_INT, FMT_MONEY, FMT_MONEY0, SETTING_NAMES, _cur, _header, _nonblank, _v,
@@ -173,7 +174,7 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     a, b = xl_rowcol_to_cell(r + 1, 1), xl_rowcol_to_cell(r + 2, 1)
     ws.write_string(r + 3, 0, "Headroom (capacity / demand - 1)")
     head_v = tot.tpm_capacity / tot.tpm_demand - 1 if tot.tpm_demand > 0 else float("nan")
-    ws.write_formula(r + 3, 1, f'=IF(N({b})>0,{a}/{b}-1,"")', fm("calc", schema.FMT_PCT), _v(head_v))
+    ws.write_formula(r + 3, 1, f'=IF(IF(ISNUMBER({b}),{b},0)>0,{a}/{b}-1,"")', fm("calc", schema.FMT_PCT), _v(head_v))
     r += 5
 
     # largest workloads by cost
@@ -210,11 +211,12 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     # charts: GPUs by type, cost per month by type
     for j, (col, title) in enumerate(((2, "GPUs by type"), (3, f"Cost per month by type [{cur}]"))):
         ch = wb.add_chart({"type": "column"})
-        ch.add_series({"name": title, "categories": ["Summary", types_top, 0, types_bottom, 0],
-                       "values": ["Summary", types_top, col, types_bottom, col], "data_labels": {"value": True},
-                       "fill": {"color": "#2F5597" if j == 0 else "#70AD47"}})
+        add_series(ch, {"name": title, "categories": ["Summary", types_top, 0, types_bottom, 0],
+                        "values": ["Summary", types_top, col, types_bottom, col], "data_labels": {"value": True},
+                        "fill": {"color": "#2F5597" if j == 0 else "#70AD47"}},
+                   frame["gpu"].iloc[:n_types], frame[src[col][0]].iloc[:n_types], text_categories=True)
         ch.set_title({"name": title, "name_font": {"size": 11}})
-        ch.set_y_axis({"num_format": "#,##0"})
+        ch.set_y_axis({"num_format": "#,##0", "min": 0})  # counts and money from zero (never a cut axis)
         ch.set_legend({"none": True})
         ch.set_size({"width": 440, "height": 260})
         ws.insert_chart(5 + j * 14, 6, ch)

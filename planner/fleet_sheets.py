@@ -16,6 +16,7 @@ from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
 
 from . import demand as dm
 from . import fleet as fl
+from .chart_data import add_series
 from . import model as m
 from . import scenarios as sc
 from . import schema
@@ -189,10 +190,11 @@ def write_scenarios(wb, ws, fm, plan, fleet_rows: int) -> None:
                                          ("cost_per_month", f"Cost per month [{cur}] by scenario", "#,##0"))):
         ch = wb.add_chart({"type": "column"})
         col = sc.SCENARIO_COLS.index(c)
-        ch.add_series({"name": c, "categories": ["Scenario_Compare", 1, 0, n, 0],
-                       "values": ["Scenario_Compare", 1, col, n, col], "data_labels": {"value": True}})
+        add_series(ch, {"name": c, "categories": ["Scenario_Compare", 1, 0, n, 0],
+                        "values": ["Scenario_Compare", 1, col, n, col], "data_labels": {"value": True}},
+                   frame["scenario"], frame[c], text_categories=True)
         ch.set_title({"name": title, "name_font": {"size": 11}})
-        ch.set_y_axis({"num_format": fmt})
+        ch.set_y_axis({"num_format": fmt, "min": 0})
         ch.set_legend({"none": True})
         ch.set_size({"width": 480, "height": 300})
         ws.insert_chart(4 + j * 16, note_col, ch)

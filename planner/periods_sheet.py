@@ -11,6 +11,7 @@ from __future__ import annotations
 from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
 
 from . import fleet as fl
+from .chart_data import add_series
 from . import model as m
 from . import periods as pr
 from . import schema
@@ -176,9 +177,12 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
                                   _v(frame["gpus_needed"].iat[src - 1]))
     chart = wb.add_chart({"type": "column", "subtype": "stacked"})
     for gi in range(n_types):
-        chart.add_series({"name": ["Demand_Calc", 0, left + 1 + gi],
-                          "categories": ["Demand_Calc", 1, left, len(periods), left],
-                          "values": ["Demand_Calc", 1, left + 1 + gi, len(periods), left + 1 + gi]})
+        add_series(chart, {"name": ["Demand_Calc", 0, left + 1 + gi],
+                           "categories": ["Demand_Calc", 1, left, len(periods), left],
+                           "values": ["Demand_Calc", 1, left + 1 + gi, len(periods), left + 1 + gi],
+                           "name_data": [str(plan.gpus["gpu"].iat[gi])]},
+                   periods, [frame["gpus_needed"].iat[pi * n_types + gi] for pi in range(len(periods))],
+                   text_categories=True)
     chart.set_title({"name": "GPUs by period and GPU type", "name_font": {"size": 11}})
     chart.set_y_axis({"name": "GPUs", "num_format": "#,##0", "min": 0})
     chart.set_legend({"position": "bottom"})
