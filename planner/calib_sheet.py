@@ -89,8 +89,11 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
     calib = plan.calibration
     if calib is None:
         return {}
+    from .estimate import estimate_formulas
+
     lay = Layout(calib)
     out = {}
+    est_cols = ("t_attn0_ms", "t_ffn0_ms", "t_decode_ms")
     for (i, col), prov in calib.filled.items():
         value = float(plan.resolved[col].iat[i])
         k = calib.fit_index[i]
@@ -102,6 +105,9 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
                     "kv_gbps": lay.param(k, "b_eff_gbps"),
                     "t_decode_ms": f"{res_cell('osl', i)}*{lay.param(k, 'tpot_per_token_ms')}"}[col]
             out[(i, col)] = (f"IF(ISNUMBER({x}),{x},{expr})", value, prov)
+        elif col in est_cols and str(prov).startswith("estimated by roofline"):  # live over Settings and GPUs
+            x = wl_cell(col, i)
+            out[(i, col)] = (f"IF(ISNUMBER({x}),{x},{estimate_formulas(_row_ref(res_cell, i))[col]})", value, prov)
         else:
             out[(i, col)] = (None, value, prov)
     for i, src in enumerate(calib.source):
@@ -110,6 +116,18 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
                  f'"input","{src}")')
             out[(i, "breakdown_source")] = (f, src, "")
     return out
+
+
+def _row_ref(res_cell, i: int):
+    """``r(sheet, name)`` of Resolved row i for :func:`planner.estimate.estimate_formulas`."""
+    def r(sheet: str, name: str) -> str:
+        if sheet == "Resolved":
+            return res_cell(name, i)
+        if sheet == "Results":
+            return f"INDEX(results_{name},{i + 1})"
+        row = res_cell("model_row" if sheet == "Models" else "gpu_row", i)
+        return f"INDEX({'models' if sheet == 'Models' else 'gpus'}_{name},{row})"
+    return r
 
 
 # --------------------------------------------------------------------------- the sheet

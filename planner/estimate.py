@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .constants import C
+from .constants import C, N
+from .model import excel_twin
 
 
 def flops_linear(active_params_b, isl):
@@ -40,6 +41,11 @@ def flops_linear(active_params_b, isl):
     numeric, FLOPs [FLOP]
     """
     return 2.0 * np.asarray(active_params_b, dtype=float) * C.PARAMS_PER_B * isl
+
+
+@excel_twin(flops_linear)
+def _(active_params_b, isl):
+    return f"2*{active_params_b}*{N.PARAMS_PER_B}*{isl}"
 
 
 def flops_attention(layers, heads, width, isl):
@@ -59,9 +65,19 @@ def flops_attention(layers, heads, width, isl):
     return 2.0 * np.asarray(layers, dtype=float) * heads * width * np.asarray(isl, dtype=float) ** 2
 
 
+@excel_twin(flops_attention)
+def _(layers, heads, width, isl):
+    return f"2*{layers}*{heads}*{width}*{isl}^2"
+
+
 def flops_ms(flops, tp, peak_tflops, mfu):
     """Time of ``flops`` on ``tp`` GPUs at ``mfu`` of ``peak_tflops`` each [ms]."""
     return np.asarray(flops, dtype=float) / (tp * peak_tflops * 1e12 * mfu) * C.MS_PER_S
+
+
+@excel_twin(flops_ms)
+def _(flops, tp, peak_tflops, mfu):
+    return f"({flops})/({tp}*{peak_tflops}*1E12*{mfu})*{N.MS_PER_S}"
 
 
 def decode_ms(osl, batch, isl, s_kv, params_b, active_params_b, weight_bytes, tp, hbm_tbps, mbu):
@@ -88,6 +104,37 @@ def decode_ms(osl, batch, isl, s_kv, params_b, active_params_b, weight_bytes, tp
     kv = batch * (isl + np.asarray(osl, dtype=float) / 2) * s_kv
     step_ms = (weights + kv) / (hbm_tbps * 1e12 * mbu) * C.MS_PER_S
     return osl * step_ms / batch
+
+
+@excel_twin(decode_ms)
+def _(osl, batch, isl, s_kv, params_b, active_params_b, weight_bytes, tp, hbm_tbps, mbu):
+    weights = f"MIN({params_b},{batch}*{active_params_b})*{N.PARAMS_PER_B}*{weight_bytes}/{tp}"
+    kv = f"{batch}*({isl}+{osl}/2)*{s_kv}"
+    return f"{osl}*(({weights})+({kv}))/({hbm_tbps}*1E12*{mbu})*{N.MS_PER_S}/{batch}"
+
+
+def estimate_formulas(r) -> dict[str, str]:
+    """Excel twins of :func:`estimate_row`'s times for one Resolved row, live over the Settings
+    (``s_prefill_mfu``, ``s_decode_mbu``) and the Models/GPUs cells they use. ``r(sheet, name)``
+    gives this row's cell (``Resolved``/``Results``) or looked-up value (``Models``/``GPUs``).
+    The same choices as the Python: MLA width ``mla_kv_dim``, else ``head_dim``; active
+    parameters, else ``params_b``; the FP8 peak when the weights are 1 byte or less and the GPU
+    gives it, else BF16."""
+    width = f'IF({r("Resolved", "attention")}="mla",{r("Resolved", "mla_kv_dim")},{r("Resolved", "head_dim")})'
+    act = r("Models", "active_params_b")
+    active = f"IF(ISNUMBER({act}),{act},{r('Resolved', 'params_b')})"
+    fp8, wb = r("GPUs", "fp8_tflops"), r("Resolved", "weight_bytes")
+    peak = f"IF(AND({wb}<=1,ISNUMBER({fp8})),{fp8},{r('GPUs', 'bf16_tflops')})"
+    tp, isl = r("Resolved", "tp"), r("Resolved", "isl")
+    mfu, mbu = "s_prefill_mfu", "s_decode_mbu"
+    return {
+        "t_attn0_ms": flops_ms.xl(flops_attention.xl(r("Resolved", "layers"), r("Models", "heads"), width, isl),
+                                  tp, peak, mfu),
+        "t_ffn0_ms": flops_ms.xl(flops_linear.xl(active, isl), tp, peak, mfu),
+        "t_decode_ms": decode_ms.xl(r("Resolved", "osl"), r("Resolved", "batch"), isl,
+                                    r("Results", "kv_bytes_per_token_gpu"), r("Resolved", "params_b"), active, wb,
+                                    tp, r("GPUs", "hbm_tbps"), mbu),
+    }
 
 
 def _num(rec: dict, name: str) -> float | None:

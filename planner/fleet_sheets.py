@@ -23,7 +23,7 @@ from . import schema
 from .names import exact_criteria, exact_text
 
 SETTING_NAMES = {"target_utilization": "s_target_utilization", "hours_per_month": "s_hours_per_month",
-                 "demand_growth": "s_demand_growth"}
+                 "demand_growth": "s_demand_growth", "prefill_mfu": "s_prefill_mfu", "decode_mbu": "s_decode_mbu"}
 FMT_INT = schema.FMT_INT
 FMT_MONEY = "#,##0.00"
 FMT_MONEY0 = "#,##0"

@@ -87,7 +87,7 @@ RESULTS_GROUPS = (
     ("intermediate steps", "t0_ms"),
     ("source of the times", "breakdown_source"),
     ("fleet detail", "cost_per_hour"),
-    ("fleet at the measured hit", "tpm_delivered_model_measured"),
+    ("fleet at the baseline hit", "load_ms_baseline"),
 )
 
 SPECS: dict[str, PrintSpec] = {

@@ -19,7 +19,7 @@ import openpyxl
 import pytest
 from openpyxl.utils import range_boundaries
 
-from conftest import same_value
+from conftest import same_value, sheet_values
 from planner import schema
 from planner.example import example_path
 from planner.plan import build_plan
@@ -140,3 +140,53 @@ def test_cleared_measured_time_turns_the_master_check(example_out, recalc, tmp_p
     hit = checks["prefill times given"]
     assert 1 in hit and f"Workloads row {row}: {name}" in hit
     assert done["Checks"]["B1"].value != "OK"
+
+
+def _set_setting(wb, key, value):
+    ws = wb["Settings"]
+    row = next(r for r in range(2, ws.max_row + 1) if ws.cell(r, 1).value == key)
+    ws.cell(row, 2).value = value
+
+
+def test_estimated_times_are_formulas_over_the_settings(example_out):
+    plan = build_plan(example_path())
+    est = [i for i, s in enumerate(plan.calibration.source) if s == "estimated"]
+    assert est  # the example has a workload estimated from the roofline
+    wb = openpyxl.load_workbook(example_out)  # formulas
+    ws = wb["Resolved"]
+    head = {str(c.value).split(" [")[0]: c.column for c in ws[1]}
+    for i in est:
+        for col in ("t_attn0_ms", "t_ffn0_ms", "t_decode_ms"):
+            f = ws.cell(i + 2, head[col]).value
+            assert isinstance(f, str) and f.startswith("="), (col, f)
+            assert ("s_prefill_mfu" if col != "t_decode_ms" else "s_decode_mbu") in f, (col, f)
+            assert "gpus_" in f, (col, f)  # the GPU's peak / bandwidth cells
+
+
+@pytest.mark.libreoffice
+def test_prefill_mfu_edited_in_the_output_recalculates_to_a_fresh_run(example_out, recalc, tmp_path):
+    """Settings prefill_mfu 0.45 -> 0.30 and decode_mbu 0.6 -> 0.5 in the OUTPUT, recalculated by
+    LibreOffice: Resolved and Results equal a fresh run of the equally edited input."""
+    wb = openpyxl.load_workbook(example_out)
+    _set_setting(wb, "prefill_mfu", 0.30)
+    _set_setting(wb, "decode_mbu", 0.5)
+    edited = tmp_path / "mfu.xlsx"
+    wb.save(edited)
+    done = recalc(edited)
+    src = openpyxl.load_workbook(example_path())
+    _set_setting(src, "prefill_mfu", 0.30)
+    _set_setting(src, "decode_mbu", 0.5)
+    src_path = tmp_path / "mfu-in.xlsx"
+    src.save(src_path)
+    fresh = build_plan(src_path)
+    est = [i for i, s in enumerate(fresh.calibration.source) if s == "estimated"]
+    live_res, live = sheet_values(done, "Resolved"), sheet_values(done, "Results")
+    for i in est:
+        for col in ("t_attn0_ms", "t_ffn0_ms", "t_decode_ms"):
+            assert same_value(float(fresh.resolved[col].iat[i]), live_res[i][col], rel=1e-9), (i, col)
+    for i in range(len(fresh.results)):
+        for col in ("ttft_ms", "tpm_delivered_target", "gpus_needed"):
+            assert same_value(fresh.results[col].iat[i], live[i][col], rel=1e-9), (i, col)
+    old = build_plan(example_path())
+    moved = sum(float(fresh.results["gpus_needed"].iat[i]) != float(old.results["gpus_needed"].iat[i]) for i in est)
+    assert moved  # the edit moves the fleet, as a fresh run does
