@@ -28,7 +28,34 @@ POINT_COLS = ("deployment", "measurements_row", "isl", "hit", "alpha", "measured
 CURVE_COLS = ("deployment", "isl", "fitted_ttft_hit0_ms", "fitted_ttft_hit_ms")
 CURVE_STEPS = 24
 PARAM_TOP = 3  # header row of the parameter table
-FMT_K = "0.000E+00"
+FMT_K = "[=0]0;0.000E+00"  # a zero reads 0, not 0.000E+00 (4 significant figures otherwise)
+# units of the columns, printed in the header text (comments do not print)
+UNITS = {"tp": "count", "points": "count", "t_fixed_ms": "ms", "k_attn_ms_per_tok2": "ms/token²",
+         "k_ffn_ms_per_tok": "ms/token", "b_eff_gbps": "GB/s", "s_kv_bytes": "B/token", "curve_hit": "fraction",
+         "curve_alpha": "fraction", "median_abs_error": "fraction", "max_abs_error": "fraction",
+         "tpot_per_token_ms": "ms/token", "measurements_row": "row", "isl": "tokens", "hit": "fraction",
+         "alpha": "fraction", "measured_ttft_ms": "ms", "fitted_ttft_ms": "ms", "error": "fraction",
+         "abs_error": "fraction", "fitted_ttft_hit0_ms": "ms", "fitted_ttft_hit_ms": "ms"}
+STATUS_WIDTH = 60  # characters: the status text wraps in it, its row grows to hold it
+
+
+def header_text(name: str) -> str:
+    return f"{name} [{UNITS[name]}]" if name in UNITS else name
+
+
+def column_widths() -> list[int]:
+    """Widths [characters] of the Calibration columns: each of the three tables' headers fits
+    word by word (the longest word and some room), the deployment names and the status more."""
+    n = max(len(PARAM_COLS), len(POINT_COLS), len(CURVE_COLS))
+    out = []
+    for j in range(n):
+        heads = [t[j] for t in (PARAM_COLS, POINT_COLS, CURVE_COLS) if j < len(t)]
+        words = [w for h in heads for w in header_text(h).split()]
+        out.append(max(11, max(len(w) for w in words) + 2))
+    out[0] = 34
+    out[PARAM_COLS.index("b_source")] = 30
+    out[PARAM_COLS.index("status")] = STATUS_WIDTH
+    return out
 MAX_CHARTS = 20
 
 
@@ -150,13 +177,20 @@ def write_calibration(wb, fm, plan) -> None:
                           "Calibrated workloads take t_attn0 = k_attn*isl^2, t_ffn0 = k_ffn*isl, t_fixed, B_eff "
                           "(Resolved refers to these cells). The fit itself is redone when the planner runs: after editing "
                           "Measurements, run it again.", fm("note"))
+    from .checks import wrapped_lines
+
+    widths = column_widths()
+    for j, w in enumerate(widths):
+        ws_real.set_column(j, j, w)
+    for top in (PARAM_TOP, lay.points_top, lay.curves_top):
+        ws_real.set_row(top, 45)  # headers of up to three lines, never cut
     for j, h in enumerate(PARAM_COLS):
-        ws.write_string(PARAM_TOP, j, h, fm("header"))
-        ws_real.set_column(j, j, 14 if j else 34)
+        ws.write_string(PARAM_TOP, j, header_text(h), fm("header"))
     fmts = {"t_fixed_ms": "#,##0.00", "k_attn_ms_per_tok2": FMT_K, "k_ffn_ms_per_tok": FMT_K,
             "b_eff_gbps": "#,##0.00", "s_kv_bytes": "#,##0", "curve_hit": "0.0%", "curve_alpha": "0.0%", "median_abs_error": "0.0%",
             "max_abs_error": "0.0%", "tpot_per_token_ms": "#,##0.000"}
     pt_col = {c: j for j, c in enumerate(POINT_COLS)}
+    row_h: dict[int, int] = {}
     for k, f in enumerate(calib.fits):
         r = lay.param_row[k]
         lo, hi = lay.point_rows[k]
@@ -180,14 +214,21 @@ def write_calibration(wb, fm, plan) -> None:
                     ws.write_formula(r, j, f"={func}({abs_rng})", fm("calc", fmts[name]), v)
                 continue
             if isinstance(v, str):
-                ws.write_string(r, j, v)
+                wrap = name in ("status", "b_source", "deployment")
+                ws.write_string(r, j, v, fm("wrap") if wrap else None)
+                if wrap:
+                    lines = wrapped_lines(v, widths[j])
+                    if lines > 1:
+                        row_h[r] = max(row_h.get(r, 15), 15 * lines)
             elif v is None or (isinstance(v, float) and math.isnan(v)) or (not f.ok and name in fmts):
                 ws.write_blank(r, j, None)
             else:
                 ws.write_number(r, j, float(v), fm("const", fmts.get(name)))
+    for r, h in row_h.items():
+        ws_real.set_row(r, h)
     # points
     for j, h in enumerate(POINT_COLS):
-        ws.write_string(lay.points_top, j, h, fm("header"))
+        ws.write_string(lay.points_top, j, header_text(h), fm("header"))
     for k, f in enumerate(calib.fits):
         lo, _hi = lay.point_rows[k]
         pts = f.points.iloc[_order(f)]
@@ -211,7 +252,7 @@ def write_calibration(wb, fm, plan) -> None:
             ws.write_formula(r, 8, f"=ABS({c('error')})", fm("calc", "0.0%"), abs(float(p["error"])))
     # fitted curves
     for j, h in enumerate(CURVE_COLS):
-        ws.write_string(lay.curves_top, j, h, fm("header"))
+        ws.write_string(lay.curves_top, j, header_text(h), fm("header"))
     alpha_of = {k: float(f.points["alpha"].max()) for k, f in enumerate(calib.fits)}
     for k, (lo, hi) in lay.curve_rows.items():
         f = calib.fits[k]

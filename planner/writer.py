@@ -35,7 +35,7 @@ from .names import col_range, range_name, with_currency
 from .print_setup import apply_print_setup
 from .run_sheet import write_constants, write_run
 from .xlfast import ROW, FastFormulaWorksheet, FormulaTemplate, RowBuffer
-from .xlstyle import WB_OPTIONS, Formats, col_width, values_list, write_header
+from .xlstyle import WB_OPTIONS, Formats, col_width, fit_names, values_list, write_header
 
 
 
@@ -126,7 +126,8 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
 
     # Results
     write_header(ws_results, fm, [with_currency(c.header, cur) for c in sheets.RESULTS],
-                 [col_width(c.header, c.text) for c in sheets.RESULTS])
+                 [fit_names(col_width(c.header, c.text), plan.results[c.name]) if c.text else col_width(c.header, False)
+                  for c in sheets.RESULTS])  # names that fit: two long workload names never read alike
     for c in sheets.RESULTS:
         wb.define_name(range_name("Results", c.name), "=" + col_range("Results", pos["Results"][c.name], n))
         if c.description:
