@@ -36,7 +36,7 @@ UNITS = {"tp": "count", "points": "count", "t_fixed_ms": "ms", "k_attn_ms_per_to
          "tpot_per_token_ms": "ms/token", "measurements_row": "row", "isl": "tokens", "hit": "fraction",
          "alpha": "fraction", "measured_ttft_ms": "ms", "fitted_ttft_ms": "ms", "error": "fraction",
          "abs_error": "fraction", "fitted_ttft_hit0_ms": "ms", "fitted_ttft_hit_ms": "ms"}
-STATUS_WIDTH = 60  # characters: the status text wraps in it, its row grows to hold it
+STATUS_WIDTH = 44  # characters: the status text wraps in it, its row grows to hold it
 
 
 def header_text(name: str) -> str:
@@ -53,7 +53,7 @@ def column_widths() -> list[int]:
         words = [w for h in heads for w in header_text(h).split()]
         out.append(max(11, max(len(w) for w in words) + 2))
     out[0] = 34
-    out[PARAM_COLS.index("b_source")] = 30
+    out[PARAM_COLS.index("b_source")] = 24
     out[PARAM_COLS.index("status")] = STATUS_WIDTH
     return out
 MAX_CHARTS = 20

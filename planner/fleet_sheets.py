@@ -50,12 +50,10 @@ def _header(ws, fm, headers, widths, top=0, left=0):
 
 
 def _named_header(ws, fm, names, units: dict, widths) -> None:
-    """The contract's header row: each column's name exactly (what pandas and other tools read:
-    ``gpus_needed``, not ``gpus_needed [count]``), its unit in the header cell's comment."""
-    _header(ws, fm, list(names), widths)
-    for j, name in enumerate(names):
-        if units.get(name):
-            ws.write_comment(0, j, f"{name}: unit {units[name]}", {"x_scale": 1.4, "y_scale": 0.6})
+    """The contract's header row: each column's name with its unit in brackets in the header text
+    (``gpus_needed [count]``, as Results: a reader strips the trailing unit, and the unit prints,
+    which a comment does not)."""
+    _header(ws, fm, [f"{n} [{units[n]}]" if units.get(n) else n for n in names], widths)
 
 
 def _cur(plan) -> str:

@@ -78,3 +78,24 @@ def to_pdf(xlsx: Path, out_dir: Path | None = None, timeout: float = 300) -> byt
                         "--convert-to", "pdf", "--outdir", str(dest), str(xlsx)],
                        capture_output=True, timeout=timeout, env={"HOME": str(profile), "PATH": "/usr/bin:/bin"})
         return (dest / (xlsx.stem + ".pdf")).read_bytes()
+
+
+LONG = ("Sensitivity_", "Tornado", "Resolved")
+
+
+def readme_sentence(pages: dict[str, int]) -> str:
+    """The README's page count of the example output (``python -m planner.pdf_pages OUT.xlsx``
+    prints it; tests/test_print_pages.py checks the README holds it)."""
+    total = sum(pages.values())
+    long_ = [n for n in pages if n.startswith(LONG)]
+    main = ", ".join(f"{n} {pages[n]}" for n in ("Summary", "Results", "Checks", "Explorer", "Charts", "Calibration")
+                     if n in pages)
+    each = "one page per long table" if all(pages[n] == 1 for n in long_) else \
+        ", ".join(f"{n} {pages[n]}" for n in long_)
+    return f"Printed by LibreOffice, the example output is {total} pages: {main}, {each}."
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    print(readme_sentence(pages_per_sheet(to_pdf(Path(sys.argv[1])))))

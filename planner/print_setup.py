@@ -104,6 +104,9 @@ SPECS: dict[str, PrintSpec] = {
     "Fleet": PrintSpec(fit_pages=(1, 0)),
     "Fleet_By_Period": PrintSpec(fit_pages=(1, 0)),
     "Scenario_Compare": PrintSpec(fit_pages=(1, 0)),
+    # the diff workbook (planner diff): the bridge and its waterfall on one page, GPUs one page wide
+    "Bridge": PrintSpec(fit_pages=(1, 1)),
+    "GPU_Changes": PrintSpec(fit_pages=(1, 0)),
     "Demand_Calc": PrintSpec(long=True),
     "Settings": PrintSpec(title_cols=None),
     "Constants": PrintSpec(title_cols=None),

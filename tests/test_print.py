@@ -124,7 +124,7 @@ def test_pdf_pages(out, tmp_path):
                    capture_output=True, timeout=120, env={"HOME": str(profile), "PATH": "/usr/bin:/bin"})
     pdf = (tmp_path / "out.pdf").read_bytes()
     pages = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
-    assert 20 <= pages <= 60, pages
+    assert 20 <= pages <= 70, pages  # 61 with every chart printed whole (the README's count, test_print_pages)
 
 
 def headers_of(path: Path, sheet: str) -> list[str]:
