@@ -25,6 +25,7 @@ class Check:
     formula: str      # Excel, without "="; counts offending rows
     count: int        # the same count in Python
     detail: str = ""  # optional array formula (without "=") naming the first offending row
+    detail_value: str = ""  # its value when the planner ran (what a viewer that does not recalculate shows)
 
 
 def _n(name: str) -> str:
@@ -86,7 +87,7 @@ class CheckSheet:
                              fm("wrap"), status)
             ws.write_string(r, 4, c.description, fm("wrap"))
             if c.detail:
-                ws.write_array_formula(r, 5, r, 5, "{=" + c.detail + "}", fm("wrap"), "")
+                ws.write_array_formula(r, 5, r, 5, "{=" + c.detail + "}", fm("wrap"), c.detail_value)
         ws.conditional_format(first, 3, last, 3, {"type": "cell", "criteria": "==", "value": '"OK"',
                                                   "format": fm("ok")})
         ws.conditional_format(first, 3, last, 3, {"type": "cell", "criteria": "!=", "value": '"OK"',
@@ -166,15 +167,18 @@ def checks_for(plan, layout) -> CheckSheet:
               f'COUNTIF({_n("Resolved.breakdown_source")},"missing")',
               int(np.sum(plan.resolved["breakdown_source"].to_numpy(dtype=object) == "missing")),
               f'IFERROR("Workloads row "&(1+MATCH("missing",{_n("Resolved.breakdown_source")},0))&": "&'
-              f'INDEX({_n("Resolved.workload")},MATCH("missing",{_n("Resolved.breakdown_source")},0)),"")'),
+              f'INDEX({_n("Resolved.workload")},MATCH("missing",{_n("Resolved.breakdown_source")},0)),"")',
+              _first_value(plan, plan.resolved["breakdown_source"].to_numpy(dtype=object) == "missing")),
         Check("results free of errors", "error", "no #DIV/0!, #N/A or other error in Results",
               f"SUMPRODUCT(--ISERROR(Results!{_results_block(layout)}))", 0),
         Check("KV fits in HBM", "warning", "rows whose weights + peak KV exceed device memory",
-              f'COUNTIF({_n("Results.hbm_headroom_gib")},"<0")', int(fl.hbm_no_fit.sum())),
+              f'COUNTIF({_n("Results.hbm_headroom_gib")},"<0")', int(fl.hbm_no_fit.sum()),
+              _first_row(f'({_n("Results.hbm_headroom_gib")}<0)'), _first_value(plan, fl.hbm_no_fit)),
         Check("hit_target within break-even h*", "warning",
               "rows whose hit_target is beyond h*, where more hits make prefill slower",
               f"SUMPRODUCT(--({_n('Resolved.hit_target')}>{_n('Results.h_star')}))",
-              int(fl.beyond_h_star.sum())),
+              int(fl.beyond_h_star.sum()), _first_row(f"({_n('Resolved.hit_target')}>{_n('Results.h_star')})"),
+              _first_value(plan, fl.beyond_h_star)),
         Check("kv_heads and tp divide", "warning",
               "GQA rows where neither kv_heads/tp nor tp/kv_heads is whole (uneven head split)",
               f"SUMPRODUCT(({_n('Resolved.attention')}=\"gqa\")*(MOD({_n('Resolved.kv_heads')},"
@@ -185,7 +189,9 @@ def checks_for(plan, layout) -> CheckSheet:
         Check("tpm_measured has hit_measured", "warning",
               "rows with tpm_measured but no hit_measured (taken as measured at 0 hit)",
               f"SUMPRODUCT(ISNUMBER({_n('Workloads.tpm_measured')})*NOT(ISNUMBER({_n('Workloads.hit_measured')})))",
-              int(fl.tpm_without_hit.sum())),
+              int(fl.tpm_without_hit.sum()),
+              _first_row(f"(ISNUMBER({_n('Workloads.tpm_measured')})*NOT(ISNUMBER({_n('Workloads.hit_measured')})))"),
+              _first_value(plan, fl.tpm_without_hit)),
     ]
     first_warning = next(i for i, c in enumerate(checks) if c.kind == "warning")
     checks[first_warning:first_warning] = unplanned_rows(plan, layout)
@@ -223,6 +229,22 @@ def unplanned_rows(plan, layout) -> list[Check]:
                          f"run planner run on this workbook to plan them",
                          f"COUNTA({whole})-ROWS({planned})", 0, first))
     return out
+
+
+def _first_row(mask: str) -> str:
+    """Array formula naming the first workload whose ``mask`` (an array over the workload rows)
+    is true: ``Workloads row 7: chat-a`` (blank when none), for the Checks' first-row column."""
+    m = f"MATCH(1,--{mask},0)"
+    return f'IFERROR("Workloads row "&(1+{m})&": "&INDEX({_n("Resolved.workload")},{m}),"")'
+
+
+def _first_value(plan, mask) -> str:
+    """The value of :func:`_first_row` when the planner ran."""
+    hit = np.flatnonzero(np.asarray(mask, dtype=bool))
+    if not len(hit):
+        return ""
+    i = int(hit[0])
+    return f"Workloads row {i + 2}: {plan.resolved['workload'].iat[i]}"
 
 
 def _outside(c, upper: bool = True) -> str:

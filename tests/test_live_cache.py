@@ -140,6 +140,11 @@ def test_cleared_measured_time_turns_the_master_check(example_out, recalc, tmp_p
     hit = checks["prefill times given"]
     assert 1 in hit and f"Workloads row {row}: {name}" in hit
     assert done["Checks"]["B1"].value != "OK"
+    # a warning that flags a row names it, stored and recalculated (the run's warning: row 9 beyond h*)
+    stored = {r[0]: r for r in openpyxl.load_workbook(example_out, data_only=True)["Checks"].iter_rows(values_only=True)
+              if r and r[0]}
+    for rows in (stored, checks):
+        assert rows["hit_target within break-even h*"][5] == "Workloads row 9: agent-llama8b-a100-long"
 
 
 def _set_setting(wb, key, value):
