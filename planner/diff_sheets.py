@@ -118,7 +118,14 @@ def write_waterfall(wb, ws, fm: Formats, left: int, labels: list[str], amounts: 
             series["gap"] = 60
         chart.add_series(series)
     chart.set_title({"name": title})
-    chart.set_y_axis({"name": y_title, "num_format": num_fmt, "major_gridlines": {"visible": True}})
+    running, lowest = 0.0, 0.0
+    for (_f, v), is_total in zip(amounts, totals):
+        running = v if is_total else running + v
+        lowest = min(lowest, running)
+    y_axis = {"name": y_title, "num_format": num_fmt, "major_gridlines": {"visible": True}}
+    if lowest >= 0:  # money and GPU counts from zero: the floating bars are read against 0
+        y_axis["min"] = 0
+    chart.set_y_axis(y_axis)
     chart.set_legend({"position": "bottom", "delete_series": [0]})
     chart.set_size({"width": 760, "height": 380})
     ws.insert_chart(at[0], at[1], chart)

@@ -96,6 +96,14 @@ def test_every_chart_lies_in_its_print_area(example_out, diff_out):
             assert _no_break_through(box, xml), (path.name, sheet, box)
 
 
+def test_diff_waterfalls_start_at_zero(diff_out):
+    with zipfile.ZipFile(diff_out) as z:
+        charts = [z.read(n).decode() for n in z.namelist() if n.startswith("xl/charts/chart")]
+    assert len(charts) == 2
+    for xml in charts:  # costs and GPU counts of the example: never negative
+        assert '<c:min val="0"/>' in xml.split("<c:valAx>")[1].split("</c:valAx>")[0]
+
+
 def test_diff_sheets_carry_units_and_the_print_setup(diff_out):
     wb = openpyxl.load_workbook(diff_out)
     assert [c.value for c in wb["Bridge"][1]][:2] == ["step", "cost_per_month [USD/month]"]
