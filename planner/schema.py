@@ -148,9 +148,6 @@ COLUMNS: tuple[Column, ...] = (
            minimum=0, maximum=1, fmt=FMT_PCT),
     Column(W, "hit_target", "fraction", FRACTION, "planning hit ratio", True, minimum=0, maximum=1,
            fmt=FMT_PCT),
-    Column(W, "hit_baseline", "fraction", FRACTION, "planning baseline: the hit ratio the fleet runs at today, "
-           "against which the Summary and Fleet_By_Period count the savings of hit_target (blank: "
-           "hit_measured, the load test's, said on the Summary)", minimum=0, maximum=1, fmt=FMT_PCT),
     Column(W, "t_attn0_ms", "ms", NUMBER, "attention prefill time at 0 hit (blank: calibrated from Measurements, "
            "else estimated from the catalog dimensions)", minimum=0, maximum=1e9,
            fmt=FMT_NUM),
@@ -176,6 +173,9 @@ COLUMNS: tuple[Column, ...] = (
            fmt=FMT_NUM),
     Column(W, "target_utilization", "fraction", FRACTION, "busy fraction instances are sized for (blank: "
            "Settings target_utilization)", minimum=0, min_open=True, maximum=1, fmt=FMT_PCT),
+    Column(W, "hit_baseline", "fraction", FRACTION, "planning baseline: the hit ratio the fleet runs at today, "
+           "against which the Summary and Fleet_By_Period count the savings of hit_target (blank: "
+           "hit_measured, the load test's, said on the Summary)", minimum=0, maximum=1, fmt=FMT_PCT),
     Column(W, "demand_growth", "fraction/period", FRACTION, "growth of demand_tpm per planning period, "
            "compounded over Settings periods (blank: Settings demand_growth)", minimum=-1, maximum=10,
            fmt=FMT_PCT),
