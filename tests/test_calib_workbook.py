@@ -97,9 +97,11 @@ def test_output_sheets(built):
     # the calibrated row's t_attn0 is a live formula over the Calibration parameters
     f = ws.cell(3, head["t_attn0_ms"]).value
     assert f.startswith("=IF(ISNUMBER(Workloads!") and "Calibration!" in f
-    # the estimated row's t_attn0 is a value with its provenance
+    # the estimated row's t_attn0 is a live formula over Settings prefill_mfu and the GPU's peak
+    # (issue 20 item 6), with its provenance
     cell = ws.cell(5, head["t_attn0_ms"])
-    assert isinstance(cell.value, float) and "estimated by roofline" in cell.comment.text
+    assert cell.value.startswith("=IF(ISNUMBER(Workloads!") and "s_prefill_mfu" in cell.value
+    assert "gpus_bf16_tflops" in cell.value and "estimated by roofline" in cell.comment.text
     assert len(wb["Calibration"]._charts) == 1
     wb.close()
 

@@ -230,11 +230,11 @@ def test_scenario_compare(small):
 def test_summary_numbers(small):
     _src, plan, out = small
     t = fleet.totals(plan)
-    # measured hits (hit_measured 0 everywhere): a ceil(700,000 / 55,384.6) = ceil(12.64) = 13 x 2 = 26;
+    # baseline hits (hit_baseline blank: hit_measured, 0 everywhere): a ceil(700,000 / 55,384.6) = ceil(12.64) = 13 x 2 = 26;
     # b 4; c ceil(300,000 / 55,384.6) = ceil(5.42) = 6 x 4 = 24; d ceil(144,000 / 55,384.6) = 3 -> 57 GPUs
-    assert t.gpus_measured == 57 and t.gpus == 46
-    # cost at measured hits: (26 + 4) x 2.0 + 24 x 3.0 = 132/h x 730 = 96,360 per month
-    assert math.isclose(t.cost_per_month_measured, 132 * 730) and math.isclose(t.cost_per_month, 108 * 730)
+    assert t.gpus_baseline == 57 and t.gpus == 46
+    # cost at baseline hits: (26 + 4) x 2.0 + 24 x 3.0 = 132/h x 730 = 96,360 per month
+    assert math.isclose(t.cost_per_month_baseline, 132 * 730) and math.isclose(t.cost_per_month, 108 * 730)
     wb = openpyxl.load_workbook(out, data_only=True)
     vals = [(ws_row[0].value, ws_row[1].value) for ws_row in wb["Summary"].iter_rows(max_col=4)]
     labels = {str(a): b for a, b in vals if a}

@@ -65,7 +65,7 @@ def test_eml_structure_alternatives_inline_images_attachment(run_dir):
     assert text.get_content_type() == "text/plain" and html.get_content_type() == "text/html"
     assert text.get_content_charset() == html.get_content_charset() == "utf-8"
     plain, page = text.get_content(), html.get_content()
-    assert plain.startswith("KV-CACHE CAPACITY PLAN 2026-Q4") and "q4.xlsx (attached)" in plain
+    assert plain.startswith("KV-CACHE CAPACITY PLAN 2027-Q1–Q4")  # the plan's periods, not the run's quarter and "q4.xlsx (attached)" in plain
     assert "The workbook q4.xlsx is attached" in page
 
     # every image the HTML shows is an inline part of the message, byte-identical to the chart file
@@ -128,7 +128,7 @@ def test_attachment_type_does_not_come_from_mimetypes(monkeypatch, tmp_path):
                                    policy=email.policy.default)
     att = next(msg.iter_attachments())
     assert att.get_content_type() == XLSX and att.get_content() == out.read_bytes()
-    assert msg["Subject"] == m.subject and m.subject.startswith("KV-cache capacity plan 2026-Q4: ")
+    assert msg["Subject"] == m.subject and m.subject.startswith("KV-cache capacity plan 2027-Q1–Q4: ")
 
 
 @pytest.mark.parametrize("args, message", [

@@ -204,7 +204,8 @@ def test_run_writes_memo_and_charts_beside_the_workbook(example_run):
     from planner.core.version import __version__
 
     for text in (md, html):
-        assert "2026-Q4" in text and "example.xlsx" in text and FIXED_SHA in text
+        # the plan's periods (Demand sheet 2027-Q1..Q4), not the run's quarter (Settings quarter 2026-Q4)
+        assert "2027-Q1–Q4" in text and "example.xlsx" in text and FIXED_SHA in text
         assert f"planner {__version__}" in text.lower() and "2026-10-01 09:00 UTC" in text
     # the workbook's Run sheet carries the same fixed provenance
     wb = openpyxl.load_workbook(example_run / "plan.xlsx", data_only=True)
@@ -266,11 +267,12 @@ def test_headline_totals_are_the_workbooks_sums(example_run):
     assert m, head
     assert_printed(m[1], gpus, "fleet GPUs")
     assert_printed(m[2], sum(r["instances_needed"] for r in res), "fleet instances")
-    assert_printed(re.search(r"costing USD ([\d,.]+) per hour", head)[1], cost, "fleet cost per hour")
+    # money per month: Σ gpus_needed x hourly_cost x hours_per_month (730, Settings default)
+    assert_printed(re.search(r"costing USD ([\d,.]+) per month", head)[1], cost * 730, "fleet cost per month")
     assert_printed(re.search(r"deliver up to ([\d,]+) tokens/min", head)[1], delivered, "fleet delivered TPM")
     assert_printed(re.search(r"demand of ([\d,]+) tokens/min", head)[1], demand, "fleet demand")
-    # GPUs at the measured hits: ceil(demand / (TPM at measured x target_utilization)) x tp, as the
-    # assumptions say
+    # GPUs at the baseline hits (hit_baseline blank in the example: hit_measured):
+    # ceil(demand / (TPM at hit_measured x target_utilization)) x tp, as the assumptions say
     measured = 0
     for r, v in zip(res, resolved):
         tpm_m = v["tpm_measured"]  # blank (the calibrated/estimated rows): the model's TPM at hit_measured

@@ -192,6 +192,12 @@ COLUMNS: tuple[Column, ...] = (
            "blank and comes from the trace and the Tiers", calc=False),
     Column(W, "trace_block_size", "tokens", INT, "tokens per hash block of the trace (blank: 512 for "
            "Mooncake, 16 for Bailian)", minimum=1, maximum=1e6, fmt=FMT_INT, calc=False),
+    Column(W, "hit_baseline", "fraction", FRACTION, "planning baseline: the hit ratio the fleet runs at today, "
+           "against which the Summary and Fleet_By_Period count the savings of hit_target (blank: "
+           "hit_measured, the load test's, said on the Summary)", minimum=0, maximum=1, fmt=FMT_PCT),
+    Column(W, "demand_growth", "fraction/period", FRACTION, "growth of demand_tpm per planning period, "
+           "compounded over Settings periods (blank: Settings demand_growth)", minimum=-1, maximum=10,
+           fmt=FMT_PCT),
     # ---------------------------------------------------------------- Measurements (optional)
     Column(MEAS, "model", "", TEXT, "a model of the Models sheet (or the model catalog)", True, ref=M),
     Column(MEAS, "gpu", "", TEXT, "a GPU of the GPUs sheet (or the GPU catalog)", True, ref=G),
@@ -254,6 +260,11 @@ COLUMNS: tuple[Column, ...] = (
            "kv_gbps; not used for hbm: its hits load nothing)", minimum=0.001, maximum=1e6, fmt=FMT_NUM),
     Column(TIERS, "cost_per_gib_month", "currency/GiB/month", NUMBER, "price of one GiB of the tier per "
            "month (blank: 0, nothing bought)", minimum=0, maximum=1e9, fmt=FMT_COST4),
+    Column(DEM, "demand_unit", "", CHOICE, "unit of this row's demand_tpm: tokens/min, tokens/hour or "
+           "tokens/day (converted to tokens/min in Demand_Calc)", default="tokens/min",
+           choices=("tokens/min", "tokens/hour", "tokens/day")),
+    Column(DEM, "hit_target", "fraction", FRACTION, "planning hit ratio of the workload in this period "
+           "(blank: the workload's hit_target)", minimum=0, maximum=1, fmt=FMT_PCT),
     # ---------------------------------------------------------------- Scenarios (optional)
     Column(SCN, "scenario", "", TEXT, "name of the what-if scenario (rows of one name form one scenario)",
            True),
@@ -302,6 +313,12 @@ SETTING_KEYS: tuple[Setting, ...] = (
             "are not counted in its hit ratio (0.5: kvcache-ai's simulator measures the last 50%)", 0, 1),
     Setting("gpus_per_node", NUMBER, 8.0, "GPUs per node, for the cost of node-scope Tiers (8: HGX/DGX "
             "H100/H200/B200 nodes)", 1, 1e4),
+    Setting("periods", TEXT, "", "planning periods for demand by growth: labels separated by ';' "
+            "('2027-Q1; 2027-Q2') or a quarter range ('2027-Q1..2027-Q4'); each workload with a demand_tpm "
+            "gets it in the first period, grown by demand_growth in each next one (a Demand row of the "
+            "workload and period wins; blank: periods only from the Demand sheet)"),
+    Setting("demand_growth", FRACTION, 0.0, "growth of every workload's demand_tpm per period over Settings "
+            "periods, compounded (Workloads demand_growth overrides per row; 0.1 = +10% a period)", -1, 10),
     Setting("hours_per_month", NUMBER, 730.0, "hours billed per month for the fleet cost per month "
             "(730 = 8,760 h a year / 12)", 0, 744, True),
 )

@@ -44,10 +44,25 @@ STEP_TEXT = {
 }
 
 
-def _header(ws, fm: Formats, names: list[str], widths: list[float]) -> None:
+def unit_of(name: str, currency: str = "") -> str:
+    """Unit of a diff column, printed in its header text (``gpus_old [count]``)."""
+    if name.startswith("cost_per_month"):
+        return f"{currency or 'currency'}/month"
+    if name.startswith("gpus_"):
+        return "count"
+    if name.startswith("ttft_ms"):
+        return "ms"
+    if name.startswith("tpm_"):
+        return "tokens/min"
+    return ""
+
+
+def _header(ws, fm: Formats, names: list[str], widths: list[float], currency: str = "") -> None:
     for j, (h, w) in enumerate(zip(names, widths)):
-        ws.write_string(0, j, h, fm("header"))
+        u = unit_of(h, currency)
+        ws.write_string(0, j, f"{h} [{u}]" if u else h, fm("header"))
         ws.set_column(j, j, w)
+    ws.set_row(0, 30)
     ws.freeze_panes(1, 0)
 
 
@@ -106,7 +121,14 @@ def write_waterfall(wb, ws, fm: Formats, left: int, labels: list[str], amounts: 
             series["gap"] = 60
         chart.add_series(series)
     chart.set_title({"name": title})
-    chart.set_y_axis({"name": y_title, "num_format": num_fmt, "major_gridlines": {"visible": True}})
+    running, lowest = 0.0, 0.0
+    for (_f, v), is_total in zip(amounts, totals):
+        running = v if is_total else running + v
+        lowest = min(lowest, running)
+    y_axis = {"name": y_title, "num_format": num_fmt, "major_gridlines": {"visible": True}}
+    if lowest >= 0:  # money and GPU counts from zero: the floating bars are read against 0
+        y_axis["min"] = 0
+    chart.set_y_axis(y_axis)
     chart.set_legend({"position": "bottom", "delete_series": [0]})
     chart.set_size({"width": 760, "height": 380})
     ws.insert_chart(at[0], at[1], chart)
@@ -114,7 +136,7 @@ def write_waterfall(wb, ws, fm: Formats, left: int, labels: list[str], amounts: 
 
 def write_bridge(wb, fm: Formats, d: Diff, currency: str) -> None:
     ws = wb.add_worksheet("Bridge")
-    _header(ws, fm, ["step", "cost_per_month", "description"], [12, 18, 70])
+    _header(ws, fm, ["step", "cost_per_month", "description"], [12, 18, 70], currency)
     rows = d.bridge
     for k, (step, value) in enumerate(rows):
         ws.write_string(k + 1, 0, step)
@@ -146,12 +168,12 @@ def write_bridge(wb, fm: Formats, d: Diff, currency: str) -> None:
         ws.write_string(3 + k, c, note, fm("note"))
 
 
-def write_workload_changes(wb, fm: Formats, d: Diff) -> None:
+def write_workload_changes(wb, fm: Formats, d: Diff, currency: str = "") -> None:
     ws = wb.add_worksheet("Workload_Changes")
     cols = ["workload", "status", "gpus_old", "gpus_new", "cost_per_month_old", "cost_per_month_new",
             "gpus_delta", "cost_per_month_delta", "gpu_old", "gpu_new", "ttft_ms_old", "ttft_ms_new",
             "tpm_delivered_target_old", "tpm_delivered_target_new"]
-    _header(ws, fm, cols, [28, 10, 11, 11, 18, 18, 11, 18, 16, 16, 12, 12, 16, 16])
+    _header(ws, fm, cols, [28, 10, 11, 11, 18, 18, 11, 18, 16, 16, 12, 12, 16, 16], currency)
     fmts = {"gpus_old": FMT_GPUS, "gpus_new": FMT_GPUS, "cost_per_month_old": FMT_MONEY,
             "cost_per_month_new": FMT_MONEY, "ttft_ms_old": FMT_MS, "ttft_ms_new": FMT_MS,
             "tpm_delivered_target_old": FMT_TPM, "tpm_delivered_target_new": FMT_TPM}
@@ -173,11 +195,11 @@ def write_workload_changes(wb, fm: Formats, d: Diff) -> None:
                                       "cell changed, or GPUs, cost, TTFT or TPM differ), same.", fm("note"))
 
 
-def write_gpu_changes(wb, fm: Formats, d: Diff) -> None:
+def write_gpu_changes(wb, fm: Formats, d: Diff, currency: str = "") -> None:
     ws = wb.add_worksheet("GPU_Changes")
     cols = ["gpu", "gpus_old", "gpus_new", "gpus_delta", "cost_per_month_old", "cost_per_month_new",
             "cost_per_month_delta"]
-    _header(ws, fm, cols, [22, 11, 11, 11, 18, 18, 18])
+    _header(ws, fm, cols, [22, 11, 11, 11, 18, 18, 18], currency)
     n = len(d.gpus)
     for k, g in enumerate(d.gpus):
         r = k + 1
@@ -255,10 +277,14 @@ def write_diff(d: Diff, path: str | Path, created: _dt.datetime | None = None) -
     wb = xlsxwriter.Workbook(str(path), WB_OPTIONS)
     fm = Formats(wb)
     write_bridge(wb, fm, d, currency)
-    write_workload_changes(wb, fm, d)
-    write_gpu_changes(wb, fm, d)
+    write_workload_changes(wb, fm, d, currency)
+    write_gpu_changes(wb, fm, d, currency)
     write_input_changes(wb, fm, d)
     write_info(wb, fm, d, created or _dt.datetime.now(_dt.timezone.utc))
     names = [ws.get_name() for ws in wb.worksheets()]
+    from planner.workbook.print_setup import apply_print_setup
+
+    quarters = [str(p.settings.get("quarter") or "") for p in (d.old, d.new)]
+    apply_print_setup(wb, quarter=" to ".join(q for q in quarters if q))  # the plan's print set-up
     wb.close()
     return names

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.equations.constants import C
+from planner.equations.constants import C, N
+from planner.equations.kvhit import excel_twin
 
 
 def flops_linear(active_params_b, isl):
@@ -44,6 +45,11 @@ def flops_linear(active_params_b, isl):
     numeric, FLOPs [FLOP]
     """
     return 2.0 * np.asarray(active_params_b, dtype=float) * C.PARAMS_PER_B * isl
+
+
+@excel_twin(flops_linear)
+def _(active_params_b, isl):
+    return f"2*{active_params_b}*{N.PARAMS_PER_B}*{isl}"
 
 
 def flops_attention(layers, heads, width, isl):
@@ -63,9 +69,19 @@ def flops_attention(layers, heads, width, isl):
     return 2.0 * np.asarray(layers, dtype=float) * heads * width * np.asarray(isl, dtype=float) ** 2
 
 
+@excel_twin(flops_attention)
+def _(layers, heads, width, isl):
+    return f"2*{layers}*{heads}*{width}*{isl}^2"
+
+
 def flops_ms(flops, tp, peak_tflops, mfu):
     """Time of ``flops`` on ``tp`` GPUs at ``mfu`` of ``peak_tflops`` each [ms]."""
     return np.asarray(flops, dtype=float) / (tp * peak_tflops * 1e12 * mfu) * C.MS_PER_S
+
+
+@excel_twin(flops_ms)
+def _(flops, tp, peak_tflops, mfu):
+    return f"{flops}/({tp}*{peak_tflops}*1E12*{mfu})*{N.MS_PER_S}"
 
 
 def decode_ms(osl, batch, isl, s_kv, params_b, active_params_b, weight_bytes, tp, hbm_tbps, mbu):
@@ -92,6 +108,13 @@ def decode_ms(osl, batch, isl, s_kv, params_b, active_params_b, weight_bytes, tp
     kv = batch * (isl + np.asarray(osl, dtype=float) / 2) * s_kv
     step_ms = (weights + kv) / (hbm_tbps * 1e12 * mbu) * C.MS_PER_S
     return osl * step_ms / batch
+
+
+@excel_twin(decode_ms)
+def _(osl, batch, isl, s_kv, params_b, active_params_b, weight_bytes, tp, hbm_tbps, mbu):
+    weights = f"MIN({params_b},{batch}*{active_params_b})*{N.PARAMS_PER_B}*{weight_bytes}/{tp}"
+    kv = f"{batch}*({isl}+{osl}/2)*{s_kv}"
+    return f"{osl}*(({weights})+({kv}))/({hbm_tbps}*1E12*{mbu})*{N.MS_PER_S}/{batch}"
 
 
 def _num(rec: dict, name: str) -> float | None:
@@ -269,3 +292,48 @@ def estimate_decode(wl: dict, model: dict, gpu: dict, s_kv: float, mbu: float,
     b = float(batch if batch is not None else (wl.get("batch") or 1))
     return {"t_decode_ms": float(decode_ms(float(wl["osl"]), b, float(wl["isl"]), s_kv, params, active, wbytes,
                                            float(wl["tp"]), hbm, mbu))}, []
+
+
+def estimate_formulas(r, linear_params_b: float, comm_ms: float) -> dict[str, str]:
+    """Excel twins of :func:`estimate_row`'s times for one Resolved row, live over the Settings
+    (``s_prefill_mfu``, ``s_decode_mbu``) and the Models/GPUs cells they use. ``r(sheet, name)``
+    gives this row's cell (``Resolved``/``Results``) or looked-up value (``Models``/``GPUs``).
+
+    The same choices as the Python: MLA width ``mla_kv_dim``, else ``head_dim``; active
+    parameters, else ``params_b``; the FP8 peak only for 1-byte weights when the GPU gives it,
+    else BF16 (W4A16 computes at the BF16 peak). Two numbers of the row enter as constants, since
+    no Setting moves them: ``linear_params_b`` (the active parameters without embedding and LM
+    head, from the catalog's vocabulary size: :func:`roofline_parts`) and ``comm_ms`` (the
+    tensor-parallel all-reduce and expert-parallel all-to-all time, link-bound)."""
+    width = f'IF({r("Resolved", "attention")}="mla",{r("Resolved", "mla_kv_dim")},{r("Resolved", "head_dim")})'
+    act = r("Models", "active_params_b")
+    active = f"IF(ISNUMBER({act}),{act},{r('Resolved', 'params_b')})"
+    fp8, wb = r("GPUs", "fp8_tflops"), r("Resolved", "weight_bytes")
+    peak = f"IF(AND({wb}=1,ISNUMBER({fp8})),{fp8},{r('GPUs', 'bf16_tflops')})"
+    tp, isl = r("Resolved", "tp"), r("Resolved", "isl")
+    mfu, mbu = "s_prefill_mfu", "s_decode_mbu"
+    ffn = flops_ms.xl(flops_linear.xl(repr(float(linear_params_b)), isl), tp, peak, mfu)
+    return {
+        "t_attn0_ms": flops_ms.xl(flops_attention.xl(r("Resolved", "layers"), r("Models", "heads"), width, isl),
+                                  tp, peak, mfu),
+        "t_ffn0_ms": ffn if comm_ms == 0 else f"{ffn}+{float(comm_ms)!r}",
+        "t_decode_ms": decode_ms.xl(r("Resolved", "osl"), r("Resolved", "batch"), isl,
+                                    r("Results", "kv_bytes_per_token_gpu"), r("Resolved", "params_b"), active, wb,
+                                    tp, r("GPUs", "hbm_tbps"), mbu),
+    }
+
+
+def live_estimate(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu: float,
+                  raw: dict | None = None) -> tuple[dict, float, float] | None:
+    """What :func:`estimate_formulas` computes for a row at these Settings: ``(times, linear_params_b,
+    comm_ms)``, or None when the roofline lacks a size. The writer makes a Resolved cell live only
+    where these times equal the plan's (a scaled or calibrated value stays a value)."""
+    parts = roofline_parts(model, gpu, raw)
+    if parts is None:
+        return None
+    vals, missing = estimate_row(wl, model, gpu, s_kv, mfu, mbu, raw)
+    if missing:
+        return None
+    tp, isl = float(wl["tp"]), float(wl["isl"])
+    linear = float(flops_ms(flops_linear(parts["linear_params_b"], isl), tp, parts["peak_tflops"], mfu))
+    return vals, float(parts["linear_params_b"]), vals["t_ffn0_ms"] - linear

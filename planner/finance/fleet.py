@@ -79,7 +79,7 @@ def fleet_table(plan) -> pd.DataFrame:
 
 @dataclass
 class Totals:
-    """Fleet totals at the target and at the measured hit ratios (the memo and the Summary)."""
+    """Fleet totals at the target and at the baseline hit ratios (the memo and the Summary)."""
 
     gpus: float
     instances: float
@@ -88,18 +88,18 @@ class Totals:
     uncosted_gpus: float
     tpm_capacity: float
     tpm_demand: float
-    gpus_measured: float
-    cost_per_hour_measured: float
-    cost_per_month_measured: float
+    gpus_baseline: float          # the same demand at hit_baseline (blank: hit_measured)
+    cost_per_hour_baseline: float
+    cost_per_month_baseline: float
 
 
 def totals(plan) -> Totals:
-    """Fleet totals: ``Fleet``'s Total row and the same demand at the measured hit ratios."""
+    """Fleet totals: ``Fleet``'s Total row and the same demand at the baseline hit ratios."""
     fl = plan_fleet(plan)
     t = fl.iloc[-1]
     hours = float(plan.settings["hours_per_month"])
-    gm = _f(plan.results["gpus_measured"])
-    cm = _priced_sum(_f(plan.results["cost_per_hour_measured"])) if np.any(
+    gm = _f(plan.results["gpus_baseline"])
+    cm = _priced_sum(_f(plan.results["cost_per_hour_baseline"])) if np.any(
         ~np.isnan(_f(plan.resolved["hourly_cost"])) & ~np.isnan(gm)) else float("nan")
     return Totals(float(t["gpus_needed"]), float(t["instances"]), float(t["cost_per_hour"]),
                   float(t["cost_per_month"]), fl.attrs["uncosted_gpus"], float(t["tpm_capacity"]),

@@ -13,8 +13,9 @@ def _place(t, col: str, i: int) -> str:
     return cell_place(t, col, i)
 
 
-def _check_demand(dem, w, problems: list[Problem]) -> None:
-    """Unknown workloads (when ``w`` is given), duplicate (workload, period), empty periods."""
+def _check_demand(dem, w, problems: list[Problem], grown: frozenset = frozenset()) -> None:
+    """Unknown workloads (when ``w`` is given), duplicate (workload, period), empty periods (a
+    period of Settings ``periods``, in ``grown``, takes the grown demand where it is blank)."""
     names = {str(x).strip().lower(): str(x) for x in w.column("workload") if x is not None} if w is not None else None
     seen: dict[tuple[str, str], int] = {}
     by_period: dict[str, list[int]] = {}
@@ -34,7 +35,7 @@ def _check_demand(dem, w, problems: list[Problem]) -> None:
             seen[key] = dem.rows[i]
         by_period.setdefault(str(period), []).append(i)
     for period, rows in by_period.items():
-        if all(dem.records[i].get("demand_tpm") is None for i in rows):
+        if period not in grown and all(dem.records[i].get("demand_tpm") is None for i in rows):
             problems.append(Problem(_place(dem, "period", rows[0]),
                                     f"period {period!r} has no demand rows: every demand_tpm of it is blank "
                                     f"(give the demands, or delete the period's rows)"))

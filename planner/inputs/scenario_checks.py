@@ -57,7 +57,9 @@ def check_optional(optional: dict, tables: dict, settings: dict, problems: list[
     w = tables.get(schema.W)
     dem = optional.get(schema.DEM)
     if dem is not None:
-        _check_demand(dem, w if base_ok else None, problems)
+        from planner.inputs.period_labels import parse_periods
+
+        _check_demand(dem, w if base_ok else None, problems, frozenset(parse_periods(settings.get("periods"))[0]))
     scn = optional.get(schema.SCN)
     if scn is not None and base_ok:
         overrides(scn, {**tables, schema.TIERS: optional.get(schema.TIERS)}, settings, problems)

@@ -193,10 +193,10 @@ def fleet_totals(plan) -> dict[str, Any]:
         and as :class:`Num`: ``demand_tpm`` (Σ demand), ``delivered_tpm`` and
         ``physical_tpm`` (Σ instances_needed · TPM at target), ``cached_tpm`` (their
         difference), ``instances``, ``gpus`` (Σ gpus_needed), ``cost_per_hour``
-        (Σ gpus_needed · hourly_cost), ``gpus_measured``, ``cost_per_hour_measured`` (the
-        same demand at the measured hits), ``gpus_saved``, ``gpus_saved_pct``,
-        ``cost_saved_per_hour`` (measured minus target) and ``gpus_change``,
-        ``cost_change_per_hour`` (target minus measured, signed).
+        (Σ gpus_needed · hourly_cost), ``gpus_baseline``, ``cost_per_hour_baseline`` (the
+        same demand at the planning baseline hits, hit_baseline, blank: hit_measured),
+        ``gpus_saved``, ``gpus_saved_pct``, ``cost_saved_per_hour`` (baseline minus target) and
+        ``gpus_change``, ``cost_change_per_hour`` (target minus baseline, signed).
     """
     r, res = plan.results, plan.resolved
     demand = _f(res["demand_tpm"])
@@ -206,9 +206,9 @@ def fleet_totals(plan) -> dict[str, Any]:
     inst = _f(r["instances_needed"])
     tot = lambda x, mask=has_d: float(np.sum(np.where(mask, x, 0.0)))  # noqa: E731
     n_d, n_c = int(has_d.sum()), int(has_c.sum())
-    # the Fleet sheet's Total row and the fleet at the measured hits (what the Summary shows)
+    # the Fleet sheet's Total row and the fleet at the baseline hits (what the Summary shows)
     ft = fleet_.totals(plan)
-    g, g_m, cost, cost_m = ft.gpus, ft.gpus_measured, ft.cost_per_hour, ft.cost_per_hour_measured
+    g, g_m, cost, cost_m = ft.gpus, ft.gpus_baseline, ft.cost_per_hour, ft.cost_per_hour_baseline
     delivered = tot(inst * _f(r["tpm_delivered_target"]))
     physical = tot(inst * _f(r["tpm_physical_target"]))
     blank_d = lambda x: x if n_d else None  # noqa: E731
@@ -223,44 +223,43 @@ def fleet_totals(plan) -> dict[str, Any]:
         "cached_tpm": num(blank_d(delivered - physical), int_fmt),
         "instances": num(blank_d(tot(inst)), int_fmt),
         "gpus": num(blank_d(g), int_fmt),
-        "gpus_measured": num(blank_d(g_m), int_fmt),
+        "gpus_baseline": num(blank_d(g_m), int_fmt),
         "gpus_saved": num(blank_d(g_m - g), int_fmt),
         "gpus_change": num(blank_d(g - g_m), int_fmt, signed=True),
         "gpus_saved_pct": num((g_m - g) / g_m if n_d and g_m else None, pct_fmt),
         "cost_per_hour": num(blank_c(cost), FMT_MONEY),
-        "cost_per_hour_measured": num(blank_c(cost_m), FMT_MONEY),
+        "cost_per_hour_baseline": num(blank_c(cost_m), FMT_MONEY),
         "cost_saved_per_hour": num(blank_c(cost_m - cost), FMT_MONEY),
         "cost_change_per_hour": num(blank_c(cost - cost_m), FMT_MONEY, signed=True),
         "cost_per_month": num(blank_c(ft.cost_per_month), schema.FMT_INT),
-        "cost_per_month_measured": num(blank_c(ft.cost_per_month_measured), schema.FMT_INT),
-        "cost_saved_per_month": num(blank_c(ft.cost_per_month_measured - ft.cost_per_month), schema.FMT_INT),
+        "cost_per_month_baseline": num(blank_c(ft.cost_per_month_baseline), schema.FMT_INT),
+        "cost_saved_per_month": num(blank_c(ft.cost_per_month_baseline - ft.cost_per_month), schema.FMT_INT),
     }
 
 
 def headline(plan, fleet: dict, quarter: str, currency: str) -> str:
     """The memo's first paragraph, from the fleet totals (plain text)."""
-    when = f"For {quarter}, the" if quarter else "The"
+    lead = period_sentence(plan, currency)
+    when = "At today's demand (Workloads demand_tpm), the" if lead else (f"For {quarter}, the" if quarter else "The")
     n = fleet["workloads"]
     if not fleet["has_demand"]:
         return (f"{when} {n} workload{'s' if n != 1 else ''} give no demand_tpm, so no GPU count or cost "
                 f"is planned; the table gives each workload's TTFT and per-instance TPM at its target hit ratio.")
     nd = fleet["with_demand"]
     scope = f"{nd} workload{'s' if nd != 1 else ''}" + (f" with demand (of {n})" if nd != n else "")
-    s = (f"{when} {scope} need {fleet['gpus']} GPUs ({fleet['instances']} serving instances) at their "
-         f"target hit ratios")
-    s += (f", costing {currency} {fleet['cost_per_hour']} per hour ({currency} {fleet['cost_per_month']} per "
-          f"month)." if fleet["has_cost"] else ".")
+    s = lead + (f"{when} {scope} need {fleet['gpus']} GPUs ({fleet['instances']} serving instances) at their "
+                f"target hit ratios")
+    s += (f", costing {currency} {fleet['cost_per_month']} per month." if fleet["has_cost"] else ".")
     s += (f" Those instances deliver up to {fleet['delivered_tpm']} tokens/min against a demand of "
           f"{fleet['demand_tpm']} tokens/min, of which the GPUs physically compute {fleet['physical_tpm']} "
           f"tokens/min; the rest is input served from the KV cache.")
     saved = fleet["gpus_saved"].value or 0.0
-    at_m = f" At the measured hit ratios the same demand would need {fleet['gpus_measured']} GPUs"
+    at_m = f" At the baseline hit ratios the same demand would need {fleet['gpus_baseline']} GPUs"
     if fleet["has_cost"]:
-        at_m += f" ({currency} {fleet['cost_per_hour_measured']} per hour)"
+        at_m += f" ({currency} {fleet['cost_per_month_baseline']} per month)"
     if saved > 0:
         s += (f"{at_m}: the target hits save {fleet['gpus_saved']} GPUs ({fleet['gpus_saved_pct']})"
-              + (f" and {currency} {fleet['cost_saved_per_hour']} per hour ({currency} "
-                 f"{fleet['cost_saved_per_month']} per month)." if fleet["has_cost"] else "."))
+              + (f" and {currency} {fleet['cost_saved_per_month']} per month." if fleet["has_cost"] else "."))
     elif saved < 0:
         more = num(-saved, schema.FMT_INT)
         s += f"{at_m}: the target hits need {more} GPUs more."
@@ -371,3 +370,47 @@ def chart_rows(plan, limit: int) -> list[int]:
     demand = _f(plan.resolved["demand_tpm"])
     order = sorted(range(len(demand)), key=lambda i: (np.isnan(demand[i]), -np.nan_to_num(demand[i]), i))
     return order[:limit]
+
+
+def _range(a: float, b: float, fmt: str = "{:,.0f}") -> str:
+    return fmt.format(a) if round(a) == round(b) else f"{fmt.format(a)} to {fmt.format(b)}"
+
+
+def period_sentence(plan, currency: str) -> str:
+    """The headline's lead when the plan has periods (Demand sheet or Settings periods):
+    ``For 2027-Q1–Q4, the plan needs 584 GPUs (USD 1,190,000 per month) in 2027-Q1 and 700 GPUs
+    (...) in 2027-Q4; against the baseline hit ratios the hit targets save USD ... per month
+    over the periods.`` ('' without periods). Trailing space."""
+    from planner.finance import periods as pr
+
+    names = pr.plan_periods(plan)
+    if not names:
+        return ""
+    t = pr.period_totals(plan)
+    money = lambda x: "" if np.isnan(x) else f" ({currency} {x:,.0f} per month)"  # noqa: E731
+    first, last = t.iloc[0], t.iloc[-1]
+    s = f"For {pr.span_label(names)}, the plan needs {first.gpus_needed:,.0f} GPUs{money(first.cost_per_month)}"
+    if len(t) > 1:
+        s += f" in {first.period} and {last.gpus_needed:,.0f} GPUs{money(last.cost_per_month)} in {last.period}"
+    saved = t["cost_saved_per_month"].to_numpy(dtype=float)
+    if np.any(~np.isnan(saved)):
+        tot = float(np.nansum(saved)) / len(t)
+        verb = "save" if tot >= 0 else "cost"
+        s += (f"; against the baseline hit ratios the hit targets {verb} {currency} {abs(tot):,.0f} per month "
+              f"on average over the periods")
+    return s + ". "
+
+
+def period_subject(plan, currency: str) -> str:
+    """The subject's numbers over the plan's periods: ``584 to 700 GPUs, USD 1,190,000 to 1,400,000
+    per month`` (first to last period; '' without periods)."""
+    from planner.finance import periods as pr
+
+    if not pr.plan_periods(plan):
+        return ""
+    t = pr.period_totals(plan)
+    first, last = t.iloc[0], t.iloc[-1]
+    out = f"{_range(first.gpus_needed, last.gpus_needed)} GPUs"
+    if not (np.isnan(first.cost_per_month) or np.isnan(last.cost_per_month)):
+        out += f", {currency} {_range(first.cost_per_month, last.cost_per_month)} per month"
+    return out

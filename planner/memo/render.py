@@ -72,9 +72,10 @@ from planner.core.version import __version__
 from planner.equations import text as equation_text
 from planner.plan.calibrate import memo_lines
 from planner.memo.charts import Chart, make_charts
-from planner.memo.numbers import (MEMO_TABLE_MAX, TABLE_COLUMNS, _f, findings, fleet_totals, headline, resolved_num, result_num, table_cell, table_rows)
+from planner.memo.numbers import (MEMO_TABLE_MAX, TABLE_COLUMNS, _f, findings, fleet_totals, headline, period_subject, resolved_num, result_num, table_cell, table_rows)
 from planner.plan import load_notes as load_memo
 from planner.workbook.tier_worth import memo_findings
+from planner.finance import periods as _periods
 
 TEMPLATE_NAMES: dict[str, str] = {"md": "memo.md.j2", "html": "memo.html.j2", "txt": "memo.txt.j2"}
 
@@ -134,6 +135,7 @@ def build_context(plan, *, workbook: str, charts: list[Chart] | None = None, ema
     """
     quarter = str(plan.settings.get("quarter") or "").strip()
     currency = str(plan.settings.get("currency") or "").strip()
+    span = _periods.span_label(_periods.plan_periods(plan)) or quarter  # the plan's periods, else the run's
     fleet = fleet_totals(plan)
     created = plan.created.astimezone(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     columns = [{"key": c.key, "label": c.label, "unit": c.unit.replace("currency", currency),
@@ -160,7 +162,8 @@ def build_context(plan, *, workbook: str, charts: list[Chart] | None = None, ema
     charts = charts or []
     src = chart_src or (lambda c: urllib.parse.quote(c.filename))
     return {
-        "title": f"KV-cache capacity plan{' ' + quarter if quarter else ''}",
+        "title": f"KV-cache capacity plan{' ' + span if span else ''}",
+        "period_subject": period_subject(plan, currency), "span": span,
         "quarter": quarter, "currency": currency, "email": email,
         "run": {"input_file": plan.input.path.name, "input_sha256": plan.input.sha256,
                 "planner_version": __version__, "created": created, "workbook": workbook},
@@ -379,13 +382,17 @@ def data_uri(chart: Chart) -> str:
 
 
 def subject_line(context: dict[str, Any]) -> str:
-    """``KV-cache capacity plan 2026-Q4: 405 GPUs, USD 1,117.60 per hour`` (what applies)."""
+    """``KV-cache capacity plan 2027-Q1–Q4: 584 to 700 GPUs, USD 1,190,000 to 1,400,000 per month`` over the
+    plan's periods, else ``KV-cache capacity plan 2026-Q4: 405 GPUs, USD 815,848 per month`` (what applies)."""
     fleet = context["fleet"]
     parts = []
-    if fleet["has_demand"]:
-        parts.append(f"{fleet['gpus']} GPUs")
-    if fleet["has_cost"]:
-        parts.append(f"{context['currency']} {fleet['cost_per_hour']} per hour")
+    if context.get("period_subject"):
+        parts.append(context["period_subject"])
+    else:
+        if fleet["has_demand"]:
+            parts.append(f"{fleet['gpus']} GPUs")
+        if fleet["has_cost"]:
+            parts.append(f"{context['currency']} {fleet['cost_per_month']} per month")
     return context["title"] + (": " + ", ".join(parts) if parts else "")
 
 

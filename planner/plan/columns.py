@@ -214,17 +214,27 @@ RESULTS: tuple[Out, ...] = (
                     "demand or price)"),
     out("tpm_capacity", "tokens/min", FMT_INT, fl.capacity_tpm, "instances_needed", "tpm_delivered_target",
         description="delivered capacity of the sized instances at full speed (blank without demand)"),
-    out("tpm_delivered_model_measured", "tokens/min", FMT_INT, m.tpm_delivered, "isl", "osl", "chip_ms_measured",
-        description="delivered TPM of one instance from the model's chip time at hit_measured"),
-    out("tpm_delivered_measured", "tokens/min", FMT_INT, fl.given_or, "tpm_measured",
-        "tpm_delivered_model_measured", description="delivered TPM at hit_measured: tpm_measured when "
-                                                    "given, else the model value"),
-    out("instances_measured", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered_measured",
-        "target_utilization", description="instances for demand_tpm at the measured hit ratio"),
-    out("gpus_measured", "count", FMT_INT, m.gpus_needed, "instances_measured", "tp",
-        description="GPUs for demand_tpm at the measured hit ratio"),
-    out("cost_per_hour_measured", "currency/h", FMT_GIB, fl.cost_per_hour, "gpus_measured", "hourly_cost",
-        description="cost per hour of the GPUs at the measured hit ratio"),
+    # the savings of the hit target: the same demand at the planning baseline hit_baseline (blank:
+    # hit_measured), its TPM re-hit corrected from tpm_measured as at the target
+    out("load_ms_baseline", "ms", FMT_MS, m.kv_load_ms, "hit_baseline", "isl", "kv_bytes_per_token_gpu",
+        "kv_gbps", description="KV load time at hit_baseline"),
+    out("compute_ms_baseline", "ms", FMT_MS, m.compute_ms, "hit_baseline", "t_attn0_ms", "t_ffn0_ms",
+        "t_other0_ms", "other_scaling", description="prefill compute at hit_baseline"),
+    out("ttft_ms_baseline", "ms", FMT_MS, m.ttft_ms, "t_fixed_ms", "load_ms_baseline", "compute_ms_baseline",
+        "alpha", description="TTFT at hit_baseline and the row's alpha"),
+    out("chip_ms_baseline", "ms", FMT_MS, m.chip_ms, "ttft_ms_baseline", "t_decode_ms",
+        description="chip time per request at hit_baseline"),
+    out("tpm_delivered_model_baseline", "tokens/min", FMT_INT, m.tpm_delivered, "isl", "osl", "chip_ms_baseline",
+        description="delivered TPM of one instance from the model's chip time at hit_baseline"),
+    out("tpm_delivered_baseline", "tokens/min", FMT_INT, m.tpm_delivered_target, "tpm_measured",
+        "chip_ms_measured", "chip_ms_baseline", "tpm_delivered_model_baseline",
+        description="delivered TPM at hit_baseline, re-hit corrected from tpm_measured when given"),
+    out("instances_baseline", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered_baseline",
+        "target_utilization", description="instances for demand_tpm at the baseline hit ratio"),
+    out("gpus_baseline", "count", FMT_INT, m.gpus_needed, "instances_baseline", "tp",
+        description="GPUs for demand_tpm at the baseline hit ratio"),
+    out("cost_per_hour_baseline", "currency/h", FMT_GIB, fl.cost_per_hour, "gpus_baseline", "hourly_cost",
+        description="cost per hour of the GPUs at the baseline hit ratio"),
     # latency at load (issue 16; planner.equations.queueing): ttft_ms above is the service time of a request alone,
     # these are what users see at the row's load
     out("instances_throughput", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered_target",
@@ -429,6 +439,9 @@ def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame,
         elif rc.name == "max_seq_len":
             values = np.where(blank, out["isl"].to_numpy() + out["osl"].to_numpy(),
                               pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
+        elif rc.name == "hit_baseline":  # the planning baseline: typed, else the load test's hit ratio
+            values = np.where(blank, out["hit_measured"].to_numpy(dtype=float),
+                              pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
         elif rc.name in SETTING_DEFAULTS:
             fallback = float((settings or {}).get(rc.name, schema_setting(rc.name).default))
             values = np.where(blank, fallback, pd.to_numeric(pd.Series(raw, dtype=object)).to_numpy(dtype=float))
@@ -446,7 +459,7 @@ def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame,
 
 
 # Workloads columns whose blank takes a Settings value (the named Settings cell s_<key>).
-SETTING_DEFAULTS = {"target_utilization": "s_target_utilization"}
+SETTING_DEFAULTS = {"target_utilization": "s_target_utilization", "demand_growth": "s_demand_growth"}
 
 
 def schema_setting(key: str) -> schema.Setting:
@@ -483,6 +496,8 @@ def resolved_formula(rc: ResolvedCol, ref: Callable[[str], str], wl: Callable[[s
         return (f"IF(ISNUMBER({x}),{x},IF({gen}=5,{N.PCIE_GEN5_GBPS},{N.PCIE_GEN4_GBPS}))")
     if rc.name == "max_seq_len":
         return f"IF(ISNUMBER({x}),{x},{ref('isl')}+{ref('osl')})"
+    if rc.name == "hit_baseline":
+        return f"IF(ISNUMBER({x}),{x},{ref('hit_measured')})"
     if rc.name == "kv_gbps":
         return f"IF(ISNUMBER({x}),{x},{ref('pcie_gbps')})"
     test = "ISTEXT" if rc.text else "ISNUMBER"

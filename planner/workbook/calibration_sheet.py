@@ -17,6 +17,7 @@ from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 
 from planner.equations import kvhit as m
 from planner.core import schema
+from planner.workbook.chart_data import add_series
 
 SHEET = "Calibration"
 PARAM_COLS = ("deployment", "model", "gpu", "tp", "points", "t_fixed_ms", "k_attn_ms_per_tok2", "k_ffn_ms_per_tok",
@@ -27,7 +28,34 @@ POINT_COLS = ("deployment", "measurements_row", "isl", "hit", "alpha", "measured
 CURVE_COLS = ("deployment", "isl", "fitted_ttft_hit0_ms", "fitted_ttft_hit_ms")
 CURVE_STEPS = 24
 PARAM_TOP = 3  # header row of the parameter table
-FMT_K = "0.000E+00"
+FMT_K = "[=0]0;0.000E+00"  # a zero reads 0, not 0.000E+00 (4 significant figures otherwise)
+# units of the columns, printed in the header text (comments do not print)
+UNITS = {"tp": "count", "points": "count", "t_fixed_ms": "ms", "k_attn_ms_per_tok2": "ms/token²",
+         "k_ffn_ms_per_tok": "ms/token", "b_eff_gbps": "GB/s", "s_kv_bytes": "B/token", "curve_hit": "fraction",
+         "curve_alpha": "fraction", "median_abs_error": "fraction", "max_abs_error": "fraction",
+         "tpot_per_token_ms": "ms/token", "measurements_row": "row", "isl": "tokens", "hit": "fraction",
+         "alpha": "fraction", "measured_ttft_ms": "ms", "fitted_ttft_ms": "ms", "error": "fraction",
+         "abs_error": "fraction", "fitted_ttft_hit0_ms": "ms", "fitted_ttft_hit_ms": "ms"}
+STATUS_WIDTH = 44  # characters: the status text wraps in it, its row grows to hold it
+
+
+def header_text(name: str) -> str:
+    return f"{name} [{UNITS[name]}]" if name in UNITS else name
+
+
+def column_widths() -> list[int]:
+    """Widths [characters] of the Calibration columns: each of the three tables' headers fits
+    word by word (the longest word and some room), the deployment names and the status more."""
+    n = max(len(PARAM_COLS), len(POINT_COLS), len(CURVE_COLS))
+    out = []
+    for j in range(n):
+        heads = [t[j] for t in (PARAM_COLS, POINT_COLS, CURVE_COLS) if j < len(t)]
+        words = [w for h in heads for w in header_text(h).split()]
+        out.append(max(11, max(len(w) for w in words) + 2))
+    out[0] = 34
+    out[PARAM_COLS.index("b_source")] = 24
+    out[PARAM_COLS.index("status")] = STATUS_WIDTH
+    return out
 MAX_CHARTS = 20
 
 
@@ -88,8 +116,11 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
     calib = plan.calibration
     if calib is None:
         return {}
+    from planner.equations.roofline import estimate_formulas
+
     lay = Layout(calib)
     out = {}
+    est_cols = ("t_attn0_ms", "t_ffn0_ms", "t_decode_ms")
     for (i, col), prov in calib.filled.items():
         value = float(plan.resolved[col].iat[i])
         k = calib.fit_index[i]
@@ -104,6 +135,12 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
                     "kv_gbps": lay.param(k, "b_eff_gbps"),
                     "t_decode_ms": f"{res_cell('osl', i)}*{lay.param(k, 'tpot_per_token_ms')}"}[col]
             out[(i, col)] = (f"IF(ISNUMBER({x}),{x},{expr})", value, prov) if expr else (None, value, prov)
+        elif col in est_cols and str(prov).startswith("estimated by roofline") \
+                and (live := _live_estimate(plan, i)) is not None and \
+                abs(live[0][col] - value) <= 1e-9 * max(1.0, abs(value)):  # live over Settings and GPUs
+            x = wl_cell(col, i)
+            out[(i, col)] = (f"IF(ISNUMBER({x}),{x},{estimate_formulas(_row_ref(res_cell, i), live[1], live[2])[col]})",
+                             value, prov)
         else:
             out[(i, col)] = (None, value, prov)
     for i, src in enumerate(calib.source):
@@ -112,6 +149,33 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
                  f'"input","{src}")')
             out[(i, "breakdown_source")] = (f, src, "")
     return out
+
+
+def _live_estimate(plan, i: int):
+    """:func:`planner.equations.roofline.live_estimate` of Resolved row i at the plan's Settings."""
+    from planner.catalog.lookup import catalog_raw
+    from planner.equations.roofline import live_estimate
+
+    res = plan.resolved.iloc[i]
+    model = next((r for r in plan.input.models.records if str(r.get("model")) == str(res["model"])), None)
+    gpu = next((r for r in plan.input.gpus.records if str(r.get("gpu")) == str(res["gpu"])), None)
+    if model is None or gpu is None:
+        return None
+    wl = {k: res[k] for k in ("tp", "isl", "osl", "batch")}
+    return live_estimate(wl, model, gpu, float(plan.results["kv_bytes_per_token_gpu"].iat[i]),
+                         float(plan.settings["prefill_mfu"]), float(plan.settings["decode_mbu"]), catalog_raw(model))
+
+
+def _row_ref(res_cell, i: int):
+    """``r(sheet, name)`` of Resolved row i for :func:`planner.equations.roofline.estimate_formulas`."""
+    def r(sheet: str, name: str) -> str:
+        if sheet == "Resolved":
+            return res_cell(name, i)
+        if sheet == "Results":
+            return f"INDEX(results_{name},{i + 1})"
+        row = res_cell("model_row" if sheet == "Models" else "gpu_row", i)
+        return f"INDEX({'models' if sheet == 'Models' else 'gpus'}_{name},{row})"
+    return r
 
 
 # --------------------------------------------------------------------------- the sheet
@@ -134,13 +198,20 @@ def write_calibration(wb, fm, plan) -> None:
                           "Calibrated workloads take t_attn0 = k_attn*isl^2, t_ffn0 = k_ffn*isl, t_fixed, B_eff "
                           "(Resolved refers to these cells). The fit itself is redone when the planner runs: after editing "
                           "Measurements, run it again.", fm("note"))
+    from planner.workbook.checks_sheet import wrapped_lines
+
+    widths = column_widths()
+    for j, w in enumerate(widths):
+        ws_real.set_column(j, j, w)
+    for top in (PARAM_TOP, lay.points_top, lay.curves_top):
+        ws_real.set_row(top, 45)  # headers of up to three lines, never cut
     for j, h in enumerate(PARAM_COLS):
-        ws.write_string(PARAM_TOP, j, h, fm("header"))
-        ws_real.set_column(j, j, 14 if j else 34)
+        ws.write_string(PARAM_TOP, j, header_text(h), fm("header"))
     fmts = {"t_fixed_ms": "#,##0.00", "k_attn_ms_per_tok2": FMT_K, "k_ffn_ms_per_tok": FMT_K,
             "b_eff_gbps": "#,##0.00", "s_kv_bytes": "#,##0", "curve_hit": "0.0%", "curve_alpha": "0.0%", "median_abs_error": "0.0%",
             "max_abs_error": "0.0%", "tpot_per_token_ms": "#,##0.000"}
     pt_col = {c: j for j, c in enumerate(POINT_COLS)}
+    row_h: dict[int, int] = {}
     for k, f in enumerate(calib.fits):
         r = lay.param_row[k]
         lo, hi = lay.point_rows[k]
@@ -164,14 +235,21 @@ def write_calibration(wb, fm, plan) -> None:
                     ws.write_formula(r, j, f"={func}({abs_rng})", fm("calc", fmts[name]), v)
                 continue
             if isinstance(v, str):
-                ws.write_string(r, j, v)
+                wrap = name in ("status", "b_source", "deployment")
+                ws.write_string(r, j, v, fm("wrap") if wrap else None)
+                if wrap:
+                    lines = wrapped_lines(v, widths[j])
+                    if lines > 1:
+                        row_h[r] = max(row_h.get(r, 15), 15 * lines)
             elif v is None or (isinstance(v, float) and math.isnan(v)) or (not f.ok and name in fmts):
                 ws.write_blank(r, j, None)
             else:
                 ws.write_number(r, j, float(v), fm("const", fmts.get(name)))
+    for r, h in row_h.items():
+        ws_real.set_row(r, h)
     # points
     for j, h in enumerate(POINT_COLS):
-        ws.write_string(lay.points_top, j, h, fm("header"))
+        ws.write_string(lay.points_top, j, header_text(h), fm("header"))
     for k, f in enumerate(calib.fits):
         lo, _hi = lay.point_rows[k]
         pts = f.points.iloc[_order(f)]
@@ -187,7 +265,7 @@ def write_calibration(wb, fm, plan) -> None:
                 ws.write_formula(r, 4, f"=IF(ISNUMBER({ref('alpha')}),{ref('alpha')},{lay.param(k, 'curve_alpha')})",
                                  fm("calc", "0.0%"), float(p["alpha"]))
             else:
-                ws.write_formula(r, 4, f"=N({ref('alpha')})", fm("calc", "0.0%"), float(p["alpha"]))
+                ws.write_formula(r, 4, f"=IF(ISNUMBER({ref('alpha')}),{ref('alpha')},0)", fm("calc", "0.0%"), float(p["alpha"]))
             fac = float(p.get("load_factor", 1.0))  # a load test at concurrency > 1: request-alone equivalent
             ws.write_formula(r, 5, f"={ref('ttft_ms')}" + (f"/{fac!r}" if fac != 1.0 else ""), fm("calc", "#,##0.00"),
                              float(p["ttft_ms"]))
@@ -201,7 +279,7 @@ def write_calibration(wb, fm, plan) -> None:
             ws.write_formula(r, 8, f"=ABS({c('error')})", fm("calc", "0.0%"), abs(float(p["error"])))
     # fitted curves
     for j, h in enumerate(CURVE_COLS):
-        ws.write_string(lay.curves_top, j, h, fm("header"))
+        ws.write_string(lay.curves_top, j, header_text(h), fm("header"))
     alpha_of = {k: float(f.points["alpha"].max()) for k, f in enumerate(calib.fits)}
     for k, (lo, hi) in lay.curve_rows.items():
         f = calib.fits[k]
@@ -226,18 +304,26 @@ def write_calibration(wb, fm, plan) -> None:
         n0 = int((f.points["hit"] == 0).sum())
         ch = wb.add_chart({"type": "scatter"})
         rng = lambda r0, r1, col: f"={SHEET}!{xl_range_abs(r0, col, r1, col)}"
+        pts = f.points.iloc[_order(f)]  # as the point rows are written (0 hit first)
+        isl_p, ttft_p = pts["isl"].to_numpy(dtype=float), pts["ttft_ms"].to_numpy(dtype=float)
+        top = f.points["isl"].max() * 1.05
+        isl_c = [float(np.round(top * q / CURVE_STEPS)) for q in range(CURVE_STEPS + 1)]  # as the curve rows
         if n0:
-            ch.add_series({"name": "measured, 0 hit", "categories": rng(lo, lo + n0 - 1, 2),
-                           "values": rng(lo, lo + n0 - 1, 5), "marker": {"type": "circle", "size": 7}})
+            add_series(ch, {"name": "measured, 0 hit", "categories": rng(lo, lo + n0 - 1, 2),
+                            "values": rng(lo, lo + n0 - 1, 5), "marker": {"type": "circle", "size": 7}},
+                       isl_p[:n0], ttft_p[:n0])
         if n0 < len(f.points):
-            ch.add_series({"name": "measured, hit > 0", "categories": rng(lo + n0, hi, 2),
-                           "values": rng(lo + n0, hi, 5), "marker": {"type": "diamond", "size": 8}})
-        ch.add_series({"name": "fitted, 0 hit", "categories": rng(clo, chi, 1), "values": rng(clo, chi, 2),
-                       "line": {"width": 1.5}, "marker": {"type": "none"}})
+            add_series(ch, {"name": "measured, hit > 0", "categories": rng(lo + n0, hi, 2),
+                            "values": rng(lo + n0, hi, 5), "marker": {"type": "diamond", "size": 8}},
+                       isl_p[n0:], ttft_p[n0:])
+        add_series(ch, {"name": "fitted, 0 hit", "categories": rng(clo, chi, 1), "values": rng(clo, chi, 2),
+                        "line": {"width": 1.5}, "marker": {"type": "none"}},
+                   isl_c, [float(f.predict(x, 0.0, alpha_of[k])) for x in isl_c])
         if _curve_hit(f) > 0:
-            ch.add_series({"name": f"fitted, hit {_curve_hit(f):.0%}", "categories": rng(clo, chi, 1),
-                           "values": rng(clo, chi, 3), "line": {"width": 1.5, "dash_type": "dash"},
-                           "marker": {"type": "none"}})
+            add_series(ch, {"name": f"fitted, hit {_curve_hit(f):.0%}", "categories": rng(clo, chi, 1),
+                            "values": rng(clo, chi, 3), "line": {"width": 1.5, "dash_type": "dash"},
+                            "marker": {"type": "none"}},
+                       isl_c, [float(f.predict(x, _curve_hit(f), alpha_of[k])) for x in isl_c])
         ch.set_title({"name": f"{f.label}: TTFT measured vs fitted"})
         ch.set_x_axis({"name": "input length [tokens]", "min": 0})
         ch.set_y_axis({"name": "TTFT [ms]", "min": 0})

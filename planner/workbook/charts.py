@@ -9,6 +9,7 @@ from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
 from planner.core import schema
 from planner.workbook.layout import Layout
 from planner.workbook.styles import Formats
+from planner.workbook.chart_data import add_series
 
 FMT_INT_ = schema.FMT_INT
 
@@ -32,9 +33,14 @@ def write_markers(ws, fm: Formats, top: int, left: int, ttft_range: str, h_star:
 
 def charts_for(wb, sheet: str, own: dict, hit_rows: tuple[int, int], mk_top: int, mk_left: int,
                 sorted_block: tuple[int, int, int], label: str, data_sheet: str | None = None,
-                mk_sheet: str | None = None) -> list:
+                mk_sheet: str | None = None, cache: dict | None = None) -> list:
     """The four charts of one workload: TTFT vs hit (α=0/1, h* and target marked), load vs
-    compute, delivered vs physical TPM vs hit, tornado bars."""
+    compute, delivered vs physical TPM vs hit, tornado bars.
+
+    ``cache`` (:func:`chart_cache`): the values the ranges hold, stored as each series' cache."""
+    cache = cache or {}
+    sens = cache.get("sens")
+    cv = lambda name: None if sens is None else sens[name].to_numpy()  # noqa: E731
     data_sheet = data_sheet or sheet
     mk_sheet = mk_sheet or sheet
     r0, r1 = hit_rows
@@ -45,8 +51,8 @@ def charts_for(wb, sheet: str, own: dict, hit_rows: tuple[int, int], mk_top: int
     def line_chart(name: str, series: list[tuple[str, str, str]], ytitle: str):
         ch = wb.add_chart({"type": "scatter", "subtype": "straight"})
         for sname, cname, color in series:
-            ch.add_series({"name": sname, "categories": x, "values": col(cname),
-                           "line": {"color": color, "width": 2}})
+            add_series(ch, {"name": sname, "categories": x, "values": col(cname),
+                            "line": {"color": color, "width": 2}}, cv("hit"), cv(cname))
         ch.set_title({"name": f"{name}: {title}", "name_font": {"size": 10}})
         ch.set_x_axis({"name": "hit ratio", "min": 0, "max": 1, "num_format": "0%", "major_gridlines": {"visible": False}})
         ch.set_y_axis({"name": ytitle, "num_format": "#,##0"})
@@ -58,9 +64,11 @@ def charts_for(wb, sheet: str, own: dict, hit_rows: tuple[int, int], mk_top: int
                                       ("TTFT α=1 [ms]", "ttft_alpha1_ms", "#2F5597")], "ms")
     for i, (name, color) in enumerate((("h* (break-even)", "#7F7F7F"), ("target", "#00B050"))):
         rr = mk_top + 1 + 2 * i
-        ttft.add_series({"name": name, "categories": [mk_sheet, rr, mk_left + 1, rr + 1, mk_left + 1],
-                         "values": [mk_sheet, rr, mk_left + 2, rr + 1, mk_left + 2],
-                         "line": {"color": color, "width": 1.5, "dash_type": "dash"}, "marker": {"type": "none"}})
+        mk = cache.get("markers")  # ((x, x), (0, y_top)) of h* and of the target
+        add_series(ttft, {"name": name, "categories": [mk_sheet, rr, mk_left + 1, rr + 1, mk_left + 1],
+                          "values": [mk_sheet, rr, mk_left + 2, rr + 1, mk_left + 2],
+                          "line": {"color": color, "width": 1.5, "dash_type": "dash"}, "marker": {"type": "none"}},
+                   None if mk is None else mk[i][0], None if mk is None else mk[i][1])
     load = line_chart("Load vs compute", [("KV load [ms]", "load_ms", "#ED7D31"),
                                           ("compute [ms]", "compute_ms", "#4472C4")], "ms")
     tpm = line_chart("TPM vs hit", [("delivered [tokens/min]", "tpm_delivered", "#2F5597"),
@@ -68,9 +76,11 @@ def charts_for(wb, sheet: str, own: dict, hit_rows: tuple[int, int], mk_top: int
     t0, t1, tl = sorted_block
     bars = wb.add_chart({"type": "bar"})
     for j, (name, color) in enumerate((("driver low", "#C00000"), ("driver high", "#2F5597"))):
-        bars.add_series({"name": name, "categories": [mk_sheet, t0, tl + 1, t1, tl + 1],
-                         "values": [mk_sheet, t0, tl + 2 + j, t1, tl + 2 + j], "fill": {"color": color},
-                         "gap": 40, "overlap": 100})
+        tor = cache.get("tornado")  # (drivers, low - base, high - base) in rank order
+        add_series(bars, {"name": name, "categories": [mk_sheet, t0, tl + 1, t1, tl + 1],
+                          "values": [mk_sheet, t0, tl + 2 + j, t1, tl + 2 + j], "fill": {"color": color},
+                          "gap": 40, "overlap": 100},
+                   None if tor is None else tor[0], None if tor is None else tor[1 + j], text_categories=True)
     bars.set_title({"name": f"Tornado: delivered TPM change, {title}", "name_font": {"size": 10}})
     bars.set_y_axis({"reverse": True, "label_position": "low"})
     bars.set_x_axis({"num_format": "#,##0", "name": "tokens/min vs plan"})
@@ -106,11 +116,26 @@ def write_charts(wb, ws, fm: Formats, layout: Layout, plan, chunks: dict) -> Non
         t_own = layout.pos["Tornado"]
         sorted_block = tornado_sorted_from_sheet(ws, fm, band, helper_left + 4, summary, w, t_own)
         charts = charts_for(wb, "Charts", own, (row, row + k - 1), band, helper_left, sorted_block, str(name),
-                             data_sheet=sheet, mk_sheet="Charts")
+                             data_sheet=sheet, mk_sheet="Charts",
+                             cache=chart_cache(frame, summary, float(plan.results["h_star"].iat[w]),
+                                               float(plan.resolved["hit_target"].iat[w])))
         for j, ch in enumerate(charts):
             ch.set_size({"width": 470, "height": 300})
             ws.insert_chart(band, j * 8, ch)
     ws.print_area(0, 0, 2 + layout.n * 18, 31)
+
+
+def chart_cache(frame, summary, h_star: float, target: float) -> dict:
+    """The values behind :func:`charts_for`'s ranges, as the cells store them: the workload's
+    Sensitivity_Hit rows, the marker lines (x twice; y 0 and the top of the TTFT curve, as
+    :func:`write_markers`) and the sorted tornado (:data:`SORTED_TORNADO`'s values)."""
+    y_top = float(np.nanmax(frame["ttft_alpha0_ms"].to_numpy(dtype=float)))
+    order = np.argsort(summary["rank"].to_numpy())
+    rows = [summary.iloc[int(i)] for i in order]
+    value = {h: v for h, _f, _fmt, v in SORTED_TORNADO}
+    return {"sens": frame, "markers": (((h_star, h_star), (0.0, y_top)), ((target, target), (0.0, y_top))),
+            "tornado": ([value["driver"](t) for t in rows], [value["low"](t) for t in rows],
+                        [value["high"](t) for t in rows])}
 
 
 # the rows of a sorted tornado, declared once: header, formula over the driver-order ranges

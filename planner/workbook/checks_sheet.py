@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 
 from planner.core import schema
 from planner.core.refs import exact_criteria, exact_text, range_name
@@ -23,6 +25,7 @@ class Check:
     formula: str      # Excel, without "="; counts offending rows
     count: int        # the same count in Python
     detail: str = ""  # optional array formula (without "=") naming the first offending row
+    detail_value: str = ""  # its value when the planner ran (what a viewer that does not recalculate shows)
 
 
 def _n(name: str) -> str:
@@ -84,7 +87,7 @@ class CheckSheet:
                              fm("wrap"), status)
             ws.write_string(r, 4, c.description, fm("wrap"))
             if c.detail:
-                ws.write_array_formula(r, 5, r, 5, "{=" + c.detail + "}", fm("wrap"), "")
+                ws.write_array_formula(r, 5, r, 5, "{=" + c.detail + "}", fm("wrap"), c.detail_value)
         ws.conditional_format(first, 3, last, 3, {"type": "cell", "criteria": "==", "value": '"OK"',
                                                   "format": fm("ok")})
         ws.conditional_format(first, 3, last, 3, {"type": "cell", "criteria": "!=", "value": '"OK"',
@@ -149,25 +152,36 @@ def checks_for(plan, layout) -> CheckSheet:
               "text in numeric columns of Models, GPUs and Workloads",
               _sum([f"(COUNTA({_n(c.sheet + '.' + c.name)})-COUNT({_n(c.sheet + '.' + c.name)}))"
                     for c in numeric]), 0),
-        Check("ratios within [0, 1]", "error",
-              "hit_measured, hit_target and alpha between 0 and 1",
-              _sum([f'COUNTIF({_n("Workloads." + c.name)},"<0")+COUNTIF({_n("Workloads." + c.name)},">1")'
-                    for c in fractions]), 0),
+        Check("ratios within their range", "error",
+              "Workloads ratios within the schema's range: " + ", ".join(f"{c.name} {c.range_text()}"
+                                                                         for c in fractions),
+              _sum([_outside(c) for c in fractions]), 0),
         Check("lengths and times not negative", "error",
               "Workloads lengths, times and TPM at or above their minimum",
-              _sum([f'COUNTIF({_n("Workloads." + c.name)},"<{c.minimum:g}")' for c in nonneg]), 0),
+              _sum([_outside(c, upper=False) for c in nonneg]), 0),
         Check("input length positive", "error", "isl above 0",
-              f'COUNTIF({_n("Workloads.isl")},"<=0")', 0),
+              _outside(schema.column("Workloads", "isl"), upper=False), 0),
         Check("tp is a whole number >= 1", "error", "tensor-parallel size is a positive integer",
-              f'COUNTIF({_n("Workloads.tp")},"<1")+SUMPRODUCT(--(MOD({_n("Workloads.tp")},1)<>0))', 0),
+              f'{_outside(schema.column("Workloads", "tp"), upper=False)}+SUMPRODUCT(--(MOD({_n("Workloads.tp")},1)<>0))', 0),
+        Check("prefill times given", "error",
+              "workloads whose t_attn0_ms / t_ffn0_ms are missing (breakdown_source 'missing': a typed time "
+              "cleared after the run counts as 0); type them, or clear both and run the planner to calibrate "
+              "or estimate them",
+              f'COUNTIF({_n("Resolved.breakdown_source")},"missing")',
+              int(np.sum(plan.resolved["breakdown_source"].to_numpy(dtype=object) == "missing")),
+              f'IFERROR("Workloads row "&(1+MATCH("missing",{_n("Resolved.breakdown_source")},0))&": "&'
+              f'INDEX({_n("Resolved.workload")},MATCH("missing",{_n("Resolved.breakdown_source")},0)),"")',
+              _first_value(plan, plan.resolved["breakdown_source"].to_numpy(dtype=object) == "missing")),
         Check("results free of errors", "error", "no #DIV/0!, #N/A or other error in Results",
               f"SUMPRODUCT(--ISERROR(Results!{_results_block(layout)}))", 0),
         Check("KV fits in HBM", "warning", "rows whose weights + peak KV exceed device memory",
-              f'COUNTIF({_n("Results.hbm_headroom_gib")},"<0")', int(fl.hbm_no_fit.sum())),
+              f'COUNTIF({_n("Results.hbm_headroom_gib")},"<0")', int(fl.hbm_no_fit.sum()),
+              _first_row(f'({_n("Results.hbm_headroom_gib")}<0)'), _first_value(plan, fl.hbm_no_fit)),
         Check("hit_target within break-even h*", "warning",
               "rows whose hit_target is beyond h*, where more hits make prefill slower",
               f"SUMPRODUCT(--({_n('Resolved.hit_target')}>{_n('Results.h_star')}))",
-              int(fl.beyond_h_star.sum())),
+              int(fl.beyond_h_star.sum()), _first_row(f"({_n('Resolved.hit_target')}>{_n('Results.h_star')})"),
+              _first_value(plan, fl.beyond_h_star)),
         Check("kv_heads and tp divide", "warning",
               "GQA rows where neither kv_heads/tp nor tp/kv_heads is whole (uneven head split)",
               f"SUMPRODUCT(({_n('Resolved.attention')}=\"gqa\")*(MOD({_n('Resolved.kv_heads')},"
@@ -178,7 +192,9 @@ def checks_for(plan, layout) -> CheckSheet:
         Check("tpm_measured has hit_measured", "warning",
               "rows with tpm_measured but no hit_measured (taken as measured at 0 hit)",
               f"SUMPRODUCT(ISNUMBER({_n('Workloads.tpm_measured')})*NOT(ISNUMBER({_n('Workloads.hit_measured')})))",
-              int(fl.tpm_without_hit.sum())),
+              int(fl.tpm_without_hit.sum()),
+              _first_row(f"(ISNUMBER({_n('Workloads.tpm_measured')})*NOT(ISNUMBER({_n('Workloads.hit_measured')})))"),
+              _first_value(plan, fl.tpm_without_hit)),
         Check("workloads have a demand_tpm", "warning",
               "rows without demand_tpm: they need no GPUs, so the fleet and its cost leave them out",
               f"COUNTBLANK({_n('Workloads.demand_tpm')})",
@@ -220,6 +236,34 @@ def unplanned_rows(plan, layout) -> list[Check]:
                          f"run planner run on this workbook to plan them",
                          f"COUNTA({whole})-ROWS({planned})", 0, first))
     return out
+
+
+def _first_row(mask: str) -> str:
+    """Array formula naming the first workload whose ``mask`` (an array over the workload rows)
+    is true: ``Workloads row 7: chat-a`` (blank when none), for the Checks' first-row column."""
+    m = f"MATCH(1,--{mask},0)"
+    return f'IFERROR("Workloads row "&(1+{m})&": "&INDEX({_n("Resolved.workload")},{m}),"")'
+
+
+def _first_value(plan, mask) -> str:
+    """The value of :func:`_first_row` when the planner ran."""
+    hit = np.flatnonzero(np.asarray(mask, dtype=bool))
+    if not len(hit):
+        return ""
+    i = int(hit[0])
+    return f"Workloads row {i + 2}: {plan.resolved['workload'].iat[i]}"
+
+
+def _outside(c, upper: bool = True) -> str:
+    """COUNTIF of the Workloads cells of ``c`` outside its schema range (bounds from the schema,
+    never copied by hand: an open minimum counts the minimum itself)."""
+    rng = _n("Workloads." + c.name)
+    parts = []
+    if c.minimum is not None:
+        parts.append(f'COUNTIF({rng},"{"<=" if c.min_open else "<"}{c.minimum:g}")')
+    if upper and c.maximum is not None:
+        parts.append(f'COUNTIF({rng},">{c.maximum:g}")')
+    return "+".join(parts) or "0"
 
 
 def _results_block(layout) -> str:

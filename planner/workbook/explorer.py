@@ -11,7 +11,7 @@ from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 from planner.core import schema
 
 from planner.plan import columns as sheets
-from planner.workbook.charts import charts_for, write_markers, write_sorted_tornado
+from planner.workbook.charts import chart_cache, charts_for, write_markers, write_sorted_tornado
 from planner.workbook.checks_sheet import wrapped_lines
 from planner.workbook.layout import Layout, write_rows
 from planner.core.refs import exact_text, range_name
@@ -177,7 +177,9 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     write_markers(ws, fm, mk_top, mk_left, xl_range_abs(hit_rows[0], ttft_col, hit_rows[1], ttft_col),
              cell_of["h_star"], cell_of["hit_target"], float(plan.results["h_star"].iat[0]),
              float(plan.resolved["hit_target"].iat[0]), float(np.nanmax(frame["ttft_alpha0_ms"].to_numpy(dtype=float))))
-    charts = charts_for(wb, "Explorer", own, hit_rows, mk_top, mk_left, sorted_block, "chosen workload")
+    charts = charts_for(wb, "Explorer", own, hit_rows, mk_top, mk_left, sorted_block, "chosen workload",
+                        cache=chart_cache(frame, summary, float(plan.results["h_star"].iat[0]),
+                                          float(plan.resolved["hit_target"].iat[0])))
     chart_rows = [top, top + rows_for(CHART_H + CHART_GAP)]
     for j, ch in enumerate(charts):
         ch.set_size({"width": CHART_W, "height": CHART_H})

@@ -14,24 +14,21 @@ import math
 
 from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
 
-from planner.finance import demand as dm
 from planner.equations import fleet as fl
 from planner.finance import fleet as fl2
-from planner.equations import kvhit as m
 from planner.finance import scenarios as sc
 from planner.core import schema
-from planner.core.refs import exact_criteria, exact_text
+from planner.core.refs import exact_criteria
+from planner.workbook.chart_data import add_series
 
-SETTING_NAMES = {"target_utilization": "s_target_utilization", "hours_per_month": "s_hours_per_month"}
+SETTING_NAMES = {"target_utilization": "s_target_utilization", "hours_per_month": "s_hours_per_month",
+                 "demand_growth": "s_demand_growth", "prefill_mfu": "s_prefill_mfu", "decode_mbu": "s_decode_mbu"}
 FMT_INT = schema.FMT_INT
 FMT_MONEY = "#,##0.00"
 FMT_MONEY0 = "#,##0"
 
 
 NOTE_GAP = 1               # blank columns between a table and its notes
-
-DEMAND_CALC_COLS = ("workload", "period", "demand_tpm", "res_row", "gpu", "tp", "tpm_delivered_target",
-                    "target_utilization", "hourly_cost", "instances", "gpus_needed", "cost_per_hour")
 
 
 def _v(x) -> object:
@@ -52,12 +49,10 @@ def _header(ws, fm, headers, widths, top=0, left=0):
 
 
 def _named_header(ws, fm, names, units: dict, widths) -> None:
-    """The contract's header row: each column's name exactly (what pandas and other tools read:
-    ``gpus_needed``, not ``gpus_needed [count]``), its unit in the header cell's comment."""
-    _header(ws, fm, list(names), widths)
-    for j, name in enumerate(names):
-        if units.get(name):
-            ws.write_comment(0, j, f"{name}: unit {units[name]}", {"x_scale": 1.4, "y_scale": 0.6})
+    """The contract's header row: each column's name with its unit in brackets in the header text
+    (``gpus_needed [count]``, as Results: a reader strips the trailing unit, and the unit prints,
+    which a comment does not)."""
+    _header(ws, fm, [f"{n} [{units[n]}]" if units.get(n) else n for n in names], widths)
 
 
 def _cur(plan) -> str:
@@ -155,106 +150,7 @@ def uncosted_text(frame) -> str:
     return "Every GPU in the plan is priced: the total cost is complete"
 
 
-# --------------------------------------------------------------------------- Demand by period
-def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
-    calc = dm.demand_calc(plan)
-    frame = dm.fleet_by_period(plan, calc)
-    cur = _cur(plan)
-    dem_pos = {c.name: j for j, c in enumerate(schema.columns(schema.DEM))}  # as write_input_sheet lays it out
-    own = {c: j for j, c in enumerate(DEMAND_CALC_COLS)}
-    k = len(calc)
-    units = {"demand_tpm": "tokens/min", "res_row": "row", "tp": "count", "tpm_delivered_target": "tokens/min",
-             "target_utilization": "fraction", "hourly_cost": f"{cur}/h", "instances": "count",
-             "gpus_needed": "count", "cost_per_hour": f"{cur}/h"}
-    _header(calc_ws, fm, [f"{c} [{units[c]}]" if c in units else c for c in DEMAND_CALC_COLS],
-            [20, 12, 14, 8, 16, 8, 16, 12, 12, 12, 12, 14])
-    calc_ws.freeze_panes(1, 1)
-    dem = lambda name, r: f"{quote_sheetname(schema.DEM)}!{xl_rowcol_to_cell(r, dem_pos[name], col_abs=True)}"  # noqa: E731
-    fmts = {"demand_tpm": FMT_INT, "res_row": FMT_INT, "tp": FMT_INT, "tpm_delivered_target": FMT_INT,
-            "target_utilization": schema.FMT_PCT, "hourly_cost": FMT_MONEY, "instances": FMT_INT,
-            "gpus_needed": FMT_INT, "cost_per_hour": FMT_MONEY}
-    for i in range(k):
-        r = i + 1
-        me = lambda c: xl_rowcol_to_cell(r, own[c], col_abs=True)  # noqa: E731,B023
-        row = me("res_row")
-        f = {
-            "workload": dem("workload", r),
-            "period": dem("period", r),
-            "demand_tpm": f'IF(ISNUMBER({dem("demand_tpm", r)}),{dem("demand_tpm", r)},"")',
-            "res_row": f"MATCH({exact_text(me('workload'))},res_workload,0)",
-            "gpu": f"INDEX(res_gpu,{row})",
-            "tp": f"INDEX(res_tp,{row})",
-            "tpm_delivered_target": f"INDEX(results_tpm_delivered_target,{row})",
-            "target_utilization": f"INDEX(res_target_utilization,{row})",
-            "hourly_cost": f"INDEX(res_hourly_cost,{row})",
-            "instances": m.instances_needed.xl(me("demand_tpm"), me("tpm_delivered_target"), me("target_utilization")),
-            "gpus_needed": m.gpus_needed.xl(me("instances"), me("tp")),
-            "cost_per_hour": fl.cost_per_hour.xl(me("gpus_needed"), me("hourly_cost")),
-        }
-        for c in DEMAND_CALC_COLS:
-            calc_ws.write_formula(r, own[c], "=" + f[c], fm("calc", fmts.get(c)), _v(calc[c].iat[i]))
-    rng = lambda c: xl_range_abs(1, own[c], max(k, 1), own[c])  # noqa: E731
-    dc = lambda c: f"Demand_Calc!{rng(c)}"  # noqa: E731
-
-    # Fleet_By_Period
-    p_own = {c: j for j, c in enumerate(dm.PERIOD_COLS)}
-    _named_header(ws, fm, dm.PERIOD_COLS, {"instances": "count", "gpus_needed": "count",
-                                           "cost_per_month": f"{cur}/month"}, [14, 22, 12, 14, 20])
-    ws.freeze_panes(1, 2)
-    periods = dm.periods(dm.demand_records(plan))
-    first_row = {}
-    for i, rec in enumerate(dm.demand_records(plan)):
-        first_row.setdefault(str(rec.get("period")), i + 1)
-    n_types = len(plan.gpus)
-    for idx in range(len(frame)):
-        r = idx + 1
-        pi, gi = divmod(idx, n_types)
-        rec = frame.iloc[idx]
-        me = lambda c: xl_rowcol_to_cell(r, p_own[c], col_abs=True)  # noqa: E731,B023
-        crit = f"{dc('period')},{exact_criteria(me('period'))},{dc('gpu')},{exact_criteria(me('gpu'))}"
-        price = layout.other("GPUs", "hourly_cost", gi + 1)
-        f = {
-            "period": dem("period", first_row[periods[pi]]),
-            "gpu": layout.other("GPUs", "gpu", gi + 1),
-            "instances": f"SUMIFS({dc('instances')},{crit})",
-            "gpus_needed": f"SUMIFS({dc('gpus_needed')},{crit})",
-            "cost_per_month": f'IF(ISNUMBER({price}),SUMIFS({dc("cost_per_hour")},{crit})*'
-                              f'{SETTING_NAMES["hours_per_month"]},"")',
-        }
-        for c in dm.PERIOD_COLS:
-            fmt = None if c in ("period", "gpu") else fm("calc", FMT_MONEY0 if c == "cost_per_month" else FMT_INT)
-            ws.write_formula(r, p_own[c], "=" + f[c], fmt, _v(rec[c]))
-    note_col = len(dm.PERIOD_COLS) + NOTE_GAP
-    ws.set_column(note_col, note_col, 80)
-    ws.write_string(1, note_col, "Each Demand row sizes its workload as in Results with that period's demand "
-                                 "(Demand_Calc), summed here per period and GPU type (live).", fm("note"))
-    ws.write_string(2, note_col, "A workload without a row (or with a blank demand_tpm) in a period needs no GPUs "
-                                 "in it; a GPU type without hourly_cost has a blank cost.", fm("note"))
-
-    # pivot for the chart (periods x GPU types of gpus_needed), beside Demand_Calc, then the chart
-    left = len(DEMAND_CALC_COLS) + NOTE_GAP
-    calc_ws.write_string(0, left, "period", fm("header"))
-    for gi, g in enumerate(plan.gpus["gpu"].tolist()):
-        calc_ws.write_formula(0, left + 1 + gi, "=" + layout.other("GPUs", "gpu", gi + 1), fm("header"), str(g))
-    for pi in range(len(periods)):
-        r = pi + 1
-        first_of_period = xl_rowcol_to_cell(1 + pi * n_types, p_own["period"], True, True)
-        calc_ws.write_formula(r, left, f"=Fleet_By_Period!{first_of_period}", None, periods[pi])
-        for gi in range(n_types):
-            src = 1 + pi * n_types + gi
-            calc_ws.write_formula(r, left + 1 + gi, "=Fleet_By_Period!" +
-                                  xl_rowcol_to_cell(src, p_own["gpus_needed"], True, True), fm("calc", FMT_INT),
-                                  _v(frame["gpus_needed"].iat[src - 1]))
-    chart = wb.add_chart({"type": "column", "subtype": "stacked"})
-    for gi in range(n_types):
-        chart.add_series({"name": ["Demand_Calc", 0, left + 1 + gi],
-                          "categories": ["Demand_Calc", 1, left, len(periods), left],
-                          "values": ["Demand_Calc", 1, left + 1 + gi, len(periods), left + 1 + gi]})
-    chart.set_title({"name": "GPUs by period and GPU type", "name_font": {"size": 11}})
-    chart.set_y_axis({"name": "GPUs", "num_format": "#,##0"})
-    chart.set_legend({"position": "bottom"})
-    chart.set_size({"width": 620, "height": 340})
-    ws.insert_chart(4, note_col, chart)
+# Demand by period: Demand_Calc and Fleet_By_Period are written by planner.workbook.periods_sheet
 
 
 # --------------------------------------------------------------------------- Scenarios
@@ -291,10 +187,11 @@ def write_scenarios(wb, ws, fm, plan, fleet_rows: int) -> None:
                                          ("cost_per_month", f"Cost per month [{cur}] by scenario", "#,##0"))):
         ch = wb.add_chart({"type": "column"})
         col = sc.SCENARIO_COLS.index(c)
-        ch.add_series({"name": c, "categories": ["Scenario_Compare", 1, 0, n, 0],
-                       "values": ["Scenario_Compare", 1, col, n, col], "data_labels": {"value": True}})
+        add_series(ch, {"name": c, "categories": ["Scenario_Compare", 1, 0, n, 0],
+                        "values": ["Scenario_Compare", 1, col, n, col], "data_labels": {"value": True}},
+                   frame["scenario"], frame[c], text_categories=True)
         ch.set_title({"name": title, "name_font": {"size": 11}})
-        ch.set_y_axis({"num_format": fmt})
+        ch.set_y_axis({"num_format": fmt, "min": 0})
         ch.set_legend({"none": True})
         ch.set_size({"width": 480, "height": 300})
         ws.insert_chart(4 + j * 16, note_col, ch)

@@ -82,12 +82,14 @@ RESULTS_GROUPS = (
     ("memory", "kv_bytes_per_token_gpu"),
     ("prefill times", "load_ms"),
     ("regime and break-even", "regime"),
-    ("TPM", "chip_ms_measured"),
+    ("chip time and the model's TPM", "chip_ms_measured"),
+    ("TPM at the target", "tpm_delivered_target"),
     ("fleet and cost", "instances_needed"),
     ("intermediate steps", "t0_ms"),
     ("source of the times", "breakdown_source"),
     ("fleet detail", "cost_per_hour"),
-    ("fleet at the measured hit", "tpm_delivered_model_measured"),
+    ("times at the baseline hit", "load_ms_baseline"),
+    ("fleet at the baseline hit", "tpm_delivered_model_baseline"),
     ("decode-step law", "instances_throughput"),
     ("SLO-bound sizing", "demand_rps"),
     ("latency at load", "concurrency_rps"),
@@ -109,6 +111,9 @@ SPECS: dict[str, PrintSpec] = {
     "Fleet": PrintSpec(fit_pages=(1, 0)),
     "Fleet_By_Period": PrintSpec(fit_pages=(1, 0)),
     "Scenario_Compare": PrintSpec(fit_pages=(1, 0)),
+    # the diff workbook (planner diff): the bridge and its waterfall on one page, GPUs one page wide
+    "Bridge": PrintSpec(fit_pages=(1, 1)),
+    "GPU_Changes": PrintSpec(fit_pages=(1, 0)),
     "Demand_Calc": PrintSpec(long=True),
     "Settings": PrintSpec(title_cols=None),
     "Constants": PrintSpec(title_cols=None),
@@ -216,12 +221,13 @@ def apply(ws, spec: PrintSpec, *, quarter: str = "", layout_pos: dict[str, int] 
             shown = f"first {head:,} of {rows:,} rows" + (f", {cols} of {last_col + 1} columns"
                                                            if cols <= last_col else "")
             note = f"{shown}; the full table is not printed by default (clear the print area to print it)"
-    if area is not None:
-        first_row, first_col, last_row, last_col = area
-        ws.print_area(*area)
-    else:  # the used range, so that long notes do not spill onto pages of their own (whole
+    if area is None:  # the used range, so that long notes do not spill onto pages of their own (whole
         area = (0, 0, last_row, last_col)  # columns, "$A:$V", would upset openpyxl's reader)
-        ws.print_area(*area)
+    boxes = [] if spec.long else chart_boxes(ws)
+    if boxes:  # every chart inside the print area: it prints whole, not cut at the area's edge
+        area = (area[0], area[1], max(area[2], max(b[2] for b in boxes)), max(area[3], max(b[3] for b in boxes)))
+    first_row, first_col, last_row, last_col = area
+    ws.print_area(*area)
     if spec.header_rows is not None and last_row >= spec.header_rows[1]:
         ws.repeat_rows(*spec.header_rows)
     ws.set_header(header_text(quarter, note), margin=MARGIN_HF)
@@ -247,6 +253,8 @@ def apply(ws, spec: PrintSpec, *, quarter: str = "", layout_pos: dict[str, int] 
             ws.repeat_columns(*spec.title_cols)
             title_px = sum(widths[spec.title_cols[0]:spec.title_cols[1] + 1])
         start = first_col if spec.title_cols is None else spec.title_cols[1] + 1
+        # no page break inside a chart's columns
+        starts = [c for c in starts if not any(b[1] < c <= b[3] for b in boxes)] or [first_col]
         scale, breaks = best_scale(starts, widths, start, title_px)
         ws.set_v_pagebreaks(breaks)
         ws.print_across()  # left to right, then down: a row band of the table reads in order
@@ -260,7 +268,56 @@ def apply(ws, spec: PrintSpec, *, quarter: str = "", layout_pos: dict[str, int] 
         if hb:
             ws.set_h_pagebreaks(hb)
         decided["hbreaks"] = hb
+    elif boxes:
+        hb = chart_row_breaks(ws, boxes, first_row, last_row, scale, spec.header_rows)
+        if hb:
+            ws.set_h_pagebreaks(hb)
+        decided["hbreaks"] = hb
     return decided
+
+
+def chart_boxes(ws) -> list[tuple[int, int, int, int]]:
+    """Cells (first row, first column, last row, last column; 0-based, inclusive) each chart
+    inserted in ``ws`` covers, by XlsxWriter's own row and column sizing (the one that places it)."""
+    out = []
+    for row, col, chart, x_off, y_off, x_scale, y_scale, *_rest in ws.charts:
+        w = chart.width * x_scale + x_off
+        h = chart.height * y_scale + y_off
+        c = col
+        while w > ws._size_col(c) or ws._size_col(c) == 0:
+            w -= ws._size_col(c)
+            c += 1
+        r = row
+        while h > ws._size_row(r) or ws._size_row(r) == 0:
+            h -= ws._size_row(r)
+            r += 1
+        out.append((row, col, r, c))
+    return out
+
+
+def chart_row_breaks(ws, boxes, first_row: int, last_row: int, scale: int, header_rows) -> list[int]:
+    """Horizontal page breaks so that no chart is split between two pages: rows are packed onto
+    pages of :data:`PAGE_H_PX` (at ``scale``, less the repeated header rows), and a chart that
+    would cross a page's end starts the next page instead."""
+    avail = PAGE_H_PX * 100 / scale
+    if header_rows is not None:
+        avail -= sum(ws._size_row(r) for r in range(header_rows[0], header_rows[1] + 1))
+    tops = {}
+    for b in boxes:
+        tops[b[0]] = max(tops.get(b[0], b[0]), b[2])
+    breaks, used, r = [], 0.0, first_row
+    while r <= last_row:
+        if r in tops and r > first_row:
+            need = sum(ws._size_row(x) for x in range(r, tops[r] + 1))
+            if used + need > avail and used > 0 and need <= avail:
+                breaks.append(r)
+                used = 0.0
+        h = ws._size_row(r)
+        if used + h > avail:
+            used = 0.0  # an automatic break
+        used += h
+        r += 1
+    return breaks
 
 
 def _parse_area(text: str) -> tuple[int, int, int, int]:

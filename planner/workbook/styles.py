@@ -55,6 +55,13 @@ def col_width(header: str, text: bool) -> float:
     return min(max(need + 2, 16 if text else 10), 44)
 
 
+def fit_names(width: float, values, cap: int = 44) -> float:
+    """A text column's width [characters]: ``width``, widened to the longest of ``values``
+    (up to ``cap`` characters) so that names are read whole."""
+    longest = max((len(str(v)) for v in values if v is not None), default=0)
+    return max(width, min(longest + 2, cap))
+
+
 def write_cell(ws, row: int, col: int, value: Any, fmt) -> None:
     """Write an input value by its type; text always as text (never a formula)."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

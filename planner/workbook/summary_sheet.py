@@ -19,12 +19,15 @@ from dataclasses import dataclass, field
 import numpy as np
 from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 
-from planner.finance import demand as dm
 from planner.equations import fleet as fl
 from planner.finance import fleet as fl2
+from planner.finance import periods as pr
+from planner.workbook.chart_data import add_series
 from planner.core import schema
 from planner.equations.constants import C, N
-from planner.workbook.fleet_sheets import (FMT_INT, FMT_MONEY, FMT_MONEY0, SETTING_NAMES, _cur, _header, _nonblank, _v, define_setting_names, fleet_cells, uncosted_gpus_formula, write_by_period, write_fleet, write_scenarios)
+from planner.workbook.fleet_sheets import (FMT_INT, FMT_MONEY, FMT_MONEY0, SETTING_NAMES, _cur, _header, _nonblank, _v,
+                                           define_setting_names, fleet_cells, uncosted_gpus_formula, write_fleet,
+                                           write_scenarios)
 from planner.core.refs import exact_criteria, exact_text
 from planner.workbook.xlfast import FastFormulaWorksheet, RowBuffer
 
@@ -46,7 +49,7 @@ def add_sheets(wb, plan) -> FinanceSheets:
     add = lambda name: RowBuffer(wb.add_worksheet(name, worksheet_class=FastFormulaWorksheet))  # noqa: E731
     summary = add("Summary")
     fleet = add("Fleet")
-    by_period = add("Fleet_By_Period") if dm.demand_records(plan) else None
+    by_period = add("Fleet_By_Period") if pr.plan_periods(plan) else None
     scen = add("Scenario_Compare") if schema.SCN in plan.input.optional else None
     return FinanceSheets(summary, fleet, by_period, scen)
 
@@ -58,6 +61,8 @@ def write_finance(wb, fm, layout, plan, fs: FinanceSheets, settings_rows: dict[s
     write_fleet(wb, fs.fleet, fm, layout, plan, fleet_frame)
     if fs.by_period is not None:
         calc_ws = RowBuffer(wb.add_worksheet("Demand_Calc", worksheet_class=FastFormulaWorksheet))
+        from planner.workbook.periods_sheet import write_by_period
+
         write_by_period(wb, fs.by_period, calc_ws, fm, layout, plan)
         calc_ws.flush()
     if fs.scenarios is not None:
@@ -141,13 +146,13 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     # savings of the hit-ratio target
     r += 2
     ws.write_string(r, 0, "What the hit-ratio target saves", fm("title"))
-    _header(ws, fm, ["", "At the measured hit ratios", "At the target hit ratios", "Saved by the target"],
+    _header(ws, fm, ["", "At the baseline hit ratios", "At the target hit ratios", "Saved by the target"],
             [46, 17, 17, 17], top=r + 1)
-    gm = "SUM(results_gpus_measured)"
-    cm = _nonblank("results_cost_per_hour_measured",
-                   f"SUM(results_cost_per_hour_measured)*{SETTING_NAMES['hours_per_month']}")
-    sav = [("GPUs", gm, fleet_ref(T, "gpus_needed"), tot.gpus_measured, tot.gpus, FMT_INT),
-           (f"Cost per month [{cur}]", cm, fleet_ref(T, "cost_per_month"), tot.cost_per_month_measured,
+    gm = "SUM(results_gpus_baseline)"
+    cm = _nonblank("results_cost_per_hour_baseline",
+                   f"SUM(results_cost_per_hour_baseline)*{SETTING_NAMES['hours_per_month']}")
+    sav = [("GPUs", gm, fleet_ref(T, "gpus_needed"), tot.gpus_baseline, tot.gpus, FMT_INT),
+           (f"Cost per month [{cur}]", cm, fleet_ref(T, "cost_per_month"), tot.cost_per_month_baseline,
             tot.cost_per_month, FMT_MONEY0)]
     for k, (label, f_m, f_t, v_m, v_t, fmt) in enumerate(sav):
         rr = r + 2 + k
@@ -158,8 +163,12 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
         saved = v_m - v_t if not (math.isnan(v_m) or math.isnan(v_t)) else float("nan")
         ws.write_formula(rr, 3, f'=IF(AND(ISNUMBER({a}),ISNUMBER({b})),{a}-{b},"")', fm("calc", fmt), _v(saved))
     r += 2 + len(sav)
-    ws.write_string(r, 0, "Same demand and utilisation; instances sized with the delivered TPM at hit_measured "
-                          "(tpm_measured when given) instead of hit_target.", fm("note"))
+    ws.write_string(r, 0, "Same demand and utilisation; instances sized with the delivered TPM at the planning "
+                          "baseline hit_baseline instead of hit_target (re-hit corrected from tpm_measured when "
+                          "given).", fm("note"))
+    n_typed = int(sum(1 for rec in plan.input.workloads.records if rec.get("hit_baseline") is not None))
+    ws.write_string(r + 1, 0, _baseline_note(n_typed, len(plan.results)), fm("note"))
+    r += 1
 
     # capacity
     r += 2
@@ -173,7 +182,7 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     a, b = xl_rowcol_to_cell(r + 1, 1), xl_rowcol_to_cell(r + 2, 1)
     ws.write_string(r + 3, 0, "Headroom (capacity / demand - 1)")
     head_v = tot.tpm_capacity / tot.tpm_demand - 1 if tot.tpm_demand > 0 else float("nan")
-    ws.write_formula(r + 3, 1, f'=IF(N({b})>0,{a}/{b}-1,"")', fm("calc", schema.FMT_PCT), _v(head_v))
+    ws.write_formula(r + 3, 1, f'=IF(IF(ISNUMBER({b}),{b},0)>0,{a}/{b}-1,"")', fm("calc", schema.FMT_PCT), _v(head_v))
     r += 5
 
     # largest workloads by cost
@@ -199,26 +208,9 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
                          fm("calc", FMT_MONEY0), _v(cost_h[i] * hours))
     r += 2 + max(min(len(order), TOP_WORKLOADS), 1) + 1
 
-    # demand by period (when given)
+    # demand by period (when given): the plan, the baseline and what the target saves, per period
     if fs.by_period is not None:
-        bp = dm.fleet_by_period(plan)
-        ws.write_string(r, 0, "Fleet by period (Demand sheet)", fm("title"))
-        _header(ws, fm, ["Period", "GPUs", f"Cost per month [{cur}]"], [46, 17, 17], top=r + 1)
-        rng = lambda c: "Fleet_By_Period!" + xl_range_abs(1, dm.PERIOD_COLS.index(c), len(bp),  # noqa: E731
-                                                          dm.PERIOD_COLS.index(c))
-        for k, p in enumerate(dm.periods(dm.demand_records(plan))):
-            rr = r + 2 + k
-            on = bp["period"] == p
-            ws.write_string(rr, 0, p)
-            me = xl_rowcol_to_cell(rr, 0, col_abs=True)
-            ws.write_formula(rr, 1, f"=SUMIFS({rng('gpus_needed')},{rng('period')},{exact_criteria(me)})", fm("calc", FMT_INT),
-                             float(bp.loc[on, "gpus_needed"].sum()))
-            costs = bp.loc[on, "cost_per_month"].to_numpy(dtype=float)
-            v = float(np.nansum(costs)) if np.any(~np.isnan(costs)) else float("nan")
-            ws.write_formula(rr, 2, f'=IF(COUNTIFS({rng("period")},{exact_criteria(me)},{rng("cost_per_month")},">=0")=0,"",'
-                                    f'SUMIFS({rng("cost_per_month")},{rng("period")},{exact_criteria(me)}))',
-                             fm("calc", FMT_MONEY0), _v(v))
-        r += 2 + len(dm.periods(dm.demand_records(plan))) + 1
+        r = write_period_block(ws, fm, plan, r, cur)
     if fs.scenarios is not None:
         ws.write_string(r, 0, "What-if scenarios: see Scenario_Compare (computed when the planner ran)", fm("note"))
         r += 1
@@ -231,11 +223,12 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     # charts: GPUs by type, cost per month by type
     for j, (col, title) in enumerate(((2, "GPUs by type"), (3, f"Cost per month by type [{cur}]"))):
         ch = wb.add_chart({"type": "column"})
-        ch.add_series({"name": title, "categories": ["Summary", types_top, 0, types_bottom, 0],
-                       "values": ["Summary", types_top, col, types_bottom, col], "data_labels": {"value": True},
-                       "fill": {"color": "#2F5597" if j == 0 else "#70AD47"}})
+        add_series(ch, {"name": title, "categories": ["Summary", types_top, 0, types_bottom, 0],
+                        "values": ["Summary", types_top, col, types_bottom, col], "data_labels": {"value": True},
+                        "fill": {"color": "#2F5597" if j == 0 else "#70AD47"}},
+                   frame["gpu"].iloc[:n_types], frame[src[col][0]].iloc[:n_types], text_categories=True)
         ch.set_title({"name": title, "name_font": {"size": 11}})
-        ch.set_y_axis({"num_format": "#,##0"})
+        ch.set_y_axis({"num_format": "#,##0", "min": 0})  # counts and money from zero (never a cut axis)
         ch.set_legend({"none": True})
         ch.set_size({"width": 440, "height": 260})
         ws.insert_chart(5 + j * 14, 6, ch)
@@ -274,3 +267,47 @@ def _master_ok(plan, layout) -> bool:
     from planner.workbook.checks_sheet import checks_for
 
     return all(c.count == 0 for c in checks_for(plan, layout).checks if c.kind == "error")
+
+
+def _baseline_note(n_typed: int, n: int) -> str:
+    """Which baseline the savings use (a blank hit_baseline is never silent)."""
+    if n_typed == n:
+        return "Baseline: every workload's hit_baseline as typed."
+    if n_typed == 0:
+        return ("Baseline: hit_baseline is blank on every workload, so the load test's hit_measured is taken as "
+                "today's hit ratio; type hit_baseline to plan against another baseline.")
+    return (f"Baseline: hit_baseline typed on {n_typed} of {n} workloads; the others take their hit_measured "
+            f"(the load test's hit ratio).")
+
+
+PERIOD_BLOCK = ("gpus_needed", "cost_per_month", "gpus_baseline", "cost_per_month_baseline", "cost_saved_per_month")
+
+
+def write_period_block(ws, fm, plan, r: int, cur: str) -> int:
+    """The Summary's 'Fleet by period' table: per period the GPUs and cost per month at the target
+    hits, at the baseline hits, and the cost the target saves (live SUMIFS over Fleet_By_Period).
+    Returns the next free row."""
+    tot = pr.period_totals(plan)
+    n = len(pr.by_period(plan))
+    span = pr.span_label(pr.plan_periods(plan))
+    ws.write_string(r, 0, f"Fleet by period ({span})", fm("title"))
+    heads = ["Period", "GPUs", f"Cost per month [{cur}]", "GPUs at baseline hits",
+             f"Cost per month at baseline [{cur}]", f"Saved by the target [{cur}/month]"]
+    _header(ws, fm, heads, [46, 17, 17, 17, 17, 17], top=r + 1)
+    rng = lambda c: "Fleet_By_Period!" + xl_range_abs(1, pr.PERIOD_COLS.index(c), max(n, 1),  # noqa: E731
+                                                      pr.PERIOD_COLS.index(c))
+    for k, rec in enumerate(tot.itertuples()):
+        rr = r + 2 + k
+        ws.write_string(rr, 0, rec.period)
+        crit = f"{rng('period')},{exact_criteria(xl_rowcol_to_cell(rr, 0, col_abs=True))}"
+        for j, c in enumerate(PERIOD_BLOCK, start=1):
+            fmt = FMT_INT if c.startswith("gpus") else FMT_MONEY0
+            f = f"SUMIFS({rng(c)},{crit})"
+            if not c.startswith("gpus"):  # blank when no type of the period is priced (a blank, not a 0)
+                me = xl_rowcol_to_cell(rr, 0, col_abs=True)
+                f = f'IF(SUMPRODUCT(({rng("period")}={me})*ISNUMBER({rng(c)}))=0,"",{f})'
+            ws.write_formula(rr, j, "=" + f, fm("calc", fmt), _v(getattr(rec, c)))
+    r += 2 + len(tot)
+    ws.write_string(r, 0, "Per period at that period's demand and hit ratio (Demand sheet, or grown by "
+                          "demand_growth over Settings periods); baseline at hit_baseline.", fm("note"))
+    return r + 2

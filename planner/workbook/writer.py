@@ -41,7 +41,7 @@ from planner.core.refs import col_range, range_name, with_currency
 from planner.workbook.print_setup import apply_print_setup
 from planner.workbook.run_sheet import write_constants, write_run
 from planner.workbook.xlfast import ROW, FastFormulaWorksheet, FormulaTemplate, RowBuffer
-from planner.workbook.styles import WB_OPTIONS, Formats, col_width, values_list, write_header
+from planner.workbook.styles import WB_OPTIONS, Formats, col_width, fit_names, values_list, write_header
 from planner.workbook import kv_tiers_sheets, tier_worth
 from planner.plan.trust import filled_run_rows as trust_run_rows
 
@@ -137,7 +137,8 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
 
     # Results
     write_header(ws_results, fm, [with_currency(c.header, cur) for c in sheets.RESULTS],
-                 [col_width(c.header, c.text) for c in sheets.RESULTS])
+                 [fit_names(col_width(c.header, c.text), plan.results[c.name]) if c.text else col_width(c.header, False)
+                  for c in sheets.RESULTS])  # names that fit: two long workload names never read alike
     for c in sheets.RESULTS:
         wb.define_name(range_name("Results", c.name), "=" + col_range("Results", pos["Results"][c.name], n))
         if c.description:

@@ -1,0 +1,190 @@
+"""The ``Demand_Calc`` and ``Fleet_By_Period`` sheets (values from :mod:`planner.finance.periods`).
+
+Every derived cell is a live formula over Demand, Resolved, Results and the Settings names,
+stored with its value. The rows themselves (which workload in which period, and a grown row's
+period index ``k``) are laid out when the planner runs: a period added to Settings ``periods``
+in the output needs ``planner run`` again (said in the sheet).
+"""
+
+from __future__ import annotations
+
+from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
+
+from planner.equations import fleet as fl
+from planner.workbook.chart_data import add_series
+from planner.equations import kvhit as m
+from planner.finance import periods as pr
+from planner.core import schema
+from planner.workbook.fleet_sheets import FMT_INT, FMT_MONEY, FMT_MONEY0, NOTE_GAP, SETTING_NAMES, _cur, _header, _v
+from planner.core.refs import exact_criteria, exact_text
+
+FMT_MS = "#,##0.00"
+
+
+def period_units(cur: str) -> dict[str, str]:
+    return {"period_index": "count", "demand_input": "tokens/unit", "demand_tpm": "tokens/min", "res_row": "row",
+            "tp": "count", "hit_target": "fraction", "load_ms": "ms", "compute_ms": "ms", "ttft_ms": "ms",
+            "chip_ms": "ms", "tpm_delivered_model": "tokens/min", "tpm_delivered_target": "tokens/min",
+            "target_utilization": "fraction", "hourly_cost": f"{cur}/h", "instances": "count",
+            "gpus_needed": "count", "cost_per_hour": f"{cur}/h", "tpm_delivered_baseline": "tokens/min",
+            "instances_baseline": "count", "gpus_baseline": "count", "cost_per_hour_baseline": f"{cur}/h",
+            "cost_per_month": f"{cur}/month", "cost_per_month_baseline": f"{cur}/month",
+            "cost_saved_per_month": f"{cur}/month"}
+
+
+def _fmt(c: str) -> str | None:
+    if c in ("hit_target", "target_utilization"):
+        return schema.FMT_PCT
+    if c in ("load_ms", "compute_ms", "ttft_ms", "chip_ms"):
+        return FMT_MS
+    if c in ("hourly_cost", "cost_per_hour", "cost_per_hour_baseline"):
+        return FMT_MONEY
+    if c.startswith("cost"):
+        return FMT_MONEY0
+    if c in ("workload", "period", "gpu", "demand_unit"):
+        return None
+    return FMT_INT
+
+
+def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
+    """Demand_Calc (one row per workload and period) and Fleet_By_Period (per period and GPU type)."""
+    calc = pr.period_calc(plan)
+    frame = pr.by_period(plan, calc)
+    cur = _cur(plan)
+    units = period_units(cur)
+    dem_pos = {c.name: j for j, c in enumerate(schema.columns(schema.DEM))}  # as write_input_sheet lays it out
+    own = {c: j for j, c in enumerate(pr.CALC_COLS)}
+    _header(calc_ws, fm, [f"{c} [{units[c]}]" if c in units else c for c in pr.CALC_COLS],
+            [20, 12] + [12] * (len(pr.CALC_COLS) - 2))
+    calc_ws.freeze_panes(1, 2)
+    dem = lambda name, r: f"{quote_sheetname(schema.DEM)}!{xl_rowcol_to_cell(r, dem_pos[name], col_abs=True)}"  # noqa: E731
+    for i in range(len(calc)):
+        r = i + 1
+        rec = calc.iloc[i]
+        d = None if rec["dem"] is None or rec["dem"] != rec["dem"] else int(rec["dem"])  # NaN: a grown row
+        me = lambda c: xl_rowcol_to_cell(r, own[c], col_abs=True)  # noqa: E731,B023
+        row = me("res_row")
+        R = lambda name: f"INDEX(res_{name},{row})"  # noqa: E731,B023
+        Q = lambda name: f"INDEX(results_{name},{row})"  # noqa: E731,B023
+        f = {
+            "res_row": f"MATCH({exact_text(me('workload'))},res_workload,0)",
+            "demand_tpm": pr.grown_demand.xl(pr.demand_per_minute.xl(me("demand_input"), me("demand_unit")),
+                                             R("demand_tpm"), R("demand_growth"), me("period_index")),
+            "gpu": R("gpu"), "tp": R("tp"),
+            "load_ms": m.kv_load_ms.xl(me("hit_target"), R("isl"), Q("kv_bytes_per_token_gpu"), R("kv_gbps")),
+            "compute_ms": m.compute_ms.xl(me("hit_target"), R("t_attn0_ms"), R("t_ffn0_ms"), R("t_other0_ms"),
+                                          R("other_scaling")),
+            "ttft_ms": m.ttft_ms.xl(R("t_fixed_ms"), me("load_ms"), me("compute_ms"), R("alpha")),
+            "chip_ms": m.chip_ms.xl(me("ttft_ms"), R("t_decode_ms")),
+            "tpm_delivered_model": m.tpm_delivered.xl(R("isl"), R("osl"), me("chip_ms")),
+            "tpm_delivered_target": m.tpm_delivered_target.xl(R("tpm_measured"), Q("chip_ms_measured"),
+                                                              me("chip_ms"), me("tpm_delivered_model")),
+            "target_utilization": R("target_utilization"), "hourly_cost": R("hourly_cost"),
+            "instances": m.instances_needed.xl(me("demand_tpm"), me("tpm_delivered_target"), me("target_utilization")),
+            "gpus_needed": m.gpus_needed.xl(me("instances"), me("tp")),
+            "cost_per_hour": fl.cost_per_hour.xl(me("gpus_needed"), me("hourly_cost")),
+            "tpm_delivered_baseline": Q("tpm_delivered_baseline"),
+            "instances_baseline": m.instances_needed.xl(me("demand_tpm"), me("tpm_delivered_baseline"),
+                                                        me("target_utilization")),
+            "gpus_baseline": m.gpus_needed.xl(me("instances_baseline"), me("tp")),
+            "cost_per_hour_baseline": fl.cost_per_hour.xl(me("gpus_baseline"), me("hourly_cost")),
+        }
+        if d is not None:  # a Demand row: its cells, live
+            dr = int(d) + 1
+            f["workload"] = dem("workload", dr)
+            f["period"] = dem("period", dr)
+            f["demand_input"] = f'IF(ISNUMBER({dem("demand_tpm", dr)}),{dem("demand_tpm", dr)},"")'
+            f["demand_unit"] = f'IF(ISTEXT({dem("demand_unit", dr)}),LOWER(TRIM({dem("demand_unit", dr)})),"tokens/min")'
+            f["hit_target"] = (f'IF(ISNUMBER({dem("hit_target", dr)}),{dem("hit_target", dr)},'
+                               f'INDEX(res_hit_target,{row}))')
+        else:  # a grown row: the workload's own hit ratio and demand
+            f["hit_target"] = f"INDEX(res_hit_target,{row})"
+        for c in pr.CALC_COLS:
+            style = fm("calc", _fmt(c))
+            v = _v(rec[c])
+            if c in f:
+                calc_ws.write_formula(r, own[c], "=" + f[c], style, v)
+            elif c in ("workload", "period", "demand_unit"):  # the layout of a grown row
+                calc_ws.write_string(r, own[c], str(rec[c]), fm("const", None))
+            elif c == "demand_input":
+                calc_ws.write_blank(r, own[c], None, fm("const", None))
+            elif c == "period_index":
+                if v == "":
+                    calc_ws.write_blank(r, own[c], None, fm("const", None))
+                else:
+                    calc_ws.write_number(r, own[c], float(v), fm("const", FMT_INT))
+    k = len(calc)
+    rng = lambda c: xl_range_abs(1, own[c], max(k, 1), own[c])  # noqa: E731
+    dc = lambda c: f"Demand_Calc!{rng(c)}"  # noqa: E731
+
+    # Fleet_By_Period
+    p_own = {c: j for j, c in enumerate(pr.PERIOD_COLS)}
+    heads = [f"{c} [{units[c]}]" if c in units else c for c in pr.PERIOD_COLS]
+    _header(ws, fm, heads, [12, 18, 14, 14, 18, 14, 18, 18])
+    ws.freeze_panes(1, 2)
+    periods = pr.plan_periods(plan)
+    n_types = len(plan.gpus)
+    for idx in range(len(frame)):
+        r = idx + 1
+        pi, gi = divmod(idx, n_types)
+        rec = frame.iloc[idx]
+        me = lambda c: xl_rowcol_to_cell(r, p_own[c], col_abs=True)  # noqa: E731,B023
+        crit = f"{dc('period')},{exact_criteria(me('period'))},{dc('gpu')},{exact_criteria(me('gpu'))}"
+        price = layout.other("GPUs", "hourly_cost", gi + 1)
+        money = lambda col: (f'IF(ISNUMBER({price}),SUMIFS({dc(col)},{crit})*'  # noqa: E731,B023
+                             f'{SETTING_NAMES["hours_per_month"]},"")')
+        f = {
+            "gpu": layout.other("GPUs", "gpu", gi + 1),
+            "instances": f"SUMIFS({dc('instances')},{crit})",
+            "gpus_needed": f"SUMIFS({dc('gpus_needed')},{crit})",
+            "cost_per_month": money("cost_per_hour"),
+            "gpus_baseline": f"SUMIFS({dc('gpus_baseline')},{crit})",
+            "cost_per_month_baseline": money("cost_per_hour_baseline"),
+            "cost_saved_per_month": pr.saved.xl(me("cost_per_month_baseline"), me("cost_per_month")),
+        }
+        ws.write_string(r, p_own["period"], periods[pi], fm("const", None))
+        for c in pr.PERIOD_COLS[1:]:
+            fmt = None if c == "gpu" else fm("calc", _fmt(c))
+            ws.write_formula(r, p_own[c], "=" + f[c], fmt, _v(rec[c]))
+    note_col = len(pr.PERIOD_COLS) + NOTE_GAP
+    ws.set_column(note_col, note_col, 80)
+    notes = [
+        "Each workload is sized per period as in Results, at that period's demand and hit ratio (Demand_Calc), "
+        "summed here per period and GPU type (live).",
+        "Demand: a Demand row's demand_tpm in its demand_unit (tokens/min, /hour, /day), else today's demand_tpm "
+        "grown by demand_growth per period over Settings periods (first period: today's demand).",
+        "Hit ratio: the Demand row's hit_target, else the workload's. Baseline: the same demand at hit_baseline "
+        "(blank: hit_measured); cost_saved_per_month = baseline - target.",
+        "Rows are laid out when the planner ran: a period added to Settings periods or a Demand row added here "
+        "needs planner run again. A GPU type without hourly_cost has a blank cost.",
+    ]
+    for i, text in enumerate(notes):
+        ws.write_string(1 + i, note_col, text, fm("note"))
+
+    # pivot for the chart (periods x GPU types of gpus_needed), beside Demand_Calc, then the chart
+    left = len(pr.CALC_COLS) + NOTE_GAP
+    calc_ws.write_string(0, left, "chart: period", fm("header"))  # not a second "period" header
+    for gi, g in enumerate(plan.gpus["gpu"].tolist()):
+        calc_ws.write_formula(0, left + 1 + gi, "=" + layout.other("GPUs", "gpu", gi + 1), fm("header"), str(g))
+    for pi in range(len(periods)):
+        r = pi + 1
+        first_of_period = xl_rowcol_to_cell(1 + pi * n_types, p_own["period"], True, True)
+        calc_ws.write_formula(r, left, f"=Fleet_By_Period!{first_of_period}", None, periods[pi])
+        for gi in range(n_types):
+            src = 1 + pi * n_types + gi
+            calc_ws.write_formula(r, left + 1 + gi, "=Fleet_By_Period!" +
+                                  xl_rowcol_to_cell(src, p_own["gpus_needed"], True, True), fm("calc", FMT_INT),
+                                  _v(frame["gpus_needed"].iat[src - 1]))
+    chart = wb.add_chart({"type": "column", "subtype": "stacked"})
+    for gi in range(n_types):
+        add_series(chart, {"name": ["Demand_Calc", 0, left + 1 + gi],
+                           "categories": ["Demand_Calc", 1, left, len(periods), left],
+                           "values": ["Demand_Calc", 1, left + 1 + gi, len(periods), left + 1 + gi],
+                           "name_data": [str(plan.gpus["gpu"].iat[gi])]},
+                   periods, [frame["gpus_needed"].iat[pi * n_types + gi] for pi in range(len(periods))],
+                   text_categories=True)
+    chart.set_title({"name": "GPUs by period and GPU type", "name_font": {"size": 11}})
+    chart.set_y_axis({"name": "GPUs", "num_format": "#,##0", "min": 0})
+    chart.set_legend({"position": "bottom"})
+    chart.set_size({"width": 620, "height": 340})
+    ws.insert_chart(len(notes) + 2, note_col, chart)

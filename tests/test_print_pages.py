@@ -1,0 +1,126 @@
+"""Issue 20, item 7: what prints. The example output and a diff printed to PDF by LibreOffice:
+every chart's drawing anchor lies inside its sheet's print area (and no manual page break runs
+through it), the diff's waterfall is on one page, and the README's page counts are the PDF's
+(pages per sheet from the PDF outline, planner/pdf_pages.py)."""
+
+from __future__ import annotations
+
+import re
+import zipfile
+from pathlib import Path
+
+import openpyxl
+import pytest
+from openpyxl.utils import range_boundaries
+
+from conftest import REPO, run_planner
+from planner.examples.build import example_path
+from pdf_pages import pages_per_sheet, readme_sentence, to_pdf
+from planner.plan.build import build_plan
+from planner.workbook.writer import write_output
+
+
+def chart_anchors(path: Path) -> list[tuple[str, tuple[int, int, int, int], str | None, str]]:
+    """(sheet, (first col, first row, last col, last row) 1-based, print area, sheet XML) of
+    every chart, from the drawing parts (independent of planner.workbook.print_setup)."""
+    import posixpath
+
+    z = zipfile.ZipFile(path)
+    wbx = z.read("xl/workbook.xml").decode()
+    sheets = re.findall(r'<sheet name="([^"]+)" sheetId="\d+" r:id="(rId\d+)"', wbx)
+    rels = dict(re.findall(r'Id="(rId\d+)" Type="[^"]+" Target="([^"]+)"', z.read("xl/_rels/workbook.xml.rels").decode()))
+    areas = {sheets[int(i)][0]: f for i, f in
+             re.findall(r'<definedName name="_xlnm.Print_Area" localSheetId="(\d+)">([^<]+)</definedName>', wbx)}
+    out = []
+    for name, rid in sheets:
+        sp = "xl/" + rels[rid]
+        rp = posixpath.join(posixpath.dirname(sp), "_rels", posixpath.basename(sp) + ".rels")
+        if rp not in z.namelist():
+            continue
+        for d in re.findall(r'Target="([^"]+drawing\d+\.xml)"', z.read(rp).decode()):
+            dx = z.read(posixpath.normpath(posixpath.join(posixpath.dirname(sp), d))).decode()
+            for a in re.findall(r"<xdr:twoCellAnchor.*?</xdr:twoCellAnchor>", dx, re.S):
+                if "graphicFrame" not in a:
+                    continue
+                fc, fr = map(int, re.search(r"<xdr:from><xdr:col>(\d+)</xdr:col><xdr:colOff>-?\d+</xdr:colOff>"
+                                            r"<xdr:row>(\d+)</xdr:row>", a).groups())
+                tc, tco, tr, tro = map(int, re.search(r"<xdr:to><xdr:col>(\d+)</xdr:col><xdr:colOff>(\d+)</xdr:colOff>"
+                                                      r"<xdr:row>(\d+)</xdr:row><xdr:rowOff>(\d+)</xdr:rowOff>", a).groups())
+                box = (fc + 1, fr + 1, tc + (1 if tco else 0), tr + (1 if tro else 0))
+                out.append((name, box, areas.get(name), z.read(sp).decode()))
+    return out
+
+
+def _inside(box, area: str) -> bool:
+    c0, r0, c1, r1 = range_boundaries(area.split("!")[-1].replace("$", ""))
+    return c0 <= box[0] and r0 <= box[1] and box[2] <= c1 and box[3] <= r1
+
+
+def _no_break_through(box, sheet_xml: str) -> bool:
+    cols = [int(b) for b in re.findall(r'<colBreaks.*?</colBreaks>', sheet_xml, re.S) and
+            re.findall(r'<brk id="(\d+)"', re.search(r'<colBreaks.*?</colBreaks>', sheet_xml, re.S)[0])]
+    rows = [int(b) for b in re.findall(r'<rowBreaks.*?</rowBreaks>', sheet_xml, re.S) and
+            re.findall(r'<brk id="(\d+)"', re.search(r'<rowBreaks.*?</rowBreaks>', sheet_xml, re.S)[0])]
+    # a break id k starts a page at (0-based) column/row k, i.e. 1-based k + 1
+    return not any(box[0] < k + 1 <= box[2] for k in cols) and not any(box[1] < k + 1 <= box[3] for k in rows)
+
+
+@pytest.fixture(scope="module")
+def example_out(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("pages") / "plan.xlsx"
+    write_output(build_plan(example_path()), out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def diff_out(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("diffpages")
+    wb = openpyxl.load_workbook(example_path())
+    ws = wb["GPUs"]
+    head = {str(c.value).split(" [")[0]: c.column for c in ws[1]}
+    ws.cell(2, head["hourly_cost"]).value = float(ws.cell(2, head["hourly_cost"]).value) * 1.1
+    new = d / "new.xlsx"
+    wb.save(new)
+    out = d / "diff.xlsx"
+    r = run_planner("diff", example_path(), new, "-o", out, "--no-memo", cwd=d)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_every_chart_lies_in_its_print_area(example_out, diff_out):
+    for path in (example_out, diff_out):
+        anchors = chart_anchors(path)
+        assert anchors
+        for sheet, box, area, xml in anchors:
+            assert area is not None and _inside(box, area), (path.name, sheet, box, area)
+            assert _no_break_through(box, xml), (path.name, sheet, box)
+
+
+def test_diff_waterfalls_start_at_zero(diff_out):
+    with zipfile.ZipFile(diff_out) as z:
+        charts = [z.read(n).decode() for n in z.namelist() if n.startswith("xl/charts/chart")]
+    assert len(charts) == 2
+    for xml in charts:  # costs and GPU counts of the example: never negative
+        assert '<c:min val="0"/>' in xml.split("<c:valAx>")[1].split("</c:valAx>")[0]
+
+
+def test_diff_sheets_carry_units_and_the_print_setup(diff_out):
+    wb = openpyxl.load_workbook(diff_out)
+    assert [c.value for c in wb["Bridge"][1]][:2] == ["step", "cost_per_month [USD/month]"]
+    heads = [c.value for c in wb["Workload_Changes"][1]]
+    assert "gpus_old [count]" in heads and "ttft_ms_new [ms]" in heads
+    with zipfile.ZipFile(diff_out) as z:
+        for name in (n for n in z.namelist() if n.startswith("xl/worksheets/sheet")):
+            sx = z.read(name).decode()
+            assert 'orientation="landscape"' in sx and 'paperSize="9"' in sx, name
+
+
+@pytest.mark.libreoffice
+def test_pdf_pages_and_the_readme(example_out, diff_out):
+    pages = pages_per_sheet(to_pdf(example_out))
+    assert pages["Summary"] == 1 and pages["Fleet_By_Period"] == 1 and pages["Scenario_Compare"] == 1
+    readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    assert readme_sentence(pages) in readme, readme_sentence(pages)
+    diff_pages = pages_per_sheet(to_pdf(diff_out))
+    assert diff_pages["Bridge"] == 1  # the waterfall on one page (31 portrait pages before)
+    assert sum(diff_pages.values()) <= 10, diff_pages
