@@ -133,7 +133,6 @@ def _progress(plan, quiet: bool):
 
 def cmd_run(args) -> int:
     from .plan import build_plan
-    from .fileio import save_atomic
     from .writer import write_output
 
     src = args.input
@@ -156,18 +155,12 @@ def cmd_run(args) -> int:
             memo_ = build_memo(plan, out, templates=args.templates)
         except MemoTemplateError as err:
             raise UsageError(str(err)) from None
-    sheet_names: list[str] = []
+    from .transaction import write_outputs
+
     with _progress(plan, args.quiet) as tick:
-        save_atomic(out, lambda tmp: sheet_names.extend(write_output(plan, tmp, progress=tick)))
-    if memo_ is not None:
-        from .memo import write_memo
-
-        write_memo(memo_)
-    if args.eml:
-        from .mail import build_message, message_bytes
-
-        msg = build_message(memo_, out, to=args.to, sender=args.sender, subject=args.subject, date=plan.created)
-        save_atomic(args.eml, lambda tmp: tmp.write_bytes(message_bytes(msg)))
+        sheet_names = write_outputs(out, lambda path, tmpdir: write_output(plan, path, progress=tick, tmpdir=tmpdir),
+                                    memo_, args.eml, to=args.to, sender=args.sender, subject=args.subject,
+                                    date=plan.created)
     _print_warnings(plan)
     r = plan.results
     _say(f"planner: read {src} ({len(r)} workloads, {len(plan.models)} models, {len(plan.gpus)} GPUs)",

@@ -387,12 +387,16 @@ def subject_line(context: dict[str, Any]) -> str:
     return context["title"] + (": " + ", ".join(parts) if parts else "")
 
 
+def memo_files(memo: Memo) -> list[tuple[Path, bytes]]:
+    """Each file of the memo (charts, Markdown, HTML) and its bytes, in writing order."""
+    return [(memo.paths[key], data) for key, data in
+            [(c.key, c.png) for c in memo.charts]
+            + [("md", memo.markdown.encode("utf-8")), ("html", memo.html.encode("utf-8"))]]
+
+
 def write_memo(memo: Memo) -> list[Path]:
-    """Write the memo files and charts, each atomically (temporary file, then rename)."""
+    """Write the memo files and charts, each atomically (temporary file, then rename).
+    ``planner run`` stages them with the workbook instead (:mod:`planner.transaction`)."""
     from .fileio import save_atomic
 
-    written = []
-    for key, data in ([(c.key, c.png) for c in memo.charts]
-                      + [("md", memo.markdown.encode("utf-8")), ("html", memo.html.encode("utf-8"))]):
-        written.append(save_atomic(memo.paths[key], lambda tmp, data=data: tmp.write_bytes(data)))
-    return written
+    return [save_atomic(path, lambda tmp, data=data: tmp.write_bytes(data)) for path, data in memo_files(memo)]
