@@ -244,6 +244,22 @@ def main(argv: list[str] | None = None) -> int:
 
     handler = {"run": cmd_run, "template": cmd_template, "validate": cmd_validate, "send": cmd_send,
                "catalog": cmd_catalog, "diff": cmd_diff}[args.command]
+    import warnings
+
+    # no raw library warnings on stderr (a numpy RuntimeWarning names internal paths): every
+    # number is checked for finiteness by the planner itself; PLANNER_DEBUG=1 shows them
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = _dispatch(handler, args)
+    if caught and os.environ.get("PLANNER_DEBUG"):
+        for w in caught:
+            print(f"planner: debug: {w.category.__name__}: {w.message} ({w.filename}:{w.lineno})", file=sys.stderr)
+    return code
+
+
+def _dispatch(handler, args) -> int:
+    from .failures import environment_message, internal_message, os_error_of
+
     try:
         return handler(args)
     except InputError as err:
@@ -252,19 +268,23 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as err:
         print(f"planner: {err}", file=sys.stderr)
         return EXIT_INPUT
-    except OSError as err:  # the output folder cannot be made or written
-        where = err.filename or ""
-        print(f"planner: cannot write {where}: {err.strerror or err}; nothing was written", file=sys.stderr)
-        return EXIT_ERROR
     except KeyboardInterrupt:
         print("planner: interrupted; no partial file was left", file=sys.stderr)
         return 130
     except Terminated:
         print("planner: terminated; no partial file was left", file=sys.stderr)
         return 143
+    except MemoryError:
+        print("planner: environment problem: out of memory; nothing was written (files already there are "
+              "unchanged)", file=sys.stderr)
+        return EXIT_ERROR
     except Exception as err:  # noqa: BLE001 - the promise is: never a traceback
+        os_err = os_error_of(err)
+        if os_err is not None:  # the disk, a permission, a folder where a file is expected
+            print(f"planner: {environment_message(os_err)}; nothing was written "
+                  f"(files already there are unchanged)", file=sys.stderr)
+            return EXIT_ERROR
         if os.environ.get("PLANNER_DEBUG"):
             raise
-        print(f"planner: internal error ({type(err).__name__}: {err}); "
-              f"set PLANNER_DEBUG=1 for details", file=sys.stderr)
+        print(f"planner: {internal_message(err)}", file=sys.stderr)
         return EXIT_ERROR

@@ -23,7 +23,7 @@ Promises (each has a test in ``tests/test_transaction.py``):
   is removed by the next run on the same destination (the pid in the name is no longer
   alive).
 * **The set is committed together**: SIGINT and SIGTERM are blocked while the files are
-  renamed (:func:`signal.pthread_sigmask`), so an interruption lands before the first
+  renamed (:func:`signals_held`), so an interruption lands before the first
   rename or after the last, never between the workbook and its memo.
 * **Two runs cannot interleave**: an exclusive :func:`fcntl.flock` on each destination
   *folder* (a documented equivalent of a lock file that leaves no file behind) is held
@@ -89,17 +89,26 @@ def remove_stale(folder: Path) -> list[Path]:
 
 @contextlib.contextmanager
 def signals_held():
-    """SIGINT and SIGTERM held off (delivered when the block ends); a no-op off the main thread."""
+    """SIGINT and SIGTERM held off: recorded while the block runs, delivered (to the handlers
+    in place before) when it ends. Python-level, not ``pthread_sigmask``: a process-directed
+    signal goes to any thread that does not block it, and Python runs its handler in the main
+    thread whichever thread received it. A no-op off the main thread."""
     import threading
 
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    pending: list[int] = []
+    old = {s: signal.getsignal(s) for s in _SIGNALS}
+    for s in _SIGNALS:
+        signal.signal(s, lambda signum, frame: pending.append(signum))
     try:
         yield
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        for s, h in old.items():
+            signal.signal(s, h)
+        for signum in dict.fromkeys(pending):
+            signal.raise_signal(signum)
 
 
 class Outputs:
@@ -134,6 +143,8 @@ class Outputs:
         while not p.exists():
             missing.append(p)
             p = p.parent
+        if not p.is_dir():  # the first part that exists is a file: name it, not the folder below
+            raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(p))
         for d in reversed(missing):
             os.mkdir(d)
             self._made.append(d)
@@ -152,6 +163,9 @@ class Outputs:
             fcntl.flock(fd, fcntl.LOCK_EX)
 
     def __enter__(self) -> "Outputs":
+        for t in self.targets:
+            if t.is_dir():
+                raise IsADirectoryError(errno.EISDIR, "is a folder, a file is expected here", str(t))
         try:
             with signals_held():  # a folder made is a folder recorded, to be removed
                 for folder in sorted({t.parent for t in self.targets}):  # one order: no deadlock
@@ -222,6 +236,23 @@ class Outputs:
 
 
 
+@contextlib.contextmanager
+def _writing(target):
+    """An ``OSError`` that names no file (a ``write`` on a full disk) is given the output's
+    path; XlsxWriter's ``FileCreateError`` is unwrapped to the ``OSError`` inside."""
+    from .failures import os_error_of
+
+    try:
+        yield
+    except Exception as err:
+        e = os_error_of(err)
+        if e is None:
+            raise
+        if e.filename is None or STAGE_PREFIX in str(e.filename):  # the user's path, not the staged one
+            raise OSError(e.errno, e.strerror or str(e), str(target)) from err
+        raise e from None
+
+
 def write_outputs(out, write_workbook, memo=None, eml=None, *, to=None, sender=None, subject=None, date=None):
     """The outputs of ``planner run`` / ``planner diff`` as one transaction.
 
@@ -235,13 +266,16 @@ def write_outputs(out, write_workbook, memo=None, eml=None, *, to=None, sender=N
     files = memo_files(memo) if memo is not None else []
     targets = [Path(out)] + [p for p, _ in files] + ([Path(eml)] if eml else [])
     with Outputs(targets) as tx:
-        result = write_workbook(tx.path(out), tx.tmpdir)
+        with _writing(out):
+            result = write_workbook(tx.path(out), tx.tmpdir)
         for p, data in files:
-            tx.path(p).write_bytes(data)
+            with _writing(p):
+                tx.path(p).write_bytes(data)
         if eml:
             from .mail import build_message, message_bytes
 
             msg = build_message(memo, tx.path(out), to=to, sender=sender, subject=subject, date=date)
-            tx.path(eml).write_bytes(message_bytes(msg))
+            with _writing(eml):
+                tx.path(eml).write_bytes(message_bytes(msg))
         tx.commit()
     return result
