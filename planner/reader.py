@@ -10,6 +10,7 @@ as :class:`~planner.errors.InputError`.
 from __future__ import annotations
 
 import hashlib
+import io
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -211,19 +212,26 @@ def read_input(path: str | Path) -> PlanInput:
     if path.is_dir():
         raise InputError([Problem(str(path), "is a folder, not a workbook")])
     require_defusedxml()
-    check_container(path)
+    # read once: the container checks, the parse and the SHA-256 on the Run sheet all come
+    # from these bytes (a file replaced while being read cannot mix two versions)
+    data = path.read_bytes()
+    check_container(path, data)
     try:
-        with zipfile.ZipFile(path) as z:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
             xml_of = sheet_xml_paths(z)
             scans = {name.strip().lower(): scan_sheet(z.read(p)) for name, p in xml_of.items()
                      if name.strip().lower() in {s.lower() for s in schema.SHEET_ORDER}
                      and p in z.namelist()}
-        wb = openpyxl.load_workbook(path, read_only=True, data_only=True, keep_links=False, keep_vba=False)
+        wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False,
+                                    keep_vba=False)
     except InputError:
         raise
     except Exception as exc:  # openpyxl and zipfile raise many kinds for a damaged file
         raise InputError([_unreadable(path, exc)]) from None
     notes: list[str] = []
+    if twins := _twin_sheets(wb.sheetnames):
+        wb.close()
+        raise InputError(twins)
     try:
         tables: dict[str, Table | None] = {}
         positions: dict[str, dict[str, int]] = {}
@@ -276,7 +284,19 @@ def read_input(path: str | Path) -> PlanInput:
     check_optional(optional, {"Models": m, "GPUs": g, "Workloads": w}, settings, problems)
     if problems:
         raise InputError(sorted(problems, key=_place_order))
-    return PlanInput(path, sha256_of(path), m, g, w, settings, settings_extra, notes, optional)
+    return PlanInput(path, hashlib.sha256(data).hexdigest(), m, g, w, settings, settings_extra, notes, optional)
+
+
+def _twin_sheets(names: list[str]) -> list[Problem]:
+    """Sheets whose names differ only in case or surrounding spaces (``Workloads`` and
+    ``workloads ``): which one is meant is a guess, so it is an error naming both."""
+    by_fold: dict[str, list[str]] = {}
+    for n in names:
+        by_fold.setdefault(n.strip().lower(), []).append(n)
+    known = {s.lower() for s in schema.SHEET_ORDER}
+    return [Problem(same[0].strip() or repr(same[0]), f"sheets {' and '.join(repr(x) for x in same)} differ only in "
+                    f"case or surrounding spaces: rename or delete all but one")
+            for k, same in by_fold.items() if len(same) > 1 and k in known]
 
 
 def _unreadable(path: Path, exc: BaseException) -> Problem:

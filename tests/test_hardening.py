@@ -166,7 +166,7 @@ def test_interrupted_run_leaves_no_partial_file(tmp_path, big_input, sig, code):
                              "--no-memo"], cwd=tmp_path, env=planner_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     deadline = time.time() + 120
-    while time.time() < deadline and not any(n.endswith(".tmp") for n in os.listdir(out_dir)):
+    while time.time() < deadline and not any(n.startswith(".planner-stage-") for n in os.listdir(out_dir)):
         assert proc.poll() is None, "the run ended before writing started"
         time.sleep(0.01)
     time.sleep(0.2)  # well inside the writing
