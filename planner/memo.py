@@ -176,6 +176,7 @@ def build_context(plan, *, workbook: str, charts: list[Chart] | None = None, ema
 
 
 # --------------------------------------------------------------------------- rendering
+_MD_BREAKS = re.compile("[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]+")
 _MD_SPECIAL = re.compile(r"([\\`*\[\]<>|#~!&]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z]))")
 
 
@@ -186,7 +187,7 @@ def md_escape(text: Any) -> str:
     >>> md_escape("<script>alert(1)</script> | a*b")
     '\\<script\\>alert(1)\\</script\\> \\| a\\*b'
     """
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
+    return _MD_SPECIAL.sub(r"\\\1", _MD_BREAKS.sub(" ", str(text)))  # a line break would end a table row
 
 
 def builtin_template_dir() -> Path:

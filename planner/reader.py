@@ -247,7 +247,9 @@ def read_input(path: str | Path) -> PlanInput:
                 problems.append(Problem(f"{ws.title} row 2", f"no {sheet.lower()} rows: add at least one"))
             tables[sheet] = t
             positions[sheet] = t.positions if t is not None else {}
-        settings, settings_extra = _read_settings(wb, problems, scans.get(schema.SETTINGS.lower()), notes)
+        setting_places: dict[str, str] = {}
+        settings, settings_extra = _read_settings(wb, problems, scans.get(schema.SETTINGS.lower()), notes,
+                                                  setting_places)
         optional: dict[str, Table] = {}
         for sheet in schema.OPTIONAL_SHEETS:
             ws = _find_sheet(wb, sheet)
@@ -282,6 +284,10 @@ def read_input(path: str | Path) -> PlanInput:
     from .scenarios import check_optional  # Demand and Scenarios against the inputs (the finance view)
 
     check_optional(optional, {"Models": m, "GPUs": g, "Workloads": w}, settings, problems)
+    from .limits import output_problems  # sheet sizes: before anything is computed or written
+
+    problems += output_problems(len(w) if w is not None else 0, settings,
+                                lambda key: setting_places.get(key, schema.SETTINGS))
     if problems:
         raise InputError(sorted(problems, key=_place_order))
     return PlanInput(path, hashlib.sha256(data).hexdigest(), m, g, w, settings, settings_extra, notes, optional)
@@ -315,7 +321,8 @@ def _unreadable(path: Path, exc: BaseException) -> Problem:
 
 
 def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
-                   notes: list[str] | None = None) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
+                   notes: list[str] | None = None, places: dict[str, str] | None = None
+                   ) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
     values = {s.key: s.default for s in schema.SETTING_KEYS}
     extra: list[tuple[Any, Any]] = []
     ws = _find_sheet(wb, schema.SETTINGS)
@@ -342,6 +349,8 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
             continue
         s = spec[key]
         where = f"{ws.title}!{get_column_letter(jv + 1)}{kcell.row}"
+        if places is not None:
+            places[key] = where
         if s.kind == schema.NUMBERS:
             values[key], errs = _parse_numbers(key, raw)
             problems.extend(Problem(where, e) for e in errs)

@@ -65,3 +65,106 @@ def test_sheet_names_differing_by_case_or_spaces_are_an_error_naming_both(tmp_pa
     assert problem_lines(r.stderr) == [f"Workloads: sheets 'Workloads' and {twin!r} differ only in case or "
                                        f"surrounding spaces: rename or delete all but one"]
     assert not (tmp_path / "plan.xlsx").exists()
+
+
+# ----------------------------------------------------------------------------- output size limits
+def _settings_cell(wb, key: str) -> str:
+    ws = wb["Settings"]
+    for row in ws.iter_rows(min_row=2):
+        if str(row[0].value).strip().lower() == key:
+            return f"B{row[0].row}"
+    raise KeyError(key)
+
+
+@pytest.mark.parametrize("step, points", [
+    (1e-6, 1_000_001),       # 1/1e-6 = 1,000,000 steps, 1 is the last: 1,000,001 points
+    (1e-9, 1_000_000_001),   # would be 8 GB of float64 for the grid alone: refused before it is built
+    (0.0007, 1_430),         # floor(1/0.0007) = 1,428 steps reach 0.9996; 1 is appended: 1,430 points
+])
+def test_hit_step_below_the_bound_is_refused_with_the_sheet_size(tmp_path, step, points):
+    import time
+
+    cell = {}
+
+    def edit(wb):
+        cell["c"] = _settings_cell(wb, "hit_step")
+        wb["Settings"][cell["c"]] = step
+    src, _ = edited_example(tmp_path / "in.xlsx", edit)
+    t0 = time.perf_counter()
+    r = run_cli("validate", src, cwd=tmp_path)
+    assert time.perf_counter() - t0 < 20  # refused up front (1e-6 ran for minutes before)
+    assert r.returncode == 2, r.stderr
+    n = 14  # the example's workloads
+    assert problem_lines(r.stderr) == [
+        f"Settings!{cell['c']}: hit_step {step:g} makes a grid of {points:,} hit ratios: Sensitivity_Hit would "
+        f"hold {points * n:,} rows ({points:,} per workload x {n} workloads); the smallest step is 0.001 "
+        f"(1,001 points)"]
+
+
+def test_grid_points_match_the_grid_built():
+    from planner.limits import grid_points
+    from planner.plan import hit_grid
+
+    for step in (0.001, 0.0013, 0.05, 0.07, 0.3, 0.5, 1.0):
+        assert grid_points(step) == len(hit_grid(step)), step
+
+
+def test_tornado_beyond_one_sheet_is_an_input_problem_not_an_internal_error():
+    from planner.limits import output_problems
+
+    # 8 drivers: 131,071 x 8 = 1,048,568 rows fit below the 1,048,575 data rows; 131,072 x 8 = 1,048,576 do not
+    ok = output_problems(131_071, {"hit_step": 0.5}, lambda k: "Settings")
+    assert not [p for p in ok if "Tornado sheet" in p.message]
+    bad = output_problems(131_072, {"hit_step": 0.5}, lambda k: "Settings")
+    assert [p.message for p in bad if "Tornado sheet" in p.message] == [
+        "131,072 workloads make a Tornado sheet of 1,048,576 rows (8 drivers per workload), above Excel's "
+        "1,048,576-row sheet: at most 131,071 workloads per input workbook; split them over several"]
+
+
+def test_long_pcie_sweep_is_refused_with_its_size(tmp_path):
+    cell = {}
+
+    def edit(wb):
+        cell["c"] = _settings_cell(wb, "pcie_sweep_gbps")
+        wb["Settings"][cell["c"]] = "; ".join(str(10 + i) for i in range(65))
+    src, _ = edited_example(tmp_path / "in.xlsx", edit)
+    r = run_cli("validate", src, cwd=tmp_path)
+    assert r.returncode == 2
+    # 3 fixed bandwidths (the GPU's own, PCIe 4, PCIe 5) + 65 = 68 rows per workload x 14 = 952
+    assert problem_lines(r.stderr) == [f"Settings!{cell['c']}: pcie_sweep_gbps lists 65 bandwidths: Sensitivity_PCIe "
+                                       f"would hold 952 rows (68 per workload x 14 workloads); at most 64 are allowed"]
+
+
+# ----------------------------------------------------------------------------- line breaks
+# (a CR or a vertical tab cannot stand raw in a cell's XML: Excel writes them as _x000D_ / _x000B_, which
+# openpyxl reads back as the character; a raw CR is read as LF by any XML parser)
+@pytest.mark.parametrize("brk, name", [("\n", "LF"), ("\u2028", "U+2028 line separator"),
+                                       ("\x85", "U+0085 next line"), ("_x000D_", "CR"), ("_x000B_", "vertical tab")])
+def test_names_and_labels_with_line_breaks_are_refused_with_their_place(tmp_path, brk, name):
+    import corpus
+
+    def edit(wb):
+        wb["Workloads"]["A2"] = "chat@@evil"
+        wb["Models"]["A2"] = "m@@x"
+        wb["Settings"][_settings_cell(wb, "quarter")] = "2026-Q4@@Bcc: x@example.org"
+    plain, _ = edited_example(tmp_path / "plain.xlsx", edit)
+    src = tmp_path / "in.xlsx"  # the break put into the XML as Excel writes it (openpyxl would escape it)
+    corpus.rezip(plain, src, lambda name, data: data.replace(b"@@", brk.encode()) if name.endswith(".xml") else data)
+    plain.unlink()
+    r = run_cli("run", src, "-o", tmp_path / "plan.xlsx", cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    lines = problem_lines(r.stderr)
+    ch = brk  # the escapes are read as written (openpyxl's read-only mode): refused all the same
+    for place, col, text in (("Models!A2", "model", f"m{ch}x"), ("Workloads!A2", "workload", f"chat{ch}evil")):
+        assert f"{place}: {col} {text!r} contains a line break ({name}): names and labels must be one line" in lines
+    assert any(x.startswith("Settings!B") and "quarter" in x and f"({name})" in x for x in lines)
+    assert not (tmp_path / "plan.xlsx").exists()
+
+
+@pytest.mark.parametrize("opt", ["-o", "--eml", "--subject"])
+def test_paths_and_subject_with_line_breaks_are_refused_before_reading(tmp_path, opt):
+    bad = {"-o": ["-o", tmp_path / "a\nb.xlsx"], "--eml": ["--eml", tmp_path / "a\rb.eml"],
+           "--subject": ["--eml", tmp_path / "x.eml", "--subject", "Q4\u2028Bcc: x@example.org"]}[opt]
+    r = run_cli("run", EXAMPLE, *bad, cwd=tmp_path)
+    assert r.returncode == 2 and "line break" in r.stderr, r.stderr
+    assert os.listdir(tmp_path) == []
