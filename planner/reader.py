@@ -290,7 +290,12 @@ def read_input(path: str | Path) -> PlanInput:
                                 lambda key: setting_places.get(key, schema.SETTINGS))
     if problems:
         raise InputError(sorted(problems, key=_place_order))
-    return PlanInput(path, hashlib.sha256(data).hexdigest(), m, g, w, settings, settings_extra, notes, optional)
+    p_in = PlanInput(path, hashlib.sha256(data).hexdigest(), m, g, w, settings, settings_extra, notes, optional)
+    from .scenario_checks import check_scenarios  # each scenario's state checked like the sheets
+
+    if problems := check_scenarios(p_in):
+        raise InputError(sorted(problems, key=_place_order))
+    return p_in
 
 
 def _twin_sheets(names: list[str]) -> list[Problem]:

@@ -242,7 +242,11 @@ def scenario_compare(plan) -> pd.DataFrame:
     rows.append({"scenario": BASE, "gpus_needed": float(base["gpus_needed"]),
                  "cost_per_month": float(base["cost_per_month"]), "tpm_capacity": float(base["tpm_capacity"])})
     scn = plan.input.optional.get(schema.SCN)
-    if scn is not None:
+    from .scenario_checks import cached_totals
+
+    if scn is not None and (checked := cached_totals(plan.input)) is not None:
+        rows += checked  # re-planned and checked by the reader (planner.scenario_checks)
+    elif scn is not None:
         tables = {s: plan.input.table(s) for s in schema.SHEETS}
         problems: list[Problem] = []
         ovs = overrides(scn, tables, plan.input.settings, problems)

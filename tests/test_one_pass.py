@@ -168,3 +168,55 @@ def test_paths_and_subject_with_line_breaks_are_refused_before_reading(tmp_path,
     r = run_cli("run", EXAMPLE, *bad, cwd=tmp_path)
     assert r.returncode == 2 and "line break" in r.stderr, r.stderr
     assert os.listdir(tmp_path) == []
+
+
+# ----------------------------------------------------------------------------- scenarios as inputs
+def _with_scenarios(tmp_path, rows) -> Path:
+    wb = openpyxl.load_workbook(EXAMPLE)  # the example with its Scenarios (rows 2-6) and these below
+    for r in rows:
+        wb["Scenarios"].append(r)
+    path = tmp_path / "in.xlsx"
+    wb.save(path)
+    return path
+
+
+def test_scenario_zeroing_prefill_is_refused_like_the_workloads_sheet(tmp_path):
+    src = _with_scenarios(tmp_path, [["free prefill", "Workloads", c, None, "set", 0]
+                                     for c in ("t_attn0_ms", "t_ffn0_ms", "t_other0_ms")])
+    r = run_cli("run", src, "-o", tmp_path / "plan.xlsx", cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    lines = problem_lines(r.stderr)
+    # every one of the example's 14 workloads, placed at the scenario's first row (7), naming the state's row
+    assert len(lines) == 14
+    assert lines[0] == ("Scenarios!A7: scenario 'free prefill' makes Workloads row 2: t_attn0_ms, t_ffn0_ms and "
+                        "t_other0_ms are all 0: at least one 0-hit time must be positive")
+    assert not (tmp_path / "plan.xlsx").exists()
+    v = run_cli("validate", src, cwd=tmp_path)           # validate: the same problems
+    assert v.returncode == 2 and problem_lines(v.stderr) == lines
+
+
+def test_scenario_mla_without_mla_kv_dim_is_refused_without_warnings(tmp_path):
+    src = _with_scenarios(tmp_path, [["latent", "Models", "attention", "Qwen2.5-7B", "set", "mla"]])
+    r = run_cli("validate", src, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    lines = problem_lines(r.stderr)
+    assert len(lines) == 1 and lines[0].startswith("Scenarios!A7: scenario 'latent' makes Models")
+    assert "mla_kv_dim" in lines[0], lines
+    assert "Warning" not in r.stderr and "numpy" not in r.stderr
+
+
+def test_scenario_totals_are_computed_once_and_written_as_checked(tmp_path, monkeypatch):
+    """The reader re-plans each scenario (and keeps the totals); writing Scenario_Compare
+    re-plans nothing."""
+    from planner import scenarios
+    from planner.plan import build_plan
+
+    calls = []
+    real = scenarios._quick_plan
+    monkeypatch.setattr(scenarios, "_quick_plan", lambda p: calls.append(1) or real(p))
+    plan = build_plan(EXAMPLE)
+    n_scenarios = 3  # the example's: H100 price, hit_target on chat, utilisation
+    assert len(calls) == n_scenarios + 1  # and the base once
+    rows = scenarios.scenario_compare(plan)
+    assert len(calls) == n_scenarios + 1 and list(rows["scenario"])[1:] == [
+        "H100 price -10%", "hit_target +5 points on chat", "utilisation 70%"]
