@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 import xlsxwriter
+
+from . import chart_text  # noqa: F401 - chart names stay text (installs on import)
 from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
 
 from . import __version__, schema

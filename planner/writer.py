@@ -22,6 +22,8 @@ from typing import Callable
 
 import xlsxwriter
 
+from . import chart_text  # noqa: F401 - chart names stay text (installs on import)
+
 from . import __version__, finance_sheets, schema, sheets
 from .calib_sheet import resolved_overrides, write_calibration, write_filled
 from .catalog import filled_run_rows
