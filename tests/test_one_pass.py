@@ -220,3 +220,19 @@ def test_scenario_totals_are_computed_once_and_written_as_checked(tmp_path, monk
     rows = scenarios.scenario_compare(plan)
     assert len(calls) == n_scenarios + 1 and list(rows["scenario"])[1:] == [
         "H100 price -10%", "hit_target +5 points on chat", "utilisation 70%"]
+
+
+# ----------------------------------------------------------------------------- catalog versions
+@pytest.mark.parametrize("name, other", [("Mistral-7B-v0.1", "Mistral-7B-Instruct-v0.3"),
+                                         ("DeepSeek-V2", "DeepSeek-V3"), ("DeepSeek-V2.5", "DeepSeek-V3")])
+def test_another_version_is_a_did_you_mean_not_a_fill(tmp_path, name, other):
+    def edit(wb):
+        ws = wb["Models"]
+        ws.append([name, None, None, None, 2])  # dimensions blank: only the catalog could fill them
+    src, _ = edited_example(tmp_path / "in.xlsx", edit)
+    r = run_cli("validate", src, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    (line,) = problem_lines(r.stderr)
+    assert line.startswith(f"Models!A9: model {name!r} has no ") and "is not in the model catalog" in line, line
+    assert (f"is not in the model catalog; did you mean {other!r}? the catalog has that version, not this one "
+            f"(type the values, or name an entry in the catalog column)") in line, line
