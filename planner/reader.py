@@ -24,7 +24,8 @@ from . import catalog, schema
 from .errors import InputError, Problem
 from .safety import SheetScan, check_container, require_defusedxml, scan_sheet, sheet_xml_paths
 from .cells import _parse_numbers, cell_value, normalise_header, parse_cell
-from .input_checks import _check_gpus, _check_keys, _check_models, _check_required, _check_workloads
+from .input_checks import (_check_gpus, _check_keys, _check_models, _check_optional_refs, _check_required,
+                           _check_workloads)
 from .schema import Column
 from . import typing_hints as th
 
@@ -281,6 +282,7 @@ def read_input(path: str | Path) -> PlanInput:
         _check_workloads(w, positions["Workloads"], canon, problems, notes)
     for sheet, t in optional.items():
         _check_required(t, sheet, positions[sheet], problems, skip=set())
+    _check_optional_refs(optional, canon, problems)
     from .scenarios import check_optional  # Demand and Scenarios against the inputs (the finance view)
 
     check_optional(optional, {"Models": m, "GPUs": g, "Workloads": w}, settings, problems)

@@ -236,3 +236,20 @@ def test_another_version_is_a_did_you_mean_not_a_fill(tmp_path, name, other):
     assert line.startswith(f"Models!A9: model {name!r} has no ") and "is not in the model catalog" in line, line
     assert (f"is not in the model catalog; did you mean {other!r}? the catalog has that version, not this one "
             f"(type the values, or name an entry in the catalog column)") in line, line
+
+
+def test_measurements_references_are_checked_with_everything_else(tmp_path):
+    """One round: an unknown Measurements model and a wrong Workloads cell, both at once."""
+    wb = openpyxl.load_workbook(EXAMPLE)
+    ws = wb["Measurements"]
+    ws.cell(2, 1).value = "No-Such-Model"
+    ws.cell(3, 2).value = "No-Such-GPU"
+    wb["Workloads"]["D2"] = -1  # tp
+    path = tmp_path / "in.xlsx"
+    wb.save(path)
+    r = run_cli("validate", path, cwd=tmp_path)
+    assert r.returncode == 2
+    lines = problem_lines(r.stderr)
+    assert "Measurements!A2: model 'No-Such-Model' is not in Models" in lines
+    assert "Measurements!B3: gpu 'No-Such-GPU' is not in GPUs" in lines
+    assert any(x.startswith("Workloads!D2: tp -1") for x in lines), lines
