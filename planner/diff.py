@@ -290,13 +290,32 @@ def gpu_changes(old_plan, new_plan) -> list[dict]:
     return out
 
 
+STATE_OF = {"removed": "workload list, removed workloads dropped", "added": "added workloads",
+            "demand": "demand_tpm", "hit": "hit_target and hit_measured", "price": "hourly_cost"}
+
+
 def bridge(old_plan, new_plan, build) -> tuple[list[tuple[str, float]], dict[str, float]]:
     """The cost bridge: ``[("old", c0), ("removed", d1), ..., ("other", d6), ("new", c_new)]``
     and the unrounded fleet cost after each step. ``build`` plans a PlanInput."""
     c_old, c_new = fleet_cost_per_month(old_plan), fleet_cost_per_month(new_plan)
     costs = {"old": c_old}
+    # an added workload carries all of its NEW cost in the `added` step (issue 17): from that
+    # step on it counts at its cost in NEW, and the states re-plan only the common workloads
+    # (OLD's rows, OLD's Measurements: each state is OLD changed step by step, and consistent)
+    old_names = set(_by_name(old_plan.input.workloads, "workload"))
+    new_cost = workload_cost_per_month(new_plan)
+    added = math.fsum(c for r, c in zip(new_plan.input.workloads.records, new_cost)
+                      if fold(r["workload"]) not in old_names and not math.isnan(c))
     for step, state in bridge_states(old_plan.input, new_plan.input):
-        costs[step] = fleet_cost_per_month(build(state)) if len(state.workloads) else 0.0
+        common = [r for r in state.workloads.records if fold(r["workload"]) in old_names]
+        if len(common) != len(state.workloads):
+            state = with_records(state, {"Workloads": common})
+        try:
+            cost = fleet_cost_per_month(build(state)) if len(state.workloads) else 0.0
+        except InputError as err:  # a state nobody wrote: say which step, and what it mixes
+            raise InputError([Problem(f"NEW {new_plan.input.path}", f"bridge step {step!r} (OLD with NEW's "
+                                      f"{STATE_OF[step]}): {x}") for x in err.problems]) from None
+        costs[step] = cost + (added if step != "removed" else 0.0)
     costs["other"] = c_new
     q = exact_quantum(costs.values())
     snapped = [snap(v, q) for v in costs.values()]
@@ -341,7 +360,15 @@ def diff_plans(old_path: str | Path, new_path: str | Path) -> Diff:
 
     old_path, new_path = Path(old_path), Path(new_path)
     old_in, new_in = read_pair(old_path, new_path)
-    old_plan, new_plan = build_plan(old_in), build_plan(new_in)
+    plans, problems = [], []
+    for role, p_in in (("OLD", old_in), ("NEW", new_in)):  # calibration problems: named by file too
+        try:
+            plans.append(build_plan(p_in))
+        except InputError as err:
+            problems += [Problem(f"{role} {p_in.path}: {x.place}", x.message) for x in err.problems]
+    if problems:
+        raise InputError(problems)
+    old_plan, new_plan = plans
     changes = input_changes(old_in, new_in)
     br, costs = bridge(old_plan, new_plan, build_plan)
     unpriced = []
