@@ -142,7 +142,9 @@ def cmd_run(args) -> int:
         src = example_path()
     out = args.output or default_output(src)
     if not src.exists():
-        raise InputError([Problem(str(src), "no such file")])
+        from .reader import missing_problem
+
+        raise InputError([missing_problem(src)])
     check_output_path(src, out)
     _memo_options(args, src, out)
     plan = build_plan(src)

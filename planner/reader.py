@@ -9,8 +9,10 @@ as :class:`~planner.errors.InputError`.
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import io
+import os
 import re
 import zipfile
 from dataclasses import dataclass, field
@@ -209,7 +211,7 @@ def read_input(path: str | Path) -> PlanInput:
     path = Path(path)
     problems: list[Problem] = []
     if not path.exists():
-        raise InputError([Problem(str(path), "no such file")])
+        raise InputError([missing_problem(path)])
     if path.is_dir():
         raise InputError([Problem(str(path), "is a folder, not a workbook")])
     require_defusedxml()
@@ -298,6 +300,20 @@ def read_input(path: str | Path) -> PlanInput:
     if problems := check_scenarios(p_in):
         raise InputError(sorted(problems, key=_place_order))
     return p_in
+
+
+def missing_problem(path: Path) -> Problem:
+    """``no such file``, or what stands there instead: a symbolic link that loops or leads nowhere."""
+    if path.is_symlink():
+        try:
+            path.resolve(strict=True)
+        except RuntimeError:  # Python 3.11 raises RuntimeError for a loop
+            return Problem(str(path), "is a symbolic link that loops (it leads back to itself): no workbook")
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                return Problem(str(path), "is a symbolic link that loops (it leads back to itself): no workbook")
+        return Problem(str(path), f"is a symbolic link to {os.readlink(path)!r}, which does not exist")
+    return Problem(str(path), "no such file")
 
 
 def _twin_sheets(names: list[str]) -> list[Problem]:

@@ -323,3 +323,43 @@ def test_sigkill_leftover_is_cleaned_by_the_next_run(tmp_path, big_input):
     r = run_cli("run", EXAMPLE, "-o", out / "plan.xlsx", "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert os.listdir(out) == ["plan.xlsx"]
+
+
+# ----------------------------------------------------------------------------- classified failures
+def test_symlink_loops_are_named_not_internal_errors(tmp_path, private_tmp):
+    loop = tmp_path / "loop.xlsx"
+    loop.symlink_to(loop)
+    r = run_cli("run", loop, "-o", tmp_path / "out" / "p.xlsx", cwd=tmp_path)
+    assert r.returncode == 2 and f"{loop}: is a symbolic link that loops" in r.stderr, r.stderr
+    folder = tmp_path / "loopdir"
+    folder.symlink_to(folder)
+    r = run_cli("run", EXAMPLE, "-o", folder / "p.xlsx", "--no-memo", cwd=tmp_path)
+    assert r.returncode == 1 and "environment problem" in r.stderr and "symbolic links" in r.stderr, r.stderr
+    assert sorted(os.listdir(tmp_path)) == ["loop.xlsx", "loopdir", "tmpdir"] and tree(private_tmp) == {}
+
+
+@needs_root
+def test_read_only_file_system_is_an_environment_problem(tmp_path, private_tmp):
+    mnt = tmp_path / "ro"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], check=True)
+    try:
+        (mnt / "plan.xlsx").write_bytes(b"old")
+        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+        r = run_cli("run", EXAMPLE, "-o", mnt / "plan.xlsx", cwd=tmp_path)
+        assert r.returncode == 1, r.stderr
+        assert f"environment problem: {mnt}" in r.stderr and "the file system is read-only" in r.stderr, r.stderr
+        assert tree(mnt) == {"plan.xlsx": b"old"} and tree(private_tmp) == {}
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_permission_denied_is_an_environment_problem(tmp_path, private_tmp, monkeypatch):
+    """(As root a chmod does not stop a write: the refusal is injected where the staging folder is made.)"""
+    def denied(*a, **k):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(k.get("dir") or a[-1]))
+    monkeypatch.setattr(transaction.tempfile, "mkdtemp", denied)
+    r = run_cli("run", EXAMPLE, "-o", tmp_path / "out" / "p.xlsx", cwd=tmp_path)
+    assert r.returncode == 1
+    assert f"environment problem: {tmp_path / 'out'}: permission denied" in r.stderr, r.stderr
+    assert sorted(os.listdir(tmp_path)) == ["tmpdir"]  # the folder made for the output is removed again
