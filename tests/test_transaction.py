@@ -363,3 +363,31 @@ def test_permission_denied_is_an_environment_problem(tmp_path, private_tmp, monk
     assert r.returncode == 1
     assert f"environment problem: {tmp_path / 'out'}: permission denied" in r.stderr, r.stderr
     assert sorted(os.listdir(tmp_path)) == ["tmpdir"]  # the folder made for the output is removed again
+
+
+@pytest.mark.slow
+def test_two_runs_on_one_output_leave_one_runs_whole_set(tmp_path):
+    """Started together with different (fixed) input hashes: whichever commits last, the
+    workbook's Run sheet, the memo and the email all carry the same run's hash."""
+    import email
+
+    import openpyxl
+
+    out, tmpd = tmp_path / "out", tmp_path / "tmp"
+    out.mkdir()
+    tmpd.mkdir()
+    hashes = ["a" * 64, "b" * 64]
+    procs = [_popen(["run", EXAMPLE, "-o", out / "plan.xlsx", "--eml", out / "plan.eml", "--fixed-sha256", h],
+                    tmp_path, tmpd) for h in hashes]
+    for p in procs:
+        _, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err
+    run = {r[0]: r[1] for r in openpyxl.load_workbook(out / "plan.xlsx", read_only=True)["Run"].iter_rows(
+        values_only=True) if r and r[0]}
+    sha = run["input SHA-256"]
+    assert sha in hashes
+    assert sha in (out / "plan-memo.html").read_text() and sha[:12] in (out / "plan-memo.md").read_text()
+    msg = email.message_from_bytes((out / "plan.eml").read_bytes())
+    attached = next(p for p in msg.walk() if p.get_filename() == "plan.xlsx").get_payload(decode=True)
+    assert attached == (out / "plan.xlsx").read_bytes()
+    assert tree(tmpd) == {} and not [n for n in os.listdir(out) if n.startswith(STAGE_PREFIX)]
