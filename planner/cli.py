@@ -197,8 +197,10 @@ def cmd_template(args) -> int:
 
 
 def cmd_validate(args) -> int:
+    from .cli_options import check_file_name
     from .plan import build_plan
 
+    check_file_name(args.input, "input")
     plan = build_plan(args.input)
     _print_warnings(plan)
     print(f"planner: {args.input} is valid ({len(plan.results)} workloads, {len(plan.models)} models, "

@@ -310,7 +310,11 @@ def bridge(old_plan, new_plan, build) -> tuple[list[tuple[str, float]], dict[str
         common = [r for r in state.workloads.records if fold(r["workload"]) in old_names]
         if len(common) != len(state.workloads):
             state = with_records(state, {"Workloads": common})
+        from .scenario_checks import _row_problems  # the row checks of the reader, on the state
+
         try:
+            if rows := _row_problems(state):
+                raise InputError(rows)
             cost = fleet_cost_per_month(build(state)) if len(state.workloads) else 0.0
         except InputError as err:  # a state nobody wrote: say which step, and what it mixes
             raise InputError([Problem(f"NEW {new_plan.input.path}", f"bridge step {step!r} (OLD with NEW's "

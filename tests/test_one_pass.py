@@ -253,3 +253,14 @@ def test_measurements_references_are_checked_with_everything_else(tmp_path):
     assert "Measurements!A2: model 'No-Such-Model' is not in Models" in lines
     assert "Measurements!B3: gpu 'No-Such-GPU' is not in GPUs" in lines
     assert any(x.startswith("Workloads!D2: tp -1") for x in lines), lines
+
+
+def test_undecodable_input_name_is_a_located_problem_not_an_internal_error(tmp_path):
+    raw = os.fsencode(tmp_path) + b"/plan-\xff.xlsx"
+    with open(raw, "wb") as f:
+        f.write(EXAMPLE.read_bytes())
+    name = Path(os.fsdecode(raw))
+    for args in (["validate", name], ["run", name, "-o", tmp_path / "o.xlsx"]):
+        r = run_cli(*args, cwd=tmp_path)
+        assert r.returncode == 2, r.stderr
+        assert "is not valid UTF-8" in r.stderr and "internal error" not in r.stderr
