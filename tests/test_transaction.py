@@ -391,3 +391,32 @@ def test_two_runs_on_one_output_leave_one_runs_whole_set(tmp_path):
     attached = next(p for p in msg.walk() if p.get_filename() == "plan.xlsx").get_payload(decode=True)
     assert attached == (out / "plan.xlsx").read_bytes()
     assert tree(tmpd) == {} and not [n for n in os.listdir(out) if n.startswith(STAGE_PREFIX)]
+
+
+def test_out_of_memory_is_an_environment_problem(tmp_path, private_tmp, monkeypatch):
+    from planner import plan
+
+    monkeypatch.setattr(plan, "build_plan", lambda src: (_ for _ in ()).throw(MemoryError()))
+    r = run_cli("run", EXAMPLE, "-o", tmp_path / "p.xlsx", cwd=tmp_path)
+    assert r.returncode == 1 and "environment problem: out of memory; nothing was written" in r.stderr
+    assert "internal error" not in r.stderr and sorted(os.listdir(tmp_path)) == ["tmpdir"]
+
+
+def test_library_warnings_never_reach_stderr(tmp_path, monkeypatch):
+    import warnings
+
+    from planner import plan
+
+    real = plan.build_plan
+
+    def noisy(src):
+        import numpy as np
+
+        np.log(np.zeros(1))  # RuntimeWarning: divide by zero encountered in log
+        warnings.warn("a library's own warning", DeprecationWarning)
+        return real(src)
+    monkeypatch.setattr(plan, "build_plan", noisy)
+    r = run_cli("validate", EXAMPLE, cwd=tmp_path)
+    assert r.returncode == 0 and "Warning" not in r.stderr and "divide by zero" not in r.stderr, r.stderr
+    d = run_cli("validate", EXAMPLE, cwd=tmp_path, env_extra={"PLANNER_DEBUG": "1"})
+    assert "planner: debug: RuntimeWarning: divide by zero" in d.stderr
