@@ -185,13 +185,15 @@ def cmd_run(args) -> int:
 
 def cmd_template(args) -> int:
     from .example import write_template
-    from .fileio import save_atomic
+    from .transaction import Outputs
 
     if args.path.suffix.lower() != ".xlsx":
         raise UsageError(f"{args.path}: the template must be an .xlsx file")
     if args.path.exists() and not args.force:
         raise UsageError(f"{args.path}: exists already; use --force to replace it")
-    save_atomic(args.path, write_template)
+    with Outputs([args.path]) as tx:  # staged beside the target, like run's outputs
+        write_template(tx.path(args.path))
+        tx.commit()
     print(f"planner: wrote template {args.path}")
     return EXIT_OK
 

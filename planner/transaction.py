@@ -11,7 +11,7 @@ its destination, then moved into place together (issue 17).
 Promises (each has a test in ``tests/test_transaction.py``):
 
 * **Nothing the user had is touched before** :meth:`Outputs.commit`. The staged files
-  live in ``.planner-stage-<pid>-<random>/`` (mode 0700) in each destination folder (the
+  live in ``.planner-stage-<pid>@<host>-<random>/`` (mode 0700) in each destination folder (the
   same file system, so the final step is a ``rename``); each keeps its final file name, so
   an ``.eml`` attaches the workbook under its real name.
 * **Nothing is left behind** on any exit path: the staging folders (and the folders the
@@ -20,8 +20,8 @@ Promises (each has a test in ``tests/test_transaction.py``):
   XlsxWriter's constant-memory temporary files go into the staging folder too
   (``tmpdir``, and :data:`tempfile.tempdir` for the duration, so any library's
   ``tempfile`` use lands there). A run killed with SIGKILL cannot clean up: its folder
-  is removed by the next run on the same destination (the pid in the name is no longer
-  alive).
+  is removed by the next run on the same destination on the same machine (the pid in the
+  name is no longer alive).
 * **The set is committed together**: SIGINT and SIGTERM are blocked while the files are
   renamed (:func:`signals_held`), so an interruption lands before the first
   rename or after the last, never between the workbook and its memo.
@@ -45,7 +45,15 @@ import tempfile
 from pathlib import Path
 
 STAGE_PREFIX = ".planner-stage-"
-_STAGE = re.compile(re.escape(STAGE_PREFIX) + r"(\d+)-")
+_STAGE = re.compile(re.escape(STAGE_PREFIX) + r"(\d+)@([^-]*)-")
+
+
+def _host() -> str:
+    """This machine's name, as it can stand in a folder name (a stale folder is only judged
+    by the machine whose process made it: a pid means nothing on another host)."""
+    import socket
+
+    return re.sub(r"[^A-Za-z0-9.]", "_", socket.gethostname())[:40]
 _SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
@@ -81,7 +89,7 @@ def remove_stale(folder: Path) -> list[Path]:
         return removed
     for name in names:
         m = _STAGE.match(name)
-        if m and not _alive(int(m.group(1))):
+        if m and m.group(2) == _host() and not _alive(int(m.group(1))):
             shutil.rmtree(folder / name, ignore_errors=True)
             removed.append(folder / name)
     return removed
@@ -146,7 +154,10 @@ class Outputs:
         if not p.is_dir():  # the first part that exists is a file: name it, not the folder below
             raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(p))
         for d in reversed(missing):
-            os.mkdir(d)
+            try:
+                os.mkdir(d)
+            except FileExistsError:  # another run made it just now: not ours to remove
+                continue
             self._made.append(d)
         if not folder.is_dir():
             raise NotADirectoryError(errno.ENOTDIR, "not a folder", str(folder))
@@ -174,7 +185,7 @@ class Outputs:
                 self._lock(folder)
                 remove_stale(folder)
                 with signals_held():
-                    self._stage[folder] = Path(tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.getpid()}-",
+                    self._stage[folder] = Path(tempfile.mkdtemp(prefix=f"{STAGE_PREFIX}{os.getpid()}@{_host()}-",
                                                                 dir=folder))
             self._saved_tempdir = tempfile.tempdir
             tempfile.tempdir, self._tempdir_set = str(self.tmpdir), True

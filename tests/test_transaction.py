@@ -56,7 +56,7 @@ def test_outputs_commit_moves_every_file_and_leaves_no_stage(tmp_path):
     a, b = tmp_path / "x" / "a.xlsx", tmp_path / "y" / "b.eml"
     with Outputs([a, b]) as tx:
         stage = tx.tmpdir
-        assert stage.parent == a.parent and stage.name.startswith(f"{STAGE_PREFIX}{os.getpid()}-")
+        assert stage.parent == a.parent and stage.name.startswith(f"{STAGE_PREFIX}{os.getpid()}@{transaction._host()}-")
         assert oct(stage.stat().st_mode & 0o777) == "0o700"           # private
         assert tempfile.gettempdir() == str(stage)                   # any library's temp files land here
         tx.path(a).write_bytes(b"A")
@@ -109,14 +109,17 @@ def test_signals_are_held_during_the_commit():
 def test_stale_stage_of_a_killed_run_is_removed_live_one_kept(tmp_path):
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait()
-    (tmp_path / f"{STAGE_PREFIX}{dead.pid}-abc").mkdir()
-    (tmp_path / f"{STAGE_PREFIX}{dead.pid}-abc" / "x.xlsx").write_bytes(b"half")
-    live = tmp_path / f"{STAGE_PREFIX}{os.getppid()}-def"
+    host = transaction._host()
+    (tmp_path / f"{STAGE_PREFIX}{dead.pid}@{host}-abc").mkdir()
+    (tmp_path / f"{STAGE_PREFIX}{dead.pid}@{host}-abc" / "x.xlsx").write_bytes(b"half")
+    live = tmp_path / f"{STAGE_PREFIX}{os.getppid()}@{host}-def"
+    elsewhere = tmp_path / f"{STAGE_PREFIX}{dead.pid}@other-host-ghi"  # another machine's pid: not judged here
     live.mkdir()
+    elsewhere.mkdir()
     with Outputs([tmp_path / "p.xlsx"]) as tx:
         tx.path(tmp_path / "p.xlsx").write_bytes(b"P")
         tx.commit()
-    assert sorted(os.listdir(tmp_path)) == [live.name, "p.xlsx"]
+    assert sorted(os.listdir(tmp_path)) == sorted([live.name, elsewhere.name, "p.xlsx"])
 
 
 # ----------------------------------------------------------------------------- run: failures late
