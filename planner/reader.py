@@ -192,6 +192,7 @@ def _header_hint(title: str, c: Column, extras: list[tuple[int, str]]) -> str:
     return f"; found {found[0]!r} in {found[1]}, ignored: the column is {c.name}, {what}"
 
 
+_CALIB_SHEETS = {"models", "gpus", "workloads", "settings", "measurements"}
 _PLACE = re.compile(r"^(?P<sheet>[^!]+?)(?:!(?P<col>[A-Z]+)(?P<row>\d+)| row (?P<row2>\d+))?$")
 
 
@@ -292,10 +293,19 @@ def read_input(path: str | Path) -> PlanInput:
 
     problems += output_problems(len(w) if w is not None else 0, settings,
                                 lambda key: setting_places.get(key, schema.SETTINGS))
+    from .scenario_checks import calibration_problems, check_scenarios
+
+    p_in = None
+    if m is not None and g is not None and w is not None:
+        p_in = PlanInput(path, hashlib.sha256(data).hexdigest(), m, g, w, settings, settings_extra, notes, optional)
+        # the calibration, in the same pass: unless a sheet it reads has problems of its own
+        # (then its messages would only echo those)
+        if not any(_PLACE.match(p.place) and _PLACE.match(p.place).group("sheet").strip().lower() in _CALIB_SHEETS
+                   for p in problems):
+            problems += calibration_problems(p_in)
     if problems:
         raise InputError(sorted(problems, key=_place_order))
-    p_in = PlanInput(path, hashlib.sha256(data).hexdigest(), m, g, w, settings, settings_extra, notes, optional)
-    from .scenario_checks import check_scenarios  # each scenario's state checked like the sheets
+    # each scenario's state checked like the sheets
 
     if problems := check_scenarios(p_in):
         raise InputError(sorted(problems, key=_place_order))

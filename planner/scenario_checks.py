@@ -121,3 +121,20 @@ def cached_totals(p_in) -> list[dict] | None:
     if hit is None or hit[0] != _fingerprint(p_in):
         return None
     return hit[1]
+
+
+def calibration_problems(p_in) -> list[Problem]:
+    """The problems of the calibration (Measurements fits, rows neither calibrated nor
+    estimable: :func:`planner.calibrate.fill_breakdown`), so that the reader lists them with
+    every other problem in one pass instead of after the others are fixed."""
+    from .calibrate import fill_breakdown
+    from .plan import table_frame
+
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            fill_breakdown(p_in, table_frame(p_in.models, "Models"), table_frame(p_in.gpus, "GPUs"),
+                           table_frame(p_in.workloads, "Workloads"))
+        except InputError as err:
+            return list(err.problems)
+    return []

@@ -264,3 +264,22 @@ def test_undecodable_input_name_is_a_located_problem_not_an_internal_error(tmp_p
         r = run_cli(*args, cwd=tmp_path)
         assert r.returncode == 2, r.stderr
         assert "is not valid UTF-8" in r.stderr and "internal error" not in r.stderr
+
+
+def test_calibration_problems_come_with_the_other_problems(tmp_path):
+    """A row neither calibrated nor estimable (test_calib_workbook's case) and a Demand row
+    naming an unknown workload: both in one answer (the calibration used to wait for the rest)."""
+    from planner.inputs_sheets import write_input_workbook
+    from test_calib_workbook import BASE, GPUS, MODELS, WORKLOADS
+
+    wl = [dict(WORKLOADS[0]), {"workload": "lost", "model": "team-70b", "gpu": "H100", "isl": 4096,
+                               **{**BASE, "tp": 2}}]
+    models = [MODELS[0], {**{k: v for k, v in MODELS[1].items() if k != "heads"}, "model": "team-70b"}]
+    src = tmp_path / "bad.xlsx"
+    write_input_workbook(src, models, GPUS, wl, {}, optional={
+        "Demand": [{"workload": "nobody", "period": "2027-Q1", "demand_tpm": 1000}]})
+    r = run_cli("validate", src, cwd=tmp_path)
+    assert r.returncode == 2
+    lines = problem_lines(r.stderr)
+    assert any("workload 'lost'" in x and "no Measurements for team-70b on 2x H100" in x for x in lines), lines
+    assert any(x.startswith("Demand!A2:") and "'nobody'" in x for x in lines), lines
