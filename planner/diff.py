@@ -16,10 +16,12 @@ Bridge steps, applied in this fixed order (each state is planned in full)::
 
     state0  = OLD
     removed : drop the workloads that are only in OLD
-    added   : add the workloads that are only in NEW, with the models and GPUs they need
-              from NEW (a model or GPU that OLD defines differently is added as a copy under
-              another name for them: the added workloads cost what they cost in NEW, the
-              workloads in both keep OLD's definition until ``price``/``other``)
+    added   : add the workloads that are only in NEW at their cost in NEW (issue 17: the
+              step carries all of it, whatever else NEW changes; from here on they count at
+              that cost, and the states re-plan only the workloads in both, from OLD's rows
+              and OLD's Measurements, so every state is OLD changed step by step and passes
+              the reader's row checks; the workloads in both keep OLD's definitions until
+              ``price``/``other``)
     demand  : NEW's demand_tpm for the common workloads
     hit     : NEW's hit_target and hit_measured for the common workloads
     price   : NEW's hourly_cost for every GPU of the state that NEW has
