@@ -10,8 +10,8 @@ name matching ``^=?[^!]+!\\$?[A-Z]+\\$?\\d+`` becomes ``<c:f>`` (a formula) inst
 The planner never passes a reference as a *string* (it uses the ``[sheet, row, col]`` list
 form), so :func:`install` makes XlsxWriter treat every string name as text: the name is
 written as rich text ``<a:t>`` exactly as given. Lists still become references. Installed
-once, on import of the modules that write charts (:mod:`planner.writer`,
-:mod:`planner.diff_sheets`).
+(once; the call is idempotent) by the functions that write charts (:func:`planner.writer.write_output`,
+:func:`planner.diff_sheets.write_diff`).
 """
 
 from __future__ import annotations
@@ -35,5 +35,3 @@ def install() -> None:
     setattr(process_names, _MARK, True)
     xlsxwriter.chart.Chart._process_names = process_names
 
-
-install()

@@ -19,7 +19,7 @@ from . import __version__
 from .cli_options import (EXIT_ERROR, EXIT_INPUT, EXIT_OK, UsageError, _fix_provenance, _memo_options, _say,
                           add_email_options, check_output_path, default_output)
 from .diff_cli import add_parser as add_diff_parser, cmd_diff
-from .errors import InputError, Problem
+from .errors import InputError
 
 
 def _parser() -> argparse.ArgumentParser:

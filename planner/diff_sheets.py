@@ -17,7 +17,10 @@ from typing import Any
 
 import xlsxwriter
 
-from . import chart_text  # noqa: F401 - chart names stay text (installs on import)
+from .chart_text import install as names_are_text
+from .chart_text import install as _names_are_text
+
+_names_are_text()  # chart titles and series names stay text (planner.chart_text)
 from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
 
 from . import __version__, schema
@@ -251,6 +254,7 @@ def write_info(wb, fm: Formats, d: Diff, created: _dt.datetime) -> None:
 def write_diff(d: Diff, path: str | Path, created: _dt.datetime | None = None) -> list[str]:
     """Write the diff workbook to ``path``; returns its sheet names."""
     currency = str(d.new.settings.get("currency") or d.old.settings.get("currency") or "").strip()
+    names_are_text()  # chart titles and series names stay text (planner.chart_text)
     wb = xlsxwriter.Workbook(str(path), WB_OPTIONS)
     fm = Formats(wb)
     write_bridge(wb, fm, d, currency)

@@ -22,8 +22,7 @@ from typing import Callable
 
 import xlsxwriter
 
-from . import chart_text  # noqa: F401 - chart names stay text (installs on import)
-
+from .chart_text import install as names_are_text
 from . import __version__, finance_sheets, schema, sheets
 from .calib_sheet import resolved_overrides, write_calibration, write_filled
 from .catalog import filled_run_rows
@@ -59,6 +58,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     :mod:`planner.transaction`; default: the system's). Returns the sheet names.
     """
     tick = progress or (lambda rows: None)
+    names_are_text()  # chart titles and series names stay text (planner.chart_text)
     n = len(plan.results)
     layout = Layout.of(plan, max_rows)  # every sheet's columns, before anything is written
     wb = xlsxwriter.Workbook(str(path), {**WB_OPTIONS, "constant_memory": True,

@@ -12,7 +12,6 @@ import openpyxl
 import pytest
 
 from conftest import EXAMPLE, edited_example, problem_lines, run_cli
-from planner.errors import InputError
 from planner.reader import read_input
 
 
