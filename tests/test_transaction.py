@@ -296,18 +296,22 @@ def test_a_second_run_waits_for_the_lock_and_then_commits_its_whole_set(tmp_path
     out, tmpd = tmp_path / "out", tmp_path / "tmp"
     out.mkdir()
     tmpd.mkdir()
+    log = tmp_path / "stderr.txt"
     fd = os.open(out, os.O_RDONLY)
     fcntl.flock(fd, fcntl.LOCK_EX)  # another run is committing in this folder
     try:
-        proc = _popen(["run", EXAMPLE, "-o", out / "plan.xlsx", "--eml", out / "plan.eml"], tmp_path, tmpd)
-        time.sleep(6)  # the whole run takes about 4 s: it must be waiting, having written nothing
-        assert proc.poll() is None
+        with open(log, "w") as err_file:
+            proc = subprocess.Popen([sys.executable, "-m", "planner", "run", str(EXAMPLE), "-o", str(out / "plan.xlsx"),
+                                     "--eml", str(out / "plan.eml")], cwd=tmp_path,
+                                    env=planner_env({"TMPDIR": str(tmpd)}), stdout=subprocess.DEVNULL, stderr=err_file)
+        _wait_for(lambda: "waiting for another planner run" in log.read_text(), proc, timeout=180, what="the lock")
+        time.sleep(0.5)
+        assert proc.poll() is None          # it waits, having written nothing
         assert os.listdir(out) == []
     finally:
         os.close(fd)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 0, err
-    assert f"waiting for another planner run writing in {out}" in err
+    assert proc.wait(timeout=180) == 0, log.read_text()
+    assert f"waiting for another planner run writing in {out} to finish" in log.read_text()
     assert sorted(os.listdir(out)) == ["plan-memo.html", "plan-memo.md", "plan-tpm.png", "plan-ttft.png",
                                        "plan.eml", "plan.xlsx"]
     assert tree(tmpd) == {}
