@@ -91,7 +91,7 @@ def test_hit_step_below_the_bound_is_refused_with_the_sheet_size(tmp_path, step,
     src, _ = edited_example(tmp_path / "in.xlsx", edit)
     t0 = time.perf_counter()
     r = run_cli("validate", src, cwd=tmp_path)
-    assert time.perf_counter() - t0 < 20  # refused up front (1e-6 ran for minutes before)
+    assert time.perf_counter() - t0 < 60  # refused up front (1e-6 ran for minutes before; ~1 s now)
     assert r.returncode == 2, r.stderr
     n = 14  # the example's workloads
     assert problem_lines(r.stderr) == [
