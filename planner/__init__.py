@@ -29,10 +29,11 @@ __all__ = ["InputError", "Problem", "__version__", "build_plan", "diff_plans", "
 def read_input(path: str | Path):
     """Read and validate an input workbook: a :class:`~planner.inputs.reader.PlanInput`.
 
-    Raises :class:`InputError` with every problem, each at its place."""
-    from planner.inputs import reader
+    Raises :class:`InputError` with every problem, each at its place: the same checks as
+    ``planner validate`` (sheet sizes, calibration and each scenario's re-planned state included)."""
+    from planner.finance import validation
 
-    return reader.read_input(Path(path))
+    return validation.read_checked(Path(path))
 
 
 def build_plan(source):

@@ -101,8 +101,12 @@ def fake_catalog(monkeypatch):
 
 def test_base_and_instruct_variants_found_without_aliases(fake_catalog):
     mixtral, qwen = fake_catalog[MODEL]
-    for name in ("mistralai/Mixtral-8x7B-Instruct-v0.1", "Mixtral-8x7B-v0.1", "Mixtral-8x7B", "mixtral 8x7b instruct"):
+    for name in ("mistralai/Mixtral-8x7B-Instruct-v0.1", "Mixtral-8x7B-v0.1", "mixtral 8x7b instruct v0.1"):
         assert catalog.find(name, MODEL) is mixtral, name
+    # a version is part of the name (issue 17): without it, or another one, it is not the same model
+    for name in ("Mixtral-8x7B", "Mixtral-8x7B-Instruct-v0.2"):
+        assert catalog.find(name, MODEL) is None, name
+        assert catalog.version_hint(name) == ["Mixtral-8x7B-Instruct-v0.1"]
     for name in ("Qwen/Qwen3-8B", "Qwen3-8B-Instruct", "qwen3_8b_base"):
         assert catalog.find(name, MODEL) is qwen, name
     assert catalog.find("Qwen3-32B", MODEL) is None

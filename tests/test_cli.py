@@ -606,5 +606,6 @@ def test_internal_errors_exit_1_without_traceback(tmp_path):
     r = run_planner("run", EXAMPLE, "-o", tmp_path / "blocker" / "plan.xlsx", cwd=tmp_path)
     assert r.returncode == 1, r.stderr        # not an input problem (2): the target folder is blocked
     assert "Traceback" not in r.stderr
-    assert "cannot write" in r.stderr and "nothing was written" in r.stderr
+    assert "environment problem" in r.stderr and "nothing was written" in r.stderr
+    assert str(tmp_path / "blocker") in r.stderr and "where a folder is expected" in r.stderr  # path and cause
     assert (tmp_path / "blocker").read_bytes() == b"x"

@@ -159,14 +159,16 @@ def test_interrupted_run_leaves_no_partial_file(tmp_path, big_input, sig, code):
     import signal
 
     src = big_input
-    out_dir = tmp_path / "out"
+    out_dir, tmpdir = tmp_path / "out", tmp_path / "tmp"
     out_dir.mkdir()
+    tmpdir.mkdir()
     (out_dir / "plan.xlsx").write_bytes(b"previous")
-    proc = subprocess.Popen([sys.executable, "-m", "planner", "run", str(src), "-o", str(out_dir / "plan.xlsx"),
-                             "--no-memo"], cwd=tmp_path, env=planner_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+    (out_dir / "plan-memo.md").write_bytes(b"previous memo")
+    proc = subprocess.Popen([sys.executable, "-m", "planner", "run", str(src), "-o", str(out_dir / "plan.xlsx")],
+                            cwd=tmp_path, env=planner_env({"TMPDIR": str(tmpdir)}), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while time.time() < deadline and not any(n.endswith(".tmp") for n in os.listdir(out_dir)):
+    while time.time() < deadline and not any(n.startswith(".planner-stage-") for n in os.listdir(out_dir)):
         assert proc.poll() is None, "the run ended before writing started"
         time.sleep(0.01)
     time.sleep(0.2)  # well inside the writing
@@ -174,4 +176,6 @@ def test_interrupted_run_leaves_no_partial_file(tmp_path, big_input, sig, code):
     _, err = proc.communicate(timeout=60)
     assert proc.returncode == code, err
     assert "no partial file" in err and "Traceback" not in err
-    assert os.listdir(out_dir) == ["plan.xlsx"] and (out_dir / "plan.xlsx").read_bytes() == b"previous"
+    assert sorted(os.listdir(out_dir)) == ["plan-memo.md", "plan.xlsx"]
+    assert (out_dir / "plan.xlsx").read_bytes() == b"previous" and (out_dir / "plan-memo.md").read_bytes() == b"previous memo"
+    assert os.listdir(tmpdir) == []  # XlsxWriter's constant-memory files were in the staging folder (issue 17)

@@ -10,8 +10,11 @@ Matching (:func:`find`):
 * models: case-insensitive, with or without the organisation prefix
   (``meta-llama/Llama-3.1-70B-Instruct`` = ``Llama-3.1-70B-Instruct``), spaces and underscores
   read as hyphens, the entry's aliases too; then base/instruct variants of one architecture
-  (``-Instruct``, ``-Base``, ``-Chat``, ``-it`` dropped on both sides), then also without a
-  trailing version (``-v0.1``);
+  (``-Instruct``, ``-Base``, ``-Chat``, ``-it`` dropped on both sides). A version is part of
+  the name: ``Mistral-7B-v0.1`` is not ``Mistral-7B-v0.3``, ``DeepSeek-V2`` is not
+  ``DeepSeek-V3`` (issue 17): a name that differs from an entry only in its trailing version
+  (or lacks it) is not filled; the message names the entry as a did-you-mean
+  (:func:`version_hint`);
 * GPUs: case, spaces, hyphens and underscores ignored (``h100-sxm`` = ``H100 SXM``), and a
   leading vendor name (``NVIDIA H200``).
 """
@@ -113,7 +116,7 @@ def _gpu_vendorless(key: str) -> str:
 @cache
 def _index(kind: str) -> tuple[dict[str, Entry], ...]:
     """Lookup tables, most exact first: each maps a normalised name to the first entry with it."""
-    levels: list[dict[str, Entry]] = [{}, {}, {}] if kind == MODEL else [{}, {}]
+    levels: list[dict[str, Entry]] = [{}, {}]
     for e in entries(kind):
         for n in e.names:
             for level, key in zip(levels, _keys(n, kind)):
@@ -125,7 +128,7 @@ def _keys(name: Any, kind: str) -> tuple[str, ...]:
     """The matching keys of a name, most exact first (the same for catalog names and typed ones)."""
     if kind == MODEL:
         k = model_key(name)
-        return k, _variant_key(k), _VERSION.sub("", _variant_key(k))
+        return k, _variant_key(k)
     k = gpu_key(name)
     return k, _gpu_vendorless(k)
 
@@ -155,8 +158,22 @@ def closest(name: Any, kind: str, n: int = 3) -> list[str]:
     return out[:n]
 
 
+def version_hint(name: Any) -> list[str]:
+    """Catalog models that differ from ``name`` only in the trailing version (``-v0.3``,
+    ``-V3``) or its absence: never filled from, named in the message instead."""
+    want = _VERSION.sub("", _variant_key(model_key(name)))
+    out: list[str] = []
+    for e in entries(MODEL):
+        if any(_VERSION.sub("", _variant_key(model_key(n))) == want for n in e.names) and e.name not in out:
+            out.append(e.name)
+    return out
+
+
 def closest_text(name: Any, kind: str) -> str:
-    """``"closest: 'A', 'B'"`` or a pointer to ``planner catalog`` when nothing is close."""
+    """``"closest: 'A', 'B'"`` or a pointer to ``planner catalog`` when nothing is close; a
+    catalog model of another version is named first, as not the same model."""
+    if kind == MODEL and (other := version_hint(name)):
+        return f"did you mean {' or '.join(repr(x) for x in other)}? the catalog has that version, not this one"
     near = closest(name, kind)
     if near:
         return "closest: " + ", ".join(repr(x) for x in near)

@@ -34,9 +34,8 @@ def cmd_diff(args) -> int:
 
     from planner.diff.bridge import diff_plans
     from planner.diff.memo import build_memo, memo_paths
-    from planner.memo.render import write_memo
     from planner.diff.workbook import write_diff
-    from planner.core.fileio import save_atomic
+    from planner.cli.transaction import write_outputs
 
     old, new = args.old, args.new
     if old.resolve() == new.resolve() or (old.exists() and new.exists() and os.path.samefile(old, new)):
@@ -60,14 +59,8 @@ def cmd_diff(args) -> int:
         created = created if created.tzinfo else created.replace(tzinfo=dt.timezone.utc)
     d = diff_plans(old, new)
     memo_ = None if args.no_memo else build_memo(d, out, created=created)
-    save_atomic(out, lambda tmp: write_diff(d, tmp, created))
-    if memo_ is not None:
-        write_memo(memo_)
-    if args.eml:
-        from planner.memo.mail import build_message, message_bytes
-
-        msg = build_message(memo_, out, to=args.to, sender=args.sender, subject=args.subject, date=created)
-        save_atomic(args.eml, lambda tmp: tmp.write_bytes(message_bytes(msg)))
+    write_outputs(out, lambda path, tmpdir: write_diff(d, path, created), memo_, args.eml, to=args.to,
+                  sender=args.sender, subject=args.subject, date=created)
     counts = {s: sum(1 for w in d.workloads if w["status"] == s) for s in ("added", "removed", "changed")}
     cur = str(d.new.settings.get("currency") or "").strip()
     _say(f"planner: compared {old} with {new}: {len(d.changes)} input cells changed; workloads "

@@ -18,7 +18,7 @@ from pathlib import Path
 from planner.core.version import __version__
 from planner.cli.options import (EXIT_ERROR, EXIT_INPUT, EXIT_OK, UsageError, _fix_provenance, _memo_options, _say, add_email_options, check_output_path, default_output)
 from planner.cli.diff import add_parser as add_diff_parser, cmd_diff
-from planner.core.errors import InputError, Problem
+from planner.core.errors import InputError
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -138,7 +138,6 @@ def _progress(plan, quiet: bool):
 
 def cmd_run(args) -> int:
     from planner.plan.build import build_plan
-    from planner.core.fileio import save_atomic
     from planner.workbook.writer import write_output
 
     src = args.input
@@ -148,10 +147,14 @@ def cmd_run(args) -> int:
         src = example_path()
     out = args.output or default_output(src)
     if not src.exists():
-        raise InputError([Problem(str(src), "no such file")])
+        from planner.inputs.reader import missing_problem
+
+        raise InputError([missing_problem(src)])
     check_output_path(src, out)
     _memo_options(args, src, out)
-    plan = build_plan(src)
+    from planner.finance.validation import read_checked
+
+    plan = build_plan(read_checked(src))
     plan = _fix_provenance(plan, args)
     memo_ = None
     if not args.no_memo:
@@ -161,18 +164,12 @@ def cmd_run(args) -> int:
             memo_ = build_memo(plan, out, templates=args.templates)
         except MemoTemplateError as err:
             raise UsageError(str(err)) from None
-    sheet_names: list[str] = []
+    from planner.cli.transaction import write_outputs
+
     with _progress(plan, args.quiet) as tick:
-        save_atomic(out, lambda tmp: sheet_names.extend(write_output(plan, tmp, progress=tick)))
-    if memo_ is not None:
-        from planner.memo.render import write_memo
-
-        write_memo(memo_)
-    if args.eml:
-        from planner.memo.mail import build_message, message_bytes
-
-        msg = build_message(memo_, out, to=args.to, sender=args.sender, subject=args.subject, date=plan.created)
-        save_atomic(args.eml, lambda tmp: tmp.write_bytes(message_bytes(msg)))
+        sheet_names = write_outputs(out, lambda path, tmpdir: write_output(plan, path, progress=tick, tmpdir=tmpdir),
+                                    memo_, args.eml, to=args.to, sender=args.sender, subject=args.subject,
+                                    date=plan.created)
     _print_warnings(plan)
     r = plan.results
     _say(f"planner: read {src} ({len(r)} workloads, {len(plan.models)} models, {len(plan.gpus)} GPUs)",
@@ -195,21 +192,27 @@ def cmd_run(args) -> int:
 
 def cmd_template(args) -> int:
     from planner.examples.build import write_template
-    from planner.core.fileio import save_atomic
+    from planner.cli.transaction import Outputs
 
     if args.path.suffix.lower() != ".xlsx":
         raise UsageError(f"{args.path}: the template must be an .xlsx file")
     if args.path.exists() and not args.force:
         raise UsageError(f"{args.path}: exists already; use --force to replace it")
-    save_atomic(args.path, write_template)
+    with Outputs([args.path]) as tx:  # staged beside the target, like run's outputs
+        write_template(tx.path(args.path))
+        tx.commit()
     print(f"planner: wrote template {args.path}")
     return EXIT_OK
 
 
 def cmd_validate(args) -> int:
+    from planner.cli.options import check_file_name
     from planner.plan.build import build_plan
 
-    plan = build_plan(args.input)
+    check_file_name(args.input, "input")
+    from planner.finance.validation import read_checked
+
+    plan = build_plan(read_checked(args.input))
     _print_warnings(plan)
     print(f"planner: {args.input} is valid ({len(plan.results)} workloads, {len(plan.models)} models, "
           f"{len(plan.gpus)} GPUs, {len(plan.warnings)} warnings)")
@@ -257,6 +260,22 @@ def main(argv: list[str] | None = None) -> int:
 
     handler = {"run": cmd_run, "template": cmd_template, "validate": cmd_validate, "send": cmd_send,
                "catalog": cmd_catalog, "diff": cmd_diff, "measurements": cmd_measurements}[args.command]
+    import warnings
+
+    # no raw library warnings on stderr (a numpy RuntimeWarning names internal paths): every
+    # number is checked for finiteness by the planner itself; PLANNER_DEBUG=1 shows them
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = _dispatch(handler, args)
+    if caught and os.environ.get("PLANNER_DEBUG"):
+        for w in caught:
+            print(f"planner: debug: {w.category.__name__}: {w.message} ({w.filename}:{w.lineno})", file=sys.stderr)
+    return code
+
+
+def _dispatch(handler, args) -> int:
+    from planner.core.failures import environment_message, internal_message, os_error_of
+
     try:
         return handler(args)
     except InputError as err:
@@ -265,19 +284,23 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as err:
         print(f"planner: {err}", file=sys.stderr)
         return EXIT_INPUT
-    except OSError as err:  # the output folder cannot be made or written
-        where = err.filename or ""
-        print(f"planner: cannot write {where}: {err.strerror or err}; nothing was written", file=sys.stderr)
-        return EXIT_ERROR
     except KeyboardInterrupt:
         print("planner: interrupted; no partial file was left", file=sys.stderr)
         return 130
     except Terminated:
         print("planner: terminated; no partial file was left", file=sys.stderr)
         return 143
+    except MemoryError:
+        print("planner: environment problem: out of memory; nothing was written (files already there are "
+              "unchanged)", file=sys.stderr)
+        return EXIT_ERROR
     except Exception as err:  # noqa: BLE001 - the promise is: never a traceback
+        os_err = os_error_of(err)
+        if os_err is not None:  # the disk, a permission, a folder where a file is expected
+            print(f"planner: {environment_message(os_err)}; nothing was written "
+                  f"(files already there are unchanged)", file=sys.stderr)
+            return EXIT_ERROR
         if os.environ.get("PLANNER_DEBUG"):
             raise
-        print(f"planner: internal error ({type(err).__name__}: {err}); "
-              f"set PLANNER_DEBUG=1 for details", file=sys.stderr)
+        print(f"planner: {internal_message(err)}", file=sys.stderr)
         return EXIT_ERROR

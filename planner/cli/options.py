@@ -22,8 +22,27 @@ def default_output(input_path: Path) -> Path:
     return Path.cwd() / "out" / f"{input_path.stem}-plan.xlsx"
 
 
+def check_file_name(path: Path, what: str) -> None:
+    """A path whose name becomes text in the outputs (workbook properties, the memo, an email
+    attachment): refused when it holds a line break or is not valid UTF-8 (an undecodable
+    byte read from the file system)."""
+    from planner.inputs.cells import line_break
+
+    text = str(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UsageError(f"{text.encode('utf-8', 'backslashreplace').decode()}: the {what} path is not valid "
+                         f"UTF-8 (a byte the file system holds cannot be read as a character); rename it") from None
+    if brk := line_break(text, strip=False):
+        raise UsageError(f"{text!r}: the {what} path contains a line break ({brk}); choose another name")
+
+
 def check_output_path(input_path: Path, output: Path) -> None:
-    """Refuse an output that is the input, is not .xlsx, or is open in Excel."""
+    """Refuse an output that is the input, is not .xlsx, or is open in Excel; and input or
+    output names that cannot become text (:func:`check_file_name`)."""
+    check_file_name(input_path, "input")
+    check_file_name(output, "output")
     if output.suffix.lower() != ".xlsx":
         raise UsageError(f"{output}: the output must be an .xlsx file")
     if output.resolve() == input_path.resolve() or (output.exists() and os.path.samefile(output, input_path)):
@@ -51,6 +70,7 @@ def _memo_options(args, src: Path, out: Path) -> None:
         except ValueError as err:
             raise UsageError(str(err)) from None
     if args.eml:
+        check_file_name(args.eml, "--eml")
         if args.eml.suffix.lower() != ".eml":
             raise UsageError(f"{args.eml}: the email must be an .eml file")
         taken = [src, out] + ([] if args.no_memo else list(memo.memo_paths(out).values()))

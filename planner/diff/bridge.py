@@ -16,10 +16,12 @@ Bridge steps, applied in this fixed order (each state is planned in full)::
 
     state0  = OLD
     removed : drop the workloads that are only in OLD
-    added   : add the workloads that are only in NEW, with the models and GPUs they need
-              from NEW (a model or GPU that OLD defines differently is added as a copy under
-              another name for them: the added workloads cost what they cost in NEW, the
-              workloads in both keep OLD's definition until ``price``/``other``)
+    added   : add the workloads that are only in NEW at their cost in NEW (issue 17: the
+              step carries all of it, whatever else NEW changes; from here on they count at
+              that cost, and the states re-plan only the workloads in both, from OLD's rows
+              and OLD's Measurements, so every state is OLD changed step by step and passes
+              the reader's row checks; the workloads in both keep OLD's definitions until
+              ``price``/``other``)
     demand  : NEW's demand_tpm for the common workloads
     hit     : NEW's hit_target and hit_measured for the common workloads
     price   : NEW's hourly_cost for every GPU of the state that NEW has
@@ -46,7 +48,7 @@ from planner.core import schema
 from planner.inputs.kv_tiers import trace_path
 from planner.core.errors import InputError, Problem
 from planner.diff.input_changes import Change, _same_record, fold, input_changes
-from planner.inputs.reader import PlanInput, Table, read_input
+from planner.inputs.reader import PlanInput, Table
 
 STEPS = ("removed", "added", "demand", "hit", "price", "other")
 
@@ -305,13 +307,36 @@ def gpu_changes(old_plan, new_plan) -> list[dict]:
     return out
 
 
+STATE_OF = {"removed": "workload list, removed workloads dropped", "added": "added workloads",
+            "demand": "demand_tpm", "hit": "hit_target and hit_measured", "price": "hourly_cost"}
+
+
 def bridge(old_plan, new_plan, build) -> tuple[list[tuple[str, float]], dict[str, float]]:
     """The cost bridge: ``[("old", c0), ("removed", d1), ..., ("other", d6), ("new", c_new)]``
     and the unrounded fleet cost after each step. ``build`` plans a PlanInput."""
     c_old, c_new = fleet_cost_per_month(old_plan), fleet_cost_per_month(new_plan)
     costs = {"old": c_old}
+    # an added workload carries all of its NEW cost in the `added` step (issue 17): from that
+    # step on it counts at its cost in NEW, and the states re-plan only the common workloads
+    # (OLD's rows, OLD's Measurements: each state is OLD changed step by step, and consistent)
+    old_names = set(_by_name(old_plan.input.workloads, "workload"))
+    new_cost = workload_cost_per_month(new_plan)
+    added = math.fsum(c for r, c in zip(new_plan.input.workloads.records, new_cost)
+                      if fold(r["workload"]) not in old_names and not math.isnan(c))
     for step, state in bridge_states(old_plan.input, new_plan.input):
-        costs[step] = fleet_cost_per_month(build(state)) if len(state.workloads) else 0.0
+        common = [r for r in state.workloads.records if fold(r["workload"]) in old_names]
+        if len(common) != len(state.workloads):
+            state = with_records(state, {"Workloads": common})
+        from planner.finance.scenario_states import _row_problems  # the row checks of the reader, on the state
+
+        try:
+            if rows := _row_problems(state):
+                raise InputError(rows)
+            cost = fleet_cost_per_month(build(state)) if len(state.workloads) else 0.0
+        except InputError as err:  # a state nobody wrote: say which step, and what it mixes
+            raise InputError([Problem(f"NEW {new_plan.input.path}", f"bridge step {step!r} (OLD with NEW's "
+                                      f"{STATE_OF[step]}): {x}") for x in err.problems]) from None
+        costs[step] = cost + (added if step != "removed" else 0.0)
     costs["other"] = c_new
     q = exact_quantum(costs.values())
     snapped = [snap(v, q) for v in costs.values()]
@@ -334,12 +359,15 @@ def new_warnings(old_plan, new_plan) -> list[str]:
 
 
 def read_pair(old_path: Path, new_path: Path) -> tuple[PlanInput, PlanInput]:
-    """Read both files; every problem of both is raised at once, each naming its file."""
+    """Read both files with every check (:func:`planner.finance.validation.read_checked`); every
+    problem of both is raised at once, each naming its file."""
+    from planner.finance.validation import read_checked
+
     problems: list[Problem] = []
     out = []
     for role, p in (("OLD", old_path), ("NEW", new_path)):
         try:
-            out.append(read_input(p))
+            out.append(read_checked(p))
         except InputError as err:
             problems += [Problem(f"{role} {p}: {x.place}" if x.place not in (str(p), p.name)
                                  else f"{role} {p}", x.message) for x in err.problems]
@@ -356,7 +384,15 @@ def diff_plans(old_path: str | Path, new_path: str | Path) -> Diff:
 
     old_path, new_path = Path(old_path), Path(new_path)
     old_in, new_in = read_pair(old_path, new_path)
-    old_plan, new_plan = build_plan(old_in), build_plan(new_in)
+    plans, problems = [], []
+    for role, p_in in (("OLD", old_in), ("NEW", new_in)):  # calibration problems: named by file too
+        try:
+            plans.append(build_plan(p_in))
+        except InputError as err:
+            problems += [Problem(f"{role} {p_in.path}: {x.place}", x.message) for x in err.problems]
+    if problems:
+        raise InputError(problems)
+    old_plan, new_plan = plans
     changes = input_changes(old_in, new_in)
     br, costs = bridge(old_plan, new_plan, build_plan)
     unpriced = []

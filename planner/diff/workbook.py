@@ -16,6 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import xlsxwriter
+
+from planner.workbook.chart_text import install as names_are_text
+from planner.workbook.chart_text import install as _names_are_text
+
+_names_are_text()  # chart titles and series names stay text (planner.workbook.chart_text)
 from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
 
 from planner.core.version import __version__
@@ -274,6 +279,7 @@ def write_info(wb, fm: Formats, d: Diff, created: _dt.datetime) -> None:
 def write_diff(d: Diff, path: str | Path, created: _dt.datetime | None = None) -> list[str]:
     """Write the diff workbook to ``path``; returns its sheet names."""
     currency = str(d.new.settings.get("currency") or d.old.settings.get("currency") or "").strip()
+    names_are_text()  # chart titles and series names stay text (planner.workbook.chart_text)
     wb = xlsxwriter.Workbook(str(path), WB_OPTIONS)
     fm = Formats(wb)
     write_bridge(wb, fm, d, currency)

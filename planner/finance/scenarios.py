@@ -78,7 +78,11 @@ def scenario_compare(plan) -> pd.DataFrame:
     rows.append({"scenario": BASE, "gpus_needed": float(base["gpus_needed"]),
                  "cost_per_month": float(base["cost_per_month"]), "tpm_capacity": float(base["tpm_capacity"])})
     scn = plan.input.optional.get(schema.SCN)
-    if scn is not None:
+    from planner.finance.scenario_states import cached_totals
+
+    if scn is not None and (checked := cached_totals(plan.input)) is not None:
+        rows += checked  # re-planned and checked before anything was written (planner.finance.scenario_states)
+    elif scn is not None:
         tables = {s: plan.input.table(s) for s in schema.SHEETS + (schema.TIERS,)}
         problems: list[Problem] = []
         ovs = overrides(scn, tables, plan.input.settings, problems)

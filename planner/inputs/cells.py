@@ -64,6 +64,30 @@ def parse_cell(col: Column, raw: Any, number_format: str | None) -> tuple[Any, s
     return v, err, (note[0] if note and err is None else None)
 
 
+_BREAKS = {"\n": "LF", "\r": "CR", "\v": "vertical tab", "\f": "form feed", "\x1c": "U+001C", "\x1d": "U+001D",
+           "\x1e": "U+001E", "\x85": "U+0085 next line", "\u2028": "U+2028 line separator",
+           "\u2029": "U+2029 paragraph separator", "\x00": "NUL"}
+
+
+def line_break(text: str, strip: bool = True) -> str | None:
+    """The first line break in ``text`` (every character :meth:`str.splitlines` splits on,
+    and NUL), named; None when the text is one line. Surrounding spaces are not counted
+    with ``strip`` (a cell's value is read stripped: a trailing newline typed by accident is
+    dropped, not refused)."""
+    text = text.strip() if strip else text
+    for ch in text:
+        if ch in _BREAKS:
+            return _BREAKS[ch]
+    # Excel stores a CR (or another control character) of a cell as the escape _x000D_, which
+    # openpyxl's read-only reader leaves as it is: Excel shows a line break (ECMA-376 ST_Xstring)
+    if m := _XML_ESCAPED_BREAK.search(text):
+        return _BREAKS[chr(int(m.group(1), 16))]
+    return None
+
+
+_XML_ESCAPED_BREAK = re.compile(r"_x(000[ABCD]|001[CDE]|0085|202[89]|0000)_", re.I)
+
+
 def _parse(col: Column, raw: Any, number_format: str | None, note: list[str]) -> tuple[Any, str | None]:
     if col.kind == ANY:  # kept as typed: a number, or a text without its surrounding spaces
         if isinstance(raw, bool):
@@ -71,6 +95,9 @@ def _parse(col: Column, raw: Any, number_format: str | None, note: list[str]) ->
         if isinstance(raw, (int, float)):
             return float(raw), None
         return str(raw).strip(), None
+    if isinstance(raw, str) and (brk := line_break(raw)):  # names become file names, titles, headers
+        return None, (f"{col.name} {raw.strip()!r} contains a line break ({brk}): names and labels must "
+                      f"be one line")
     if col.kind == TEXT:
         if isinstance(raw, float) and raw.is_integer():
             raw = int(raw)

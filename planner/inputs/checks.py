@@ -118,3 +118,26 @@ def _check_workloads(t: Table, pos: dict[str, int], canon: dict[str, dict[str, s
         more = f" (and {len(fuzzy) - 3} more)" if len(fuzzy) > 3 else ""
         notes.append(f"{t.sheet}: {len(fuzzy)} model/gpu reference(s) differ from their names only in "
                      f"case or surrounding spaces; matched them: {'; '.join(fuzzy[:3])}{more}")
+
+
+def _check_optional_refs(optional: dict, canon: dict[str, dict[str, str]], problems: list[Problem]) -> None:
+    """The reference columns of the optional sheets (Measurements ``model``/``gpu``, and any
+    ``ref`` column added to the schema later) against the Models/GPUs names, in the same pass
+    as every other check (they used to wait for the calibration, after the others passed).
+    Demand checks its own ``workload`` references (:mod:`planner.finance.demand`). A referenced sheet
+    with problems of its own is skipped (a renamed or refused row would only echo here)."""
+    broken = {s for s in (schema.M, schema.G)
+              if any(p.place == s or p.place.startswith((f"{s}!", f"{s} row")) for p in problems)}
+    for sheet, t in optional.items():
+        if sheet == schema.DEM:
+            continue
+        for c in schema.columns(sheet):
+            if c.ref not in (schema.M, schema.G) or c.ref not in canon or c.ref in broken or c.name not in t.positions:
+                continue
+            for i, rec in enumerate(t.records):
+                name = rec.get(c.name)
+                where = _cell(t, t.positions, c.name, i)
+                if name is None or _had_error(problems, where):
+                    continue
+                if str(name).strip().lower() not in canon[c.ref]:
+                    problems.append(Problem(where, f"{c.name} {name!r} is not in {c.ref}"))

@@ -42,26 +42,29 @@ def _mb(n: int) -> str:
     return f"{n / 2**20:,.1f} MiB"
 
 
-def check_container(path: Path) -> None:
-    """Raise :class:`InputError` unless ``path`` looks like a safe .xlsx/.xlsm archive."""
+def check_container(path: Path, data: bytes | None = None) -> None:
+    """Raise :class:`InputError` unless ``path`` looks like a safe .xlsx/.xlsm archive.
+    ``data``: the file's bytes, read once by the caller (the reader parses and hashes the
+    same bytes); default: read ``path``."""
+    import io
+
     name = path.name
-    size = path.stat().st_size
-    if size == 0:
-        raise InputError([Problem(name, "the file is empty (0 bytes)")])
-    with open(path, "rb") as f:
-        head = f.read(8)
-    if head == OLE2_MAGIC:
+    if data is None:
         data = path.read_bytes()
+    if len(data) == 0:
+        raise InputError([Problem(name, "the file is empty (0 bytes)")])
+    head = data[:8]
+    if head == OLE2_MAGIC:
         if _ENCRYPTED in data:
             raise InputError([Problem(name, "the workbook is password-protected (encrypted): remove the "
                                             "password in Excel (File > Info > Protect Workbook) and save again")])
         raise InputError([Problem(name, "is a legacy Excel 97-2003 (.xls) workbook, whatever its name says: "
                                         "open it in Excel and save it as .xlsx")])
-    if not zipfile.is_zipfile(path):
+    if not zipfile.is_zipfile(io.BytesIO(data)):
         raise InputError([Problem(name, "is not an .xlsx workbook (not a zip archive); save it from Excel "
                                         "as .xlsx")])
     try:
-        with zipfile.ZipFile(path) as z:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
             infos = z.infolist()
     except (zipfile.BadZipFile, OSError) as exc:
         raise InputError([Problem(name, f"is a damaged zip archive ({exc})")]) from None

@@ -9,12 +9,15 @@ as :class:`~planner.core.errors.InputError`.
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import io
+import os
 import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Sequence
 
 import openpyxl
 from openpyxl.utils import get_column_letter
@@ -25,7 +28,8 @@ from planner.core import schema
 from planner.core.errors import InputError, Problem
 from planner.inputs.container import SheetScan, check_container, require_defusedxml, scan_sheet, sheet_xml_paths
 from planner.inputs.cells import _parse_numbers, cell_value, normalise_header, parse_cell
-from planner.inputs.checks import _check_gpus, _check_keys, _check_models, _check_required, _check_workloads
+from planner.inputs.checks import (_check_gpus, _check_keys, _check_models, _check_optional_refs, _check_required,
+                                   _check_workloads)
 from planner.core.schema import Column
 from planner.inputs import typed_text as th
 from planner.inputs import header_units
@@ -222,6 +226,7 @@ def _header_hint(title: str, c: Column, extras: list[tuple[int, str]]) -> str:
     return f"; found {found[0]!r} in {found[1]}, ignored: the column is {c.name}, {what}"
 
 
+_CALIB_SHEETS = {"models", "gpus", "workloads", "settings", "measurements"}
 _PLACE = re.compile(r"^(?P<sheet>[^!]+?)(?:!(?P<col>[A-Z]+)(?P<row>\d+)| row (?P<row2>\d+))?$")
 
 
@@ -236,28 +241,62 @@ def _place_order(p: Problem) -> tuple:
     return (order.get(m.group("sheet").lower(), len(order)), row, (len(col), col), "")
 
 
-def read_input(path: str | Path) -> PlanInput:
-    """Read, parse and validate ``path``; raise :class:`InputError` listing every problem."""
+@dataclass
+class BoundaryState:
+    """What a check of a layer above the input boundary sees while the input is read (see
+    ``checks`` of :func:`read_input`): the input (None when a table is missing), the number of
+    workloads, the Settings, the place of a Settings key, and the problems found so far."""
+
+    p_in: Any
+    n_workloads: int
+    settings: dict
+    setting_place: Callable[[str], str]
+    problems: list
+
+
+def problems_touch(problems, sheets) -> bool:
+    """Whether any problem lies on one of ``sheets`` (lower-case names)."""
+    for p in problems:
+        m = _PLACE.match(p.place)
+        if m and m.group("sheet").strip().lower() in sheets:
+            return True
+    return False
+
+
+def read_input(path: str | Path, *, checks: Sequence[Callable[[BoundaryState], list]] = (),
+               after: Sequence[Callable[[Any], list]] = ()) -> PlanInput:
+    """Read, parse and validate ``path``; raise :class:`InputError` listing every problem.
+
+    ``checks`` run in the same pass as the reader's own (their problems listed with them);
+    ``after`` run on the whole, valid input (each returns a list of problems). The layers above
+    give them (:func:`planner.finance.validation.read_checked`): this module imports none of them."""
     path = Path(path)
     problems: list[Problem] = []
     if not path.exists():
-        raise InputError([Problem(str(path), "no such file")])
+        raise InputError([missing_problem(path)])
     if path.is_dir():
         raise InputError([Problem(str(path), "is a folder, not a workbook")])
     require_defusedxml()
-    check_container(path)
+    # read once: the container checks, the parse and the SHA-256 on the Run sheet all come
+    # from these bytes (a file replaced while being read cannot mix two versions)
+    data = path.read_bytes()
+    check_container(path, data)
     try:
-        with zipfile.ZipFile(path) as z:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
             xml_of = sheet_xml_paths(z)
             scans = {name.strip().lower(): scan_sheet(z.read(p)) for name, p in xml_of.items()
                      if name.strip().lower() in {s.lower() for s in schema.SHEET_ORDER}
                      and p in z.namelist()}
-        wb = openpyxl.load_workbook(path, read_only=True, data_only=True, keep_links=False, keep_vba=False)
+        wb = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True, keep_links=False,
+                                    keep_vba=False)
     except InputError:
         raise
     except Exception as exc:  # openpyxl and zipfile raise many kinds for a damaged file
         raise InputError([_unreadable(path, exc)]) from None
     notes: list[str] = []
+    if twins := _twin_sheets(wb.sheetnames):
+        wb.close()
+        raise InputError(twins)
     try:
         tables: dict[str, Table | None] = {}
         positions: dict[str, dict[str, int]] = {}
@@ -273,7 +312,9 @@ def read_input(path: str | Path) -> PlanInput:
                 problems.append(Problem(f"{ws.title} row 2", f"no {sheet.lower()} rows: add at least one"))
             tables[sheet] = t
             positions[sheet] = t.positions if t is not None else {}
-        settings, settings_extra = _read_settings(wb, problems, scans.get(schema.SETTINGS.lower()), notes)
+        setting_places: dict[str, str] = {}
+        settings, settings_extra = _read_settings(wb, problems, scans.get(schema.SETTINGS.lower()), notes,
+                                                  setting_places)
         optional: dict[str, Table] = {}
         for sheet in schema.OPTIONAL_SHEETS:
             ws = _find_sheet(wb, sheet)
@@ -305,15 +346,56 @@ def read_input(path: str | Path) -> PlanInput:
         _check_workloads(w, positions["Workloads"], canon, problems, notes)
     for sheet, t in optional.items():
         _check_required(t, sheet, positions[sheet], problems, skip=set())
-    from planner.inputs.scenario_checks import check_optional  # Demand and Scenarios against the inputs (the finance view
+    _check_optional_refs(optional, canon, problems)
+    from planner.inputs.scenario_checks import check_optional  # Demand and Scenarios against the inputs (the finance view)
 
     check_optional(optional, {"Models": m, "GPUs": g, "Workloads": w}, settings, problems)
-    from planner.inputs.kv_tiers import check_inputs  # Tiers rows and the Workloads' trace files (issue 19
+    from planner.inputs.kv_tiers import check_inputs  # Tiers rows and the Workloads' trace files (issue 19)
 
     check_inputs(path, optional.get(schema.TIERS), w, positions.get("Workloads", {}), settings, problems, notes)
+    p_in = None
+    if m is not None and g is not None and w is not None:
+        p_in = PlanInput(path, hashlib.sha256(data).hexdigest(), m, g, w, settings, settings_extra, notes, optional)
+    # the checks of the layers above (sheet sizes, calibration, each scenario re-planned), in the
+    # same pass: given by the caller (planner.finance.validation.read_checked), so that this
+    # boundary imports nothing above it
+    state = BoundaryState(p_in, len(w) if w is not None else 0, settings,
+                          lambda key: setting_places.get(key, schema.SETTINGS), problems)
+    for check in checks:
+        problems += check(state)
     if problems:
         raise InputError(sorted(problems, key=_place_order))
-    return PlanInput(path, sha256_of(path), m, g, w, settings, settings_extra, notes, optional)
+    # checks that need a whole, valid input (each scenario's re-planned state)
+    late = [p for check in after for p in check(p_in)]
+    if late:
+        raise InputError(sorted(late, key=_place_order))
+    return p_in
+
+
+def missing_problem(path: Path) -> Problem:
+    """``no such file``, or what stands there instead: a symbolic link that loops or leads nowhere."""
+    if path.is_symlink():
+        try:
+            path.resolve(strict=True)
+        except RuntimeError:  # Python 3.11 raises RuntimeError for a loop
+            return Problem(str(path), "is a symbolic link that loops (it leads back to itself): no workbook")
+        except OSError as e:
+            if e.errno == errno.ELOOP:
+                return Problem(str(path), "is a symbolic link that loops (it leads back to itself): no workbook")
+        return Problem(str(path), f"is a symbolic link to {os.readlink(path)!r}, which does not exist")
+    return Problem(str(path), "no such file")
+
+
+def _twin_sheets(names: list[str]) -> list[Problem]:
+    """Sheets whose names differ only in case or surrounding spaces (``Workloads`` and
+    ``workloads ``): which one is meant is a guess, so it is an error naming both."""
+    by_fold: dict[str, list[str]] = {}
+    for n in names:
+        by_fold.setdefault(n.strip().lower(), []).append(n)
+    known = {s.lower() for s in schema.SHEET_ORDER}
+    return [Problem(same[0].strip() or repr(same[0]), f"sheets {' and '.join(repr(x) for x in same)} differ only in "
+                    f"case or surrounding spaces: rename or delete all but one")
+            for k, same in by_fold.items() if len(same) > 1 and k in known]
 
 
 def _unreadable(path: Path, exc: BaseException) -> Problem:
@@ -332,7 +414,8 @@ def _unreadable(path: Path, exc: BaseException) -> Problem:
 
 
 def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
-                   notes: list[str] | None = None) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
+                   notes: list[str] | None = None, places: dict[str, str] | None = None
+                   ) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
     values = {s.key: s.default for s in schema.SETTING_KEYS}
     extra: list[tuple[Any, Any]] = []
     ws = _find_sheet(wb, schema.SETTINGS)
@@ -359,6 +442,8 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
             continue
         s = spec[key]
         where = f"{ws.title}!{get_column_letter(jv + 1)}{kcell.row}"
+        if places is not None:
+            places[key] = where
         if s.kind == schema.NUMBERS:
             values[key], errs = _parse_numbers(key, raw)
             problems.extend(Problem(where, e) for e in errs)

@@ -87,8 +87,10 @@ def check_headers(to: list[str] | None, sender: str | None, subject: str | None)
         check_address(a, "--to")
     if sender is not None:
         check_address(sender, "--from")
-    if subject is not None and any(c in subject for c in "\r\n\0"):
-        raise ValueError("--subject may not contain a line break")
+    from planner.inputs.cells import line_break
+
+    if subject is not None and (brk := line_break(subject, strip=False)):
+        raise ValueError(f"--subject may not contain a line break ({brk})")
 
 
 # --------------------------------------------------------------------------- build

@@ -181,6 +181,7 @@ def build_context(plan, *, workbook: str, charts: list[Chart] | None = None, ema
 
 
 # --------------------------------------------------------------------------- rendering
+_MD_BREAKS = re.compile("[\r\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]+")
 _MD_SPECIAL = re.compile(r"([\\`*\[\]<>|#~!&]|(?<![0-9A-Za-z])_|_(?![0-9A-Za-z]))")
 
 
@@ -191,7 +192,7 @@ def md_escape(text: Any) -> str:
     >>> md_escape("<script>alert(1)</script> | a*b")
     '\\<script\\>alert(1)\\</script\\> \\| a\\*b'
     """
-    return _MD_SPECIAL.sub(r"\\\1", str(text))
+    return _MD_SPECIAL.sub(r"\\\1", _MD_BREAKS.sub(" ", str(text)))  # a line break would end a table row
 
 
 def builtin_template_dir() -> Path:
@@ -396,12 +397,16 @@ def subject_line(context: dict[str, Any]) -> str:
     return context["title"] + (": " + ", ".join(parts) if parts else "")
 
 
+def memo_files(memo: Memo) -> list[tuple[Path, bytes]]:
+    """Each file of the memo (charts, Markdown, HTML) and its bytes, in writing order."""
+    return [(memo.paths[key], data) for key, data in
+            [(c.key, c.png) for c in memo.charts]
+            + [("md", memo.markdown.encode("utf-8")), ("html", memo.html.encode("utf-8"))]]
+
+
 def write_memo(memo: Memo) -> list[Path]:
-    """Write the memo files and charts, each atomically (temporary file, then rename)."""
+    """Write the memo files and charts, each atomically (temporary file, then rename).
+    ``planner run`` stages them with the workbook instead (:mod:`planner.cli.transaction`)."""
     from planner.core.fileio import save_atomic
 
-    written = []
-    for key, data in ([(c.key, c.png) for c in memo.charts]
-                      + [("md", memo.markdown.encode("utf-8")), ("html", memo.html.encode("utf-8"))]):
-        written.append(save_atomic(memo.paths[key], lambda tmp, data=data: tmp.write_bytes(data)))
-    return written
+    return [save_atomic(path, lambda tmp, data=data: tmp.write_bytes(data)) for path, data in memo_files(memo)]

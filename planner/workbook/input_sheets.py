@@ -90,11 +90,12 @@ def write_input_sheet(wb, fm: Formats, sheet: str, records: list[dict], extras: 
     for i, rec in enumerate(records):
         came = filled[i] if filled and i < len(filled) else {}
         for c in cols:
-            write_cell(ws, i + 1, pos[c.name], rec.get(c.name), fm("catalog" if c.name in came else "input", c.fmt))
+            write_cell(ws, i + 1, pos[c.name], rec.get(c.name), fm("catalog" if c.name in came else "input", c.fmt),
+                       fm)
             if c.name in came:
                 ws.write_comment(i + 1, pos[c.name], came[c.name], {"x_scale": 2.5, "y_scale": 1.5})
         for head in extras:
-            write_cell(ws, i + 1, pos[head], rec.get(head), None)
+            write_cell(ws, i + 1, pos[head], rec.get(head), None, fm)
     last = max(len(records), VALIDATE_ROWS if validate_rows is None else validate_rows)
     for c in cols:
         v = _validation(c)
@@ -121,13 +122,13 @@ def write_settings_sheet(wb, fm: Formats, settings: dict, extra: Iterable[tuple[
         value = settings.get(s.key, s.default)
         if s.kind == schema.NUMBERS and not isinstance(value, str):
             value = "; ".join(f"{v:g}" for v in value) or None
-        write_cell(ws, r, 1, value, fm("input", schema.FMT_PCT if s.kind == FRACTION else None))
+        write_cell(ws, r, 1, value, fm("input", schema.FMT_PCT if s.kind == FRACTION else None), fm)
         ws.write_string(r, 2, s.description, fm("note"))
         where[s.key] = r
         r += 1
     for k, v in extra:
-        write_cell(ws, r, 0, k, None)
-        write_cell(ws, r, 1, v, fm("input"))
+        write_cell(ws, r, 0, k, None, fm)
+        write_cell(ws, r, 1, v, fm("input"), fm)
         r += 1
     return where
 

@@ -15,7 +15,7 @@ from planner.core.refs import sheet_ref
 from planner.workbook.xlfast import ROW, WL_ROW, FormulaTemplate
 from planner.workbook.styles import Formats, values_list
 
-MAX_DATA_ROWS = 1_048_575      # Excel: 1,048,576 rows a sheet, less the header row
+from planner.core.excel import MAX_DATA_ROWS  # noqa: F401 (Excel's row limit, used here and re-read by the writer)
 MAX_COLUMNS = 16_384
 MAX_CHART_WORKLOADS = 20       # per-workload charts up to this count; beyond it the Explorer
 WRITE_BLOCK = 65_536           # rows whose stored values are converted to Python objects at once

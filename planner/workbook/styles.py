@@ -35,16 +35,30 @@ class Formats:
 
     def __init__(self, wb: xlsxwriter.Workbook):
         self.wb = wb
-        self._cache: dict[tuple[str, str | None], Any] = {}
+        self._cache: dict[tuple[str, str | None, bool], Any] = {}
+        self._key_of: dict[int, tuple[str, str | None]] = {}
 
-    def __call__(self, style: str, num: str | None = None):
-        key = (style, num)
+    def __call__(self, style: str, num: str | None = None, quote: bool = False):
+        key = (style, num, quote)
         if key not in self._cache:
             props = dict(STYLE[style])
             if num:
                 props["num_format"] = num
+            if quote:
+                props["quote_prefix"] = True
             self._cache[key] = self.wb.add_format(props)
+            self._key_of[id(self._cache[key])] = (style, num)
         return self._cache[key]
+
+    def quoted(self, fmt):
+        """``fmt`` with Excel's quotePrefix (the cell shows ``'`` in the formula bar): text that
+        starts like a formula stays text when the cell is edited and Enter is pressed."""
+        if fmt is None:
+            if None not in self._cache:
+                self._cache[None] = self.wb.add_format({"quote_prefix": True})
+            return self._cache[None]
+        key = self._key_of.get(id(fmt))
+        return fmt if key is None else self(*key, quote=True)
 
 
 def col_width(header: str, text: bool) -> float:
@@ -62,8 +76,14 @@ def fit_names(width: float, values, cap: int = 44) -> float:
     return max(width, min(longest + 2, cap))
 
 
-def write_cell(ws, row: int, col: int, value: Any, fmt) -> None:
-    """Write an input value by its type; text always as text (never a formula)."""
+FORMULA_PREFIXES = ("=", "+", "-", "@")  # what Excel reads as the start of a formula when a cell is typed
+
+
+def write_cell(ws, row: int, col: int, value: Any, fmt, fm: "Formats | None" = None) -> None:
+    """Write an input value by its type; text always as text (never a formula). With ``fm``,
+    text that starts like a formula gets quotePrefix (:meth:`Formats.quoted`)."""
+    if fm is not None and isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        fmt = fm.quoted(fmt)
     if value is None or (isinstance(value, float) and math.isnan(value)):
         ws.write_blank(row, col, None, fmt)
     elif isinstance(value, bool):

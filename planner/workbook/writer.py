@@ -22,6 +22,7 @@ from typing import Callable
 
 import xlsxwriter
 
+from planner.workbook.chart_text import install as names_are_text
 from planner.core.version import __version__
 
 from planner.workbook import summary_sheet as finance_sheets
@@ -54,19 +55,22 @@ def output_rows(plan) -> int:
 
 
 def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_rows: int | None = None,
-                 progress: Callable[[int], None] | None = None) -> list[str]:
+                 progress: Callable[[int], None] | None = None, tmpdir: str | Path | None = None) -> list[str]:
     """Write the live output workbook of ``plan`` to ``path`` (not atomic: see save_atomic).
 
     Written in XlsxWriter's constant_memory mode: every sheet row by row (the small,
     freely laid-out sheets go through a :class:`RowBuffer`), so memory stays flat however
     many workloads there are. ``max_rows`` lowers the rows-per-sheet limit (tests of the
-    continuation sheets); ``progress(rows)`` is called as rows are written. Returns the
-    sheet names.
+    continuation sheets); ``progress(rows)`` is called as rows are written; ``tmpdir``: the
+    folder of XlsxWriter's constant-memory temporary files (the run's staging folder,
+    :mod:`planner.cli.transaction`; default: the system's). Returns the sheet names.
     """
     tick = progress or (lambda rows: None)
+    names_are_text()  # chart titles and series names stay text (planner.workbook.chart_text)
     n = len(plan.results)
     layout = Layout.of(plan, max_rows)  # every sheet's columns, before anything is written
-    wb = xlsxwriter.Workbook(str(path), {**WB_OPTIONS, "constant_memory": True})
+    wb = xlsxwriter.Workbook(str(path), {**WB_OPTIONS, "constant_memory": True,
+                                         **({"tmpdir": str(tmpdir)} if tmpdir else {})})
     if output_rows(plan) > ZIP64_ROWS:
         wb.use_zip64()  # a sheet's XML can pass 4 GiB (Excel reads ZIP64 workbooks)
     wb.set_properties({"title": f"KV-hit capacity plan {plan.settings.get('quarter') or ''}".strip(),

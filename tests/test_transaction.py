@@ -1,0 +1,413 @@
+"""One run, one transaction (issue 17): the outputs of ``run`` and ``diff`` are staged in a
+private folder beside the destination and committed together; every exit path leaves no
+file in $TMPDIR or beside the output that was not there before; failures are classified."""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import EXAMPLE, edited_example, planner_env, repeat_workloads, run_cli
+from planner.cli import transaction
+from planner.cli.transaction import STAGE_PREFIX, Outputs, signals_held
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="mounts a tmpfs: needs root (CI runs as root)")
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    """Every file under ``folder`` (relative path -> bytes); folders as ``name/``."""
+    out = {}
+    for p in sorted(folder.rglob("*")):
+        rel = str(p.relative_to(folder))
+        out[rel + ("/" if p.is_dir() else "")] = b"" if p.is_dir() else p.read_bytes()
+    return out
+
+
+@pytest.fixture
+def private_tmp(tmp_path, monkeypatch):
+    """A fresh, empty $TMPDIR for in-process runs (tempfile caches its folder: patch it)."""
+    d = tmp_path / "tmpdir"
+    d.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(d))
+    return d
+
+
+@pytest.fixture
+def old_outputs(tmp_path):
+    """An output folder holding last quarter's workbook, memo and email."""
+    out = tmp_path / "out"
+    out.mkdir()
+    for name in ("plan.xlsx", "plan-memo.md", "plan-memo.html", "plan-ttft.png", "plan-tpm.png", "plan.eml"):
+        (out / name).write_bytes(f"old {name}".encode())
+    return out
+
+
+# ----------------------------------------------------------------------------- the unit
+def test_outputs_commit_moves_every_file_and_leaves_no_stage(tmp_path):
+    a, b = tmp_path / "x" / "a.xlsx", tmp_path / "y" / "b.eml"
+    with Outputs([a, b]) as tx:
+        stage = tx.tmpdir
+        assert stage.parent == a.parent and stage.name.startswith(f"{STAGE_PREFIX}{os.getpid()}@{transaction._host()}-")
+        assert oct(stage.stat().st_mode & 0o777) == "0o700"           # private
+        assert tempfile.gettempdir() == str(stage)                   # any library's temp files land here
+        tx.path(a).write_bytes(b"A")
+        tx.path(b).write_bytes(b"B")
+        assert tx.path(b).name == "b.eml" and not a.exists()         # final names, nothing in place yet
+        tx.commit()
+    assert a.read_bytes() == b"A" and b.read_bytes() == b"B"
+    assert sorted(os.listdir(a.parent)) == ["a.xlsx"] and sorted(os.listdir(b.parent)) == ["b.eml"]
+    assert tempfile.gettempdir() != str(stage)
+
+
+def test_outputs_without_commit_touch_nothing_and_remove_made_folders(tmp_path):
+    (tmp_path / "keep.xlsx").write_bytes(b"old")
+    with pytest.raises(RuntimeError, match="boom"):
+        with Outputs([tmp_path / "keep.xlsx", tmp_path / "new" / "deep" / "m.md"]) as tx:
+            tx.path(tmp_path / "keep.xlsx").write_bytes(b"new")
+            raise RuntimeError("boom")
+    assert tree(tmp_path) == {"keep.xlsx": b"old"}
+
+
+def test_commit_refuses_a_missing_output_and_touches_nothing(tmp_path):
+    with pytest.raises(RuntimeError, match="not written before commit"):
+        with Outputs([tmp_path / "a.xlsx", tmp_path / "b.md"]) as tx:
+            tx.path(tmp_path / "a.xlsx").write_bytes(b"A")
+            tx.commit()
+    assert tree(tmp_path) == {}
+
+
+def test_signals_are_held_during_the_commit():
+    """A SIGTERM sent inside the held block arrives after it, never inside (here: after the
+    two 'renames' are recorded)."""
+    got = []
+
+    def handler(signum, frame):
+        got.append(("signal", list(steps)))
+
+    steps: list[str] = []
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        with signals_held():
+            os.kill(os.getpid(), signal.SIGTERM)
+            steps.append("workbook")
+            steps.append("memo")
+            assert got == []
+        assert got == [("signal", ["workbook", "memo"])]
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def test_stale_stage_of_a_killed_run_is_removed_live_one_kept(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    host = transaction._host()
+    (tmp_path / f"{STAGE_PREFIX}{dead.pid}@{host}-abc").mkdir()
+    (tmp_path / f"{STAGE_PREFIX}{dead.pid}@{host}-abc" / "x.xlsx").write_bytes(b"half")
+    live = tmp_path / f"{STAGE_PREFIX}{os.getppid()}@{host}-def"
+    elsewhere = tmp_path / f"{STAGE_PREFIX}{dead.pid}@other-host-ghi"  # another machine's pid: not judged here
+    live.mkdir()
+    elsewhere.mkdir()
+    with Outputs([tmp_path / "p.xlsx"]) as tx:
+        tx.path(tmp_path / "p.xlsx").write_bytes(b"P")
+        tx.commit()
+    assert sorted(os.listdir(tmp_path)) == sorted([live.name, elsewhere.name, "p.xlsx"])
+
+
+# ----------------------------------------------------------------------------- run: failures late
+def _cli_run(tmp_path, out: Path, *extra):
+    return run_cli("run", EXAMPLE, "-o", out / "plan.xlsx", "--fixed-time", "2026-10-01T09:00:00", *extra,
+                   cwd=tmp_path)
+
+
+def test_memo_path_is_a_folder_nothing_touched(tmp_path, old_outputs, private_tmp):
+    (old_outputs / "plan-memo.html").unlink()
+    (old_outputs / "plan-memo.html").mkdir()
+    before = tree(old_outputs)
+    r = _cli_run(tmp_path, old_outputs)
+    assert r.returncode == 1, r.stderr
+    assert f"environment problem: {old_outputs / 'plan-memo.html'}: is a folder" in r.stderr
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+    assert tree(old_outputs) == before and tree(private_tmp) == {}
+
+
+def test_eml_folder_cannot_be_made_nothing_written(tmp_path, old_outputs, private_tmp):
+    (tmp_path / "blocker").write_bytes(b"a file")
+    before = tree(tmp_path)
+    r = _cli_run(tmp_path, old_outputs, "--eml", tmp_path / "blocker" / "mail" / "q4.eml")
+    assert r.returncode == 1, r.stderr
+    assert f"{tmp_path / 'blocker'}: a part of the path is a file" in r.stderr
+    assert tree(tmp_path) == before
+
+
+@pytest.mark.parametrize("fails", [".eml", "-memo.html", ".xlsx"])
+def test_disk_full_at_any_step_nothing_touched(tmp_path, old_outputs, private_tmp, monkeypatch, fails):
+    """ENOSPC injected when the named output is staged: the message names the disk and the path;
+    the old set is intact, no staged or temporary file is left."""
+    import pathlib
+
+    import xlsxwriter.workbook
+
+    real_write, real_zip = pathlib.Path.write_bytes, xlsxwriter.workbook.ZipFile
+
+    def full(path):
+        return OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+
+    def write_bytes(self, data):
+        if self.name.endswith(fails):
+            raise full(self)
+        return real_write(self, data)
+
+    def zip_file(file, *a, **k):  # XlsxWriter writes the workbook through its ZipFile (and wraps the error)
+        if str(file).endswith(fails):
+            raise full(file)
+        return real_zip(file, *a, **k)
+
+    monkeypatch.setattr(pathlib.Path, "write_bytes", write_bytes)
+    monkeypatch.setattr(xlsxwriter.workbook, "ZipFile", zip_file)
+    before = tree(old_outputs)
+    r = _cli_run(tmp_path, old_outputs, "--eml", old_outputs / "plan.eml")
+    assert r.returncode == 1, r.stderr
+    assert "environment problem" in r.stderr and "the disk is full" in r.stderr, r.stderr
+    assert fails in r.stderr and "internal error" not in r.stderr
+    assert tree(old_outputs) == before and tree(private_tmp) == {}
+
+
+@needs_root
+def test_real_disk_full_on_tmpfs(tmp_path, private_tmp):
+    """A 256 KiB tmpfs: the workbook (about 400 KB) cannot be written. Exit 1, the cause and the
+    path; the old file and nothing else on the file system."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], check=True)
+    try:
+        (mnt / "plan.xlsx").write_bytes(b"old plan")
+        r = run_cli("run", EXAMPLE, "-o", mnt / "plan.xlsx", cwd=tmp_path)
+        assert r.returncode == 1, r.stderr
+        assert "the disk is full" in r.stderr and str(mnt) in r.stderr and "internal error" not in r.stderr
+        assert tree(mnt) == {"plan.xlsx": b"old plan"} and tree(private_tmp) == {}
+    finally:
+        import gc
+
+        gc.collect()  # the failed ZipFile's handle lives in a reference cycle until collected
+        if subprocess.run(["umount", str(mnt)]).returncode:
+            subprocess.run(["umount", "-l", str(mnt)], check=True)
+            pytest.fail("a file on the full disk was left open")
+
+
+# ----------------------------------------------------------------------------- every exit path
+def _internal(monkeypatch):
+    from planner.memo import render as memo
+
+    monkeypatch.setattr(memo, "memo_files", lambda m: (_ for _ in ()).throw(ZeroDivisionError("injected")))
+
+
+EXITS = {
+    # name: (arguments after the input, setup, exit status, text on stderr)
+    "ok": ([], None, 0, ""),
+    "input problem": (None, None, 2, "problem"),
+    "usage problem": (["--to", "x@example.org"], None, 2, "need --eml"),
+    "internal error": ([], _internal, 1, "this is a bug in the planner: please report it"),
+}
+
+
+@pytest.mark.parametrize("case", list(EXITS))
+@pytest.mark.parametrize("command", ["run", "diff"])
+def test_every_exit_path_leaves_nothing_new(tmp_path, private_tmp, monkeypatch, case, command):
+    args, setup, code, said = EXITS[case]
+    src = tmp_path / "src"
+    old, _ = edited_example(src / "old.xlsx")
+    new, _ = edited_example(src / "new.xlsx")
+    if args is None:  # a wrong cell
+        new, _ = edited_example(src / "new.xlsx", lambda wb: setattr(wb["Settings"]["B3"], "value", "oops"))
+        args = []
+    if setup:
+        setup(monkeypatch)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "keep.txt").write_bytes(b"keep")
+    before = tree(tmp_path)
+    head = ["run", new] if command == "run" else ["diff", old, new]
+    r = run_cli(*head, "-o", out / "plan.xlsx", *args, cwd=tmp_path)
+    assert r.returncode == code, r.stderr
+    assert said in r.stderr and "Traceback" not in r.stderr
+    after = tree(tmp_path)
+    new_files = sorted(set(after) - set(before))
+    if code == 0:
+        expected = {"run": ["plan-memo.html", "plan-memo.md", "plan-tpm.png", "plan-ttft.png", "plan.xlsx"],
+                    "diff": ["plan-bridge.png", "plan-memo.html", "plan-memo.md", "plan.xlsx"]}[command]
+        assert new_files == [f"out/{n}" for n in expected]
+    else:
+        assert new_files == []
+    assert {k: v for k, v in after.items() if k in before} == before
+    assert tree(private_tmp) == {}
+
+
+# ----------------------------------------------------------------------------- signals, lock
+@pytest.fixture(scope="module")
+def big_input(tmp_path_factory) -> Path:
+    path, _ = edited_example(tmp_path_factory.mktemp("big") / "big.xlsx", lambda wb: repeat_workloads(wb, 2000))
+    return path
+
+
+def _popen(args, cwd: Path, tmpdir: Path):
+    return subprocess.Popen([sys.executable, "-m", "planner", *map(str, args)], cwd=cwd,
+                            env=planner_env({"TMPDIR": str(tmpdir)}), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def _wait_for(cond, proc, timeout=120.0, what="") -> None:
+    deadline = time.time() + timeout
+    while not cond():
+        assert proc.poll() is None, f"the run ended before {what}: {proc.communicate()}"
+        assert time.time() < deadline, f"timed out waiting for {what}"
+        time.sleep(0.01)
+
+
+# SIGTERM/SIGINT while writing 3,000 workloads: tests/test_hardening.py::test_interrupted_run_leaves_no_partial_file
+# (it checks the output folder, the old memo and $TMPDIR)
+
+
+def test_a_second_run_waits_for_the_lock_and_then_commits_its_whole_set(tmp_path):
+    out, tmpd = tmp_path / "out", tmp_path / "tmp"
+    out.mkdir()
+    tmpd.mkdir()
+    log = tmp_path / "stderr.txt"
+    fd = os.open(out, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another run is committing in this folder
+    try:
+        with open(log, "w") as err_file:
+            proc = subprocess.Popen([sys.executable, "-m", "planner", "run", str(EXAMPLE), "-o", str(out / "plan.xlsx"),
+                                     "--eml", str(out / "plan.eml")], cwd=tmp_path,
+                                    env=planner_env({"TMPDIR": str(tmpd)}), stdout=subprocess.DEVNULL, stderr=err_file)
+        _wait_for(lambda: "waiting for another planner run" in log.read_text(), proc, timeout=180, what="the lock")
+        time.sleep(0.5)
+        assert proc.poll() is None          # it waits, having written nothing
+        assert os.listdir(out) == []
+    finally:
+        os.close(fd)
+    assert proc.wait(timeout=180) == 0, log.read_text()
+    assert f"waiting for another planner run writing in {out} to finish" in log.read_text()
+    assert sorted(os.listdir(out)) == ["plan-memo.html", "plan-memo.md", "plan-tpm.png", "plan-ttft.png",
+                                       "plan.eml", "plan.xlsx"]
+    assert tree(tmpd) == {}
+
+
+@pytest.mark.slow
+def test_sigkill_leftover_is_cleaned_by_the_next_run(tmp_path, big_input):
+    out, tmpd = tmp_path / "out", tmp_path / "tmp"
+    out.mkdir()
+    tmpd.mkdir()
+    proc = _popen(["run", big_input, "-o", out / "plan.xlsx", "--no-memo"], tmp_path, tmpd)
+    _wait_for(lambda: any(n.startswith(STAGE_PREFIX) for n in os.listdir(out)), proc, what="staging")
+    proc.kill()
+    proc.communicate()
+    assert any(n.startswith(STAGE_PREFIX) for n in os.listdir(out))  # SIGKILL cannot clean up
+    r = run_cli("run", EXAMPLE, "-o", out / "plan.xlsx", "--no-memo", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert os.listdir(out) == ["plan.xlsx"]
+
+
+# ----------------------------------------------------------------------------- classified failures
+def test_symlink_loops_are_named_not_internal_errors(tmp_path, private_tmp):
+    loop = tmp_path / "loop.xlsx"
+    loop.symlink_to(loop)
+    r = run_cli("run", loop, "-o", tmp_path / "out" / "p.xlsx", cwd=tmp_path)
+    assert r.returncode == 2 and f"{loop}: is a symbolic link that loops" in r.stderr, r.stderr
+    folder = tmp_path / "loopdir"
+    folder.symlink_to(folder)
+    r = run_cli("run", EXAMPLE, "-o", folder / "p.xlsx", "--no-memo", cwd=tmp_path)
+    assert r.returncode == 1 and "environment problem" in r.stderr and "symbolic links" in r.stderr, r.stderr
+    assert sorted(os.listdir(tmp_path)) == ["loop.xlsx", "loopdir", "tmpdir"] and tree(private_tmp) == {}
+
+
+@needs_root
+def test_read_only_file_system_is_an_environment_problem(tmp_path, private_tmp):
+    mnt = tmp_path / "ro"
+    mnt.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], check=True)
+    try:
+        (mnt / "plan.xlsx").write_bytes(b"old")
+        subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
+        r = run_cli("run", EXAMPLE, "-o", mnt / "plan.xlsx", cwd=tmp_path)
+        assert r.returncode == 1, r.stderr
+        assert f"environment problem: {mnt}" in r.stderr and "the file system is read-only" in r.stderr, r.stderr
+        assert tree(mnt) == {"plan.xlsx": b"old"} and tree(private_tmp) == {}
+    finally:
+        subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_permission_denied_is_an_environment_problem(tmp_path, private_tmp, monkeypatch):
+    """(As root a chmod does not stop a write: the refusal is injected where the staging folder is made.)"""
+    def denied(*a, **k):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(k.get("dir") or a[-1]))
+    monkeypatch.setattr(transaction.tempfile, "mkdtemp", denied)
+    r = run_cli("run", EXAMPLE, "-o", tmp_path / "out" / "p.xlsx", cwd=tmp_path)
+    assert r.returncode == 1
+    assert f"environment problem: {tmp_path / 'out'}: permission denied" in r.stderr, r.stderr
+    assert sorted(os.listdir(tmp_path)) == ["tmpdir"]  # the folder made for the output is removed again
+
+
+@pytest.mark.slow
+def test_two_runs_on_one_output_leave_one_runs_whole_set(tmp_path):
+    """Started together with different (fixed) input hashes: whichever commits last, the
+    workbook's Run sheet, the memo and the email all carry the same run's hash."""
+    import email
+
+    import openpyxl
+
+    out, tmpd = tmp_path / "out", tmp_path / "tmp"
+    out.mkdir()
+    tmpd.mkdir()
+    hashes = ["a" * 64, "b" * 64]
+    procs = [_popen(["run", EXAMPLE, "-o", out / "plan.xlsx", "--eml", out / "plan.eml", "--fixed-sha256", h],
+                    tmp_path, tmpd) for h in hashes]
+    for p in procs:
+        _, err = p.communicate(timeout=180)
+        assert p.returncode == 0, err
+    run = {r[0]: r[1] for r in openpyxl.load_workbook(out / "plan.xlsx", read_only=True)["Run"].iter_rows(
+        values_only=True) if r and r[0]}
+    sha = run["input SHA-256"]
+    assert sha in hashes
+    assert sha in (out / "plan-memo.html").read_text() and sha[:12] in (out / "plan-memo.md").read_text()
+    msg = email.message_from_bytes((out / "plan.eml").read_bytes())
+    attached = next(p for p in msg.walk() if p.get_filename() == "plan.xlsx").get_payload(decode=True)
+    assert attached == (out / "plan.xlsx").read_bytes()
+    assert tree(tmpd) == {} and not [n for n in os.listdir(out) if n.startswith(STAGE_PREFIX)]
+
+
+def test_out_of_memory_is_an_environment_problem(tmp_path, private_tmp, monkeypatch):
+    from planner.plan import build as plan
+
+    monkeypatch.setattr(plan, "build_plan", lambda src: (_ for _ in ()).throw(MemoryError()))
+    r = run_cli("run", EXAMPLE, "-o", tmp_path / "p.xlsx", cwd=tmp_path)
+    assert r.returncode == 1 and "environment problem: out of memory; nothing was written" in r.stderr
+    assert "internal error" not in r.stderr and sorted(os.listdir(tmp_path)) == ["tmpdir"]
+
+
+def test_library_warnings_never_reach_stderr(tmp_path, monkeypatch):
+    import warnings
+
+    from planner.plan import build as plan
+
+    real = plan.build_plan
+
+    def noisy(src):
+        import numpy as np
+
+        np.log(np.zeros(1))  # RuntimeWarning: divide by zero encountered in log
+        warnings.warn("a library's own warning", DeprecationWarning)
+        return real(src)
+    monkeypatch.setattr(plan, "build_plan", noisy)
+    r = run_cli("validate", EXAMPLE, cwd=tmp_path)
+    assert r.returncode == 0 and "Warning" not in r.stderr and "divide by zero" not in r.stderr, r.stderr
+    d = run_cli("validate", EXAMPLE, cwd=tmp_path, env_extra={"PLANNER_DEBUG": "1"})
+    assert "planner: debug: RuntimeWarning: divide by zero" in d.stderr
