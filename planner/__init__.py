@@ -37,10 +37,12 @@ def read_input(path: str | Path):
 
 
 def build_plan(source):
-    """Evaluate the model: a :class:`~planner.plan.build.Plan` from a path or a :func:`read_input` input."""
+    """Evaluate the model: a :class:`~planner.plan.build.Plan` from a :func:`read_input` input, or
+    from a path (read with every check, as :func:`read_input` reads it)."""
+    from planner.finance import validation
     from planner.plan import build
 
-    return build.build_plan(source)
+    return build.build_plan(source if isinstance(source, build.PlanInput) else validation.read_checked(source))
 
 
 def write_workbook(plan_, path: str | Path) -> Path:

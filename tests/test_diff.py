@@ -492,10 +492,12 @@ def test_unreadable_files_are_input_problems(tmp_path, capsys, monkeypatch):
     for name in ("a.xlsx", "b.xlsx"):
         (tmp_path / name).write_bytes(b"x")
 
-    def denied(path):
+    def denied(path, **_checks):
         raise PermissionError(13, "Permission denied", str(path))
 
-    monkeypatch.setattr(planner.diff.bridge, "read_input", denied)
+    import planner.finance.validation
+
+    monkeypatch.setattr(planner.finance.validation, "read_input", denied)
     code, _, err = diff_cli(capsys, tmp_path / "a.xlsx", tmp_path / "b.xlsx", "-o", tmp_path / "o.xlsx")
     assert code == 2
     assert "OLD" in err and "a.xlsx: cannot be read (Permission denied)" in err

@@ -207,8 +207,8 @@ def test_scenario_mla_without_mla_kv_dim_is_refused_without_warnings(tmp_path):
 def test_scenario_totals_are_computed_once_and_written_as_checked(tmp_path, monkeypatch):
     """The reader re-plans each scenario (and keeps the totals); writing Scenario_Compare
     re-plans nothing."""
+    from planner import build_plan  # the library reads a path with every check (read_input)
     from planner.finance import scenarios
-    from planner.plan.build import build_plan
 
     calls = []
     real = scenarios._quick_plan

@@ -327,7 +327,7 @@ def bridge(old_plan, new_plan, build) -> tuple[list[tuple[str, float]], dict[str
         common = [r for r in state.workloads.records if fold(r["workload"]) in old_names]
         if len(common) != len(state.workloads):
             state = with_records(state, {"Workloads": common})
-        from planner.finance.scenario_states import _row_problems  # the row checks of the reader, on the state
+        from planner.finance.scenarios import _row_problems  # the row checks of the reader, on the state
 
         try:
             if rows := _row_problems(state):

@@ -436,7 +436,7 @@ def decode_batch(rate, osl, tpot, concurrency=np.nan):
 
 @excel_twin(decode_batch)
 def _(rate, osl, tpot, concurrency=None):
-    b = f"{rate}/{N.MS_PER_S}*{osl}*N({tpot})"
+    b = f"{rate}/{N.MS_PER_S}*{osl}*IF(ISNUMBER({tpot}),{tpot},0)"
     return b if concurrency is None else f"IF(ISNUMBER({concurrency}),{concurrency},{b})"
 
 
@@ -812,7 +812,7 @@ def _(n, n_throughput, n_ttft, n_tpot, n_hbm, n_conc):
     un = "&".join(f'IF({c}="unreachable",", {name}","")' for name, c in pairs)
     pick = '""'
     for name, c in reversed(pairs):
-        pick = f'IF(N({c})={n},"{name}",{pick})'
+        pick = f'IF(IF(ISNUMBER({c}),{c},0)={n},"{name}",{pick})'
     return f'IF(ISNUMBER({n}),IF(LEN({un})>0,"unreachable: "&MID({un},3,999),{pick}),"")'
 
 

@@ -51,7 +51,7 @@ def ttft_law(isl, hit, t_fixed, k_attn, k_ffn, s_kv, b_gbps, alpha=0.0):
     return t_fixed + comp + load - np.asarray(alpha, dtype=float) * np.minimum(load, comp)
 
 
-def _nnls_small(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
+def nnls_small(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
     """Non-negative least squares ``min |a x - b|, x >= 0`` for a few columns, exactly:
     every subset of free columns is solved unconstrained and the best feasible kept."""
     k = a.shape[1]
@@ -89,7 +89,7 @@ def _fit_fixed_b(n, h, y, alpha, s_kv, b_gbps) -> tuple[np.ndarray, float]:
         a[:, 1:] *= comp_coef[:, None]
         a /= y[:, None]
         b = (y - load_coef * load) / y
-        x, rr = _nnls_small(a, b)
+        x, rr = nnls_small(a, b)
         comp = cols[:, 1:] @ x[1:]
         new = load > comp
         if np.array_equal(new, load_bound) or not np.any(alpha > 0):

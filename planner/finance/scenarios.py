@@ -1,19 +1,30 @@
 """Scenarios, the finance side: a copy of the inputs with one scenario's overrides applied
 (:func:`scenario_input`) and ``Scenario_Compare`` (:func:`scenario_compare`: each scenario
 re-planned in Python at run time). The overrides are checked in :mod:`planner.inputs.scenario_checks`.
+
+
+Each scenario's state is also checked like an input before anything is written
+(:func:`check_scenarios`, called through :func:`planner.finance.validation.read_checked`):
+:func:`planner.inputs.scenario_checks.overrides` checks each Scenarios row on its own; a
+scenario is more than its rows (every prefill time 0, ``attention`` ``mla`` on a model without
+``mla_kv_dim``), so its state gets the *same* row checks the reader runs on the sheets, then is
+re-planned, and every number finite in the base plan must stay finite. The re-planned totals are
+kept (:func:`cached_totals`): ``Scenario_Compare`` is written from the numbers that were checked.
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from planner.core import schema
-from planner.core.errors import Problem
+from planner.core.errors import InputError, Problem
 from planner.finance.fleet import fleet_table, plan_fleet
 from planner.inputs.scenario_checks import BASE, Override, _key_of, _new_value, _setting_column, overrides
 
@@ -78,10 +89,8 @@ def scenario_compare(plan) -> pd.DataFrame:
     rows.append({"scenario": BASE, "gpus_needed": float(base["gpus_needed"]),
                  "cost_per_month": float(base["cost_per_month"]), "tpm_capacity": float(base["tpm_capacity"])})
     scn = plan.input.optional.get(schema.SCN)
-    from planner.finance.scenario_states import cached_totals
-
     if scn is not None and (checked := cached_totals(plan.input)) is not None:
-        rows += checked  # re-planned and checked before anything was written (planner.finance.scenario_states)
+        rows += checked  # re-planned and checked before anything was written (check_scenarios)
     elif scn is not None:
         tables = {s: plan.input.table(s) for s in schema.SHEETS + (schema.TIERS,)}
         problems: list[Problem] = []
@@ -95,3 +104,103 @@ def scenario_compare(plan) -> pd.DataFrame:
             rows.append({"scenario": name, "gpus_needed": float(t["gpus_needed"]),
                          "cost_per_month": float(t["cost_per_month"]), "tpm_capacity": float(t["tpm_capacity"])})
     return pd.DataFrame(rows, columns=list(SCENARIO_COLS))
+
+
+def _scenario_place(scn, name: str) -> str:
+    from planner.inputs.demand_checks import _place
+
+    i = next(i for i, r in enumerate(scn.records) if str(r.get("scenario")) == name)
+    return _place(scn, "scenario", i)
+
+
+def _row_problems(s_in) -> list[Problem]:
+    from planner.inputs.checks import _check_gpus, _check_models, _check_workloads
+
+    probs: list[Problem] = []
+    m, g, w = s_in.models, s_in.gpus, s_in.workloads
+    _check_models(m, m.positions, probs)
+    _check_gpus(g, g.positions, probs)
+    canon = {"Models": {str(r["model"]).strip().lower(): r["model"] for r in m.records if r.get("model")},
+             "GPUs": {str(r["gpu"]).strip().lower(): r["gpu"] for r in g.records if r.get("gpu")}}
+    _check_workloads(w, w.positions, canon, probs, [])
+    return probs
+
+
+def _non_finite(base: pd.DataFrame, got: pd.DataFrame, names) -> list[str]:
+    """``row 'chat': ttft_ms`` for each number finite in the base plan and not in the scenario."""
+    out = []
+    for col in base.columns:
+        b = pd.to_numeric(base[col], errors="coerce").to_numpy(dtype=float)
+        if col not in got.columns or not np.isfinite(b).any():
+            continue
+        s = pd.to_numeric(got[col], errors="coerce").to_numpy(dtype=float)
+        bad = np.isfinite(b) & ~np.isfinite(s)
+        out += [f"Workloads {names[i]!r}: {col}" for i in np.flatnonzero(bad)]
+    return out
+
+
+def check_scenarios(p_in) -> list[Problem]:
+    """The problems of every scenario's re-planned state (empty: all plan); the fleet totals
+    are kept for :func:`cached_totals`."""
+    scn = p_in.optional.get(schema.SCN)
+    if scn is None:
+        return []
+    tables = {s: p_in.table(s) for s in schema.SHEETS}
+    problems: list[Problem] = []
+    ovs = overrides(scn, tables, p_in.settings, problems)
+    if problems:  # the reader has reported these already
+        return problems
+    names = list(dict.fromkeys(o.scenario for o in ovs))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            base = _quick_plan(p_in).results
+        except InputError:
+            return []  # the base input's own problems: build_plan reports them, at their cells
+    totals: dict[str, dict] = {}
+    for name in names:
+        where = _scenario_place(scn, name)
+        s_in = scenario_input(p_in, name, ovs)
+        rows = _row_problems(s_in)
+        if rows:
+            problems += [Problem(where, f"scenario {name!r} makes {p.place}: {p.message}") for p in rows]
+            continue
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                lite = _quick_plan(s_in)
+            except InputError as err:  # a calibration the scenario breaks
+                problems += [Problem(where, f"scenario {name!r}: {p}") for p in err.problems]
+                continue
+            bad = _non_finite(base, lite.results, [str(x) for x in s_in.workloads.column("workload")])
+            if bad:
+                more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
+                problems.append(Problem(where, f"scenario {name!r} cannot be planned: {'; '.join(bad[:3])}{more} "
+                                               f"would not be a finite number"))
+                continue
+            t = fleet_table(lite).iloc[-1]
+        totals[name] = {"scenario": name, "gpus_needed": float(t["gpus_needed"]),
+                        "cost_per_month": float(t["cost_per_month"]), "tpm_capacity": float(t["tpm_capacity"])}
+    assert BASE not in totals
+    if not problems:  # kept beside the input (not on it): the last few inputs checked
+        _TOTALS[_fingerprint(p_in)] = [totals[n] for n in names]
+        while len(_TOTALS) > 8:
+            _TOTALS.pop(next(iter(_TOTALS)))
+    return problems
+
+
+_TOTALS: dict[tuple, list[dict]] = {}
+
+
+def _fingerprint(p_in) -> tuple:
+    """The input's tables by their records (a copy that only marks filled cells keeps them) and
+    its Settings: what the scenario totals depend on."""
+    scn = p_in.optional.get(schema.SCN)
+    return (id(p_in.models.records), id(p_in.gpus.records), id(p_in.workloads.records),
+            id(scn.records) if scn is not None else None, repr(sorted(p_in.settings.items(), key=lambda kv: kv[0])))
+
+
+def cached_totals(p_in) -> list[dict] | None:
+    """The scenario rows :func:`check_scenarios` computed for exactly this input (None: not
+    checked, or the input was changed since)."""
+    return _TOTALS.get(_fingerprint(p_in))

@@ -1,7 +1,7 @@
 """The whole input check: the input boundary's own checks (:mod:`planner.inputs.reader`) and,
 in the same pass, those of the layers above it that can fail on the input: the output's sheet
 sizes (:mod:`planner.plan.limits`), the calibration (rows neither calibrated nor estimable), and
-each scenario's re-planned state (:mod:`planner.finance.scenario_states`). ``planner validate``,
+each scenario's re-planned state (:func:`planner.finance.scenarios.check_scenarios`). ``planner validate``,
 ``planner run``, ``planner diff`` and the library's :func:`planner.read_input` all read through
 :func:`read_checked`, so validate OK means run succeeds."""
 
@@ -24,13 +24,13 @@ def _calibration(state: BoundaryState) -> list:
     # unless a sheet the calibration reads has problems of its own (its messages would only echo them)
     if state.p_in is None or problems_touch(state.problems, _CALIB_SHEETS):
         return []
-    from planner.finance.scenario_states import calibration_problems
+    from planner.plan.calibration_checks import calibration_problems
 
     return calibration_problems(state.p_in)
 
 
 def _scenarios(p_in: PlanInput) -> list:
-    from planner.finance.scenario_states import check_scenarios
+    from planner.finance.scenarios import check_scenarios
 
     return check_scenarios(p_in)
 

@@ -18,12 +18,11 @@ Everything minimises the relative error, as :mod:`planner.equations.ttft_fit` do
 from __future__ import annotations
 
 import math
-from itertools import combinations
 
 import numpy as np
 
 from planner.equations import kvhit as m
-from planner.equations.ttft_fit import B_MAX_GBPS, B_MIN_GBPS, _golden
+from planner.equations.ttft_fit import B_MAX_GBPS, B_MIN_GBPS, _golden, nnls_small
 
 # two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom (any statistics table,
 # e.g. NIST/SEMATECH e-Handbook of Statistical Methods, table 1.4.2.3); 1.96 beyond
@@ -78,25 +77,6 @@ def scale_roofline(isl, hit, ttft_ms, attn1_ms, ffn1_ms, s_kv: float, b_gbps: fl
 
 
 # --------------------------------------------------------------------------- the law with options
-def _nnls(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
-    k = a.shape[1]
-    scale = np.linalg.norm(a, axis=0)
-    scale[scale == 0] = 1.0
-    a_s = a / scale
-    best_x, best_r = np.zeros(k), float(b @ b)
-    for size in range(1, k + 1):
-        for cols in combinations(range(k), size):
-            x_sub, *_ = np.linalg.lstsq(a_s[:, cols], b, rcond=None)
-            if np.any(x_sub < 0):
-                continue
-            r = b - a_s[:, cols] @ x_sub
-            if float(r @ r) < best_r - 1e-15:
-                best_x = np.zeros(k)
-                best_x[list(cols)] = x_sub
-                best_r = float(r @ r)
-    return best_x / scale, best_r
-
-
 def fit_law(n, h, y, s_kv: float, b_gbps: float, alpha: float, hit_cost: bool = False) -> tuple[np.ndarray, float]:
     """Non-negative ``(t_fixed, k_attn, k_ffn[, c_hit])`` for a given B and alpha, relative error.
 
@@ -115,7 +95,7 @@ def fit_law(n, h, y, s_kv: float, b_gbps: float, alpha: float, hit_cost: bool = 
         a = cols.copy()
         a[:, 1:3] *= comp_coef[:, None]
         a /= y[:, None]
-        x, rr = _nnls(a, (y - load_coef * load) / y)
+        x, rr = nnls_small(a, (y - load_coef * load) / y)
         new = load > cols[:, 1:3] @ x[1:3]
         if np.array_equal(new, load_bound) or alpha == 0:
             break
