@@ -85,6 +85,31 @@ def test_commit_refuses_a_missing_output_and_touches_nothing(tmp_path):
     assert tree(tmp_path) == {}
 
 
+@pytest.mark.parametrize("fail_at", [1, 2, 3])
+def test_a_rename_failing_inside_the_commit_puts_every_earlier_output_back(tmp_path, monkeypatch, fail_at):
+    """The set is committed whole or not at all: when the k-th rename fails (a disk error, a
+    target made read-only meanwhile), the targets already replaced get their old files back,
+    and a target that did not exist before is removed again."""
+    (tmp_path / "a.xlsx").write_bytes(b"old A")
+    (tmp_path / "b.md").write_bytes(b"old B")  # c.html did not exist
+    real, calls = os.replace, []
+
+    def flaky(src, dst):
+        if not str(src).endswith(".previous"):  # the renames of the commit, not of the roll-back
+            calls.append(dst)
+            if len(calls) == fail_at:
+                raise OSError(5, "Input/output error", str(dst))
+        return real(src, dst)
+
+    monkeypatch.setattr(transaction.os, "replace", flaky)
+    with pytest.raises(OSError, match="Input/output error"):
+        with Outputs([tmp_path / "a.xlsx", tmp_path / "b.md", tmp_path / "c.html"]) as tx:
+            for name, data in (("a.xlsx", b"new A"), ("b.md", b"new B"), ("c.html", b"new C")):
+                tx.path(tmp_path / name).write_bytes(data)
+            tx.commit()
+    assert tree(tmp_path) == {"a.xlsx": b"old A", "b.md": b"old B"}
+
+
 def test_signals_are_held_during_the_commit():
     """A SIGTERM sent inside the held block arrives after it, never inside (here: after the
     two 'renames' are recorded)."""

@@ -219,8 +219,31 @@ class Outputs:
         with signals_held():
             for s, t in staged:
                 os.chmod(s, _file_mode(t))
+            # what each target held, kept in its staging folder (a hard link: same file system),
+            # so that a rename failing part-way puts every earlier target back as it was
+            backups: list[tuple[Path, Path | None]] = []
             for s, t in staged:
-                os.replace(s, t)
+                keep = None
+                if t.exists() and not t.is_symlink():
+                    keep = s.with_name(s.name + ".previous")
+                    try:
+                        os.link(t, keep)
+                    except OSError:  # no hard links here: a copy does the same
+                        shutil.copy2(t, keep)
+                backups.append((t, keep))
+            done: list[tuple[Path, Path | None]] = []
+            try:
+                for (s, t), backup in zip(staged, backups):
+                    os.replace(s, t)
+                    done.append(backup)
+            except BaseException:
+                for t, keep in reversed(done):
+                    with contextlib.suppress(OSError):
+                        if keep is not None:
+                            os.replace(keep, t)
+                        else:
+                            os.unlink(t)
+                raise
             self.committed = True
             self._made.clear()  # the folders hold the outputs now
 
