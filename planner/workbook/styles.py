@@ -100,6 +100,8 @@ def stored_value(x: Any, text: bool) -> Any:
     if text:
         return "" if x is None else str(x)
     x = float(x)
+    if math.isinf(x):  # a target no instance count meets (planner.equations.queueing), as values_list
+        return "unreachable"
     return "" if math.isnan(x) else x
 
 
