@@ -30,7 +30,7 @@ EXAMPLES = int(os.environ.get("PLANNER_FUZZ_EXAMPLES", "40"))
 PLACE = re.compile(r"^(Models|GPUs|Workloads|Settings)(![A-Z]{1,3}\d+(:[A-Z]{1,3}\d+)?| row \d+)?$")
 BLANK_OK = {"instances_needed", "gpus_needed", "cost_per_mtok_delivered", "cost_per_mtok_physical",
             # the finance view: blank without demand or price
-            "cost_per_hour", "tpm_capacity", "instances_measured", "gpus_measured", "cost_per_hour_measured",
+            "cost_per_hour", "tpm_capacity", "instances_baseline", "gpus_baseline", "cost_per_hour_baseline",
             # latency at load (issue 16): blank without demand, target, concurrency or output, or when the
             # prefills saturate the instance at the planned load
             "instances_throughput", "demand_rps", "demand_rps_open", "instances_ttft", "instances_tpot", "instances_hbm",
