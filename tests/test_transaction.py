@@ -436,3 +436,23 @@ def test_library_warnings_never_reach_stderr(tmp_path, monkeypatch):
     assert r.returncode == 0 and "Warning" not in r.stderr and "divide by zero" not in r.stderr, r.stderr
     d = run_cli("validate", EXAMPLE, cwd=tmp_path, env_extra={"PLANNER_DEBUG": "1"})
     assert "planner: debug: RuntimeWarning: divide by zero" in d.stderr
+
+
+def test_a_missing_dependency_is_an_environment_problem(capsys):
+    """A Python without the planner's dependencies (pandas not installed) is the environment's
+    problem, said as such with what to do; a missing planner module stays an internal error."""
+    from planner.cli import main as cli
+
+    def missing(_args):
+        raise ModuleNotFoundError("No module named 'pandas'", name="pandas")
+
+    assert cli._dispatch(missing, None) == 1
+    err = capsys.readouterr().err
+    assert "environment problem: the Python package 'pandas' is not installed" in err and "pip install" in err
+    assert "internal error" not in err
+
+    def ours(_args):
+        raise ModuleNotFoundError("No module named 'planner.nowhere'", name="planner.nowhere")
+
+    assert cli._dispatch(ours, None) == 1
+    assert "internal error" in capsys.readouterr().err

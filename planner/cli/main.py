@@ -294,6 +294,16 @@ def _dispatch(handler, args) -> int:
         print("planner: environment problem: out of memory; nothing was written (files already there are "
               "unchanged)", file=sys.stderr)
         return EXIT_ERROR
+    except ModuleNotFoundError as err:
+        if err.name and err.name.split(".")[0] != "planner":  # a dependency missing: not a bug of the planner
+            print(f"planner: environment problem: the Python package {err.name.split('.')[0]!r} is not installed "
+                  f"for {sys.executable}: install the planner with its dependencies "
+                  f"(python3 -m pip install -e . in its folder); nothing was written", file=sys.stderr)
+            return EXIT_ERROR
+        if os.environ.get("PLANNER_DEBUG"):
+            raise
+        print(f"planner: {internal_message(err)}", file=sys.stderr)
+        return EXIT_ERROR
     except Exception as err:  # noqa: BLE001 - the promise is: never a traceback
         os_err = os_error_of(err)
         if os_err is not None:  # the disk, a permission, a folder where a file is expected
