@@ -100,7 +100,6 @@ def test_column_chart_value_axes_start_at_zero(example_out):
 
 def test_checks_bounds_come_from_the_schema(example_out):
     from planner.workbook.checks_sheet import checks_for
-    from planner.workbook.layout import Layout  # noqa: F401  (the check formulas need only names
 
     plan = build_plan(example_path())
     formulas = {c.name: c.formula for c in checks_for(plan, _FakeLayout()).checks}

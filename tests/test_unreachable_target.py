@@ -8,7 +8,7 @@ import zipfile
 
 import openpyxl
 
-from conftest import EXAMPLE, edited_example, header_index
+from conftest import edited_example, header_index
 from planner.cli.main import main
 
 

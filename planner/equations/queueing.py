@@ -68,7 +68,6 @@ from planner.equations.constants import C, N
 from planner.equations.kvhit import _approx, excel_twin
 
 BINDINGS = ("throughput", "ttft_slo", "tpot_slo", "hbm", "concurrency")
-SLO_PERCENTILES = ("mean", "p50", "p90", "p95", "p99")
 _Q = {"mean": 0.0, "p50": C.Q_P50, "p90": C.Q_P90, "p95": C.Q_P95, "p99": C.Q_P99}
 
 

@@ -2,7 +2,7 @@
 GPU type and period in words (the memo's headline); the Demand sheet's checks are in
 :mod:`planner.inputs.demand_checks`.
 
-- :func:`demand_calc` / :func:`fleet_by_period`: ``Demand_Calc`` and ``Fleet_By_Period``.
+- :func:`fleet_by_period`: ``Fleet_By_Period`` (``Demand_Calc`` is :func:`planner.finance.periods.period_calc`).
 - :func:`fleet_sentences`: the fleet by GPU type and by period in words.
 """
 
@@ -30,11 +30,6 @@ def periods(records: list[dict]) -> list[str]:
         if p not in out:
             out.append(p)
     return out
-
-
-def demand_calc(plan) -> pd.DataFrame:
-    """One row per workload and period (:func:`planner.finance.periods.period_calc`)."""
-    return pr.period_calc(plan)
 
 
 def fleet_by_period(plan, calc: pd.DataFrame | None = None) -> pd.DataFrame:

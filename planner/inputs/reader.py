@@ -77,14 +77,6 @@ class PlanInput:
             or self.optional.get(sheet)
 
 
-def sha256_of(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 # old headers still read as their new column (sheet, old name) -> new name; both in one sheet is
 # the "appears twice" problem. Measurements batch became concurrency (issue 16).
 HEADER_ALIASES: dict[tuple[str, str], str] = {(schema.MEAS, "batch"): "concurrency"}
@@ -226,7 +218,6 @@ def _header_hint(title: str, c: Column, extras: list[tuple[int, str]]) -> str:
     return f"; found {found[0]!r} in {found[1]}, ignored: the column is {c.name}, {what}"
 
 
-_CALIB_SHEETS = {"models", "gpus", "workloads", "settings", "measurements"}
 _PLACE = re.compile(r"^(?P<sheet>[^!]+?)(?:!(?P<col>[A-Z]+)(?P<row>\d+)| row (?P<row2>\d+))?$")
 
 

@@ -40,10 +40,6 @@ def read_rows(recs: list[dict]) -> dict:
             "stat": stats}
 
 
-def _rows_text(rows: list[int]) -> str:
-    return ", ".join(str(r) for r in rows)
-
-
 def read_warnings(recs: list[dict], rows: list[int], load: dict) -> list[tuple[str, str]]:
     """Located warnings for rows at concurrency > 1 read with an assumption."""
     out = []
