@@ -20,7 +20,8 @@ Formats are detected from the content: vLLM bench serve / benchmark_serving.py (
 SGLang bench_serving (JSON lines), AIPerf / GenAI-Perf (JSON, CSV), guidellm (benchmarks.json,
 .yaml with PyYAML), LLMPerf (*_summary.json), inference-perf (summary_lifecycle_metrics.json), and
 Prometheus /metrics scrapes (two, before and after a run, after its result file). One Measurements
-row per run; copy the rows into the Measurements sheet of your input workbook and plan it.
+row per run; copy the rows into the Measurements sheet of your input workbook and plan it (or
+name the files in that sheet's file column: planner run reads them the same way).
 """
 
 
