@@ -196,7 +196,8 @@ def test_one_file_in_two_rows_and_a_missing_hit(tmp_path):
                                               "gpu": "H100 SXM", "tp": 1}]
     src = _book(tmp_path, rows)
     probs = _problems(src)
-    assert f"Measurements!{FILE}3: results/vllm_bench_serve.json: is also named by row 2: one row per run" in probs
+    assert (f"Measurements!{FILE}3: results/vllm_bench_serve.json: is the same run as row 2 "
+            f"(results/vllm_bench_serve.json): one row per run") in probs
     assert any(p.startswith(f"Measurements!{FILE}4: results/x.prom: no such file") for p in probs)
     rows = [{"file": "results/vllm_bench_serve.json", "gpu": "H100 SXM", "tp": 1}]
     src = _book(tmp_path, rows, name="b.xlsx")
@@ -213,3 +214,46 @@ def test_a_result_and_its_two_scrapes_in_one_cell(tmp_path):
                                        "vllm_metrics_after.prom"))
     t = read_input(src).optional["Measurements"]
     assert t.records[0]["hit"] == 0.5 and "hit" in t.filled[0]
+
+
+@pytest.mark.libreoffice
+def test_libreoffice_recalculation_of_rows_filled_from_files(tmp_path, recalc):
+    """The output of file-filled rows (one file row standing for several runs): every Calibration,
+    Resolved and Results value LibreOffice recomputes from the written Measurements equals the stored one."""
+    from conftest import same_value, sheet_values
+    from planner.workbook.writer import write_output
+
+    plan = build_plan(_book(tmp_path, ROWS))
+    out = tmp_path / "out.xlsx"
+    write_output(plan, out)
+    again = recalc(out)
+    for sheet, frame in (("Resolved", plan.resolved), ("Results", plan.results)):
+        for i, row in enumerate(sheet_values(again, sheet)):
+            for name, got in row.items():
+                if name in frame:
+                    assert same_value(frame[name].iat[i], got, rel=1e-7), (sheet, i, name, frame[name].iat[i], got)
+    stored = openpyxl.load_workbook(out, data_only=True)["Calibration"]
+    fresh = openpyxl.load_workbook(again, data_only=True)["Calibration"]
+    n = 0
+    for r_s, r_f in zip(stored.iter_rows(), fresh.iter_rows()):
+        for a, b in zip(r_s, r_f):
+            if isinstance(a.value, float):
+                assert b.value == pytest.approx(a.value, rel=1e-7, abs=1e-12), a.coordinate
+                n += 1
+    assert n > 30
+
+
+def test_the_output_is_a_valid_input_again(tmp_path):
+    # the output has one row per run, each naming its file and (in source) its run: read back, each
+    # row takes that run only, every cell typed now, and plans the same
+    from planner.workbook.writer import write_output
+
+    plan = build_plan(_book(tmp_path, ROWS))
+    out = tmp_path / "out.xlsx"
+    write_output(plan, out)
+    again = build_plan(out)
+    t = again.input.optional["Measurements"]
+    assert t.rows == [2, 3, 4, 5, 6, 7] and not any(t.filled) and t.warnings == []
+    assert [r["source"] for r in t.records] == [r["source"] for r in plan.input.optional["Measurements"].records]
+    for c in ("ttft_ms", "tpm_delivered_target", "gpus_needed"):
+        assert again.results[c].iat[0] == pytest.approx(plan.results[c].iat[0], rel=1e-12), c

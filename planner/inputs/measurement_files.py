@@ -19,7 +19,11 @@ The rules:
   catalog's fills are (green italic, a comment naming the file, the run and the tool); the
   ``planner: filled:`` line and the Run sheet count them (:func:`filled_note`, :func:`run_rows`).
 * A file of several runs (a guidellm sweep, vLLM ``--append-result`` or SGLang JSON lines) stands
-  for one row per run, each at the naming row's place.
+  for one row per run, each at the naming row's place, unless the row's typed ``source`` is the
+  label of one of them (``sglang.jsonl, line 2 (sglang bench_serving)``, as the output writes it):
+  then that run only. So the output, which has one row per run, each naming its file and run, is
+  a valid input again.
+* One run named by two rows is a problem (one row per run).
 * Problems are located at the row's ``file`` cell and name the file as typed
   (``Measurements!X3: results/vllm.json: no such file ...``): a missing, unreadable, truncated or
   unknown file, failed requests, a run also named by another row; every one at once.
@@ -117,7 +121,6 @@ def fill_measurements(path: Path, table, models, gpus, workloads, problems: list
     book = SimpleNamespace(models=models, gpus=gpus, workloads=workloads, path=Path(path)) \
         if models is not None and gpus is not None and workloads is not None else None
     records, rows, filled, index_of = [], [], [], {}
-    named: dict[Path, int] = {}          # resolved file -> Excel row naming it
     runs_seen: dict[tuple, str] = {}     # run fingerprint -> "row N (file run)"
     for i, rec in enumerate(table.records):
         index_of[i] = []
@@ -136,12 +139,6 @@ def fill_measurements(path: Path, table, models, gpus, workloads, problems: list
                                               f"relative to the input workbook's folder)"))
                 bad = True
                 continue
-            key = p.resolve()
-            if key in named and named[key] != row_no:
-                problems.append(Problem(here, f"{part}: is also named by row {named[key]}: one row per run"))
-                bad = True
-                continue
-            named[key] = row_no
             paths.append(p)
             names[p.name], names[str(p)] = part, part
         if bad:  # the row stays as typed; its problems are said, nothing is planned
@@ -149,6 +146,9 @@ def fill_measurements(path: Path, table, models, gpus, workloads, problems: list
             records.append(rec), rows.append(table.rows[i]), filled.append({})
             continue
         loaded = load(paths)
+        chosen = _chosen(loaded.runs, rec.get("source"))
+        if chosen is not None:  # the typed source names one run of the file: that run only
+            loaded.runs = [chosen]
         located = [Problem(here, f"{_relocate(e.place, names)}: {_hint(e.message)}") for e in loaded.problems]
         typed_tp = rec.get("tp")
         opts = Options(model=rec.get("model"), gpu=rec.get("gpu"), tp=int(typed_tp) if typed_tp else None,
@@ -204,6 +204,15 @@ def fill_measurements(path: Path, table, models, gpus, workloads, problems: list
     table.plain_ones = {(col, j) for col, k in table.plain_ones for j in index_of.get(k, ())}
     table.records[:], table.rows[:] = records, rows
     table.filled = filled
+
+
+def _chosen(runs: list, source: Any):
+    """The run whose ``source`` label (as ``planner measurements`` and the output write it) the row's
+    typed ``source`` is, when the file holds several; else None (every run)."""
+    if source is None or len(runs) < 2:
+        return None
+    want = str(source).strip().lower()
+    return next((r for r in runs if r.source.strip().lower() == want), None)
 
 
 def _name_contradictions(table, i: int, rec: dict, run, label: str, book) -> None:
