@@ -257,3 +257,17 @@ def test_the_output_is_a_valid_input_again(tmp_path):
     assert [r["source"] for r in t.records] == [r["source"] for r in plan.input.optional["Measurements"].records]
     for c in ("ttft_ms", "tpm_delivered_target", "gpus_needed"):
         assert again.results[c].iat[0] == pytest.approx(plan.results[c].iat[0], rel=1e-12), c
+
+
+def test_a_complete_row_whose_file_is_elsewhere_is_read_as_typed(tmp_path):
+    # an output written to another folder than the results: its rows hold every value
+    from planner.workbook.writer import write_output
+
+    plan = build_plan(_book(tmp_path, ROWS[:1]))
+    (tmp_path / "out").mkdir()
+    out = tmp_path / "out" / "plan.xlsx"
+    write_output(plan, out)
+    again = read_input(out)
+    assert again.optional["Measurements"].records[0]["ttft_ms"] == 310.5
+    assert any(n.startswith(f"Measurements!{FILE}2: results/vllm_bench_serve.json: no such file") and
+               n.endswith("the row's typed values are used") for n in again.notes)

@@ -24,6 +24,8 @@ The rules:
   then that run only. So the output, which has one row per run, each naming its file and run, is
   a valid input again.
 * One run named by two rows is a problem (one row per run).
+* A file that is not there is a problem, unless every required cell of the row is typed (an
+  output, whose rows hold every value, read from another folder): then a note, and the typed row.
 * Problems are located at the row's ``file`` cell and name the file as typed
   (``Measurements!X3: results/vllm.json: no such file ...``): a missing, unreadable, truncated or
   unknown file, failed requests, a run also named by another row; every one at once.
@@ -132,11 +134,16 @@ def fill_measurements(path: Path, table, models, gpus, workloads, problems: list
         here = cell_place(table, "file", i)
         row_no = table.rows[i]
         paths, names, bad = [], {}, False
+        complete = all(rec.get(c.name) is not None for c in cols if c.required is True)
         for part in _parts(text):
             p = resolve_path(path, part)
             if not p.exists():
-                problems.append(Problem(here, f"{part}: no such file (looked for {p}; a relative path is "
-                                              f"relative to the input workbook's folder)"))
+                where = (f"{part}: no such file (looked for {p}; a relative path is relative to the input "
+                         f"workbook's folder)")
+                if complete:  # every value typed (an output read from another folder): the file is not needed
+                    notes.append(f"{here}: {where}: the row's typed values are used")
+                else:
+                    problems.append(Problem(here, where))
                 bad = True
                 continue
             paths.append(p)
