@@ -181,6 +181,9 @@ def test_alpha_fitted_in_a_workbook_fills_the_workloads(tmp_path):
     assert plan.resolved["alpha"].iat[0] == pytest.approx(fit.alpha_fit["alpha"])
     text = "\n".join(map(str, plan.warnings))
     assert f"alpha fitted from the hit points: {fit.alpha_fit['alpha']:.2f} (95% interval" in text
+    # the blank alpha cell's comment says the fitted value, not the default 0 (notes/20.md)
+    assert plan.input.workloads.filled[0]["alpha"].startswith(f"blank: the planner uses {fit.alpha_fit['alpha']:,.4g} "
+                                                              f"(fitted from the hit points of Measurements")
     # the workload's TTFT at its target is the simulated deployment's within the noise
     truth = ttft_law(8000, 0.5, TRUE["t_fixed"], TRUE["k_attn"], TRUE["k_ffn"], S, TRUE["b"], TRUE["alpha"])
     assert plan.results["ttft_ms"].iat[0] == pytest.approx(float(truth), rel=0.03)

@@ -535,3 +535,60 @@ def test_diff_workbook_recalculates(tiny, tmp_path, recalc):
     assert n > 60
     check = next(c for c in b["Bridge"][1] if c.value and str(c.value).startswith("check"))
     assert b["Bridge"].cell(2, check.column).value == 0
+
+
+# --------------------------------------------------------------------------- names folded as the catalog does
+def test_model_and_gpu_spellings_the_catalog_folds_are_one_type(tmp_path):
+    # notes/20.md: the example spells H100-SXM, the README H100 SXM; GPU_Changes listed two types
+    model = dict(TINY_MODELS[0], model="Llama-3.1-8B")
+    gpu = dict(TINY_GPUS[0], gpu="H100-SXM")
+    wl = dict(tiny_wl("w1", "H100-SXM", 2, 300_000, 1_000_000), model="Llama-3.1-8B")
+    old = write(tmp_path / "old.xlsx", [model], [gpu], [wl], {})
+    new = write(tmp_path / "new.xlsx", [dict(model, model="meta-llama/Llama 3.1 8B")], [dict(gpu, gpu="H100 SXM")],
+                [dict(wl, model="meta-llama/Llama 3.1 8B", gpu="H100 SXM", demand_tpm=1_300_000)], {})
+    d = diff_plans(old, new)
+    # hand calc: OLD ⌈1.0M/300k⌉ = 4 instances · tp 2 = 8 GPUs · 2.0 · 730 = 11,680;
+    # NEW ⌈1.3M/300k⌉ = 5 · 2 = 10 GPUs · 2.0 · 730 = 14,600: one GPU type, the change all demand
+    assert [(g["gpu"], g["gpus_old"], g["gpus_new"], g["cost_per_month_old"], g["cost_per_month_new"])
+            for g in d.gpus] == [("H100-SXM", 8, 10, 11_680, 14_600)]
+    b = bridge_map(d)
+    assert (b["old"], b["demand"], b["new"]) == (11_680, 2_920, 14_600)
+    assert b["added"] == b["removed"] == b["other"] == 0
+    got = {(c.sheet, c.name, c.column, c.old, c.new) for c in d.changes}
+    assert got == {("Models", "Llama-3.1-8B", "model", "Llama-3.1-8B", "meta-llama/Llama 3.1 8B"),  # respelt
+                   ("GPUs", "H100-SXM", "gpu", "H100-SXM", "H100 SXM"),
+                   ("Workloads", "w1", "demand_tpm", 1_000_000, 1_300_000)}
+    assert [w["status"] for w in d.workloads] == ["changed"]
+
+
+def test_two_spellings_in_one_file_stay_two_types(tmp_path):
+    gpu = dict(TINY_GPUS[0], gpu="H100 SXM")
+    wl = tiny_wl("w1", "H100 SXM", 2, 300_000, 1_000_000)
+    old = write(tmp_path / "old.xlsx", TINY_MODELS, [gpu], [wl], {})
+    new = write(tmp_path / "new.xlsx", TINY_MODELS, [gpu, dict(gpu, gpu="H100-SXM", hourly_cost=9.0)], [wl], {})
+    d = diff_plans(old, new)
+    # NEW has both spellings as rows of its own: not folded (H100-SXM is a GPU type only NEW has)
+    assert [g["gpu"] for g in d.gpus] == ["H100 SXM", "H100-SXM"]
+    assert ("GPUs", "H100-SXM", "hourly_cost", None, 9.0) in {(c.sheet, c.name, c.column, c.old, c.new)
+                                                              for c in d.changes}
+
+
+def test_respelling_reaches_measurements_and_scenarios(tmp_path):
+    from planner.diff.names import align_names
+
+    gpu = dict(TINY_GPUS[0], gpu="H100-SXM")
+    wl = tiny_wl("w1", "H100-SXM", 2, 300_000, 1_000_000)
+    meas = [{"model": "m1", "gpu": "H100-SXM", "tp": 2, "isl": 1000, "hit": 0, "ttft_ms": 100}]
+    old = read_input(write(tmp_path / "old.xlsx", TINY_MODELS, [gpu], [wl], {}, optional={"Measurements": meas}))
+    scn = [{"scenario": "dear", "sheet": "GPUs", "column": "hourly_cost", "match": "h100 sxm", "op": "multiply",
+            "value": 1.1}]
+    new_path = write(tmp_path / "new.xlsx", TINY_MODELS, [dict(gpu, gpu="H100 SXM")], [dict(wl, gpu="H100 SXM")], {},
+                     optional={"Measurements": [dict(meas[0], gpu="H100 SXM")], "Scenarios": scn})
+    new = read_input(new_path)
+    aligned, changes = align_names(old, new)
+    assert [r["gpu"] for r in aligned.gpus.records] == ["H100-SXM"]
+    assert [r["gpu"] for r in aligned.workloads.records] == ["H100-SXM"]
+    assert [r["gpu"] for r in aligned.optional["Measurements"].records] == ["H100-SXM"]
+    assert [r["match"] for r in aligned.optional["Scenarios"].records] == ["H100-SXM"]
+    assert new.gpus.records[0]["gpu"] == "H100 SXM"  # NEW as read is not changed
+    assert [(c.sheet, c.old, c.new) for c in changes] == [("GPUs", "H100-SXM", "H100 SXM")]

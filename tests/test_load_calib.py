@@ -139,3 +139,27 @@ def test_measured_throughput_feeds_the_re_hit_correction(tmp_path):
     # the re-hit correction predicts the 75% run's measured throughput
     got = float(plan.results["tpm_delivered_target"].iloc[0])
     assert got == pytest.approx(6100 * shape[1]["request_throughput"] * 60, rel=1e-3)
+
+
+def test_calibration_filled_tpm_and_hit_measured_are_listed_and_styled(tmp_path, monkeypatch):
+    # notes/20.md: tpm_measured and hit_measured filled from a same-shape load test were in Resolved
+    # only; they are now planner-filled cells like the breakdown (comment, italic, "filled:" note)
+    from planner.workbook.writer import write_output
+
+    p = float(ttft_law(6000, 0.0, T_FIXED, K_ATTN, K_FFN, S_8B, B_EFF))
+    x = 8 * 1000 / (8 * p + OSL * (S0 + S1 * 8))       # hand calc as in the test above [requests/s]
+    shape = [{"model": "Llama-3.1-8B", "gpu": "H100", "tp": 1, "isl": 6000, "hit": 0.0, "ttft_ms": p * 4.5,
+              "concurrency": 8, "num_requests": 16, "osl": OSL, "request_throughput": x}]
+    plan = _plan(tmp_path, _sim_rows(8, 16) + shape)
+    tpm = 6100 * x * 60                                  # (isl + osl) * X * 60 [tokens/min]
+    assert plan.resolved["tpm_measured"].iat[0] == pytest.approx(tpm, rel=1e-9)
+    note = plan.filled_note
+    assert "tpm_measured 1 (Workloads!" in note and "hit_measured 1 (Workloads!" in note
+    out = tmp_path / "out.xlsx"
+    write_output(plan, out)
+    ws = openpyxl.load_workbook(out)["Workloads"]
+    col = {str(c.value).split(" [")[0]: c.column_letter for c in ws[1] if c.value}
+    tc, hc = ws[f"{col['tpm_measured']}2"], ws[f"{col['hit_measured']}2"]
+    assert tc.value is None and tc.font.i and hc.value is None and hc.font.i
+    assert f"{tpm:,.0f} tokens/min" in tc.comment.text and "measured throughput of Measurements row" in tc.comment.text
+    assert "uses 0 (measured throughput of Measurements row" in hc.comment.text

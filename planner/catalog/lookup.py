@@ -133,6 +133,13 @@ def _keys(name: Any, kind: str) -> tuple[str, ...]:
     return k, _gpu_vendorless(k)
 
 
+def name_key(name: Any, kind: str) -> str:
+    """A model or GPU name folded as the catalog folds the names it matches, without merging
+    variants: ``meta-llama/Llama-3.1-8B-Instruct`` = ``llama 3.1_8b-instruct``; ``H100-SXM`` =
+    ``NVIDIA H100 SXM`` (two spellings of one thing, e.g. OLD's and NEW's in ``planner diff``)."""
+    return _keys(name, kind)[0] if kind == MODEL else _keys(name, kind)[1]
+
+
 def find(name: Any, kind: str) -> Entry | None:
     """The catalog entry ``name`` names (see the module docstring for the rules), or None."""
     if name is None or not str(name).strip():

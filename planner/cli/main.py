@@ -113,6 +113,10 @@ def _print_warnings(plan) -> None:
         print(f"planner: note: {note}", file=sys.stderr)
     if plan.filled_note:  # the blanks the planner filled (planner.plan.trust, issue 20)
         print(f"planner: filled: {plan.filled_note}", file=sys.stderr)
+    from planner.inputs.measurement_files import filled_note as measurements_filled
+
+    if meas_note := measurements_filled(plan.input):  # rows filled from the load-test files they name (issue 18)
+        print(f"planner: filled: {meas_note}", file=sys.stderr)
     for w in plan.warnings[:MAX_WARNINGS_SHOWN]:
         print(f"planner: warning: {w}", file=sys.stderr)
     rest = len(plan.warnings) - MAX_WARNINGS_SHOWN

@@ -20,7 +20,8 @@ Formats are detected from the content: vLLM bench serve / benchmark_serving.py (
 SGLang bench_serving (JSON lines), AIPerf / GenAI-Perf (JSON, CSV), guidellm (benchmarks.json,
 .yaml with PyYAML), LLMPerf (*_summary.json), inference-perf (summary_lifecycle_metrics.json), and
 Prometheus /metrics scrapes (two, before and after a run, after its result file). One Measurements
-row per run; copy the rows into the Measurements sheet of your input workbook and plan it.
+row per run; copy the rows into the Measurements sheet of your input workbook and plan it (or
+name the files in that sheet's file column: planner run reads them the same way).
 """
 
 
@@ -74,7 +75,7 @@ def cmd_measurements(args) -> int:
     from planner.core.errors import InputError, Problem
     from planner.core.fileio import save_atomic
     from planner.loadtests import load
-    from planner.loadtests.rows import Options, build_rows, write_workbook
+    from planner.loadtests.rows import Options, build_rows
 
     out = args.output
     for src in list(args.files) + ([args.input] if args.input else []):
@@ -107,3 +108,19 @@ def cmd_measurements(args) -> int:
             print(f"planner: note: {place}: {note}", file=sys.stderr)
     print(f"planner: wrote {len(rows)} Measurements row{'s' if len(rows) != 1 else ''} to {out}")
     return EXIT_OK
+
+
+def write_workbook(path: Path, rows: list[dict]) -> None:
+    """The Measurements workbook: one sheet ``Measurements`` written by the input-sheet writer (the
+    same headers, units, notes, styles and validation as the template's)."""
+    import xlsxwriter
+
+    from planner.loadtests.rows import EXTRAS
+    from planner.workbook.input_sheets import write_input_sheet
+    from planner.workbook.styles import WB_OPTIONS, Formats
+
+    extras = [e for e in EXTRAS if any(r.get(e) is not None for r in rows)]
+    wb = xlsxwriter.Workbook(str(path), WB_OPTIONS)
+    # no model/gpu dropdowns: they would list the Models/GPUs sheets, which this workbook has not
+    write_input_sheet(wb, Formats(wb), "Measurements", rows, extras, ref_dropdowns=False)
+    wb.close()

@@ -239,6 +239,11 @@ COLUMNS: tuple[Column, ...] = (
     Column(MEAS, "total_throughput", "tokens/s", NUMBER, "measured input + output tokens per second",
            minimum=0, min_open=True, maximum=1e15, fmt=FMT_NUM),
     Column(MEAS, "source", "", TEXT, "where the row came from: the result file and the run in it"),
+    Column(MEAS, "file", "", TEXT, "load-test result file to fill this row from (vLLM, SGLang, AIPerf/GenAI-Perf, "
+           "guidellm, LLMPerf or inference-perf; a path relative to the input workbook's folder; a result and "
+           "its two /metrics scrapes separated by ';'): blank cells are taken from the file, a typed cell wins "
+           "(warned when the file differs); a file of several runs stands for one row per run, or for the one "
+           "run a typed source names", calc=False),
     # ---------------------------------------------------------------- Demand (optional)
     Column(DEM, "workload", "", TEXT, "a workload of the Workloads sheet", True, ref=W),
     Column(DEM, "period", "", TEXT, "planning period, e.g. 2027-Q1", True),

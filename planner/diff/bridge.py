@@ -48,6 +48,7 @@ from planner.core import schema
 from planner.inputs.kv_tiers import trace_path
 from planner.core.errors import InputError, Problem
 from planner.diff.input_changes import Change, _same_record, fold, input_changes
+from planner.diff.names import align_names
 from planner.inputs.reader import PlanInput, Table
 
 STEPS = ("removed", "added", "demand", "hit", "price", "other")
@@ -384,6 +385,7 @@ def diff_plans(old_path: str | Path, new_path: str | Path) -> Diff:
 
     old_path, new_path = Path(old_path), Path(new_path)
     old_in, new_in = read_pair(old_path, new_path)
+    new_in, respelled = align_names(old_in, new_in)  # NEW's model/GPU names spelled as OLD's, as the catalog folds
     plans, problems = [], []
     for role, p_in in (("OLD", old_in), ("NEW", new_in)):  # calibration problems: named by file too
         try:
@@ -393,7 +395,7 @@ def diff_plans(old_path: str | Path, new_path: str | Path) -> Diff:
     if problems:
         raise InputError(problems)
     old_plan, new_plan = plans
-    changes = input_changes(old_in, new_in)
+    changes = respelled + input_changes(old_in, new_in)
     br, costs = bridge(old_plan, new_plan, build_plan)
     unpriced = []
     for plan in (old_plan, new_plan):

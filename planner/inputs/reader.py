@@ -50,6 +50,9 @@ class Table:
     # (column, record index) of fraction cells typed as the plain number 1 (not 100% in a percent
     # cell): 1% may have been meant (planner.plan.trust warns)
     plain_ones: set[tuple[str, int]] = field(default_factory=set)
+    # (place, message) said as warnings of the plan: a typed Measurements cell that differs from the
+    # load-test file the row names (planner.inputs.measurement_files)
+    warnings: list[tuple[str, str]] = field(default_factory=list)
 
     def column(self, name: str) -> list[Any]:
         return [r.get(name) for r in self.records]
@@ -129,7 +132,8 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
     for where, msg in header_units.near_miss_headers(ws.title, cols, col_of, extras):
         problems.append(Problem(where, msg))
     for c in cols:
-        if c.required is True and c.name not in col_of and not (c.name == "hit_target" and "trace" in col_of):
+        if c.required is True and c.name not in col_of and not (c.name == "hit_target" and "trace" in col_of) \
+                and not (sheet == schema.MEAS and "file" in col_of):  # the load-test files fill them (below)
             problems.append(Problem(f"{ws.title} row 1", f"required column {c.name!r} is missing"
                                     + _header_hint(ws.title, c, extras)))
         elif c.required == "catalog" and c.name not in col_of and (hint := _header_hint(ws.title, c, extras)):
@@ -201,6 +205,11 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         # without hit_target, every row must take its hit ratio from a trace (issue 19)
         why = "" if len(untraced) == len(records) else f" (row {untraced[0]} has no trace to take it from)"
         problems.append(Problem(f"{ws.title} row 1", f"required column 'hit_target' is missing{why}"))
+    if sheet == schema.MEAS and "file" in col_of:
+        # a row naming a load-test file takes the missing columns from it; the other rows need them
+        from planner.inputs.measurement_files import missing_columns
+
+        problems += missing_columns(ws.title, cols, col_of, rows, records)
     if readings and notes is not None:
         more = f" (and {len(readings) - 3} more)" if len(readings) > 3 else ""
         notes.append(f"{ws.title}: {len(readings)} number(s) typed as text with separators were read: "
@@ -335,6 +344,10 @@ def read_input(path: str | Path, *, checks: Sequence[Callable[[BoundaryState], l
         _check_gpus(g, positions["GPUs"], problems)
     if w is not None:
         _check_workloads(w, positions["Workloads"], canon, problems, notes)
+    if schema.MEAS in optional:  # rows naming a load-test result file filled from it (issue 18)
+        from planner.inputs.measurement_files import fill_measurements
+
+        fill_measurements(path, optional[schema.MEAS], m, g, w, problems, notes)
     for sheet, t in optional.items():
         _check_required(t, sheet, positions[sheet], problems, skip=set())
     _check_optional_refs(optional, canon, problems)

@@ -1,4 +1,5 @@
-"""Measurements rows from normalised runs, and the Measurements workbook.
+"""Measurements rows from normalised runs (the workbook is written by :mod:`planner.cli.measurements`;
+the reader fills the rows that name a file, :mod:`planner.inputs.measurement_files`).
 
 What a result file does not say comes from the options (``--model``, ``--gpu``, ``--tp``,
 ``--hit``), else from an existing input workbook (``--input``: its Models/GPUs rows, and the
@@ -15,7 +16,6 @@ are also in ``ttft_p50_ms``, ``ttft_p90_ms``, ``ttft_p99_ms``; ``tpot_ms`` and `
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from planner.catalog import lookup as catalog
@@ -177,18 +177,3 @@ def build_rows(runs: list[Run], opts: Options) -> tuple[list[dict], list[tuple[s
         rows.append(row)
         notes += [(r.place, n) for n in ns]
     return rows, notes, problems
-
-
-def write_workbook(path: Path, rows: list[dict]) -> None:
-    """The Measurements workbook: one sheet ``Measurements`` written by the input-sheet writer (the
-    same headers, units, notes, styles and validation as the template's)."""
-    import xlsxwriter
-
-    from planner.workbook.input_sheets import write_input_sheet
-    from planner.workbook.styles import WB_OPTIONS, Formats
-
-    extras = [e for e in EXTRAS if any(r.get(e) is not None for r in rows)]
-    wb = xlsxwriter.Workbook(str(path), WB_OPTIONS)
-    # no model/gpu dropdowns: they would list the Models/GPUs sheets, which this workbook has not
-    write_input_sheet(wb, Formats(wb), "Measurements", rows, extras, ref_dropdowns=False)
-    wb.close()

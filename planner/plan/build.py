@@ -102,7 +102,9 @@ def build_plan(source: str | Path | PlanInput) -> Plan:
                 flags=flags_of(models, workloads, resolved, results), calibration=calib)
     # the warnings read the plan's flags: a new Plan with them, the first one is not changed
     plan = dataclasses.replace(plan, warnings=[Problem(pl, msg) for pl, msg in calib.warnings]
-                               + warnings_of(plan) + load_memo.warnings(plan))
+                               + warnings_of(plan) + load_memo.warnings(plan)
+                               # typed Measurements cells that differ from the file the row names
+                               + [Problem(pl, msg) for t in p_in.optional.values() for pl, msg in t.warnings])
     from planner.plan.trust import apply_to_plan  # issue 20: filled blanks visible, demand, plausibility
 
     return apply_to_plan(plan)

@@ -130,6 +130,7 @@ def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], 
         s_kv = s_kv_of(models[model], tp)
         load = load_tests.read_rows(recs)   # the load-test model: request-alone prefill from TTFT at c
         pts = pd.DataFrame({"row": rows,
+                            "record": idx,  # the record: rows repeat when a row's load-test file holds several runs
                             "isl": [float(r["isl"]) for r in recs],
                             "hit": [float(r["hit"]) for r in recs],
                             "ttft_ms": load["prefill_ms"],

@@ -57,7 +57,7 @@ def planner_filled(plan) -> list[dict[str, str]]:
         if rec.get("batch") is None:
             came["batch"] = ("blank: the planner uses batch 1 (one request at a time) for the peak KV and, when "
                              "t_decode_ms is estimated, as the decode concurrency")
-        if rec.get("alpha") is None:
+        if rec.get("alpha") is None and not (calib and (i, "alpha") in calib.filled):
             came["alpha"] = "blank: the planner uses alpha 0 (no overlap of KV load and compute, the conservative case)"
         if rec.get("max_seq_len") is None:
             came["max_seq_len"] = (f"blank: the planner uses isl + osl = {_f(res['max_seq_len'].iat[i]):,.0f} tokens "
@@ -69,8 +69,12 @@ def planner_filled(plan) -> list[dict[str, str]]:
             came["t_decode_ms"] = "blank: the planner uses 0 ms of decode (osl 0: no output tokens)"
     if calib is not None:
         for (i, col), prov in calib.filled.items():
-            if col in ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps"):
+            if col in ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps", "alpha"):
                 out[i][col] = f"blank: the planner uses {_f(res[col].iat[i]):,.4g} ({prov})"
+            elif col == "tpm_measured":  # from a load test of the row's own shape (issue 16)
+                out[i][col] = f"blank: the planner uses {_f(res[col].iat[i]):,.0f} tokens/min ({prov})"
+            elif col == "hit_measured":
+                out[i][col] = f"blank: the planner uses {_f(res[col].iat[i]):.4g} ({prov})"
     return out
 
 

@@ -190,7 +190,6 @@ def write_calibration(wb, fm, plan) -> None:
     ws_real = wb.add_worksheet(SHEET)
     ws = RowBuffer(ws_real)
     meas_cols = [c.name for c in schema.columns("Measurements")]
-    meas_index = {row: i for i, row in enumerate(plan.input.optional["Measurements"].rows)}
     ws.write_string(0, 0, "Calibration: prefill times fitted to the measured load tests (Measurements sheet)",
                     fm("title"))
     ws.write_string(1, 0, "Fit per deployment of TTFT = t_fixed + k_attn*N^2*(1-h^2) + k_ffn*N*(1-h) + load - "
@@ -255,7 +254,7 @@ def write_calibration(wb, fm, plan) -> None:
         pts = f.points.iloc[_order(f)]
         for q, (_, p) in enumerate(pts.iterrows()):
             r = lo + q
-            src_row = meas_index[int(p["row"])] + 1  # the Measurements sheet of the output: records from row 2
+            src_row = int(p["record"]) + 1  # the Measurements sheet of the output: records from row 2
             ref = lambda name: "Measurements!" + xl_rowcol_to_cell(src_row, meas_cols.index(name), col_abs=True)
             ws.write_string(r, 0, f.label)
             ws.write_number(r, 1, int(p["row"]))

@@ -32,6 +32,7 @@ from planner.core import schema
 from planner.plan import columns as sheets
 from planner.workbook.calibration_sheet import resolved_overrides, write_calibration, write_filled
 from planner.inputs.catalog_fill import filled_run_rows
+from planner.inputs.measurement_files import run_rows as measurement_run_rows
 from planner.workbook.charts import write_charts
 from planner.workbook.checks_sheet import checks_for
 from planner.workbook.explorer import write_explorer
@@ -98,7 +99,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
                           ref_rows={"Models": len(plan.models), "GPUs": len(plan.gpus), "Workloads": n})
     settings_rows = write_settings_sheet(wb, fm, plan.settings, p_in.settings_extra)
     for sheet, table in p_in.optional.items():  # Measurements, Demand, Scenarios: carried as inputs
-        write_input_sheet(wb, fm, sheet, table.records, list(table.extras),
+        write_input_sheet(wb, fm, sheet, table.records, list(table.extras), filled=table.filled,
                           ref_rows={"Models": len(plan.models), "GPUs": len(plan.gpus), "Workloads": n})
     ws_const = RowBuffer(add("Constants"))
     ws_res = add("Resolved")
@@ -156,6 +157,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     if ws_charts is not None:
         write_charts(wb, ws_charts, fm, layout, plan, layout.chunks)
     write_run(ws_run, fm, plan, {**filled_run_rows(p_in), **trust_run_rows(p_in.workloads.filled),
+                                 **measurement_run_rows(p_in),  # Measurements filled from load-test files
                                  **(run_info or {})})
     for buffered in (ws_checks, ws_explorer, ws_charts, ws_const, ws_run):
         if buffered is not None:
