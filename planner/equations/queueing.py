@@ -81,28 +81,85 @@ def _div(a, b):
 
 
 # --------------------------------------------------------------------------- decode-step law
-def decode_step_ms(t_decode, batch, osl):
-    r"""Decode step time at the row's batch, ``s(B)``.
+def step_floor_ms(batch, isl, osl, s_kv, params_b, active_params_b, weight_bytes, tp, hbm_tbps):
+    r"""HBM roofline of one decode step over ``b`` requests: the lowest step time the bytes allow.
 
-    .. math:: s(B) = D \cdot B / OSL   \quad (0 \text{ when } OSL = 0)
+    .. math:: s_{min}(b) = \frac{\min(N, b N_a) \cdot 10^9 \cdot w / tp + b (ISL + OSL/2) S}{HBM \cdot 10^{12}}
+              \cdot 1000
+
+    The weights per GPU are read once per step (an MoE reads at most ``b`` tokens' active
+    experts), each request's KV once; at the full HBM bandwidth, so no step can be faster. (Not at
+    Settings ``decode_mbu``: that is a planning assumption, and measured or typed decode times
+    commonly run above it (the example's typed decodes at up to 68% of the bandwidth, against 60%); a floor at
+    ``decode_mbu`` would overrule a measurement with an assumption.) The step of
+    :func:`planner.equations.roofline.decode_ms` (``decode_ms = osl s_min(b) / b``). No bandwidth
+    (``hbm_tbps`` blank or 0) gives 0: no floor.
+
+    Parameters
+    ----------
+    batch : numeric, requests in the step b [count]
+    isl, osl : numeric, input / output length [tokens]
+    s_kv : numeric, KV bytes per token per GPU S [B]
+    params_b, active_params_b : numeric, total / active parameters [1e9] (active 0: params_b)
+    weight_bytes : numeric, bytes per weight w [B]
+    tp : numeric, GPUs per instance [count]
+    hbm_tbps : numeric, HBM bandwidth per GPU [TB/s]
+
+    Returns
+    -------
+    numeric, step time floor [ms]
+    """
+    b, act, hbm = _f(batch), _f(active_params_b), _f(hbm_tbps)
+    act = np.where(act > 0, act, params_b)
+    weights = np.minimum(_f(params_b), b * act) * C.PARAMS_PER_B * _f(weight_bytes) / tp
+    kv = b * (_f(isl) + C.HALF * _f(osl)) * s_kv
+    bw = hbm * 1e12  # TB/s -> B/s, as roofline.decode_ms
+    return np.where(bw > 0, _div((weights + kv) * C.MS_PER_S, np.where(bw > 0, bw, 1.0)), 0.0)
+
+
+@excel_twin(step_floor_ms)
+def _(batch, isl, osl, s_kv, params_b, active_params_b, weight_bytes, tp, hbm_tbps):
+    act = f"IF({active_params_b}>0,{active_params_b},{params_b})"
+    weights = f"MIN({params_b},{batch}*{act})*{N.PARAMS_PER_B}*{weight_bytes}/{tp}"
+    kv = f"{batch}*({isl}+{N.HALF}*{osl})*{s_kv}"
+    bw = f"{hbm_tbps}*1E12"
+    return f"IF({bw}>0,({weights}+{kv})*{N.MS_PER_S}/({bw}),0)"
+
+
+def decode_step_ms(t_decode, batch, osl, floor=0.0):
+    r"""Decode step time at the batch the decode time holds at, ``s(B)``, bounded by the HBM roofline.
+
+    .. math:: s(B) = \max(D \cdot B / OSL,\ s_{min}(B))  \quad (D > 0;\ D B / OSL \text{ when } D = 0;\
+              0 \text{ when } OSL = 0)
+
+    ``B`` is ``t_decode_batch``: the batch the row's ``t_decode_ms`` was measured or estimated at (a
+    load test's concurrency when calibrated from one; blank: ``batch``). So a decode calibrated at
+    concurrency ``c`` gives the measured step ``s(c)`` (issue 16: read at batch 1 it gave a step
+    below the HBM floor). A step faster than the bytes allow at full bandwidth is raised to the floor
+    (:func:`step_floor_ms`; the load memo warns at the row).
 
     Parameters
     ----------
     t_decode : numeric, decode chip time per request D at the batch [ms]
     batch : numeric, concurrent requests B the decode time is amortised over [count]
     osl : numeric, output length [tokens]
+    floor : numeric, HBM roofline of the step at B [ms] (0: none)
 
     Returns
     -------
     numeric, time of one decode step over the batch [ms]
     """
-    osl = _f(osl)
-    return np.where(osl > 0, _div(_f(t_decode) * batch, np.where(osl > 0, osl, 1.0)), 0.0)
+    osl, d = _f(osl), _f(t_decode)
+    step = _div(d * batch, np.where(osl > 0, osl, 1.0))
+    return np.where(osl > 0, np.where(d > 0, np.maximum(step, floor), step), 0.0)
 
 
 @excel_twin(decode_step_ms)
-def _(t_decode, batch, osl):
-    return f"IF({osl}>0,{t_decode}*{batch}/{osl},0)"
+def _(t_decode, batch, osl, floor=None):
+    step = f"{t_decode}*{batch}/{osl}"
+    if floor is not None:
+        step = f"IF({t_decode}>0,MAX({step},{floor}),{step})"
+    return f"IF({osl}>0,{step},0)"
 
 
 def step_fixed_ms(step, weights_gib, batch, isl, osl, s_kv):

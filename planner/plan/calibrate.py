@@ -50,6 +50,7 @@ class Fit:
     b_fitted: bool = False            # True: B_eff fitted from hit > 0 points
     b_at_bound: bool = False          # the search ended at its range edge (B not identified)
     tpot_per_token_ms: float = math.nan  # amortised decode chip time per output token [ms]
+    decode_concurrency: float = math.nan  # the load tests' concurrency that decode holds at [count]
     throughput: list = field(default_factory=list)  # load tests with a measured throughput (load_tests)
     ok: bool = True
     warnings: list[str] = field(default_factory=list)
@@ -174,7 +175,7 @@ def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], 
         fitted = fit.predict(pts["isl"], pts["hit"], pts["alpha"]) if fit.ok else np.full(len(pts), np.nan)
         pts["fitted_ms"] = fitted
         pts["error"] = fitted / pts["ttft_ms"].to_numpy() - 1
-        fit.tpot_per_token_ms, dwarn = load_tests.decode_per_token(recs, rows, fitted if fit.ok else None)
+        fit.tpot_per_token_ms, dwarn, fit.decode_concurrency = load_tests.decode_per_token(recs, rows, fitted if fit.ok else None)
         warns.extend(dwarn)
         fit.throughput = load_tests.throughput_rows(recs, rows)
         for w in fit.warnings + fit.notes:
@@ -185,7 +186,8 @@ def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], 
 
 # --------------------------------------------------------------------------- filling the workloads
 BREAKDOWN = ("t_attn0_ms", "t_ffn0_ms")
-FILLED_COLUMNS = ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps", "tpm_measured", "hit_measured")
+FILLED_COLUMNS = ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps", "tpm_measured", "hit_measured",
+                  "t_decode_batch")
 
 
 @dataclass
@@ -282,6 +284,8 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                 vals["t_fixed_ms"] = f.t_fixed + f.c_hit_ms
             if not math.isnan(f.tpot_per_token_ms):
                 vals["t_decode_ms"] = osl * f.tpot_per_token_ms
+                if rec.get("t_decode_ms") is None:  # the batch the calibrated decode holds at (issue 16)
+                    vals["t_decode_batch"] = f.decode_concurrency
             source[i], fit_index[i] = "calibrated", k
             lo, hi = f.isl_range
             if not lo <= isl <= hi:
@@ -343,6 +347,8 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
             if blank[col]:
                 filled.iat[i, filled.columns.get_loc(col)] = float(v)
                 prov[(i, col)] = (decode_src if col == "t_decode_ms" else
+                                  f"the concurrency of the load test the decode is calibrated from ({fits[k].label})"
+                                  if col == "t_decode_batch" else
                                   got["source"] if col in ("tpm_measured", "hit_measured") else src)
     if problems:
         raise InputError(problems)
@@ -452,3 +458,6 @@ def _decode_for_typed(i, rec, p_in, fits, by_key, model_recs, gpu_recs, mbu, fil
         warns.append((place, decode_batch_message(rec, model_rec, gpu_rec, s_kv, mbu, value)))
     filled.iat[i, filled.columns.get_loc("t_decode_ms")] = float(value)
     prov[(i, "t_decode_ms")] = src
+    if src.startswith("calibrated") and rec.get("t_decode_batch") is None:  # the batch it holds at (issue 16)
+        filled.iat[i, filled.columns.get_loc("t_decode_batch")] = fits[k].decode_concurrency
+        prov[(i, "t_decode_batch")] = f"the concurrency of the load test the decode is calibrated from ({fits[k].label})"

@@ -240,13 +240,18 @@ RESULTS: tuple[Out, ...] = (
     out("instances_throughput", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered_target",
         "target_utilization", description="instances for demand_tpm at target_utilization on throughput alone "
         "(blank without demand)", label="Serving instances on throughput alone"),
-    out("decode_step_ms", "ms", FMT_MS, q.decode_step_ms, "t_decode_ms", "batch", "osl",
-        description="decode step over the row's batch: t_decode_ms x batch / osl",
-        label="Decode step time at the row's batch"),
-    out("step_weights_ms", "ms", FMT_MS, q.step_fixed_ms, "decode_step_ms", "weights_gib_per_gpu", "batch", "isl",
-        "osl", "kv_bytes_per_token_gpu", description="weight-reading part of a decode step, s0 (split of the step "
-        "by the bytes read: weights vs the batch's KV)", label="Decode step: weights part s0"),
-    out("step_kv_ms", "ms", FMT_RATIO, q.step_per_request_ms, "decode_step_ms", "step_weights_ms", "batch",
+    out("step_floor_ms", "ms", FMT_MS, q.step_floor_ms, "t_decode_batch", "isl", "osl", "kv_bytes_per_token_gpu",
+        "params_b", "active_params_b", "weight_bytes", "tp", "hbm_tbps",
+        description="HBM roofline of a decode step over t_decode_batch requests: weights + their KV read at "
+        "the full hbm_tbps, the fastest any step can be (0 without hbm_tbps)", label="Decode step floor (HBM roofline)"),
+    out("decode_step_ms", "ms", FMT_MS, q.decode_step_ms, "t_decode_ms", "t_decode_batch", "osl", "step_floor_ms",
+        description="decode step over t_decode_batch (the batch t_decode_ms holds at): t_decode_ms x "
+        "t_decode_batch / osl, at least step_floor_ms",
+        label="Decode step time at the batch of the decode time"),
+    out("step_weights_ms", "ms", FMT_MS, q.step_fixed_ms, "decode_step_ms", "weights_gib_per_gpu", "t_decode_batch",
+        "isl", "osl", "kv_bytes_per_token_gpu", description="weight-reading part of a decode step, s0 (split of the "
+        "step by the bytes read: weights vs the batch's KV)", label="Decode step: weights part s0"),
+    out("step_kv_ms", "ms", FMT_RATIO, q.step_per_request_ms, "decode_step_ms", "step_weights_ms", "t_decode_batch",
         description="KV-reading part of a decode step per request in decode, s1",
         label="Decode step: KV part per request s1"),
     out("demand_rps", "requests/s", FMT_MS, q.demand_rate, "demand_tpm", "isl", "osl",
@@ -439,6 +444,9 @@ def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame,
         elif rc.name == "max_seq_len":
             values = np.where(blank, out["isl"].to_numpy() + out["osl"].to_numpy(),
                               pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
+        elif rc.name == "t_decode_batch":  # the batch t_decode_ms holds at: typed (or calibrated), else batch
+            values = np.where(blank, out["batch"].to_numpy(dtype=float),
+                              pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
         elif rc.name == "hit_baseline":  # the planning baseline: typed, else the load test's hit ratio
             values = np.where(blank, out["hit_measured"].to_numpy(dtype=float),
                               pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
@@ -498,6 +506,8 @@ def resolved_formula(rc: ResolvedCol, ref: Callable[[str], str], wl: Callable[[s
         return f"IF(ISNUMBER({x}),{x},{ref('isl')}+{ref('osl')})"
     if rc.name == "hit_baseline":
         return f"IF(ISNUMBER({x}),{x},{ref('hit_measured')})"
+    if rc.name == "t_decode_batch":
+        return f"IF(ISNUMBER({x}),{x},{ref('batch')})"
     if rc.name == "kv_gbps":
         return f"IF(ISNUMBER({x}),{x},{ref('pcie_gbps')})"
     test = "ISTEXT" if rc.text else "ISNUMBER"

@@ -77,6 +77,9 @@ def warnings(plan) -> list:
     conc, fit = _f(res["concurrency"]), _f(r["max_batch_fit"])
     t_slo, p_slo, dem = _f(res["ttft_slo_ms"]), _f(res["tpot_slo_ms"]), _f(res["demand_tpm"])
     s1 = _f(r["step_weights_ms"]) + _f(r["step_kv_ms"])
+    bref, floor = _f(res["t_decode_batch"]), _f(r["step_floor_ms"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        raw_step = np.where(_f(res["osl"]) > 0, _f(res["t_decode_ms"]) * bref / _f(res["osl"]), np.inf)
     for i in range(len(r)):
         place = f"Workloads row {rows[i]} ({r['workload'].iat[i]})"
         b = str(r["binding"].iat[i])
@@ -89,6 +92,12 @@ def warnings(plan) -> list:
         if "hbm" in b and b.startswith("unreachable"):
             out.append(Problem(place, "not one full-length request fits in HBM beside the weights: the HBM bound "
                                       "is left out of instances_needed"))
+        if raw_step[i] < floor[i] and _f(res["t_decode_ms"])[i] > 0:  # the step law raised to the HBM roofline
+            out.append(Problem(place, f"t_decode_ms {_f(res['t_decode_ms'])[i]:,.6g} at t_decode_batch "
+                                      f"{bref[i]:,.0f} is a decode step of {raw_step[i]:,.3g} ms, faster than "
+                                      f"reading the weights and that batch's KV at the full HBM bandwidth "
+                                      f"({floor[i]:,.3g} ms): the latency at load uses {floor[i]:,.3g} ms per step "
+                                      f"(check the TPOT's unit and the concurrency it was measured at)"))
         if np.isnan(mean[i]):
             out.append(Problem(place, "at the planned load the prefills alone keep the instance busy: the prefill "
                                       "queue grows without bound (ttft_load_ms blank)"))

@@ -69,7 +69,7 @@ def planner_filled(plan) -> list[dict[str, str]]:
             came["t_decode_ms"] = "blank: the planner uses 0 ms of decode (osl 0: no output tokens)"
     if calib is not None:
         for (i, col), prov in calib.filled.items():
-            if col in ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps"):
+            if col in ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps", "t_decode_batch"):
                 out[i][col] = f"blank: the planner uses {_f(res[col].iat[i]):,.4g} ({prov})"
     return out
 
