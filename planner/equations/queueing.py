@@ -594,7 +594,7 @@ def _lambert_u(a, phi, q):
         return np.minimum(1.0, w / (a * phi))
 
 
-def instances_ttft(rate_total, prefill, t_decode, step, slo, q):
+def instances_ttft(rate_total, prefill, t_decode, step, slo, q, concurrency=np.nan):
     r"""Smallest instance count whose TTFT statistic meets the target, open loop.
 
     With ``w = slo - P``, ``k = D s / P`` and ``ρ = λP``:
@@ -607,7 +607,9 @@ def instances_ttft(rate_total, prefill, t_decode, step, slo, q):
       2003, and two Newton steps on ``w + ln w = ln x``: relative error below 1e-8).
 
     ``n = ceil(Λ P / ρ*)``. NaN without a target or demand; ``inf`` when the target is not above
-    the request-alone TTFT (no instance count meets it).
+    the request-alone TTFT (no instance count meets it). With a fixed ``concurrency`` c the TTFT
+    does not depend on the count (:func:`ttft_load_ms`, a burst of c): ``inf`` when it misses the
+    target there, else NaN.
 
     Parameters
     ----------
@@ -615,6 +617,7 @@ def instances_ttft(rate_total, prefill, t_decode, step, slo, q):
     prefill, t_decode, step : numeric, P, D, s(B) [ms]
     slo : numeric, TTFT target, NaN when blank [ms]
     q : numeric, quantile (0: the mean) [fraction]
+    concurrency : numeric, Workloads concurrency, NaN when blank [count]
 
     Returns
     -------
@@ -630,11 +633,22 @@ def instances_ttft(rate_total, prefill, t_decode, step, slo, q):
         rho_tail = _lambert_u(a, (2 * w + k) / (2 * w), q)
         rho = np.where(q > 0, np.where(rho_low <= 1 - q, rho_low, rho_tail), rho_mean)
         n = np.ceil(_approx(_f(rate_total) / C.MS_PER_S * P / rho))
-    return np.where(np.isnan(_f(slo)) | np.isnan(_f(rate_total)), np.nan, np.where(w > 0, n, np.inf))
+    open_ = np.where(np.isnan(_f(slo)) | np.isnan(_f(rate_total)), np.nan, np.where(w > 0, n, np.inf))
+    c = _f(concurrency)
+    at_c = ttft_load_ms(prefill, np.nan, np.where(np.isnan(c), 1.0, c), q)
+    return np.where(np.isnan(c), open_, np.where(~np.isnan(_f(slo)) & (at_c > _f(slo)), np.inf, np.nan))
 
 
 @excel_twin(instances_ttft)
-def _(rate_total, prefill, t_decode, step, slo, q):
+def _(rate_total, prefill, t_decode, step, slo, q, concurrency=None):
+    open_ = _instances_ttft_open(rate_total, prefill, t_decode, step, slo, q)
+    if concurrency is None:
+        return open_
+    at_c = f"{prefill}*IF({q}>0,1+{q}*({concurrency}-1),({concurrency}+1)*{N.HALF})"
+    return f'IF(ISNUMBER({concurrency}),IF(AND(ISNUMBER({slo}),{at_c}>{slo}),"unreachable",""),{open_})'
+
+
+def _instances_ttft_open(rate_total, prefill, t_decode, step, slo, q):
     P = prefill
     w = f"({slo}-{P})"
     k = f"({t_decode}*{step}/{P})"
@@ -699,19 +713,21 @@ def _(prefill, osl, s0, s1, t_decode, step, slo):
     return f"(-2*{c0}/({B}+SQRT({B}^2-4*{A}*{c0})))"
 
 
-def instances_tpot(rate_total, prefill, osl, s0, s1, t_decode, step, slo):
+def instances_tpot(rate_total, prefill, osl, s0, s1, t_decode, step, slo, concurrency=np.nan):
     r"""Smallest instance count whose mean TPOT meets the target, open loop.
 
     .. math:: n = \lceil Λ / λ^* \rceil, \quad λ^* \text{ from :func:`rate_for_tpot`}
 
     NaN without a target, demand or output; ``inf`` when a request alone is already slower
-    (``s0 + s1 >= slo``).
+    (``s0 + s1 >= slo``). With a fixed ``concurrency`` c the TPOT does not depend on the count
+    (:func:`tpot_load_ms`, a burst of c): ``inf`` when it misses the target there, else NaN.
 
     Parameters
     ----------
     rate_total : numeric, Λ requests/s
     prefill, osl, s0, s1, t_decode, step : as :func:`rate_for_tpot`
     slo : numeric, TPOT target, NaN when blank [ms]
+    concurrency : numeric, Workloads concurrency, NaN when blank [count]
 
     Returns
     -------
@@ -721,15 +737,24 @@ def instances_tpot(rate_total, prefill, osl, s0, s1, t_decode, step, slo):
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = rate_for_tpot(prefill, osl, s0, s1, t_decode, step, slo) * C.MS_PER_S
         n = np.ceil(_approx(_f(rate_total) / lam))
-    return np.where(np.isnan(_f(slo)) | np.isnan(_f(rate_total)) | (_f(osl) <= 0), np.nan,
-                    np.where(t1 < slo, n, np.inf))
+    open_ = np.where(np.isnan(_f(slo)) | np.isnan(_f(rate_total)) | (_f(osl) <= 0), np.nan,
+                     np.where(t1 < slo, n, np.inf))
+    c = _f(concurrency)
+    at_c = tpot_load_ms(np.nan, prefill, osl, s0, s1, np.nan, np.where(np.isnan(c), 1.0, c))
+    return np.where(np.isnan(c), open_, np.where(~np.isnan(_f(slo)) & (_f(osl) > 0) & (at_c > _f(slo)), np.inf,
+                                                 np.nan))
 
 
 @excel_twin(instances_tpot)
-def _(rate_total, prefill, osl, s0, s1, t_decode, step, slo):
+def _(rate_total, prefill, osl, s0, s1, t_decode, step, slo, concurrency=None):
     lam = f"{rate_for_tpot.xl(prefill, osl, s0, s1, t_decode, step, slo)}*{N.MS_PER_S}"
-    return (f'IF(AND(ISNUMBER({slo}),ISNUMBER({rate_total}),{osl}>0),IF({s0}+{s1}<{slo},'
-            f'ROUNDUP({rate_total}/({lam}),0),"unreachable"),"")')
+    open_ = (f'IF(AND(ISNUMBER({slo}),ISNUMBER({rate_total}),{osl}>0),IF({s0}+{s1}<{slo},'
+             f'ROUNDUP({rate_total}/({lam}),0),"unreachable"),"")')
+    if concurrency is None:
+        return open_
+    at_c = f"{s0}+{s1}*{concurrency}+({concurrency}-1)*{prefill}*{N.HALF}/{osl}"
+    return (f'IF(ISNUMBER({concurrency}),IF(AND(ISNUMBER({slo}),{osl}>0),IF({at_c}>{slo},"unreachable",""),""),'
+            f'{open_})')
 
 
 def instances_hbm(rate_total, prefill, osl, s0, s1, t_decode, step, max_fit, ttft_slo=np.nan, tpot_slo=np.nan):
@@ -870,6 +895,26 @@ def _(n, n_throughput, n_ttft, n_tpot, n_hbm, n_conc):
     for name, c in reversed(pairs):
         pick = f'IF(IF(ISNUMBER({c}),{c},0)={n},"{name}",{pick})'
     return f'IF(ISNUMBER({n}),IF(LEN({un})>0,"unreachable: "&MID({un},3,999),{pick}),"")'
+
+
+def unreachable_count(binding):
+    """Workloads with a latency target (or the HBM fit) no instance count meets: ``binding`` starts
+    with ``unreachable`` (:func:`binding`). The Checks sheet counts them as an error.
+
+    Parameters
+    ----------
+    binding : array of str, the Results binding column
+
+    Returns
+    -------
+    int, count of such workloads
+    """
+    return int(sum(1 for b in np.asarray(binding, dtype=object).ravel() if str(b).startswith("unreachable")))
+
+
+@excel_twin(unreachable_count)
+def _(binding):
+    return f'COUNTIF({binding},"unreachable*")'
 
 
 def extra_for_latency(n_slo, n_throughput):

@@ -261,12 +261,13 @@ RESULTS: tuple[Out, ...] = (
         description="the demand rate the latency targets size for (blank with a fixed concurrency)",
         label="Requests per second sized open loop"),
     out("instances_ttft", "count", FMT_INT, q.instances_ttft, "demand_rps_open", "ttft_ms", "t_decode_ms",
-        "decode_step_ms", "ttft_slo_ms", "slo_q", description="instances the TTFT target needs (open loop, "
-        "M/G/1 prefill queue; unreachable: the target is below the request-alone TTFT)",
+        "decode_step_ms", "ttft_slo_ms", "slo_q", "concurrency", description="instances the TTFT target needs (open loop, "
+        "M/G/1 prefill queue; unreachable: the target is below the request-alone TTFT, or the TTFT at the fixed "
+        "concurrency misses it)",
         label="Instances the TTFT target needs"),
     out("instances_tpot", "count", FMT_INT, q.instances_tpot, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
-        "step_kv_ms", "t_decode_ms", "decode_step_ms", "tpot_slo_ms", description="instances the TPOT target needs (unreachable: one request "
-        "alone is slower)", label="Instances the TPOT target needs"),
+        "step_kv_ms", "t_decode_ms", "decode_step_ms", "tpot_slo_ms", "concurrency", description="instances the TPOT target "
+        "needs (unreachable: one request alone is slower, or the TPOT at the fixed concurrency misses it)", label="Instances the TPOT target needs"),
     out("instances_hbm", "count", FMT_INT, q.instances_hbm, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
         "step_kv_ms", "t_decode_ms", "decode_step_ms", "max_batch_fit", "ttft_slo_ms", "tpot_slo_ms", description="instances for the decode "
         "batch at load to fit in HBM (with a latency target only: throughput sizing assumes batch)",
@@ -334,9 +335,9 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
     out("instances_throughput", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered",
         "target_utilization"),
     out("instances_ttft", "count", FMT_INT, q.instances_ttft, "demand_rps_open", "ttft_ms", "t_decode_ms",
-        "decode_step_ms", "ttft_slo_ms", "slo_q"),
+        "decode_step_ms", "ttft_slo_ms", "slo_q", "concurrency"),
     out("instances_tpot", "count", FMT_INT, q.instances_tpot, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
-        "step_kv_ms", "t_decode_ms", "decode_step_ms", "tpot_slo_ms"),
+        "step_kv_ms", "t_decode_ms", "decode_step_ms", "tpot_slo_ms", "concurrency"),
     out("instances_hbm", "count", FMT_INT, q.instances_hbm, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
         "step_kv_ms", "t_decode_ms", "decode_step_ms", "max_batch_fit", "ttft_slo_ms", "tpot_slo_ms"),
     out("concurrency_rps", "requests/s", FMT_MS, q.closed_loop_rate, "concurrency", "ttft_ms", "osl",
