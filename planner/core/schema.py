@@ -143,8 +143,9 @@ COLUMNS: tuple[Column, ...] = (
     Column(W, "osl", "tokens", INT, "output length per request", True, minimum=0, maximum=1e9,
            fmt=FMT_INT),
     Column(W, "batch", "count", INT, "concurrent requests per instance: the batch of the peak KV and, when "
-           "t_decode_ms is estimated, the decode batch whose weight reads are shared (blank: 1, said in a note)",
-           default=1, minimum=1,
+           "t_decode_ms is estimated, the decode batch whose weight reads are shared (blank: concurrency, else "
+           "the full-length requests whose KV fits in HBM, max_batch_fit, at most 256, vLLM's default "
+           "max_num_seqs; said in a note)", minimum=1,
            maximum=1e9, fmt=FMT_INT),
     Column(W, "max_seq_len", "tokens", INT, "maximum sequence length N_max (blank: isl + osl)",
            default="isl+osl", minimum=1, maximum=1e9, fmt=FMT_INT),

@@ -81,6 +81,43 @@ def _div(a, b):
 
 
 # --------------------------------------------------------------------------- decode-step law
+def default_batch(batch, concurrency, max_fit):
+    r"""The decode batch of a workload: ``batch`` when typed, else the fixed ``concurrency``, else
+    the batch an instance runs at capacity, the HBM fit capped at the server's sequence limit.
+
+    .. math:: B = batch \ \text{(typed)}, \quad c \ \text{(concurrency)}, \quad
+              \max(1, \min(B_{fit}, 256)) \ \text{(else)}
+
+    Why the HBM fit: throughput sizing plans each instance at ``target_utilization`` of its
+    capacity, and under the decode-step law an instance's capacity grows with the batch it
+    decodes, ``X(B) = B / (B P + osl s(B))`` (which is ``1 / (P + D(B))`` with ``D(B) = osl s(B) /
+    B``), up to the batch its KV cache holds: a continuous-batching server admits requests until
+    the KV blocks or ``max_num_seqs`` run out (256, vLLM's default). The batch Little's law gives
+    at a load below capacity is no alternative here: with ``TPOT = s(B) / (1 - λP)`` it equals
+    the amortisation batch only where ``λ (P + D(B)) = 1``, i.e. at full utilisation. Batch 1 (the
+    old blank) plans a serving engine that decodes one request at a time.
+
+    Parameters
+    ----------
+    batch : numeric, typed Workloads batch, NaN when blank [count]
+    concurrency : numeric, Workloads concurrency, NaN when blank [count]
+    max_fit : numeric, max_batch_fit, full-length requests whose KV fits beside the weights [count]
+
+    Returns
+    -------
+    numeric, batch [count]
+    """
+    b, c = _f(batch), _f(concurrency)
+    cap = np.maximum(1.0, np.minimum(_f(max_fit), C.MAX_NUM_SEQS))
+    return np.where(np.isnan(b), np.where(np.isnan(c), cap, c), b)
+
+
+@excel_twin(default_batch)
+def _(batch, concurrency, max_fit):
+    return (f"IF(ISNUMBER({batch}),{batch},IF(ISNUMBER({concurrency}),{concurrency},"
+            f"MAX(1,MIN({max_fit},{N.MAX_NUM_SEQS}))))")
+
+
 def step_floor_ms(batch, isl, osl, s_kv, params_b, active_params_b, weight_bytes, tp, hbm_tbps):
     r"""HBM roofline of one decode step over ``b`` requests: the lowest step time the bytes allow.
 

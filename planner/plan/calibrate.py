@@ -30,6 +30,7 @@ import pandas as pd
 from planner.equations import kvhit as m
 from planner.equations.ttft_fit import fit_points, ttft_law
 from planner.equations.constants import PCIE_GEN_GBPS
+from planner.plan import columns as sheets
 from planner.plan import load_tests
 from planner.catalog.lookup import catalog_raw
 
@@ -186,6 +187,8 @@ def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], 
 
 # --------------------------------------------------------------------------- filling the workloads
 BREAKDOWN = ("t_attn0_ms", "t_ffn0_ms")
+BATCH_FILLED = "_batch_filled"  # key of a record copy whose batch is the default (planner.equations.queueing.default_batch)
+
 FILLED_COLUMNS = ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps", "tpm_measured", "hit_measured",
                   "t_decode_batch")
 
@@ -258,8 +261,11 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
     n = len(workloads)
     source, fit_index, prov = ["input"] * n, [None] * n, {}
     wl_rows = p_in.workloads.rows
+    batches = sheets.default_batch(sheets.resolve(models, gpus, workloads, settings))  # a blank batch's value
     for i in range(n):
         rec = p_in.workloads.records[i]
+        if rec.get("batch") is None:  # the roofline decode is estimated at the batch the plan uses
+            rec = dict(rec, batch=float(batches[i]), **{BATCH_FILLED: True})
         got = None
         blank = {c: rec.get(c) is None for c in FILLED_COLUMNS}
         if not (blank["t_attn0_ms"] or blank["t_ffn0_ms"]):
@@ -339,7 +345,8 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
             s_kv = s_kv_of(model_recs[rec["model"]], int(rec["tp"]))
             warns.append((place, decode_batch_message(rec, model_recs[rec["model"]], gpu_recs[rec["gpu"]], s_kv, mbu,
                                                       vals["t_decode_ms"])))
-            decode_src += f" at batch {int(rec.get('batch') or 1)}" + ("" if rec.get("batch") else " (batch blank: 1)")
+            decode_src += f" at batch {int(rec.get('batch') or 1)}" + (" (batch blank: the default batch)"
+                                                                       if rec.get(BATCH_FILLED) else "")
         if source[i] == "calibrated" and fits[fit_index[i]].alpha_fit and rec.get("alpha") is None:
             filled.iat[i, filled.columns.get_loc("alpha")] = fits[fit_index[i]].alpha_fit["alpha"]
             prov[(i, "alpha")] = f"fitted from the hit points of Measurements ({fits[fit_index[i]].label})"
@@ -410,7 +417,9 @@ def decode_batch_message(rec: dict, model_rec: dict, gpu_rec: dict, s_kv: float,
 
     b = int(rec.get("batch") or 1)
     at1 = estimate.estimate_decode(rec, model_rec, gpu_rec, s_kv, mbu, batch=1)[0]["t_decode_ms"]
-    said = "typed" if rec.get("batch") is not None else "blank, so 1"
+    said = ("typed" if not rec.get(BATCH_FILLED) else
+            "blank, so the fixed concurrency" if rec.get("concurrency") is not None else
+            "blank, so the full-length requests whose KV fits in HBM, at most 256")
     other = (f"{at1:,.1f} ms at batch 1" if b != 1 else
              f"{estimate.estimate_decode(rec, model_rec, gpu_rec, s_kv, mbu, batch=8)[0]['t_decode_ms']:,.1f} ms "
              f"at batch 8")

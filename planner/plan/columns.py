@@ -445,6 +445,8 @@ def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame,
         elif rc.name == "max_seq_len":
             values = np.where(blank, out["isl"].to_numpy() + out["osl"].to_numpy(),
                               pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
+        elif rc.name == "batch":  # blank: concurrency, else the HBM fit (set below, once the lookups are done)
+            values = pd.to_numeric(pd.Series(raw, dtype=object), errors="coerce").to_numpy(dtype=float)
         elif rc.name == "t_decode_batch":  # the batch t_decode_ms holds at: typed (or calibrated), else batch
             values = np.where(blank, out["batch"].to_numpy(dtype=float),
                               pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
@@ -464,7 +466,32 @@ def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame,
                 num = np.where(blank, 0.0, num)  # conditional inputs (kv_heads of an MLA model)
             values = num
         out[rc.name] = values
+        if rc.name == "concurrency":  # every input batch's default needs is resolved by now
+            out["batch"] = default_batch(out)
     return out
+
+
+def batch_fit(res) -> np.ndarray:
+    """``max_batch_fit`` of Resolved rows (the Results column, from the same inputs)."""
+    s_kv = m.kv_bytes_per_token_gpu(res["attention"], res["layers"], res["kv_heads"], res["head_dim"],
+                                    res["mla_kv_dim"], res["kv_bytes"], res["tp"])
+    return m.max_batch_fit(res["hbm_gib"], m.weights_gib_per_gpu(res["params_b"], res["weight_bytes"], res["tp"]),
+                           res["max_seq_len"], s_kv)
+
+
+def default_batch(res) -> np.ndarray:
+    """Resolved ``batch``: typed, else :func:`planner.equations.queueing.default_batch`."""
+    return np.asarray(q.default_batch(np.asarray(res["batch"], dtype=float),
+                                      np.asarray(res["concurrency"], dtype=float), batch_fit(res)), dtype=float)
+
+
+def batch_formula(ref: Callable[[str], str], x: str) -> str:
+    """Excel twin of :func:`default_batch` over this Resolved row's cells (``x``: the Workloads cell)."""
+    s_kv = m.kv_bytes_per_token_gpu.xl(ref("attention"), ref("layers"), ref("kv_heads"), ref("head_dim"),
+                                       ref("mla_kv_dim"), ref("kv_bytes"), ref("tp"))
+    fit = m.max_batch_fit.xl(ref("hbm_gib"), m.weights_gib_per_gpu.xl(ref("params_b"), ref("weight_bytes"), ref("tp")),
+                             ref("max_seq_len"), s_kv)
+    return q.default_batch.xl(x, ref("concurrency"), fit)
 
 
 # Workloads columns whose blank takes a Settings value (the named Settings cell s_<key>).
@@ -509,6 +536,8 @@ def resolved_formula(rc: ResolvedCol, ref: Callable[[str], str], wl: Callable[[s
         return f"IF(ISNUMBER({x}),{x},{ref('hit_measured')})"
     if rc.name == "t_decode_batch":
         return f"IF(ISNUMBER({x}),{x},{ref('batch')})"
+    if rc.name == "batch":
+        return batch_formula(ref, x)
     if rc.name == "kv_gbps":
         return f"IF(ISNUMBER({x}),{x},{ref('pcie_gbps')})"
     test = "ISTEXT" if rc.text else "ISNUMBER"

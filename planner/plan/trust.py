@@ -55,8 +55,11 @@ def planner_filled(plan) -> list[dict[str, str]]:
     for i, rec in enumerate(wt.records):
         came = out[i]
         if rec.get("batch") is None:
-            came["batch"] = ("blank: the planner uses batch 1 (one request at a time) for the peak KV and, when "
-                             "t_decode_ms is estimated, as the decode concurrency")
+            why = ("the workload's concurrency" if rec.get("concurrency") is not None else
+                   f"the full-length requests whose KV fits in HBM beside the weights "
+                   f"({_f(plan.results['max_batch_fit'].iat[i]):,.0f}), at most 256 (vLLM's default max_num_seqs)")
+            came["batch"] = (f"blank: the planner uses batch {_f(res['batch'].iat[i]):,.0f}, {why}, for the peak KV "
+                             f"and, when t_decode_ms is estimated, as the decode concurrency")
         if rec.get("alpha") is None:
             came["alpha"] = "blank: the planner uses alpha 0 (no overlap of KV load and compute, the conservative case)"
         if rec.get("max_seq_len") is None:
@@ -197,7 +200,7 @@ def plausibility_warnings(plan) -> list[Problem]:
                                    f"the GPU's peak ({float(floor):,.4g} ms for {float(r['isl']):,.0f} tokens on "
                                    f"{tp:g}x {r['gpu']}): typed in seconds?"))
         if r.get("t_decode_ms") is not None and float(r["t_decode_ms"]) > 0 and float(r["osl"]) > 0:
-            b = float(r.get("batch") or 1)
+            b = float(plan.resolved["t_decode_batch"].iat[i])  # the batch t_decode_ms holds at (typed or batch)
             step = decode_floor_ms(mod, gpu, tp, b)
             if step is not None and float(r["t_decode_ms"]) < float(r["osl"]) * step / b:
                 out.append(Problem(_cell(wt, "t_decode_ms", i),
