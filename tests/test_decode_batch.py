@@ -96,3 +96,24 @@ def test_tpot_at_the_test_concurrency_reproduces_the_measured_tpot(tmp_path):
     p = r["ttft_ms"].iat[0]
     assert plan.resolved["t_decode_ms"].iat[0] == pytest.approx(200 * (25.0 - 7 * p / 400) / 8, rel=1e-9)
     assert not math.isnan(r["tpot_load_ms"].iat[1])
+
+
+@pytest.mark.libreoffice
+def test_libreoffice_recalculates_the_step_law(analyst, recalc, tmp_path):
+    from planner.workbook.writer import write_output
+    from test_recalc import compare_all
+
+    out = tmp_path / "analyst-out.xlsx"
+    write_output(analyst, out)
+    again = recalc(out)
+    assert compare_all(again, analyst) > 0                       # every formula cell against its stored value
+    import openpyxl
+    from conftest import header_index
+    wb = openpyxl.load_workbook(again, data_only=True)
+    ws, wr = wb["Resolved"], wb["Results"]
+    h, hr = header_index(ws), header_index(wr)
+    assert [ws.cell(i, h["t_decode_batch"]).value for i in (2, 3)] == [8, 8]
+    assert wr.cell(2, hr["step_floor_ms"]).value == pytest.approx(FLOOR8, rel=1e-9)
+    assert wr.cell(2, hr["decode_step_ms"]).value == pytest.approx(FLOOR8, rel=1e-9)
+    assert wr.cell(3, hr["tpot_load_ms"]).value == pytest.approx(FLOOR8 + 7 * P70 / 400, rel=1e-9)
+    assert wr.cell(2, hr["binding"]).value == "unreachable: tpot_slo"
