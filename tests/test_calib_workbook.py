@@ -3,6 +3,8 @@ sheets, located errors, and one LibreOffice recalculation."""
 
 from __future__ import annotations
 
+import math
+
 import openpyxl
 import pytest
 
@@ -188,13 +190,18 @@ def test_production_hit_only_is_fitted_with_assumed_bandwidth(tmp_path):
     assert f.ok and not f.b_fitted and f.b_gbps == 50.0 and f.max_abs_error < 1e-9
     assert any("cannot be told apart" in str(w) for w in plan.warnings)
     # no tpot_ms in these points: decode comes from the memory-bandwidth roofline, as for estimated rows
-    # hand calc: 200 steps x (8.03e9 params x 2 B + (6000 + 200/2) tokens x 131,072 B) / (3.35e12 B/s x 0.6)
-    #            x 1000 ms/s / batch 1 = 1,677.57 ms
-    want = 200 * (8.03e9 * 2 + (6000 + 200 / 2) * 131_072) / (3.35e12 * 0.6) * 1000
+    # hand calc: batch blank -> the full-length requests whose KV fits (slofix item 3), max_seq_len 6200:
+    #            floor((80 x 2^30 - 16.06e9) / (6200 x 131,072)) = floor(85.94) = 85 (< 256);
+    #            200 steps x (8.03e9 params x 2 B + 85 x (6000 + 200/2) tokens x 131,072 B) / (3.35e12 B/s x 0.6)
+    #            x 1000 ms/s / batch 85 = 98.36 ms
+    b = math.floor((80 * 2**30 - 8.03e9 * 2) / (6200 * 131_072))
+    assert b == 85 and plan.resolved["batch"].iat[0] == b
+    want = 200 * (8.03e9 * 2 + b * (6000 + 200 / 2) * 131_072) / (3.35e12 * 0.6) * 1000 / b
     assert plan.resolved["t_decode_ms"].iat[0] == pytest.approx(want, rel=1e-12)
     assert "tpot_ms" in plan.calibration.filled[(0, "t_decode_ms")]
-    # batch left blank: the estimate assumes one request at a time, and the planner says so
-    assert any("t_decode_ms is estimated by the roofline at batch 1 (blank, so 1)" in str(w) for w in plan.warnings)
+    # batch left blank: the estimate is at the HBM fit, and the planner says so
+    assert any("t_decode_ms is estimated by the roofline at batch 85 (blank, so the full-length requests whose KV "
+               "fits in HBM, at most 256)" in str(w) for w in plan.warnings)
 
 
 @pytest.mark.libreoffice

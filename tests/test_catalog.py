@@ -158,8 +158,13 @@ def test_name_only_row_plans_with_kv_bytes_from_config_json(named):
     r = plan.results.set_index("workload")
     # hand calc: 2*80*ceil(8/4)*128*2 = 81,920 (K and V, 80 layers, 8 KV heads over tp 4, head_dim 128, BF16)
     assert r.at["chat", "kv_bytes_per_token_gpu"] == 81_920
-    # hand calc: max_seq_len 8000+500 = 8,500 tokens * 81,920 B / 2^30 = 0.648498 GiB
-    assert math.isclose(r.at["chat", "kv_peak_gib"], 8500 * 81920 / 2**30, rel_tol=1e-12)
+    # hand calc: max_seq_len 8000+500 = 8,500 tokens * 81,920 B / 2^30 = 0.648498 GiB per request; batch blank:
+    # the full-length requests that fit beside the weights (slofix item 3), floor(headroom / 0.648498 GiB)
+    per = 8500 * 81920 / 2**30
+    res = plan.resolved.set_index("workload")
+    b = math.floor((res.at["chat", "hbm_gib"] - r.at["chat", "weights_gib_per_gpu"]) / per)
+    assert res.at["chat", "batch"] == min(b, 256) == b
+    assert math.isclose(r.at["chat", "kv_peak_gib"], b * per, rel_tol=1e-12)
     # hand calc (MLA, DeepSeek-V3 config.json): 61 layers * (kv_lora_rank 512 + qk_rope_head_dim 64) * 1 B = 35,136
     assert r.at["r1", "kv_bytes_per_token_gpu"] == 35_136
     # typed layers 40 wins over the catalog's 80: 2*40*2*128*2 = 40,960

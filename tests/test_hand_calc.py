@@ -202,8 +202,8 @@ def _row4() -> dict:
     hm 0.1, ht 0.95 (beyond h*: load-bound, the delta branch of the first-order gain)."""
     S = 2 * 32 * 8 * 128 * 2            # tp 1: all 8 heads -> 131,072 B (docs/model.md §2)
     weights = 8e9 * 2 / GIB             # 16e9 B = 14.901 GiB
-    # max_seq_len blank -> nmax = 1024 + 256 = 1280; batch blank -> 1
-    # kv_peak = 1 x nmax x S / GIB -> 167,772,160 B = 0.15625 GiB exactly
+    # max_seq_len blank -> nmax = 1024 + 256 = 1280; batch blank -> the HBM fit 519 (below) capped at 256
+    # (slofix item 3: was 1); kv_peak = 256 x nmax x S / GIB -> 256 x 167,772,160 B = 40 GiB exactly
     load = 0.95 * 1024 * S / 25e9 * 1e3            # 127,506,841.6 B / 25 GB/s = 5.100273664 ms
     compute = 20 * (1 - 0.95 ** 2) + 30 * 0.05     # 20 x 0.0975 + 1.5 = 3.45 ms
     t0 = 20 + 30                        # 50 ms (no fixed, no other)
@@ -215,9 +215,9 @@ def _row4() -> dict:
     tpm_del_t = 50_000 * ttft_m / chip_t             # re-hit: x 5.5363 = 276,815 tokens/min
     return dict(
         workload="no-price-no-demand", model="L8", gpu="H20",
-        kv_bytes_per_token_gpu=131_072, kv_peak_gib=0.15625,
+        kv_bytes_per_token_gpu=131_072, kv_peak_gib=40.0,
         weights_gib_per_gpu=weights,
-        hbm_headroom_gib=96 - weights - 0.15625,          # 80.94 GiB
+        hbm_headroom_gib=96 - weights - 40.0,             # 41.10 GiB
         # (96 - 14.901) GiB / (1280 x 131,072 B = 0.15625 GiB) = 519.03 -> 519
         max_batch_fit=519,
         load_ms=load, compute_ms=compute, ttft_alpha0_ms=load + compute, ttft_alpha1_ms=load,

@@ -120,10 +120,12 @@ def test_a_tier_capacity_as_a_scenario_override(tmp_path):
 
 def test_without_tiers_the_hbm_headroom_is_the_cache(tmp_path):
     """No Tiers rows: the HBM left after weights and peak KV. 80 GiB - 8e9 x 2 B / 2^30 (14.90 GiB)
-    - 1 x 1100 x 131072 B (0.134 GiB) = 64.97 GiB, far more than the 3 blocks: every repeat hits."""
+    - 256 x 1100 x 131072 B (34.38 GiB; batch blank: the 484 full-length requests that fit, capped at
+    256, slofix item 3) = 30.72 GiB, far more than the 3 blocks: every repeat hits."""
     p = build_plan(make(tmp_path, tiers=[]))
     w = p.input.kv_tiers.workloads[0]
-    assert w.hbm_free_gib == pytest.approx(80 - 8e9 * 2 / 2**30 - 1100 * 131072 / 2**30, rel=1e-12)
+    assert p.resolved["batch"].iat[0] == 256 and p.results["max_batch_fit"].iat[0] == 484
+    assert w.hbm_free_gib == pytest.approx(80 - 8e9 * 2 / 2**30 - 256 * 1100 * 131072 / 2**30, rel=1e-12)
     assert p.resolved["hit_target"].iat[0] == pytest.approx(0.5, abs=1e-15)
     assert p.results["load_ms"].iat[0] < 1e-250
 

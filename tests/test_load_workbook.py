@@ -239,7 +239,9 @@ def test_located_warnings_for_targets_no_count_meets(tmp_path):
     assert any("Workloads row 3 (no-demand-slo): latency targets without demand_tpm" in t for t in text)
     assert any("Workloads row 4 (huge-conc): concurrency 500 exceeds the 126 full-length requests" in t for t in text)
     # fixed concurrency 8: TTFT p90 = 400 x (1 + 0.9 x 7) = 2,920 ms > 2,000; TPOT = s0 + 8 s1 + 7 ms > 20 ms;
-    # the count is throughput or concurrency, never the open-loop targets
+    # the count is throughput or concurrency, and binding says no count meets the targets (slofix item 2:
+    # it said "concurrency" before, with the misses only in a warning)
     assert any("(conc-slo): at concurrency 8 the TTFT (p90) is 2,920 ms, above ttft_slo_ms 2,000" in t for t in text)
     assert any("(conc-slo): at concurrency 8 the TPOT is" in t and "above tpot_slo_ms 20" in t for t in text)
-    assert r.loc["conc-slo", "binding"] == "concurrency" and np.isnan(r.loc["conc-slo", "instances_ttft"])
+    assert r.loc["conc-slo", "binding"] == "unreachable: ttft_slo, tpot_slo"
+    assert np.isinf(r.loc["conc-slo", "instances_ttft"]) and r.loc["conc-slo", "instances_needed"] == max(N_TP, N_CONC)

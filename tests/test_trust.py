@@ -160,13 +160,13 @@ def test_some_workloads_without_demand_are_named(tmp_path):
 # --------------------------------------------------------------------------- item 1: filled blanks
 def test_typed_breakdown_without_decode_gets_the_estimated_decode(tmp_path):
     # the issue: a typed breakdown silently set t_decode_ms to 0 (TPM doubled)
-    plan = build_plan(_book(tmp_path, [dict(ROW, t_decode_ms=None)]))
+    plan = build_plan(_book(tmp_path, [dict(ROW, t_decode_ms=None, batch=1)]))   # batch 1 typed (blank: the HBM fit)
     # hand calc (memory roofline, estimate.decode_ms): Llama-3.1-8B 8.03e9 x 2 B = 16.06e9 B of weights,
     # KV 1 x (1000 + 100) x 131,072 = 144,179,200 B per step; 16.204179e9 B / (3.35e12 x 0.6) = 8.061781 ms
     # per step; x 200 steps / batch 1 = 1,612.356 ms
     assert plan.resolved["t_decode_ms"].iat[0] == pytest.approx(1612.356, abs=1e-2)
     assert plan.results["breakdown_source"].iat[0] == "input"
-    assert "t_decode_ms is estimated by the roofline at batch 1 (blank, so 1): 1,612.4 ms per request" in _text(plan)
+    assert "t_decode_ms is estimated by the roofline at batch 1 (typed): 1,612.4 ms per request" in _text(plan)
 
 
 def test_typed_breakdown_without_decode_and_no_bandwidth_is_an_error(tmp_path):
@@ -202,11 +202,15 @@ def test_planner_filled_cells_are_styled_commented_counted_and_listed(tmp_path):
     write_output(plan, out)
     wb = openpyxl.load_workbook(out)
     ws = wb["Workloads"]
-    assert ws["G2"].value is None and "batch 1 (one request at a time)" in ws["G2"].comment.text
+    # hand calc (slofix item 3): blank batch = the full-length requests whose KV fits beside the weights,
+    # floor((79.65 x 2^30 - 16.06e9) / (1200 x 131,072)) = floor(441.6) = 441, capped at 256
+    assert ws["G2"].value is None and ("blank: the planner uses batch 256, the full-length requests whose KV fits "
+                                       "in HBM beside the weights (441), at most 256") in ws["G2"].comment.text
     assert ws["G2"].font.i  # the catalog's filled style: italic
     assert "alpha 0 (no overlap" in ws["Q2"].comment.text
     assert "50 GB/s" in ws["T2"].comment.text  # H100 SXM's PCIe Gen5 link (catalog)
-    assert "1,612" in ws["P2"].comment.text
+    # the roofline decode at batch 256: 200 x (16.06e9 + 256 x 1100 x 131,072 B) / 2.01e12 B/s / 256 = 20.59 ms
+    assert "20.59" in ws["P2"].comment.text and "at batch 256" in ws["P2"].comment.text
     run = {r[0]: r[1] for r in wb["Run"].iter_rows(values_only=True) if r and r[0]}
     assert run["Workloads cells filled by the planner"].startswith("5 (batch 1, alpha 1, max_seq_len 1, kv_gbps 1, "
                                                                      "t_decode_ms 1)")
@@ -249,7 +253,7 @@ def test_tpot_faster_than_hbm_allows_is_warned(tmp_path):
 
 
 def test_typed_decode_faster_than_hbm_allows_is_warned(tmp_path):
-    plan = build_plan(_book(tmp_path, [dict(ROW, t_decode_ms=1.6)]))  # 1.6 s typed as ms
+    plan = build_plan(_book(tmp_path, [dict(ROW, t_decode_ms=1.6, batch=1)]))  # 1.6 s typed as ms
     # hand calc: 200 steps x 4.794 ms / batch 1 = 958.8 ms at least
     assert "Workloads!P2: t_decode_ms 1.6 is faster than HBM bandwidth allows: 200 steps reading at least 4.794 ms " \
            "of weights each, shared by batch 1, take 958.8 ms per request" in _text(plan)

@@ -109,7 +109,7 @@ COLUMNS: tuple[Column, ...] = (
     Column(M, "intermediate_size", "count", INT, "FFN intermediate size (per expert for MoE)", minimum=1,
            maximum=1e7, fmt=FMT_INT, calc=False),
     Column(M, "active_params_b", "1e9", NUMBER, "parameters active per token in billions (MoE; blank: "
-           "params_b)", minimum=0, min_open=True, maximum=1e6, fmt=FMT_NUM, calc=False),
+           "params_b)", minimum=0, min_open=True, maximum=1e6, fmt=FMT_NUM),
     Column(M, "experts", "count", INT, "routed experts (MoE; blank: dense)", minimum=1, maximum=1e5,
            fmt=FMT_INT, calc=False),
     Column(M, "experts_per_token", "count", INT, "experts active per token (MoE)", minimum=1, maximum=1e5,
@@ -127,7 +127,7 @@ COLUMNS: tuple[Column, ...] = (
     Column(G, "catalog", "", TEXT, "GPU catalog entry to take blank cells from, when the row's own name is a "
            "team label (blank: the GPU name itself is looked up)", calc=False),
     Column(G, "hbm_tbps", "TB/s", NUMBER, "device memory (HBM) bandwidth", minimum=0, min_open=True,
-           maximum=1e4, fmt=FMT_NUM, calc=False),
+           maximum=1e4, fmt=FMT_NUM),
     Column(G, "bf16_tflops", "TFLOPS", NUMBER, "dense BF16 peak (not the sparsity figure)", minimum=0,
            min_open=True, maximum=1e6, fmt=FMT_NUM, calc=False),
     Column(G, "fp8_tflops", "TFLOPS", NUMBER, "dense FP8 peak (not the sparsity figure)", minimum=0,
@@ -143,8 +143,9 @@ COLUMNS: tuple[Column, ...] = (
     Column(W, "osl", "tokens", INT, "output length per request", True, minimum=0, maximum=1e9,
            fmt=FMT_INT),
     Column(W, "batch", "count", INT, "concurrent requests per instance: the batch of the peak KV and, when "
-           "t_decode_ms is estimated, the decode batch whose weight reads are shared (blank: 1, said in a note)",
-           default=1, minimum=1,
+           "t_decode_ms is estimated, the decode batch whose weight reads are shared (blank: concurrency, else "
+           "the full-length requests whose KV fits in HBM, max_batch_fit, at most 256, vLLM's default "
+           "max_num_seqs; said in a note)", minimum=1,
            maximum=1e9, fmt=FMT_INT),
     Column(W, "max_seq_len", "tokens", INT, "maximum sequence length N_max (blank: isl + osl)",
            default="isl+osl", minimum=1, maximum=1e9, fmt=FMT_INT),
@@ -198,6 +199,9 @@ COLUMNS: tuple[Column, ...] = (
     Column(W, "demand_growth", "fraction/period", FRACTION, "growth of demand_tpm per planning period, "
            "compounded over Settings periods (blank: Settings demand_growth)", minimum=-1, maximum=10,
            fmt=FMT_PCT),
+    Column(W, "t_decode_batch", "count", INT, "requests in decode at which t_decode_ms holds (blank: batch; "
+           "calibrated from a load test: the test's concurrency): the decode step is t_decode_ms x t_decode_batch / "
+           "osl, at least the HBM roofline of that batch", minimum=1, maximum=1e9, fmt=FMT_INT),
     # ---------------------------------------------------------------- Measurements (optional)
     Column(MEAS, "model", "", TEXT, "a model of the Models sheet (or the model catalog)", True, ref=M),
     Column(MEAS, "gpu", "", TEXT, "a GPU of the GPUs sheet (or the GPU catalog)", True, ref=G),

@@ -49,6 +49,11 @@ CONSTANTS: tuple[Constant, ...] = (
     Constant("Q_P90", "c_q_p90", 0.9, "fraction", "quantile of slo_percentile p90"),
     Constant("Q_P95", "c_q_p95", 0.95, "fraction", "quantile of slo_percentile p95"),
     Constant("Q_P99", "c_q_p99", 0.99, "fraction", "quantile of slo_percentile p99"),
+    # a blank Workloads batch (planner.equations.queueing.default_batch): vLLM's max_num_seqs default,
+    # 256 (1,024 only on >= 70 GiB GPUs other than A100); vllm-project/vllm tests/engine/test_arg_utils.py
+    # test_defaults_with_usage_context, commit 80445b45067e96b21483ac0f12efe67fa6899270
+    Constant("MAX_NUM_SEQS", "c_max_num_seqs", 256.0, "requests", "requests a serving instance runs at once at "
+             "most when Workloads batch is blank (vLLM's default max_num_seqs)"),
 )
 
 

@@ -81,28 +81,122 @@ def _div(a, b):
 
 
 # --------------------------------------------------------------------------- decode-step law
-def decode_step_ms(t_decode, batch, osl):
-    r"""Decode step time at the row's batch, ``s(B)``.
+def default_batch(batch, concurrency, max_fit):
+    r"""The decode batch of a workload: ``batch`` when typed, else the fixed ``concurrency``, else
+    the batch an instance runs at capacity, the HBM fit capped at the server's sequence limit.
 
-    .. math:: s(B) = D \cdot B / OSL   \quad (0 \text{ when } OSL = 0)
+    .. math:: B = batch \ \text{(typed)}, \quad c \ \text{(concurrency)}, \quad
+              \max(1, \min(B_{fit}, 256)) \ \text{(else)}
+
+    Why the HBM fit: throughput sizing plans each instance at ``target_utilization`` of its
+    capacity, and under the decode-step law an instance's capacity grows with the batch it
+    decodes, ``X(B) = B / (B P + osl s(B))`` (which is ``1 / (P + D(B))`` with ``D(B) = osl s(B) /
+    B``), up to the batch its KV cache holds: a continuous-batching server admits requests until
+    the KV blocks or ``max_num_seqs`` run out (256, vLLM's default). The batch Little's law gives
+    at a load below capacity is no alternative here: with ``TPOT = s(B) / (1 - λP)`` it equals
+    the amortisation batch only where ``λ (P + D(B)) = 1``, i.e. at full utilisation. Batch 1 (the
+    old blank) plans a serving engine that decodes one request at a time.
+
+    Parameters
+    ----------
+    batch : numeric, typed Workloads batch, NaN when blank [count]
+    concurrency : numeric, Workloads concurrency, NaN when blank [count]
+    max_fit : numeric, max_batch_fit, full-length requests whose KV fits beside the weights [count]
+
+    Returns
+    -------
+    numeric, batch [count]
+    """
+    b, c = _f(batch), _f(concurrency)
+    cap = np.maximum(1.0, np.minimum(_f(max_fit), C.MAX_NUM_SEQS))
+    return np.where(np.isnan(b), np.where(np.isnan(c), cap, c), b)
+
+
+@excel_twin(default_batch)
+def _(batch, concurrency, max_fit):
+    return (f"IF(ISNUMBER({batch}),{batch},IF(ISNUMBER({concurrency}),{concurrency},"
+            f"MAX(1,MIN({max_fit},{N.MAX_NUM_SEQS}))))")
+
+
+def step_floor_ms(batch, isl, osl, s_kv, params_b, active_params_b, weight_bytes, tp, hbm_tbps):
+    r"""HBM roofline of one decode step over ``b`` requests: the lowest step time the bytes allow.
+
+    .. math:: s_{min}(b) = \frac{\min(N, b N_a) \cdot 10^9 \cdot w / tp + b (ISL + OSL/2) S}{HBM \cdot 10^{12}}
+              \cdot 1000
+
+    The weights per GPU are read once per step (an MoE reads at most ``b`` tokens' active
+    experts), each request's KV once; at the full HBM bandwidth, so no step can be faster. (Not at
+    Settings ``decode_mbu``: that is a planning assumption, and measured or typed decode times
+    commonly run above it (the example's typed decodes at up to 68% of the bandwidth, against 60%); a floor at
+    ``decode_mbu`` would overrule a measurement with an assumption.) The step of
+    :func:`planner.equations.roofline.decode_ms` (``decode_ms = osl s_min(b) / b``). No bandwidth
+    (``hbm_tbps`` blank or 0) gives 0: no floor.
+
+    Parameters
+    ----------
+    batch : numeric, requests in the step b [count]
+    isl, osl : numeric, input / output length [tokens]
+    s_kv : numeric, KV bytes per token per GPU S [B]
+    params_b, active_params_b : numeric, total / active parameters [1e9] (active 0: params_b)
+    weight_bytes : numeric, bytes per weight w [B]
+    tp : numeric, GPUs per instance [count]
+    hbm_tbps : numeric, HBM bandwidth per GPU [TB/s]
+
+    Returns
+    -------
+    numeric, step time floor [ms]
+    """
+    b, act, hbm = _f(batch), _f(active_params_b), _f(hbm_tbps)
+    act = np.where(act > 0, act, params_b)
+    weights = np.minimum(_f(params_b), b * act) * C.PARAMS_PER_B * _f(weight_bytes) / tp
+    kv = b * (_f(isl) + C.HALF * _f(osl)) * s_kv
+    bw = hbm * 1e12  # TB/s -> B/s, as roofline.decode_ms
+    return np.where(bw > 0, _div((weights + kv) * C.MS_PER_S, np.where(bw > 0, bw, 1.0)), 0.0)
+
+
+@excel_twin(step_floor_ms)
+def _(batch, isl, osl, s_kv, params_b, active_params_b, weight_bytes, tp, hbm_tbps):
+    act = f"IF({active_params_b}>0,{active_params_b},{params_b})"
+    weights = f"MIN({params_b},{batch}*{act})*{N.PARAMS_PER_B}*{weight_bytes}/{tp}"
+    kv = f"{batch}*({isl}+{N.HALF}*{osl})*{s_kv}"
+    bw = f"{hbm_tbps}*1E12"
+    return f"IF({bw}>0,({weights}+{kv})*{N.MS_PER_S}/({bw}),0)"
+
+
+def decode_step_ms(t_decode, batch, osl, floor=0.0):
+    r"""Decode step time at the batch the decode time holds at, ``s(B)``, bounded by the HBM roofline.
+
+    .. math:: s(B) = \max(D \cdot B / OSL,\ s_{min}(B))  \quad (D > 0;\ D B / OSL \text{ when } D = 0;\
+              0 \text{ when } OSL = 0)
+
+    ``B`` is ``t_decode_batch``: the batch the row's ``t_decode_ms`` was measured or estimated at (a
+    load test's concurrency when calibrated from one; blank: ``batch``). So a decode calibrated at
+    concurrency ``c`` gives the measured step ``s(c)`` (issue 16: read at batch 1 it gave a step
+    below the HBM floor). A step faster than the bytes allow at full bandwidth is raised to the floor
+    (:func:`step_floor_ms`; the load memo warns at the row).
 
     Parameters
     ----------
     t_decode : numeric, decode chip time per request D at the batch [ms]
     batch : numeric, concurrent requests B the decode time is amortised over [count]
     osl : numeric, output length [tokens]
+    floor : numeric, HBM roofline of the step at B [ms] (0: none)
 
     Returns
     -------
     numeric, time of one decode step over the batch [ms]
     """
-    osl = _f(osl)
-    return np.where(osl > 0, _div(_f(t_decode) * batch, np.where(osl > 0, osl, 1.0)), 0.0)
+    osl, d = _f(osl), _f(t_decode)
+    step = _div(d * batch, np.where(osl > 0, osl, 1.0))
+    return np.where(osl > 0, np.where(d > 0, np.maximum(step, floor), step), 0.0)
 
 
 @excel_twin(decode_step_ms)
-def _(t_decode, batch, osl):
-    return f"IF({osl}>0,{t_decode}*{batch}/{osl},0)"
+def _(t_decode, batch, osl, floor=None):
+    step = f"{t_decode}*{batch}/{osl}"
+    if floor is not None:
+        step = f"IF({t_decode}>0,MAX({step},{floor}),{step})"
+    return f"IF({osl}>0,{step},0)"
 
 
 def step_fixed_ms(step, weights_gib, batch, isl, osl, s_kv):
@@ -537,7 +631,7 @@ def _lambert_u(a, phi, q):
         return np.minimum(1.0, w / (a * phi))
 
 
-def instances_ttft(rate_total, prefill, t_decode, step, slo, q):
+def instances_ttft(rate_total, prefill, t_decode, step, slo, q, concurrency=np.nan):
     r"""Smallest instance count whose TTFT statistic meets the target, open loop.
 
     With ``w = slo - P``, ``k = D s / P`` and ``ρ = λP``:
@@ -550,7 +644,9 @@ def instances_ttft(rate_total, prefill, t_decode, step, slo, q):
       2003, and two Newton steps on ``w + ln w = ln x``: relative error below 1e-8).
 
     ``n = ceil(Λ P / ρ*)``. NaN without a target or demand; ``inf`` when the target is not above
-    the request-alone TTFT (no instance count meets it).
+    the request-alone TTFT (no instance count meets it). With a fixed ``concurrency`` c the TTFT
+    does not depend on the count (:func:`ttft_load_ms`, a burst of c): ``inf`` when it misses the
+    target there, else NaN.
 
     Parameters
     ----------
@@ -558,6 +654,7 @@ def instances_ttft(rate_total, prefill, t_decode, step, slo, q):
     prefill, t_decode, step : numeric, P, D, s(B) [ms]
     slo : numeric, TTFT target, NaN when blank [ms]
     q : numeric, quantile (0: the mean) [fraction]
+    concurrency : numeric, Workloads concurrency, NaN when blank [count]
 
     Returns
     -------
@@ -573,11 +670,22 @@ def instances_ttft(rate_total, prefill, t_decode, step, slo, q):
         rho_tail = _lambert_u(a, (2 * w + k) / (2 * w), q)
         rho = np.where(q > 0, np.where(rho_low <= 1 - q, rho_low, rho_tail), rho_mean)
         n = np.ceil(_approx(_f(rate_total) / C.MS_PER_S * P / rho))
-    return np.where(np.isnan(_f(slo)) | np.isnan(_f(rate_total)), np.nan, np.where(w > 0, n, np.inf))
+    open_ = np.where(np.isnan(_f(slo)) | np.isnan(_f(rate_total)), np.nan, np.where(w > 0, n, np.inf))
+    c = _f(concurrency)
+    at_c = ttft_load_ms(prefill, np.nan, np.where(np.isnan(c), 1.0, c), q)
+    return np.where(np.isnan(c), open_, np.where(~np.isnan(_f(slo)) & (at_c > _f(slo)), np.inf, np.nan))
 
 
 @excel_twin(instances_ttft)
-def _(rate_total, prefill, t_decode, step, slo, q):
+def _(rate_total, prefill, t_decode, step, slo, q, concurrency=None):
+    open_ = _instances_ttft_open(rate_total, prefill, t_decode, step, slo, q)
+    if concurrency is None:
+        return open_
+    at_c = f"{prefill}*IF({q}>0,1+{q}*({concurrency}-1),({concurrency}+1)*{N.HALF})"
+    return f'IF(ISNUMBER({concurrency}),IF(AND(ISNUMBER({slo}),{at_c}>{slo}),"unreachable",""),{open_})'
+
+
+def _instances_ttft_open(rate_total, prefill, t_decode, step, slo, q):
     P = prefill
     w = f"({slo}-{P})"
     k = f"({t_decode}*{step}/{P})"
@@ -642,19 +750,21 @@ def _(prefill, osl, s0, s1, t_decode, step, slo):
     return f"(-2*{c0}/({B}+SQRT({B}^2-4*{A}*{c0})))"
 
 
-def instances_tpot(rate_total, prefill, osl, s0, s1, t_decode, step, slo):
+def instances_tpot(rate_total, prefill, osl, s0, s1, t_decode, step, slo, concurrency=np.nan):
     r"""Smallest instance count whose mean TPOT meets the target, open loop.
 
     .. math:: n = \lceil Λ / λ^* \rceil, \quad λ^* \text{ from :func:`rate_for_tpot`}
 
     NaN without a target, demand or output; ``inf`` when a request alone is already slower
-    (``s0 + s1 >= slo``).
+    (``s0 + s1 >= slo``). With a fixed ``concurrency`` c the TPOT does not depend on the count
+    (:func:`tpot_load_ms`, a burst of c): ``inf`` when it misses the target there, else NaN.
 
     Parameters
     ----------
     rate_total : numeric, Λ requests/s
     prefill, osl, s0, s1, t_decode, step : as :func:`rate_for_tpot`
     slo : numeric, TPOT target, NaN when blank [ms]
+    concurrency : numeric, Workloads concurrency, NaN when blank [count]
 
     Returns
     -------
@@ -664,15 +774,24 @@ def instances_tpot(rate_total, prefill, osl, s0, s1, t_decode, step, slo):
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = rate_for_tpot(prefill, osl, s0, s1, t_decode, step, slo) * C.MS_PER_S
         n = np.ceil(_approx(_f(rate_total) / lam))
-    return np.where(np.isnan(_f(slo)) | np.isnan(_f(rate_total)) | (_f(osl) <= 0), np.nan,
-                    np.where(t1 < slo, n, np.inf))
+    open_ = np.where(np.isnan(_f(slo)) | np.isnan(_f(rate_total)) | (_f(osl) <= 0), np.nan,
+                     np.where(t1 < slo, n, np.inf))
+    c = _f(concurrency)
+    at_c = tpot_load_ms(np.nan, prefill, osl, s0, s1, np.nan, np.where(np.isnan(c), 1.0, c))
+    return np.where(np.isnan(c), open_, np.where(~np.isnan(_f(slo)) & (_f(osl) > 0) & (at_c > _f(slo)), np.inf,
+                                                 np.nan))
 
 
 @excel_twin(instances_tpot)
-def _(rate_total, prefill, osl, s0, s1, t_decode, step, slo):
+def _(rate_total, prefill, osl, s0, s1, t_decode, step, slo, concurrency=None):
     lam = f"{rate_for_tpot.xl(prefill, osl, s0, s1, t_decode, step, slo)}*{N.MS_PER_S}"
-    return (f'IF(AND(ISNUMBER({slo}),ISNUMBER({rate_total}),{osl}>0),IF({s0}+{s1}<{slo},'
-            f'ROUNDUP({rate_total}/({lam}),0),"unreachable"),"")')
+    open_ = (f'IF(AND(ISNUMBER({slo}),ISNUMBER({rate_total}),{osl}>0),IF({s0}+{s1}<{slo},'
+             f'ROUNDUP({rate_total}/({lam}),0),"unreachable"),"")')
+    if concurrency is None:
+        return open_
+    at_c = f"{s0}+{s1}*{concurrency}+({concurrency}-1)*{prefill}*{N.HALF}/{osl}"
+    return (f'IF(ISNUMBER({concurrency}),IF(AND(ISNUMBER({slo}),{osl}>0),IF({at_c}>{slo},"unreachable",""),""),'
+            f'{open_})')
 
 
 def instances_hbm(rate_total, prefill, osl, s0, s1, t_decode, step, max_fit, ttft_slo=np.nan, tpot_slo=np.nan):
@@ -813,6 +932,26 @@ def _(n, n_throughput, n_ttft, n_tpot, n_hbm, n_conc):
     for name, c in reversed(pairs):
         pick = f'IF(IF(ISNUMBER({c}),{c},0)={n},"{name}",{pick})'
     return f'IF(ISNUMBER({n}),IF(LEN({un})>0,"unreachable: "&MID({un},3,999),{pick}),"")'
+
+
+def unreachable_count(binding):
+    """Workloads with a latency target (or the HBM fit) no instance count meets: ``binding`` starts
+    with ``unreachable`` (:func:`binding`). The Checks sheet counts them as an error.
+
+    Parameters
+    ----------
+    binding : array of str, the Results binding column
+
+    Returns
+    -------
+    int, count of such workloads
+    """
+    return int(sum(1 for b in np.asarray(binding, dtype=object).ravel() if str(b).startswith("unreachable")))
+
+
+@excel_twin(unreachable_count)
+def _(binding):
+    return f'COUNTIF({binding},"unreachable*")'
 
 
 def extra_for_latency(n_slo, n_throughput):

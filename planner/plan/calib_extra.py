@@ -217,6 +217,31 @@ def select_hit_cost(isl, hit, ttft_ms, s_kv: float, alpha: float, b_default: flo
             "aicc_with": fits[True][3], "b_gbps": b, "x": x}
 
 
+# --------------------------------------------------------------------------- a scaling past the peak
+# A scaled roofline may not run faster than 100% of the dense peak: no prefill does. When one length
+# and hit ratio imply more (notes/20.md: a concurrency-8 TTFT read through the wave model implied
+# 154% and the plan used it, 668 -> 44 GPUs), the points or their reading are wrong (TTFT in the
+# wrong unit, another model/GPU/tp, hits the row does not record, a load-test shape the wave model
+# misreads), and which side is right cannot be told from one point. The point is refused and the
+# deployment's workloads fall back to the roofline at Settings prefill_mfu: the conservative side
+# (more GPUs, not 15x fewer), said at the Measurements rows. An error was the alternative; it was not
+# taken because the measurement may be right about a deployment the catalog describes wrongly, and
+# the plan is still wanted.
+MAX_EFFICIENCY = 1.0  # fraction of the dense peak a scaled roofline may reach
+
+
+def refused_message(fit, recs: list[dict]) -> str:
+    """The located warning of a refused one-length calibration (:data:`MAX_EFFICIENCY`)."""
+    conc = sorted({int(r.get("concurrency") or 1) for r in recs})
+    read = (f", read as a load test at concurrency {'/'.join(map(str, conc))} (request-alone prefill = TTFT / "
+            f"{float(fit.points['load_factor'].iloc[0]):.3g})" if conc != [1] else "")
+    return (f"{len(fit.points)} point(s) at one length and hit ratio{read} imply a prefill at "
+            f"{fit.efficiency:.0%} of the dense peak, which no GPU reaches: the workloads of this "
+            f"deployment fall back to the roofline at Settings prefill_mfu (the conservative side). Check the "
+            f"TTFT's unit and statistic, the model/GPU/tp, hits during the test, and the test's concurrency and "
+            f"num_requests; or add points at a second length so the law can be fitted")
+
+
 # --------------------------------------------------------------------------- applied to one deployment
 def extend_fit(fit, recs: list[dict], model_rec: dict, gpu_rec: dict, b_link: float) -> None:
     """Apply the options above to one deployment's :class:`planner.plan.calibrate.Fit`, in place.
@@ -244,6 +269,10 @@ def extend_fit(fit, recs: list[dict], model_rec: dict, gpu_rec: dict, b_link: fl
         ffn1 = estimate.flops_ms(estimate.flops_linear(parts["linear_params_b"], n), fit.tp, parts["peak_tflops"], 1.0)
         a = pts["alpha"].to_numpy(dtype=float)
         x = scale_roofline(n, h, y, attn1, ffn1, fit.s_kv, b_link, a)
+        if 1.0 / x > MAX_EFFICIENCY:  # faster than the dense peak allows: refused (slofix item 4)
+            fit.method, fit.efficiency = "refused", 1.0 / x
+            fit.warnings[:] = [refused_message(fit, recs)]
+            return
         fit.k_attn = float(attn1[0] / n[0] ** 2 * x)
         fit.k_ffn = float(ffn1[0] / n[0] * x)
         fit.t_fixed, fit.b_gbps, fit.b_fitted = 0.0, float(b_link), False

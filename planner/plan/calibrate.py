@@ -30,6 +30,7 @@ import pandas as pd
 from planner.equations import kvhit as m
 from planner.equations.ttft_fit import fit_points, ttft_law
 from planner.equations.constants import PCIE_GEN_GBPS
+from planner.plan import columns as sheets
 from planner.plan import load_tests
 from planner.catalog.lookup import catalog_raw
 
@@ -50,6 +51,7 @@ class Fit:
     b_fitted: bool = False            # True: B_eff fitted from hit > 0 points
     b_at_bound: bool = False          # the search ended at its range edge (B not identified)
     tpot_per_token_ms: float = math.nan  # amortised decode chip time per output token [ms]
+    decode_concurrency: float = math.nan  # the load tests' concurrency that decode holds at [count]
     throughput: list = field(default_factory=list)  # load tests with a measured throughput (load_tests)
     ok: bool = True
     warnings: list[str] = field(default_factory=list)
@@ -175,7 +177,7 @@ def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], 
         fitted = fit.predict(pts["isl"], pts["hit"], pts["alpha"]) if fit.ok else np.full(len(pts), np.nan)
         pts["fitted_ms"] = fitted
         pts["error"] = fitted / pts["ttft_ms"].to_numpy() - 1
-        fit.tpot_per_token_ms, dwarn = load_tests.decode_per_token(recs, rows, fitted if fit.ok else None)
+        fit.tpot_per_token_ms, dwarn, fit.decode_concurrency = load_tests.decode_per_token(recs, rows, fitted if fit.ok else None)
         warns.extend(dwarn)
         fit.throughput = load_tests.throughput_rows(recs, rows)
         for w in fit.warnings + fit.notes:
@@ -186,7 +188,10 @@ def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], 
 
 # --------------------------------------------------------------------------- filling the workloads
 BREAKDOWN = ("t_attn0_ms", "t_ffn0_ms")
-FILLED_COLUMNS = ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps", "tpm_measured", "hit_measured")
+BATCH_FILLED = "_batch_filled"  # key of a record copy whose batch is the default (planner.equations.queueing.default_batch)
+
+FILLED_COLUMNS = ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps", "tpm_measured", "hit_measured",
+                  "t_decode_batch")
 
 
 @dataclass
@@ -257,8 +262,11 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
     n = len(workloads)
     source, fit_index, prov = ["input"] * n, [None] * n, {}
     wl_rows = p_in.workloads.rows
+    batches = sheets.default_batch(sheets.resolve(models, gpus, workloads, settings))  # a blank batch's value
     for i in range(n):
         rec = p_in.workloads.records[i]
+        if rec.get("batch") is None:  # the roofline decode is estimated at the batch the plan uses
+            rec = dict(rec, batch=float(batches[i]), **{BATCH_FILLED: True})
         got = None
         blank = {c: rec.get(c) is None for c in FILLED_COLUMNS}
         if not (blank["t_attn0_ms"] or blank["t_ffn0_ms"]):
@@ -283,6 +291,8 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                 vals["t_fixed_ms"] = f.t_fixed + f.c_hit_ms
             if not math.isnan(f.tpot_per_token_ms):
                 vals["t_decode_ms"] = osl * f.tpot_per_token_ms
+                if rec.get("t_decode_ms") is None:  # the batch the calibrated decode holds at (issue 16)
+                    vals["t_decode_batch"] = f.decode_concurrency
             source[i], fit_index[i] = "calibrated", k
             lo, hi = f.isl_range
             if not lo <= isl <= hi:
@@ -336,7 +346,8 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
             s_kv = s_kv_of(model_recs[rec["model"]], int(rec["tp"]))
             warns.append((place, decode_batch_message(rec, model_recs[rec["model"]], gpu_recs[rec["gpu"]], s_kv, mbu,
                                                       vals["t_decode_ms"])))
-            decode_src += f" at batch {int(rec.get('batch') or 1)}" + ("" if rec.get("batch") else " (batch blank: 1)")
+            decode_src += f" at batch {int(rec.get('batch') or 1)}" + (" (batch blank: the default batch)"
+                                                                       if rec.get(BATCH_FILLED) else "")
         if source[i] == "calibrated" and fits[fit_index[i]].alpha_fit and rec.get("alpha") is None:
             filled.iat[i, filled.columns.get_loc("alpha")] = fits[fit_index[i]].alpha_fit["alpha"]
             prov[(i, "alpha")] = f"fitted from the hit points of Measurements ({fits[fit_index[i]].label})"
@@ -344,6 +355,8 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
             if blank[col]:
                 filled.iat[i, filled.columns.get_loc(col)] = float(v)
                 prov[(i, col)] = (decode_src if col == "t_decode_ms" else
+                                  f"the concurrency of the load test the decode is calibrated from ({fits[k].label})"
+                                  if col == "t_decode_batch" else
                                   got["source"] if col in ("tpm_measured", "hit_measured") else src)
     if problems:
         raise InputError(problems)
@@ -405,7 +418,9 @@ def decode_batch_message(rec: dict, model_rec: dict, gpu_rec: dict, s_kv: float,
 
     b = int(rec.get("batch") or 1)
     at1 = estimate.estimate_decode(rec, model_rec, gpu_rec, s_kv, mbu, batch=1)[0]["t_decode_ms"]
-    said = "typed" if rec.get("batch") is not None else "blank, so 1"
+    said = ("typed" if not rec.get(BATCH_FILLED) else
+            "blank, so the fixed concurrency" if rec.get("concurrency") is not None else
+            "blank, so the full-length requests whose KV fits in HBM, at most 256")
     other = (f"{at1:,.1f} ms at batch 1" if b != 1 else
              f"{estimate.estimate_decode(rec, model_rec, gpu_rec, s_kv, mbu, batch=8)[0]['t_decode_ms']:,.1f} ms "
              f"at batch 8")
@@ -453,3 +468,6 @@ def _decode_for_typed(i, rec, p_in, fits, by_key, model_recs, gpu_recs, mbu, fil
         warns.append((place, decode_batch_message(rec, model_rec, gpu_rec, s_kv, mbu, value)))
     filled.iat[i, filled.columns.get_loc("t_decode_ms")] = float(value)
     prov[(i, "t_decode_ms")] = src
+    if src.startswith("calibrated") and rec.get("t_decode_batch") is None:  # the batch it holds at (issue 16)
+        filled.iat[i, filled.columns.get_loc("t_decode_batch")] = fits[k].decode_concurrency
+        prov[(i, "t_decode_batch")] = f"the concurrency of the load test the decode is calibrated from ({fits[k].label})"

@@ -240,13 +240,18 @@ RESULTS: tuple[Out, ...] = (
     out("instances_throughput", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered_target",
         "target_utilization", description="instances for demand_tpm at target_utilization on throughput alone "
         "(blank without demand)", label="Serving instances on throughput alone"),
-    out("decode_step_ms", "ms", FMT_MS, q.decode_step_ms, "t_decode_ms", "batch", "osl",
-        description="decode step over the row's batch: t_decode_ms x batch / osl",
-        label="Decode step time at the row's batch"),
-    out("step_weights_ms", "ms", FMT_MS, q.step_fixed_ms, "decode_step_ms", "weights_gib_per_gpu", "batch", "isl",
-        "osl", "kv_bytes_per_token_gpu", description="weight-reading part of a decode step, s0 (split of the step "
-        "by the bytes read: weights vs the batch's KV)", label="Decode step: weights part s0"),
-    out("step_kv_ms", "ms", FMT_RATIO, q.step_per_request_ms, "decode_step_ms", "step_weights_ms", "batch",
+    out("step_floor_ms", "ms", FMT_MS, q.step_floor_ms, "t_decode_batch", "isl", "osl", "kv_bytes_per_token_gpu",
+        "params_b", "active_params_b", "weight_bytes", "tp", "hbm_tbps",
+        description="HBM roofline of a decode step over t_decode_batch requests: weights + their KV read at "
+        "the full hbm_tbps, the fastest any step can be (0 without hbm_tbps)", label="Decode step floor (HBM roofline)"),
+    out("decode_step_ms", "ms", FMT_MS, q.decode_step_ms, "t_decode_ms", "t_decode_batch", "osl", "step_floor_ms",
+        description="decode step over t_decode_batch (the batch t_decode_ms holds at): t_decode_ms x "
+        "t_decode_batch / osl, at least step_floor_ms",
+        label="Decode step time at the batch of the decode time"),
+    out("step_weights_ms", "ms", FMT_MS, q.step_fixed_ms, "decode_step_ms", "weights_gib_per_gpu", "t_decode_batch",
+        "isl", "osl", "kv_bytes_per_token_gpu", description="weight-reading part of a decode step, s0 (split of the "
+        "step by the bytes read: weights vs the batch's KV)", label="Decode step: weights part s0"),
+    out("step_kv_ms", "ms", FMT_RATIO, q.step_per_request_ms, "decode_step_ms", "step_weights_ms", "t_decode_batch",
         description="KV-reading part of a decode step per request in decode, s1",
         label="Decode step: KV part per request s1"),
     out("demand_rps", "requests/s", FMT_MS, q.demand_rate, "demand_tpm", "isl", "osl",
@@ -256,12 +261,13 @@ RESULTS: tuple[Out, ...] = (
         description="the demand rate the latency targets size for (blank with a fixed concurrency)",
         label="Requests per second sized open loop"),
     out("instances_ttft", "count", FMT_INT, q.instances_ttft, "demand_rps_open", "ttft_ms", "t_decode_ms",
-        "decode_step_ms", "ttft_slo_ms", "slo_q", description="instances the TTFT target needs (open loop, "
-        "M/G/1 prefill queue; unreachable: the target is below the request-alone TTFT)",
+        "decode_step_ms", "ttft_slo_ms", "slo_q", "concurrency", description="instances the TTFT target needs (open loop, "
+        "M/G/1 prefill queue; unreachable: the target is below the request-alone TTFT, or the TTFT at the fixed "
+        "concurrency misses it)",
         label="Instances the TTFT target needs"),
     out("instances_tpot", "count", FMT_INT, q.instances_tpot, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
-        "step_kv_ms", "t_decode_ms", "decode_step_ms", "tpot_slo_ms", description="instances the TPOT target needs (unreachable: one request "
-        "alone is slower)", label="Instances the TPOT target needs"),
+        "step_kv_ms", "t_decode_ms", "decode_step_ms", "tpot_slo_ms", "concurrency", description="instances the TPOT target "
+        "needs (unreachable: one request alone is slower, or the TPOT at the fixed concurrency misses it)", label="Instances the TPOT target needs"),
     out("instances_hbm", "count", FMT_INT, q.instances_hbm, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
         "step_kv_ms", "t_decode_ms", "decode_step_ms", "max_batch_fit", "ttft_slo_ms", "tpot_slo_ms", description="instances for the decode "
         "batch at load to fit in HBM (with a latency target only: throughput sizing assumes batch)",
@@ -329,9 +335,9 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
     out("instances_throughput", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered",
         "target_utilization"),
     out("instances_ttft", "count", FMT_INT, q.instances_ttft, "demand_rps_open", "ttft_ms", "t_decode_ms",
-        "decode_step_ms", "ttft_slo_ms", "slo_q"),
+        "decode_step_ms", "ttft_slo_ms", "slo_q", "concurrency"),
     out("instances_tpot", "count", FMT_INT, q.instances_tpot, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
-        "step_kv_ms", "t_decode_ms", "decode_step_ms", "tpot_slo_ms"),
+        "step_kv_ms", "t_decode_ms", "decode_step_ms", "tpot_slo_ms", "concurrency"),
     out("instances_hbm", "count", FMT_INT, q.instances_hbm, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
         "step_kv_ms", "t_decode_ms", "decode_step_ms", "max_batch_fit", "ttft_slo_ms", "tpot_slo_ms"),
     out("concurrency_rps", "requests/s", FMT_MS, q.closed_loop_rate, "concurrency", "ttft_ms", "osl",
@@ -439,6 +445,11 @@ def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame,
         elif rc.name == "max_seq_len":
             values = np.where(blank, out["isl"].to_numpy() + out["osl"].to_numpy(),
                               pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
+        elif rc.name == "batch":  # blank: concurrency, else the HBM fit (set below, once the lookups are done)
+            values = pd.to_numeric(pd.Series(raw, dtype=object), errors="coerce").to_numpy(dtype=float)
+        elif rc.name == "t_decode_batch":  # the batch t_decode_ms holds at: typed (or calibrated), else batch
+            values = np.where(blank, out["batch"].to_numpy(dtype=float),
+                              pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
         elif rc.name == "hit_baseline":  # the planning baseline: typed, else the load test's hit ratio
             values = np.where(blank, out["hit_measured"].to_numpy(dtype=float),
                               pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
@@ -455,7 +466,32 @@ def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame,
                 num = np.where(blank, 0.0, num)  # conditional inputs (kv_heads of an MLA model)
             values = num
         out[rc.name] = values
+        if rc.name == "concurrency":  # every input batch's default needs is resolved by now
+            out["batch"] = default_batch(out)
     return out
+
+
+def batch_fit(res) -> np.ndarray:
+    """``max_batch_fit`` of Resolved rows (the Results column, from the same inputs)."""
+    s_kv = m.kv_bytes_per_token_gpu(res["attention"], res["layers"], res["kv_heads"], res["head_dim"],
+                                    res["mla_kv_dim"], res["kv_bytes"], res["tp"])
+    return m.max_batch_fit(res["hbm_gib"], m.weights_gib_per_gpu(res["params_b"], res["weight_bytes"], res["tp"]),
+                           res["max_seq_len"], s_kv)
+
+
+def default_batch(res) -> np.ndarray:
+    """Resolved ``batch``: typed, else :func:`planner.equations.queueing.default_batch`."""
+    return np.asarray(q.default_batch(np.asarray(res["batch"], dtype=float),
+                                      np.asarray(res["concurrency"], dtype=float), batch_fit(res)), dtype=float)
+
+
+def batch_formula(ref: Callable[[str], str], x: str) -> str:
+    """Excel twin of :func:`default_batch` over this Resolved row's cells (``x``: the Workloads cell)."""
+    s_kv = m.kv_bytes_per_token_gpu.xl(ref("attention"), ref("layers"), ref("kv_heads"), ref("head_dim"),
+                                       ref("mla_kv_dim"), ref("kv_bytes"), ref("tp"))
+    fit = m.max_batch_fit.xl(ref("hbm_gib"), m.weights_gib_per_gpu.xl(ref("params_b"), ref("weight_bytes"), ref("tp")),
+                             ref("max_seq_len"), s_kv)
+    return q.default_batch.xl(x, ref("concurrency"), fit)
 
 
 # Workloads columns whose blank takes a Settings value (the named Settings cell s_<key>).
@@ -498,6 +534,10 @@ def resolved_formula(rc: ResolvedCol, ref: Callable[[str], str], wl: Callable[[s
         return f"IF(ISNUMBER({x}),{x},{ref('isl')}+{ref('osl')})"
     if rc.name == "hit_baseline":
         return f"IF(ISNUMBER({x}),{x},{ref('hit_measured')})"
+    if rc.name == "t_decode_batch":
+        return f"IF(ISNUMBER({x}),{x},{ref('batch')})"
+    if rc.name == "batch":
+        return batch_formula(ref, x)
     if rc.name == "kv_gbps":
         return f"IF(ISNUMBER({x}),{x},{ref('pcie_gbps')})"
     test = "ISTEXT" if rc.text else "ISNUMBER"

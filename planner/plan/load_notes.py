@@ -44,6 +44,21 @@ def findings(plan, limit: int = 4) -> list[dict[str, str]]:
         out.append({"kind": "saturated", "title": "Prefill saturates the instance",
                     "text": "At the planned load the prefills alone keep the instance busy, so the queue grows "
                             "without bound: " + ", ".join(saturated) + "."})
+    unreach = [i for i, b in enumerate(r["binding"]) if str(b).startswith("unreachable")]
+    if unreach:
+        what = {"ttft_slo": "the TTFT target", "tpot_slo": "the TPOT target", "hbm": "the HBM fit"}
+        conc = _f(res["concurrency"])
+
+        def why(i):
+            names = [what.get(n.strip(), n.strip()) for n in str(r["binding"].iat[i]).split(":", 1)[1].split(",")]
+            at = (f"at its fixed concurrency {conc[i]:,.0f}" if not np.isnan(conc[i]) else
+                  "below what one request alone takes")
+            return f"{r['workload'].iat[i]} ({' and '.join(names)}, {at})"
+        out.append({"kind": "unreachable", "title": "Latency targets no instance count meets",
+                    "text": f"{len(unreach)} workload(s) have a target that no number of GPUs meets: "
+                            + "; ".join(why(i) for i in unreach) + ". Their GPU counts leave that target out, "
+                            "and the Checks sheet's master check is not OK until the target or the "
+                            "deployment changes."})
     has_slo = ~np.isnan(_f(res["ttft_slo_ms"])) | ~np.isnan(_f(res["tpot_slo_ms"])) | \
         ~np.isnan(_f(res["concurrency"]))
     if has_slo.any():
@@ -77,18 +92,27 @@ def warnings(plan) -> list:
     conc, fit = _f(res["concurrency"]), _f(r["max_batch_fit"])
     t_slo, p_slo, dem = _f(res["ttft_slo_ms"]), _f(res["tpot_slo_ms"]), _f(res["demand_tpm"])
     s1 = _f(r["step_weights_ms"]) + _f(r["step_kv_ms"])
+    bref, floor = _f(res["t_decode_batch"]), _f(r["step_floor_ms"])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        raw_step = np.where(_f(res["osl"]) > 0, _f(res["t_decode_ms"]) * bref / _f(res["osl"]), np.inf)
     for i in range(len(r)):
         place = f"Workloads row {rows[i]} ({r['workload'].iat[i]})"
         b = str(r["binding"].iat[i])
-        if "ttft_slo" in b and b.startswith("unreachable"):
+        if "ttft_slo" in b and b.startswith("unreachable") and np.isnan(conc[i]):
             out.append(Problem(place, f"ttft_slo_ms {t_slo[i]:,.6g} is not above the request-alone TTFT "
                                       f"{alone[i]:,.1f} ms: no instance count meets it (left out of instances_needed)"))
-        if "tpot_slo" in b and b.startswith("unreachable"):
+        if "tpot_slo" in b and b.startswith("unreachable") and np.isnan(conc[i]):
             out.append(Problem(place, f"tpot_slo_ms {p_slo[i]:,.6g} is not above one request's decode step "
                                       f"{s1[i]:,.2f} ms: no instance count meets it (left out of instances_needed)"))
-        if "hbm" in b and b.startswith("unreachable"):
+        if "hbm" in b and b.startswith("unreachable") and np.isnan(conc[i]):
             out.append(Problem(place, "not one full-length request fits in HBM beside the weights: the HBM bound "
                                       "is left out of instances_needed"))
+        if raw_step[i] < floor[i] and _f(res["t_decode_ms"])[i] > 0:  # the step law raised to the HBM roofline
+            out.append(Problem(place, f"t_decode_ms {_f(res['t_decode_ms'])[i]:,.6g} at t_decode_batch "
+                                      f"{bref[i]:,.0f} is a decode step of {raw_step[i]:,.3g} ms, faster than "
+                                      f"reading the weights and that batch's KV at the full HBM bandwidth "
+                                      f"({floor[i]:,.3g} ms): the latency at load uses {floor[i]:,.3g} ms per step "
+                                      f"(check the TPOT's unit and the concurrency it was measured at)"))
         if np.isnan(mean[i]):
             out.append(Problem(place, "at the planned load the prefills alone keep the instance busy: the prefill "
                                       "queue grows without bound (ttft_load_ms blank)"))

@@ -82,11 +82,14 @@ def throughput_rows(recs: list[dict], rows: list[int]) -> list[dict]:
     return out
 
 
-def decode_per_token(recs: list[dict], rows: list[int], fitted) -> tuple[float, list]:
-    """Decode chip time per output token [ms] and warnings.
+def decode_per_token(recs: list[dict], rows: list[int], fitted) -> tuple[float, list, float]:
+    """Decode chip time per output token [ms], warnings, and the concurrency it holds at.
 
     Throughput rows at the highest concurrency that has one win (median over them); else the rows
-    with ``tpot_ms`` (median of ``s(c)/c``). ``fitted``: the fitted prefill per row (None: no fit).
+    with ``tpot_ms`` at the highest concurrency that has one (median of ``s(c)/c``). ``fitted``: the
+    fitted prefill per row (None: no fit). The concurrency ``c`` of the rows used is the batch at
+    which the decode holds (Workloads ``t_decode_batch``): the step law gives ``s(c) = c d``, the
+    measured step (issue 16: read at the row's ``batch`` instead, the step came out c times too fast).
     """
     warns = []
     d_tp, d_tpot = [], []
@@ -94,6 +97,8 @@ def decode_per_token(recs: list[dict], rows: list[int], fitted) -> tuple[float, 
     thr = [(_throughput(r), c) for r, c in zip(recs, conc)]
     with_x = [c for (x, c) in thr if not math.isnan(x)]
     top = max(with_x) if with_x else None
+    with_t = [c for r, c in zip(recs, conc) if r.get("tpot_ms") is not None]
+    top_t = max(with_t) if with_t else None
     for i, (rec, row) in enumerate(zip(recs, rows)):
         osl = _num(rec, "osl")
         p = float(fitted[i]) if fitted is not None else math.nan
@@ -106,15 +111,15 @@ def decode_per_token(recs: list[dict], rows: list[int], fitted) -> tuple[float, 
                 warns.append((f"Measurements row {row}", f"the measured throughput ({x:,.4g} requests/s, "
                               f"{1000 / x:,.1f} ms of chip time per request) leaves no time for decode after "
                               f"the fitted prefill ({p:,.1f} ms): not used for the decode time"))
-        if rec.get("tpot_ms") is not None:
+        if rec.get("tpot_ms") is not None and c == top_t:
             t = float(rec["tpot_ms"])
             if c > 1 and osl > 0 and not math.isnan(p):
                 t -= (c - 1) * p / (2 * osl)   # the prefills of the wave held the decode up
             if t > 0:
                 d_tpot.append(t / c)
     if d_tp:
-        return float(np.median(d_tp)), warns
-    return (float(np.median(d_tpot)) if d_tpot else math.nan), warns
+        return float(np.median(d_tp)), warns, float(top)
+    return (float(np.median(d_tpot)), warns, float(top_t)) if d_tpot else (math.nan, warns, math.nan)
 
 
 def measured_tpm(throughput: list[dict], isl: float, osl: float) -> dict | None:

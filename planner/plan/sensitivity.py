@@ -227,7 +227,12 @@ def tornado_calc_table() -> SweepTable:
     cols += list(_results("load_ms", "compute_ms", "ttft_ms", "load_ms_measured", "compute_ms_measured",
                           "ttft_ms_measured", "chip_ms_measured", "chip_ms_target", "tpm_delivered_model",
                           "tpm_delivered_target"))
-    return SweepTable("Tornado_Calc", leads, tuple(cols), "every driver moved low and high, the TPM chain recomputed")
+    # TTFT at the planned load (issue 16, slofix item 5): the planned fleet (Results instances_needed) held,
+    # the driver moved through the decode-step law and the prefill queue
+    cols += list(_results("step_floor_ms", "decode_step_ms", "step_weights_ms", "step_kv_ms", "concurrency_rps",
+                          "load_rps", "prefill_wait_ms", "ttft_load_ms"))
+    return SweepTable("Tornado_Calc", leads, tuple(cols), "every driver moved low and high, the TPM chain recomputed, "
+                      "and the TTFT at the planned load with the planned instance count")
 
 
 # --------------------------------------------------------------------------- Python evaluation
@@ -292,7 +297,8 @@ def rank_in_blocks_xl(block: str, me: str) -> str:
 
 def tornado_summary(calc: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
     """One row per workload x driver: low/high values and TPM, swing and rank (1 = widest;
-    ties ranked by driver order)."""
+    ties ranked by driver order), and the mean TTFT at the planned load at the planned value and the
+    driver's low/high (the planned instance count held; NaN where the prefills saturate)."""
     k = len(DRIVERS)
     low, high = calc.iloc[0::2].reset_index(drop=True), calc.iloc[1::2].reset_index(drop=True)
     swing = swing_of(low["tpm_delivered_target"].to_numpy(), high["tpm_delivered_target"].to_numpy())
@@ -308,6 +314,9 @@ def tornado_summary(calc: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
         "tpm_high": high["tpm_delivered_target"].to_numpy(),
         "swing": swing,
         "rank": rank,
+        "ttft_load_base": np.repeat(results["ttft_load_ms"].to_numpy(dtype=float), k),
+        "ttft_load_low": low["ttft_load_ms"].to_numpy(dtype=float),
+        "ttft_load_high": high["ttft_load_ms"].to_numpy(dtype=float),
     })
 
 

@@ -55,8 +55,11 @@ def planner_filled(plan) -> list[dict[str, str]]:
     for i, rec in enumerate(wt.records):
         came = out[i]
         if rec.get("batch") is None:
-            came["batch"] = ("blank: the planner uses batch 1 (one request at a time) for the peak KV and, when "
-                             "t_decode_ms is estimated, as the decode concurrency")
+            why = ("the workload's concurrency" if rec.get("concurrency") is not None else
+                   f"the full-length requests whose KV fits in HBM beside the weights "
+                   f"({_f(plan.results['max_batch_fit'].iat[i]):,.0f}), at most 256 (vLLM's default max_num_seqs)")
+            came["batch"] = (f"blank: the planner uses batch {_f(res['batch'].iat[i]):,.0f}, {why}, for the peak KV "
+                             f"and, when t_decode_ms is estimated, as the decode concurrency")
         if rec.get("alpha") is None and not (calib and (i, "alpha") in calib.filled):
             came["alpha"] = "blank: the planner uses alpha 0 (no overlap of KV load and compute, the conservative case)"
         if rec.get("max_seq_len") is None:
@@ -69,7 +72,7 @@ def planner_filled(plan) -> list[dict[str, str]]:
             came["t_decode_ms"] = "blank: the planner uses 0 ms of decode (osl 0: no output tokens)"
     if calib is not None:
         for (i, col), prov in calib.filled.items():
-            if col in ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps", "alpha"):
+            if col in ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps", "alpha", "t_decode_batch"):
                 out[i][col] = f"blank: the planner uses {_f(res[col].iat[i]):,.4g} ({prov})"
             elif col == "tpm_measured":  # from a load test of the row's own shape (issue 16)
                 out[i][col] = f"blank: the planner uses {_f(res[col].iat[i]):,.0f} tokens/min ({prov})"
@@ -201,7 +204,7 @@ def plausibility_warnings(plan) -> list[Problem]:
                                    f"the GPU's peak ({float(floor):,.4g} ms for {float(r['isl']):,.0f} tokens on "
                                    f"{tp:g}x {r['gpu']}): typed in seconds?"))
         if r.get("t_decode_ms") is not None and float(r["t_decode_ms"]) > 0 and float(r["osl"]) > 0:
-            b = float(r.get("batch") or 1)
+            b = float(plan.resolved["t_decode_batch"].iat[i])  # the batch t_decode_ms holds at (typed or batch)
             step = decode_floor_ms(mod, gpu, tp, b)
             if step is not None and float(r["t_decode_ms"]) < float(r["osl"]) * step / b:
                 out.append(Problem(_cell(wt, "t_decode_ms", i),

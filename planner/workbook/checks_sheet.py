@@ -13,6 +13,7 @@ import numpy as np
 
 
 from planner.core import schema
+from planner.equations import queueing as q
 from planner.core.refs import exact_criteria, exact_text, range_name
 from planner.core.schema import FRACTION, INT, NUMBER
 
@@ -174,6 +175,13 @@ def checks_for(plan, layout) -> CheckSheet:
               _first_value(plan, plan.resolved["breakdown_source"].to_numpy(dtype=object) == "missing")),
         Check("results free of errors", "error", "no #DIV/0!, #N/A or other error in Results",
               f"SUMPRODUCT(--ISERROR(Results!{_results_block(layout)}))", 0),
+        Check("latency targets reachable", "error",
+              "workloads whose TTFT/TPOT target (or HBM fit) no instance count meets: binding says unreachable "
+              "(a target below the request-alone latency, or missed at the fixed concurrency)",
+              q.unreachable_count.xl(_n("Results.binding")), q.unreachable_count(plan.results["binding"]),
+              _first_row(f'(LEFT({_n("Results.binding")},11)="unreachable")'),
+              _first_value(plan, np.array([str(b).startswith("unreachable") for b in plan.results["binding"]],
+                                          dtype=bool))),
         Check("KV fits in HBM", "warning", "rows whose weights + peak KV exceed device memory",
               f'COUNTIF({_n("Results.hbm_headroom_gib")},"<0")', int(fl.hbm_no_fit.sum()),
               _first_row(f'({_n("Results.hbm_headroom_gib")}<0)'), _first_value(plan, fl.hbm_no_fit)),

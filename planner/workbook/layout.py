@@ -151,4 +151,4 @@ class Chunks:
 
 
 TORNADO_COLS = ("workload", "driver", "base_value", "low_value", "high_value", "tpm_base", "tpm_low",
-                "tpm_high", "swing", "rank")
+                "tpm_high", "swing", "rank", "ttft_load_base", "ttft_load_low", "ttft_load_high")

@@ -8,6 +8,7 @@ from typing import Callable
 from xlsxwriter.utility import quote_sheetname
 
 from planner.core import schema
+from planner.core.refs import sheet_ref
 from planner.workbook.layout import MAX_COLUMNS, MAX_DATA_ROWS, TORNADO_COLS, WRITE_BLOCK, Chunks, Layout, column_templates
 from planner.plan.sensitivity import rank_in_blocks_xl, swing_of
 from planner.workbook.xlfast import WL_ROW, FastFormulaWorksheet, FormulaTemplate, needs_upstream
@@ -94,10 +95,11 @@ def write_tornado(wb, fm: Formats, layout: Layout, sens, calc: Chunks) -> None:
                          f"Excel's {MAX_DATA_ROWS + 1:,}-row sheet; split the workloads over several input workbooks")
     ws = wb.add_worksheet("Tornado", worksheet_class=FastFormulaWorksheet)
     headers = ["workload", "driver", "base_value", "low_value", "high_value", "tpm_base [tokens/min]",
-               "tpm_low [tokens/min]", "tpm_high [tokens/min]", "swing [tokens/min]", "rank"]
-    write_header(ws, fm, headers, [24, 14, 12, 12, 12, 16, 16, 16, 16, 8])
+               "tpm_low [tokens/min]", "tpm_high [tokens/min]", "swing [tokens/min]", "rank",
+               "ttft_load_base [ms]", "ttft_load_low [ms]", "ttft_load_high [ms]"]
+    write_header(ws, fm, headers, [24, 14, 12, 12, 12, 16, 16, 16, 16, 8, 16, 16, 16])
     own = layout.pos.setdefault("Tornado", {name: j for j, name in enumerate(TORNADO_COLS)})
-    num, ints = fm("calc", "#,##0.####"), fm("calc", FMT_INT_)
+    num, ints, ms = fm("calc", "#,##0.####"), fm("calc", FMT_INT_), fm("calc", "#,##0.00")
     # formulas per column: {0} own row, {1} workload row, {2} calc sheet of the low row,
     # {3} its row, {4} sheet of the high row, {5} its row, {6}/{7} first/last row of the block
     c_col = {name: xl_col_to_name(layout.pos["Tornado_Calc"][name], col_abs=True)
@@ -116,7 +118,10 @@ def write_tornado(wb, fm: Formats, layout: Layout, sens, calc: Chunks) -> None:
         ("tpm_high", "{4}!" + c_col["tpm_delivered_target"] + "{5}", ints, False),
         ("swing", swing_of.xl(me("tpm_low"), me("tpm_high")), ints, False),
         ("rank", rank_in_blocks_xl(block, me("swing")), fm("calc", "0"), False),
+        # TTFT at the planned load (slofix item 5): the plan's, and the calc rows' at the driver's low/high
+        ("ttft_load_base", FormulaTemplate(layout.base("ttft_load_ms", WL_ROW)).fmt[1:], ms, False),
     ]
+    t_col = layout.pos["Tornado_Calc"]["ttft_load_ms"]   # low/high: planner.core.refs.sheet_ref per row, below
     sample = (2, 2, "Tornado_Calc", 2, "Tornado_Calc", 3, 2, 9, "I")
     if any(needs_upstream(("=" + f).format(*sample)) for _n, f, _fmt, _t in plan):  # pragma: no cover
         raise AssertionError("Tornado formulas must use classic functions only")
@@ -126,6 +131,7 @@ def write_tornado(wb, fm: Formats, layout: Layout, sens, calc: Chunks) -> None:
         w1 = min(w0 + per_block, n)
         block = sens.tornado_block(w0, w1)
         jobs = [(own[name], "=" + f, fmt, values_list(block[name].to_numpy(), text)) for name, f, fmt, text in plan]
+        t_low, t_high = (values_list(block[c].to_numpy(), False) for c in ("ttft_load_low", "ttft_load_high"))
         for x in range(len(block)):
             i = w0 * k + x
             r, w = i + 1, i // k
@@ -135,4 +141,6 @@ def write_tornado(wb, fm: Formats, layout: Layout, sens, calc: Chunks) -> None:
                     w * k + 2, (w + 1) * k + 1, swing_col)
             for j, f, fmt, vals in jobs:
                 wf(r, j, f.format(*args), fmt, vals[x])
+            wf(r, own["ttft_load_low"], "=" + sheet_ref(lo_sheet, lo_row, t_col), ms, t_low[x])
+            wf(r, own["ttft_load_high"], "=" + sheet_ref(hi_sheet, hi_row, t_col), ms, t_high[x])
     ws.autofilter(0, 0, total, len(TORNADO_COLS) - 1)
