@@ -13,7 +13,7 @@ import numpy as np
 
 
 from planner.core import schema
-from planner.core.refs import exact_criteria, exact_text, range_name
+from planner.core.refs import MASTER_CHECK, exact_criteria, exact_text, range_name, sheet_ref
 from planner.core.schema import FRACTION, INT, NUMBER
 
 
@@ -59,7 +59,7 @@ class CheckSheet:
         ws.write_string(0, 0, "Master check", fm("title"))
         ws.write_formula(0, 1, f'=IF(IFERROR(SUMIF({kinds},"error",{counts}),1)=0,"OK","ERROR")',
                          fm("ok" if errors == 0 else "bad"), "OK" if errors == 0 else "ERROR")
-        wb.define_name("master_check", "=Checks!" + xl_rowcol_to_cell(0, 1, True, True))
+        wb.define_name(MASTER_CHECK, "=" + sheet_ref("Checks", 0, 1, True, True))
         ws.write_string(1, 0, "Rows flagged by the warning checks", fm("title"))
         ws.write_formula(1, 1, f'=SUMIF({kinds},"warning",{counts})', None, warns)
         # every warning of the run (calibration and estimate warnings too), listed at the bottom

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import math
 
-from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
+from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 
 from planner.equations import fleet as fl
 from planner.finance import fleet as fl2
 from planner.finance import scenarios as sc
 from planner.core import schema
-from planner.core.refs import exact_criteria
+from planner.core.refs import exact_criteria, range_name, setting_name, sheet_ref
 from planner.workbook.chart_data import add_series
 
-SETTING_NAMES = {"target_utilization": "s_target_utilization", "hours_per_month": "s_hours_per_month",
-                 "demand_growth": "s_demand_growth", "prefill_mfu": "s_prefill_mfu", "decode_mbu": "s_decode_mbu"}
+SETTING_NAMES = {key: setting_name(key) for key in ("target_utilization", "hours_per_month", "demand_growth",
+                                                    "prefill_mfu", "decode_mbu")}
 FMT_INT = schema.FMT_INT
 FMT_MONEY = "#,##0.00"
 FMT_MONEY0 = "#,##0"
@@ -67,8 +67,7 @@ def _nonblank(rng: str, expr: str) -> str:
 def define_setting_names(wb, settings_rows: dict[str, int]) -> None:
     """Defined names ``s_<key>`` on the Settings value cells the finance formulas use."""
     for key, name in SETTING_NAMES.items():
-        wb.define_name(name, "=" + f"{quote_sheetname(schema.SETTINGS)}!" +
-                       xl_rowcol_to_cell(settings_rows[key], 1, True, True))
+        wb.define_name(name, "=" + sheet_ref(schema.SETTINGS, settings_rows[key], 1, True, True))
 
 
 # --------------------------------------------------------------------------- Fleet
@@ -92,6 +91,7 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
     n_types = len(frame) - 1
     rows = fleet_cells(n_types)
     sumifs = lambda rng, crit_rng, r: f"SUMIFS({rng},{crit_rng},{exact_criteria(xl_rowcol_to_cell(r, own['gpu'], col_abs=True))})"  # noqa: E731
+    res, rsv = (lambda c: range_name("Results", c)), (lambda c: range_name("Resolved", c))  # noqa: E731
     for i in range(n_types):
         r = rows["first"] + i
         rec = frame.iloc[i]
@@ -99,13 +99,13 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
         price = layout.other("GPUs", "hourly_cost", i + 1)
         f = {
             "gpu": layout.other("GPUs", "gpu", i + 1),
-            "instances": sumifs("results_instances_needed", "results_gpu", r),
-            "gpus_needed": sumifs("results_gpus_needed", "results_gpu", r),
-            "cost_per_hour": f'IF(ISNUMBER({price}),{sumifs("results_cost_per_hour", "results_gpu", r)},"")',
+            "instances": sumifs(res("instances_needed"), res("gpu"), r),
+            "gpus_needed": sumifs(res("gpus_needed"), res("gpu"), r),
+            "cost_per_hour": f'IF(ISNUMBER({price}),{sumifs(res("cost_per_hour"), res("gpu"), r)},"")',
             "cost_per_month": fl.per_month.xl(me("cost_per_hour"), SETTING_NAMES["hours_per_month"]),
             "cost_per_year": fl.per_year.xl(me("cost_per_month")),
-            "tpm_capacity": sumifs("results_tpm_capacity", "results_gpu", r),
-            "tpm_demand": sumifs("res_demand_tpm", "res_gpu", r),
+            "tpm_capacity": sumifs(res("tpm_capacity"), res("gpu"), r),
+            "tpm_demand": sumifs(rsv("demand_tpm"), rsv("gpu"), r),
         }
         for c in fl2.FLEET_COLS:
             ws.write_formula(r, own[c], "=" + f[c], fmts.get(c), _v(rec[c]))

@@ -8,7 +8,7 @@ in the output needs ``planner run`` again (said in the sheet).
 
 from __future__ import annotations
 
-from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
+from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 
 from planner.equations import fleet as fl
 from planner.workbook.chart_data import add_series
@@ -16,7 +16,7 @@ from planner.equations import kvhit as m
 from planner.finance import periods as pr
 from planner.core import schema
 from planner.workbook.fleet_sheets import FMT_INT, FMT_MONEY, FMT_MONEY0, NOTE_GAP, SETTING_NAMES, _cur, _header, _v
-from planner.core.refs import exact_criteria, exact_text
+from planner.core.refs import exact_criteria, exact_text, range_name, sheet_ref
 
 FMT_MS = "#,##0.00"
 
@@ -57,17 +57,17 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
     _header(calc_ws, fm, [f"{c} [{units[c]}]" if c in units else c for c in pr.CALC_COLS],
             [20, 12] + [12] * (len(pr.CALC_COLS) - 2))
     calc_ws.freeze_panes(1, 2)
-    dem = lambda name, r: f"{quote_sheetname(schema.DEM)}!{xl_rowcol_to_cell(r, dem_pos[name], col_abs=True)}"  # noqa: E731
+    dem = lambda name, r: sheet_ref(schema.DEM, r, dem_pos[name])  # noqa: E731
     for i in range(len(calc)):
         r = i + 1
         rec = calc.iloc[i]
         d = None if rec["dem"] is None or rec["dem"] != rec["dem"] else int(rec["dem"])  # NaN: a grown row
         me = lambda c: xl_rowcol_to_cell(r, own[c], col_abs=True)  # noqa: E731,B023
         row = me("res_row")
-        R = lambda name: f"INDEX(res_{name},{row})"  # noqa: E731,B023
-        Q = lambda name: f"INDEX(results_{name},{row})"  # noqa: E731,B023
+        R = lambda name: f"INDEX({range_name('Resolved', name)},{row})"  # noqa: E731,B023
+        Q = lambda name: f"INDEX({range_name('Results', name)},{row})"  # noqa: E731,B023
         f = {
-            "res_row": f"MATCH({exact_text(me('workload'))},res_workload,0)",
+            "res_row": f"MATCH({exact_text(me('workload'))},{range_name('Resolved', 'workload')},0)",
             "demand_tpm": pr.grown_demand.xl(pr.demand_per_minute.xl(me("demand_input"), me("demand_unit")),
                                              R("demand_tpm"), R("demand_growth"), me("period_index")),
             "gpu": R("gpu"), "tp": R("tp"),
@@ -96,9 +96,9 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
             f["demand_input"] = f'IF(ISNUMBER({dem("demand_tpm", dr)}),{dem("demand_tpm", dr)},"")'
             f["demand_unit"] = f'IF(ISTEXT({dem("demand_unit", dr)}),LOWER(TRIM({dem("demand_unit", dr)})),"tokens/min")'
             f["hit_target"] = (f'IF(ISNUMBER({dem("hit_target", dr)}),{dem("hit_target", dr)},'
-                               f'INDEX(res_hit_target,{row}))')
+                               f'{R("hit_target")})')
         else:  # a grown row: the workload's own hit ratio and demand
-            f["hit_target"] = f"INDEX(res_hit_target,{row})"
+            f["hit_target"] = R("hit_target")
         for c in pr.CALC_COLS:
             style = fm("calc", _fmt(c))
             v = _v(rec[c])
