@@ -26,7 +26,7 @@ from planner.equations import kvhit as m
 from planner.core import schema
 from planner.equations.constants import PCIE_GEN_GBPS, N
 from planner.equations.kvhit import excel_twin
-from planner.core.refs import exact_text
+from planner.core.refs import defined_name, exact_text, setting_name
 from planner.core.schema import CHOICE, FMT_INT, FMT_PCT, TEXT
 from planner.equations import queueing as q
 
@@ -101,7 +101,7 @@ def out(name, unit, fmt, func, *args, description="", text=False, label="") -> O
 
 
 # --------------------------------------------------------------------------- Results
-_ALPHA0, _ALPHA1 = "c_alpha_none", "c_alpha_full"  # named cells 0 and 1 (Constants sheet)
+_ALPHA0, _ALPHA1 = defined_name("Constants", "alpha_none"), defined_name("Constants", "alpha_full")  # named cells 0 and 1 (Constants sheet)
 
 RESULTS: tuple[Out, ...] = (
     out("workload", "", None, same, "workload", text=True,
@@ -358,9 +358,9 @@ ALPHA_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)  # columns of the hit x alpha table
 NAMED_VALUES = {
     "alpha_none": (_ALPHA0, 0.0, "fraction", "overlap alpha of the no-overlap columns", False),
     "alpha_full": (_ALPHA1, 1.0, "fraction", "overlap alpha of the full-overlap columns", False),
-    "tornado_swing": ("c_tornado_swing", 0.2, "fraction",
+    "tornado_swing": (defined_name("Constants", "tornado_swing"), 0.2, "fraction",
                       "relative move of each driver in the Tornado sheet (clamped to its valid range)", True),
-    **{f"alpha_g{int(a * 100)}": (f"c_alpha_g{int(a * 100)}", a, "fraction",
+    **{f"alpha_g{int(a * 100)}": (defined_name("Constants", f"alpha_g{int(a * 100)}"), a, "fraction",
                                   f"alpha of the hit x alpha table column {a:g}", True) for a in ALPHA_GRID},
 }
 
@@ -459,7 +459,7 @@ def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame,
 
 
 # Workloads columns whose blank takes a Settings value (the named Settings cell s_<key>).
-SETTING_DEFAULTS = {"target_utilization": "s_target_utilization", "demand_growth": "s_demand_growth"}
+SETTING_DEFAULTS = {key: setting_name(key) for key in ("target_utilization", "demand_growth")}
 
 
 def schema_setting(key: str) -> schema.Setting:

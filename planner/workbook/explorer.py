@@ -156,7 +156,7 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
 
     # the sorted tornado (what a reader needs), below the hit sweep
     s_top = top + k + 3
-    ws.write_string(s_top - 1, left, "Tornado of the chosen workload (each driver moved by c_tornado_swing)",
+    ws.write_string(s_top - 1, left, f"Tornado of the chosen workload (each driver moved by {sheets.NAMED_VALUES['tornado_swing'][0]})",
                     fm("title"))
     t_top = top  # the calculation, on the hidden helper columns
     t_own = {nm: t_left + j for j, nm in enumerate(tnames)}

@@ -122,7 +122,8 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
     ws.write_formula(t, note_col, "=" + uncosted_note(own, rows), fm("note"), uncosted_text(frame))
     ws.write_string(1, note_col, "Per GPU type, over the workloads with a demand_tpm (live: SUMIFS over Results). "
                                  "cost_per_hour = sum of gpus_needed x hourly_cost; cost_per_month x "
-                                 "s_hours_per_month (Settings hours_per_month); cost_per_year x 12.", fm("note"))
+                                 f"{SETTING_NAMES['hours_per_month']} (Settings hours_per_month); cost_per_year x 12.",
+                    fm("note"))
     ws.write_string(2, note_col, "A GPU type without hourly_cost has a blank cost; the Total cost is the total of the "
                                  "priced types only (see the note on the Total row).", fm("note"))
     ws.autofilter(0, 0, rows["last"], len(fl2.FLEET_COLS) - 1)
