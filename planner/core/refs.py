@@ -26,17 +26,76 @@ from __future__ import annotations
 import re
 
 from openpyxl.utils import get_column_letter
-from xlsxwriter.utility import quote_sheetname, xl_range, xl_range_abs, xl_rowcol_to_cell
+from xlsxwriter.utility import quote_sheetname, xl_col_to_name, xl_range, xl_range_abs, xl_rowcol_to_cell
+
+
+# --------------------------------------------------------------------------- row slots
+class RowSlot:
+    """A symbolic row of a formula template: a reference made with a slot in place of a row
+    number (``cell(ROW, 1)``) holds a marker, and :class:`RowTemplate` turns the marked text
+    into a pattern filled with the real row numbers per cell. The marker is a character of
+    Unicode's private use area (U+E000 + the slot's number), which no formula of the planner
+    otherwise contains (RowTemplate refuses text with a stray one)."""
+
+    __slots__ = ("index", "marker")
+
+    def __init__(self, index: int):
+        if not 0 <= index < _SLOT_SPAN:
+            raise ValueError(f"row slot {index} outside 0..{_SLOT_SPAN - 1}")
+        self.index = index
+        self.marker = chr(_SLOT_BASE + index)
+
+    def __repr__(self) -> str:
+        return f"RowSlot({self.index})"
+
+
+_SLOT_BASE, _SLOT_SPAN = 0xE000, 16
+ROW_HOLE = "[\\ue000-\\ue00f]"  # regular-expression class of a row slot's marker
+_SLOT_CHARS = re.compile(ROW_HOLE)
+ROW = RowSlot(0)     # the cell's own row
+WL_ROW = RowSlot(1)  # the row of the cell's workload in Resolved/Results
+
+
+class RowTemplate:
+    """Formula text with row slots, filled per cell: ``fill(n0, n1, ...)`` puts Excel row
+    number ``n_i`` (1-based) where slot ``i`` was.
+
+    >>> t = RowTemplate("=" + cell(ROW, 0, col_abs=True) + "*" + sheet_ref("Resolved", WL_ROW, 1) + "+{1}")
+    >>> t.fill(5, 10), t.slots
+    ('=$A5*Resolved!$B10+{1}', (0, 1))
+    """
+
+    __slots__ = ("text", "slots", "fill")
+
+    def __init__(self, text: str):
+        self.text = text
+        slots, pattern = [], []
+        last = 0
+        for m in _SLOT_CHARS.finditer(text):
+            pattern.append(text[last:m.start()].replace("{", "{{").replace("}", "}}"))
+            i = ord(m.group()) - _SLOT_BASE
+            pattern.append("{%d}" % i)
+            slots.append(i)
+            last = m.end()
+        pattern.append(text[last:].replace("{", "{{").replace("}", "}}"))
+        self.slots = tuple(sorted(set(slots)))
+        self.fill = "".join(pattern).format  # the str.format of the compiled pattern: one call per cell
 
 
 # --------------------------------------------------------------------------- cells and ranges
-def cell(row: int, col: int, row_abs: bool = False, col_abs: bool = False) -> str:
-    """A1 text of a cell on the same sheet: ``cell(2, 1)`` -> ``B3``, ``cell(2, 1, True, True)`` -> ``$B$3``."""
+def cell(row, col: int, row_abs: bool = False, col_abs: bool = False) -> str:
+    """A1 text of a cell on the same sheet: ``cell(2, 1)`` -> ``B3``, ``cell(2, 1, True, True)`` -> ``$B$3``;
+    ``row`` may be a :class:`RowSlot` (a template's row hole)."""
+    if isinstance(row, RowSlot):
+        return ("$" if col_abs else "") + xl_col_to_name(col) + ("$" if row_abs else "") + row.marker
     return xl_rowcol_to_cell(row, col, row_abs, col_abs)
 
 
-def cell_range(r0: int, c0: int, r1: int, c1: int, absolute: bool = True) -> str:
-    """A1 text of a range on the same sheet, absolute by default: ``$C$2:$C$10``."""
+def cell_range(r0, c0: int, r1, c1: int, absolute: bool = True) -> str:
+    """A1 text of a range on the same sheet, absolute by default: ``$C$2:$C$10`` (one cell: ``$C$2``,
+    as XlsxWriter's ``xl_range``); rows may be :class:`RowSlot` s."""
+    if isinstance(r0, RowSlot) or isinstance(r1, RowSlot):
+        return cell(r0, c0, absolute, absolute) + ":" + cell(r1, c1, absolute, absolute)
     return (xl_range_abs if absolute else xl_range)(r0, c0, r1, c1)
 
 
@@ -46,12 +105,12 @@ def qualify(sheet: str, a1: str) -> str:
     return f"{quote_sheetname(sheet)}!{a1}"
 
 
-def sheet_ref(sheet: str, row: int, col: int, row_abs: bool = False, col_abs: bool = True) -> str:
+def sheet_ref(sheet: str, row, col: int, row_abs: bool = False, col_abs: bool = True) -> str:
     """A cell on another sheet, column absolute by default: ``Resolved!$B3``."""
     return qualify(sheet, cell(row, col, row_abs, col_abs))
 
 
-def sheet_range(sheet: str, r0: int, c0: int, r1: int, c1: int, absolute: bool = True) -> str:
+def sheet_range(sheet: str, r0, c0: int, r1, c1: int, absolute: bool = True) -> str:
     """A range on another sheet, absolute by default: ``Hit_Curve!$C$5:$C$7``."""
     return qualify(sheet, cell_range(r0, c0, r1, c1, absolute))
 
