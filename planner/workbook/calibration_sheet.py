@@ -18,7 +18,7 @@ from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 from planner.equations import kvhit as m
 from planner.core import schema
 from planner.workbook.chart_data import add_series
-from planner.core.refs import sheet_range, sheet_ref
+from planner.core.refs import range_name, sheet_range, sheet_ref
 
 SHEET = "Calibration"
 PARAM_COLS = ("deployment", "model", "gpu", "tp", "points", "t_fixed_ms", "k_attn_ms_per_tok2", "k_ffn_ms_per_tok",
@@ -173,9 +173,9 @@ def _row_ref(res_cell, i: int):
         if sheet == "Resolved":
             return res_cell(name, i)
         if sheet == "Results":
-            return f"INDEX(results_{name},{i + 1})"
+            return f"INDEX({range_name('Results', name)},{i + 1})"
         row = res_cell("model_row" if sheet == "Models" else "gpu_row", i)
-        return f"INDEX({'models' if sheet == 'Models' else 'gpus'}_{name},{row})"
+        return f"INDEX({range_name(sheet, name)},{row})"
     return r
 
 
@@ -257,7 +257,7 @@ def write_calibration(wb, fm, plan) -> None:
         for q, (_, p) in enumerate(pts.iterrows()):
             r = lo + q
             src_row = meas_index[int(p["row"])] + 1  # the Measurements sheet of the output: records from row 2
-            ref = lambda name: "Measurements!" + xl_rowcol_to_cell(src_row, meas_cols.index(name), col_abs=True)
+            ref = lambda name: sheet_ref("Measurements", src_row, meas_cols.index(name))
             ws.write_string(r, 0, f.label)
             ws.write_number(r, 1, int(p["row"]))
             ws.write_formula(r, 2, f"={ref('isl')}", fm("calc", "#,##0"), float(p["isl"]))

@@ -4,7 +4,7 @@ sheet (one band per workload)."""
 from __future__ import annotations
 
 import numpy as np
-from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
+from xlsxwriter.utility import xl_rowcol_to_cell
 
 from planner.core import schema
 from planner.workbook.layout import Layout
@@ -173,7 +173,7 @@ def tornado_sorted_from_sheet(ws, fm: Formats, top: int, left: int, summary, w: 
     """Drivers of workload w in rank order, read from the Tornado sheet by rank."""
     k = len(summary)
     rows = (1 + w * k, (w + 1) * k)
-    rng = {name: "Tornado!" + xl_range_abs(rows[0], t_own[name], rows[1], t_own[name])
+    rng = {name: sheet_range("Tornado", rows[0], t_own[name], rows[1], t_own[name])
            for name in ("rank", "driver", "tpm_low", "tpm_high", "tpm_base", "swing")}
     for j, h in enumerate(("rank", "driver", "low - base", "high - base")):
         ws.write_string(top, left + j, h, fm("header"))

@@ -13,7 +13,7 @@ import numpy as np
 
 
 from planner.core import schema
-from planner.core.refs import MASTER_CHECK, exact_criteria, exact_text, range_name, sheet_ref
+from planner.core.refs import MASTER_CHECK, exact_criteria, exact_text, range_name, sheet_range, sheet_ref
 from planner.core.schema import FRACTION, INT, NUMBER
 
 
@@ -173,7 +173,7 @@ def checks_for(plan, layout) -> CheckSheet:
               f'INDEX({_n("Resolved.workload")},MATCH("missing",{_n("Resolved.breakdown_source")},0)),"")',
               _first_value(plan, plan.resolved["breakdown_source"].to_numpy(dtype=object) == "missing")),
         Check("results free of errors", "error", "no #DIV/0!, #N/A or other error in Results",
-              f"SUMPRODUCT(--ISERROR(Results!{_results_block(layout)}))", 0),
+              f"SUMPRODUCT(--ISERROR({_results_block(layout)}))", 0),
         Check("KV fits in HBM", "warning", "rows whose weights + peak KV exceed device memory",
               f'COUNTIF({_n("Results.hbm_headroom_gib")},"<0")', int(fl.hbm_no_fit.sum()),
               _first_row(f'({_n("Results.hbm_headroom_gib")}<0)'), _first_value(plan, fl.hbm_no_fit)),
@@ -267,6 +267,4 @@ def _outside(c, upper: bool = True) -> str:
 
 
 def _results_block(layout) -> str:
-    from xlsxwriter.utility import xl_range_abs
-
-    return xl_range_abs(1, 0, max(layout.n, 1), len(layout.pos["Results"]) - 1)
+    return sheet_range("Results", 1, 0, max(layout.n, 1), len(layout.pos["Results"]) - 1)

@@ -18,7 +18,7 @@ from planner.equations import fleet as fl
 from planner.finance import fleet as fl2
 from planner.finance import scenarios as sc
 from planner.core import schema
-from planner.core.refs import exact_criteria, range_name, setting_name, sheet_ref
+from planner.core.refs import cell_range, exact_criteria, range_name, setting_name, sheet_range, sheet_ref
 from planner.workbook.chart_data import add_series
 
 SETTING_NAMES = {key: setting_name(key) for key in ("target_utilization", "hours_per_month", "demand_growth",
@@ -129,10 +129,12 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
     ws.autofilter(0, 0, rows["last"], len(fl2.FLEET_COLS) - 1)
 
 
-def uncosted_gpus_formula(own: dict[str, int], rows: dict[str, int], sheet: str = "") -> str:
-    """GPUs of the Fleet types whose cost is blank (no hourly_cost): all GPUs less those of priced types."""
-    g = sheet + xl_range_abs(rows["first"], own["gpus_needed"], rows["last"], own["gpus_needed"])
-    c = sheet + xl_range_abs(rows["first"], own["cost_per_hour"], rows["last"], own["cost_per_hour"])
+def uncosted_gpus_formula(own: dict[str, int], rows: dict[str, int], sheet: str | None = None) -> str:
+    """GPUs of the Fleet types whose cost is blank (no hourly_cost): all GPUs less those of priced types
+    (ranges on ``sheet``, or on the same sheet)."""
+    rng = (lambda c: cell_range(rows["first"], own[c], rows["last"], own[c])) if sheet is None else \
+        (lambda c: sheet_range(sheet, rows["first"], own[c], rows["last"], own[c]))
+    g, c = rng("gpus_needed"), rng("cost_per_hour")
     return f'(SUM({g})-SUMIFS({g},{c},">=0"))'
 
 
@@ -170,7 +172,7 @@ def write_scenarios(wb, ws, fm, plan, fleet_rows: int) -> None:
         ws.write_string(r, 0, str(rec["scenario"]))
         for j, c in enumerate(sc.SCENARIO_COLS[1:], start=1):
             if i == 0:  # base: live, from the Fleet total
-                ws.write_formula(r, j, "=Fleet!" + xl_rowcol_to_cell(total, fleet_col[c], True, True), fmts[c],
+                ws.write_formula(r, j, "=" + sheet_ref("Fleet", total, fleet_col[c], True, True), fmts[c],
                                  _v(rec[c]))
             elif isinstance(_v(rec[c]), str):
                 ws.write_blank(r, j, None, fm("const", None))

@@ -8,7 +8,7 @@ in the output needs ``planner run`` again (said in the sheet).
 
 from __future__ import annotations
 
-from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
+from xlsxwriter.utility import xl_rowcol_to_cell
 
 from planner.equations import fleet as fl
 from planner.workbook.chart_data import add_series
@@ -16,7 +16,7 @@ from planner.equations import kvhit as m
 from planner.finance import periods as pr
 from planner.core import schema
 from planner.workbook.fleet_sheets import FMT_INT, FMT_MONEY, FMT_MONEY0, NOTE_GAP, SETTING_NAMES, _cur, _header, _v
-from planner.core.refs import exact_criteria, exact_text, range_name, sheet_ref
+from planner.core.refs import exact_criteria, exact_text, range_name, sheet_range, sheet_ref
 
 FMT_MS = "#,##0.00"
 
@@ -114,8 +114,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
                 else:
                     calc_ws.write_number(r, own[c], float(v), fm("const", FMT_INT))
     k = len(calc)
-    rng = lambda c: xl_range_abs(1, own[c], max(k, 1), own[c])  # noqa: E731
-    dc = lambda c: f"Demand_Calc!{rng(c)}"  # noqa: E731
+    dc = lambda c: sheet_range("Demand_Calc", 1, own[c], max(k, 1), own[c])  # noqa: E731
 
     # Fleet_By_Period
     p_own = {c: j for j, c in enumerate(pr.PERIOD_COLS)}
@@ -168,12 +167,12 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
         calc_ws.write_formula(0, left + 1 + gi, "=" + layout.other("GPUs", "gpu", gi + 1), fm("header"), str(g))
     for pi in range(len(periods)):
         r = pi + 1
-        first_of_period = xl_rowcol_to_cell(1 + pi * n_types, p_own["period"], True, True)
-        calc_ws.write_formula(r, left, f"=Fleet_By_Period!{first_of_period}", None, periods[pi])
+        calc_ws.write_formula(r, left, "=" + sheet_ref("Fleet_By_Period", 1 + pi * n_types, p_own["period"], True, True),
+                              None, periods[pi])
         for gi in range(n_types):
             src = 1 + pi * n_types + gi
-            calc_ws.write_formula(r, left + 1 + gi, "=Fleet_By_Period!" +
-                                  xl_rowcol_to_cell(src, p_own["gpus_needed"], True, True), fm("calc", FMT_INT),
+            calc_ws.write_formula(r, left + 1 + gi, "=" + sheet_ref("Fleet_By_Period", src, p_own["gpus_needed"], True,
+                                                                True), fm("calc", FMT_INT),
                                   _v(frame["gpus_needed"].iat[src - 1]))
     chart = wb.add_chart({"type": "column", "subtype": "stacked"})
     for gi in range(n_types):

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
+from xlsxwriter.utility import xl_rowcol_to_cell
 
 from planner.equations import fleet as fl
 from planner.finance import fleet as fl2
@@ -28,7 +28,7 @@ from planner.equations.constants import C, N
 from planner.workbook.fleet_sheets import (FMT_INT, FMT_MONEY, FMT_MONEY0, SETTING_NAMES, _cur, _header, _nonblank, _v,
                                            define_setting_names, fleet_cells, uncosted_gpus_formula, write_fleet,
                                            write_scenarios)
-from planner.core.refs import MASTER_CHECK, range_name, exact_criteria, exact_text
+from planner.core.refs import MASTER_CHECK, exact_criteria, exact_text, range_name, sheet_range, sheet_ref
 from planner.workbook.xlfast import FastFormulaWorksheet, RowBuffer
 
 TOP_WORKLOADS = 5          # largest workloads by cost on the Summary
@@ -83,7 +83,7 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     fleet_col = {c: j for j, c in enumerate(fl2.FLEET_COLS)}
     n_types = len(frame) - 1
     rows = fleet_cells(n_types)
-    fleet_ref = lambda r, c: "Fleet!" + xl_rowcol_to_cell(r, fleet_col[c], True, True)  # noqa: E731
+    fleet_ref = lambda r, c: sheet_ref("Fleet", r, fleet_col[c], True, True)  # noqa: E731
     T = rows["total"]
     ws.set_column(0, 0, 46)
     ws.set_column(1, 4, 17)
@@ -142,7 +142,7 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     r = r + 1 + len(cost_rows)
     ws.write_string(r, 0, "GPUs of types without a price (not in the cost)")
     f_own = {c: j for j, c in enumerate(fl2.FLEET_COLS)}
-    ws.write_formula(r, 1, "=" + uncosted_gpus_formula(f_own, rows, "Fleet!"), fm("calc", FMT_INT), tot.uncosted_gpus)
+    ws.write_formula(r, 1, "=" + uncosted_gpus_formula(f_own, rows, "Fleet"), fm("calc", FMT_INT), tot.uncosted_gpus)
 
     # savings of the hit-ratio target
     r += 2
@@ -298,8 +298,8 @@ def write_period_block(ws, fm, plan, r: int, cur: str) -> int:
     heads = ["Period", "GPUs", f"Cost per month [{cur}]", "GPUs at baseline hits",
              f"Cost per month at baseline [{cur}]", f"Saved by the target [{cur}/month]"]
     _header(ws, fm, heads, [46, 17, 17, 17, 17, 17], top=r + 1)
-    rng = lambda c: "Fleet_By_Period!" + xl_range_abs(1, pr.PERIOD_COLS.index(c), max(n, 1),  # noqa: E731
-                                                      pr.PERIOD_COLS.index(c))
+    rng = lambda c: sheet_range("Fleet_By_Period", 1, pr.PERIOD_COLS.index(c), max(n, 1),  # noqa: E731
+                                pr.PERIOD_COLS.index(c))
     for k, rec in enumerate(tot.itertuples()):
         rr = r + 2 + k
         ws.write_string(rr, 0, rec.period)
