@@ -24,6 +24,8 @@ from xlsxwriter.worksheet import Worksheet
 
 from planner.core.refs import ROW, WL_ROW, RowTemplate
 
+__all__ = ["ROW", "WL_ROW", "FastFormulaWorksheet", "FormulaTemplate", "RowBuffer", "needs_upstream"]
+
 # every function name XlsxWriter 3.x prefixes with _xlfn. (dynamic arrays and, with
 # use_future_functions, the 2010+ "future" functions): one pattern, matched before any
 # '(' so that names are recognised as function calls only.
@@ -81,9 +83,6 @@ class FastFormulaWorksheet(Worksheet):
             return self._write_formula(row, col, formula, cell_format, value)
         finally:
             self._vetted = False
-
-
-__all__ = ["ROW", "WL_ROW", "FastFormulaWorksheet", "FormulaTemplate", "RowBuffer", "needs_upstream"]
 
 
 class FormulaTemplate(RowTemplate):
