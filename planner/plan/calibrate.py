@@ -32,7 +32,7 @@ from planner.equations.ttft_fit import fit_points, ttft_law
 from planner.equations.constants import PCIE_GEN_GBPS
 from planner.plan import load_tests
 from planner.catalog.lookup import catalog_raw
-from planner.core.refs import place
+from planner.core import refs
 
 
 @dataclass
@@ -234,7 +234,7 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
 
         def cell(name, i):
             j = meas.positions.get(name)
-            return place(meas.sheet, meas.rows[i], j) if j is not None else \
+            return refs.place(meas.sheet, meas.rows[i], j) if j is not None else \
                 f"{meas.sheet} row {meas.rows[i]}"
 
         for i, rec in enumerate(meas.records):
@@ -295,7 +295,7 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                     f"there are no Measurements for {rec['model']} on {int(rec['tp'])}x {rec['gpu']}"
                 wt = p_in.workloads
                 col = "t_attn0_ms" if blank["t_attn0_ms"] else "t_ffn0_ms"
-                where = (place(wt.sheet, wl_rows[i], wt.positions[col])
+                where = (refs.place(wt.sheet, wl_rows[i], wt.positions[col])
                          if col in wt.positions else f"{wt.sheet} row {wl_rows[i]}")
                 problems.append(Problem(where, f"workload {rec.get('workload')!r}: t_attn0_ms/t_ffn0_ms are blank, "
                                                f"{why}, and the roofline estimate lacks {', '.join(missing)}: "
@@ -417,7 +417,7 @@ def _decode_problem(p_in, i: int, missing: list[str], why: str = ""):
     from planner.core.errors import Problem
 
     wt = p_in.workloads
-    where = (place(wt.sheet, wt.rows[i], wt.positions['t_decode_ms'])
+    where = (refs.place(wt.sheet, wt.rows[i], wt.positions['t_decode_ms'])
              if "t_decode_ms" in wt.positions else f"{wt.sheet} row {wt.rows[i]}")
     because = f"{why}, and " if why else ""
     return Problem(where, f"workload {wt.records[i].get('workload')!r}: t_decode_ms is blank, {because}its roofline "
