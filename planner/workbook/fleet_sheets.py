@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import math
 
-from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
-
-from planner.equations import fleet as fl
 from planner.finance import fleet as fl2
 from planner.finance import scenarios as sc
 from planner.core import schema
-from planner.core.refs import cell_range, exact_criteria, range_name, setting_name, sheet_range, sheet_ref
+from planner.core.refs import cell, cell_range, setting_name, sheet_range, sheet_ref
+from planner.finance.aggregations import GroupCell
 from planner.workbook.chart_data import add_series
 
 SETTING_NAMES = {key: setting_name(key) for key in ("target_utilization", "hours_per_month", "demand_growth",
@@ -90,32 +88,20 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
             "tpm_demand": fm("calc", FMT_INT)}
     n_types = len(frame) - 1
     rows = fleet_cells(n_types)
-    sumifs = lambda rng, crit_rng, r: f"SUMIFS({rng},{crit_rng},{exact_criteria(xl_rowcol_to_cell(r, own['gpu'], col_abs=True))})"  # noqa: E731
-    res, rsv = (lambda c: range_name("Results", c)), (lambda c: range_name("Resolved", c))  # noqa: E731
     for i in range(n_types):
         r = rows["first"] + i
         rec = frame.iloc[i]
-        me = lambda c: xl_rowcol_to_cell(r, own[c], col_abs=True)  # noqa: E731,B023
-        price = layout.other("GPUs", "hourly_cost", i + 1)
-        f = {
-            "gpu": layout.other("GPUs", "gpu", i + 1),
-            "instances": sumifs(res("instances_needed"), res("gpu"), r),
-            "gpus_needed": sumifs(res("gpus_needed"), res("gpu"), r),
-            "cost_per_hour": f'IF(ISNUMBER({price}),{sumifs(res("cost_per_hour"), res("gpu"), r)},"")',
-            "cost_per_month": fl.per_month.xl(me("cost_per_hour"), SETTING_NAMES["hours_per_month"]),
-            "cost_per_year": fl.per_year.xl(me("cost_per_month")),
-            "tpm_capacity": sumifs(res("tpm_capacity"), res("gpu"), r),
-            "tpm_demand": sumifs(rsv("demand_tpm"), rsv("gpu"), r),
-        }
-        for c in fl2.FLEET_COLS:
-            ws.write_formula(r, own[c], "=" + f[c], fmts.get(c), _v(rec[c]))
+        at = GroupCell(key=cell(r, own["gpu"], col_abs=True), key_source=layout.other("GPUs", "gpu", i + 1),
+                       price=layout.other("GPUs", "hourly_cost", i + 1),
+                       me=lambda c, r=r: cell(r, own[c], col_abs=True))
+        for a in fl2.FLEET:  # each column declared once: its formula and, in rec, its Python value
+            ws.write_formula(r, own[a.name], "=" + a.formula(at), fmts.get(a.name), _v(rec[a.name]))
     t = rows["total"]
     tot = frame.iloc[-1]
     ws.write_string(t, own["gpu"], fl2.TOTAL, fm("header"))
-    for c in fl2.FLEET_COLS[1:]:
-        rng = xl_range_abs(rows["first"], own[c], rows["last"], own[c])
-        expr = _nonblank(rng, f"SUM({rng})") if c.startswith("cost") else f"SUM({rng})"
-        ws.write_formula(t, own[c], "=" + expr, fmts[c], _v(tot[c]))
+    for a in fl2.FLEET[1:]:
+        rng = cell_range(rows["first"], own[a.name], rows["last"], own[a.name])
+        ws.write_formula(t, own[a.name], "=" + a.total_formula(rng), fmts[a.name], _v(tot[a.name]))
     # the note beside the total: GPUs of unpriced types are not in the total cost
     note_col = len(fl2.FLEET_COLS) + NOTE_GAP
     ws.set_column(note_col, note_col, 90)
