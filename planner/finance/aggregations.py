@@ -1,12 +1,14 @@
 """Declared aggregations: the columns of a per-group finance table (the ``Fleet`` sheet: one
 row per GPU type, then ``Total``), each declared once, the way ``Out`` declares a Results
 column (planner.plan.columns). One :class:`Agg` gives both the Python value of its cells
-(:func:`planner.finance.fleet.fleet_table`) and their Excel formula
-(:func:`planner.workbook.fleet_sheets.write_fleet`):
+(:func:`planner.finance.fleet.fleet_table`, :func:`planner.finance.periods.by_period`) and
+their Excel formula (:func:`planner.workbook.fleet_sheets.write_fleet`,
+:func:`planner.workbook.periods_sheet.write_by_period`):
 
 - ``sum_of=(sheet, column)``: the sum of a Results/Resolved column over the workloads of
   the group (Python: a NaN-skipping sum; Excel: ``SUMIFS`` over the defined names);
 - ``priced=True``: blank for a GPU type without ``hourly_cost`` (Excel: ``IF(ISNUMBER(price), ...)``);
+- ``scale="@key"``: the sum times a Settings value (a cost per hour summed, per month);
 - ``twin=f, args=(...)``: an equation of :mod:`planner.equations` applied to the row's own
   columns and Settings values (``"@hours_per_month"``), its numpy function and its Excel twin;
 - ``total``: the Total row, ``"sum"`` or ``"priced"`` (the priced types only, blank when none is).
@@ -49,12 +51,16 @@ def nonblank_xl(rng: str, expr: str) -> str:
 class GroupCell:
     """Where one group row's formulas look (built by the sheet writer): ``key`` the row's own
     key cell (its GPU name), ``key_source`` the input cell the key is read from, ``price`` the
-    group's hourly_cost cell, ``me(name)`` the row's own cell of column ``name``."""
+    group's hourly_cost cell, ``me(name)`` the row's own cell of column ``name``; ``source(sheet,
+    column)`` the range summed (default: the column's defined name) and ``criteria`` the SUMIFS
+    criteria pairs (default: the ``by`` column's defined name equal to ``key``)."""
 
     key: str
     key_source: str
     price: str
     me: Callable[[str], str]
+    source: Callable[[str, str], str] | None = None
+    criteria: str | None = None
 
 
 @dataclass(frozen=True)
@@ -66,22 +72,23 @@ class Agg:
     args: tuple[str, ...] = ()
     total: str | None = "sum"      # "sum", "priced", or None (the key column)
     by: str = "gpu"
+    scale: str | None = None       # "@key": the sum times Settings key
 
     # ----------------------------------------------------------------- Python
-    def value(self, plan, on: np.ndarray, price: float, row: dict) -> float:
-        """The group's value: ``on`` marks its workloads, ``row`` holds its columns so far."""
+    def value(self, frames: dict, settings: dict, on: np.ndarray, price: float, row: dict) -> float:
+        """The group's value: ``frames`` the summed sheets' frames by name, ``on`` marks the
+        group's rows, ``row`` holds its columns so far."""
         if self.sum_of is not None:
             sheet, col = self.sum_of
-            frame = plan.results if sheet == "Results" else plan.resolved
-            v = _nansum(_f(frame[col])[on])
-            return float("nan") if self.priced and np.isnan(price) else v
+            v = _nansum(_f(frames[sheet][col])[on])
+            if self.priced and np.isnan(price):
+                v = float("nan")
+            if self.scale is not None:
+                v = float(np.asarray(v, dtype=float) * float(settings[self.scale[1:]]))
+            return v
         if self.twin is not None:
-            return float(self.twin(*(self._arg(plan, a, row) for a in self.args)))
+            return float(self.twin(*(float(settings[a[1:]]) if a.startswith("@") else row[a] for a in self.args)))
         raise ValueError(f"{self.name}: neither sum_of nor twin")
-
-    @staticmethod
-    def _arg(plan, a: str, row: dict):
-        return float(plan.settings[a[1:]]) if a.startswith("@") else row[a]
 
     def total_value(self, column: pd.Series) -> float:
         return priced_sum(column) if self.total == "priced" else float(column.sum())
@@ -93,7 +100,11 @@ class Agg:
             return at.key_source
         if self.sum_of is not None:
             sheet, col = self.sum_of
-            f = f"SUMIFS({range_name(sheet, col)},{range_name(sheet, self.by)},{exact_criteria(at.key)})"
+            rng = at.source(sheet, col) if at.source else range_name(sheet, col)
+            crit = at.criteria or f"{range_name(sheet, self.by)},{exact_criteria(at.key)}"
+            f = f"SUMIFS({rng},{crit})"
+            if self.scale is not None:
+                f += "*" + setting_name(self.scale[1:])
             return f'IF(ISNUMBER({at.price}),{f},"")' if self.priced else f
         return self.twin.xl(*(setting_name(a[1:]) if a.startswith("@") else at.me(a) for a in self.args))
 

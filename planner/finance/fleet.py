@@ -51,12 +51,13 @@ def fleet_table(plan) -> pd.DataFrame:
     ``Total`` sums the types; its costs sum the priced types only (NaN when none is priced).
     """
     wl_gpu = plan.resolved["gpu"].to_numpy()
+    frames = {"Results": plan.results, "Resolved": plan.resolved}
     rows = []
     for g, price in zip(plan.gpus["gpu"].tolist(), _f(plan.gpus["hourly_cost"])):
         on = wl_gpu == g
         row = {"gpu": g}
         for a in FLEET[1:]:
-            row[a.name] = a.value(plan, on, price, row)
+            row[a.name] = a.value(frames, plan.settings, on, price, row)
         rows.append(row)
     frame = pd.DataFrame(rows, columns=list(FLEET_COLS))
     total = {"gpu": TOTAL}
