@@ -15,8 +15,9 @@ from planner.workbook.chart_data import add_series
 from planner.equations import kvhit as m
 from planner.finance import periods as pr
 from planner.core import schema
-from planner.workbook.fleet_sheets import FMT_INT, FMT_MONEY, FMT_MONEY0, NOTE_GAP, SETTING_NAMES, _cur, _header, _v
-from planner.core.refs import exact_criteria, exact_text, range_name, sheet_range, sheet_ref
+from planner.workbook.fleet_sheets import FMT_INT, FMT_MONEY, FMT_MONEY0, NOTE_GAP, _cur, _header, _v
+from planner.core.refs import cell, exact_criteria, exact_text, range_name, sheet_range, sheet_ref
+from planner.finance.aggregations import GroupCell
 
 FMT_MS = "#,##0.00"
 
@@ -127,24 +128,14 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
         r = idx + 1
         pi, gi = divmod(idx, n_types)
         rec = frame.iloc[idx]
-        me = lambda c: xl_rowcol_to_cell(r, p_own[c], col_abs=True)  # noqa: E731,B023
-        crit = f"{dc('period')},{exact_criteria(me('period'))},{dc('gpu')},{exact_criteria(me('gpu'))}"
-        price = layout.other("GPUs", "hourly_cost", gi + 1)
-        money = lambda col: (f'IF(ISNUMBER({price}),SUMIFS({dc(col)},{crit})*'  # noqa: E731,B023
-                             f'{SETTING_NAMES["hours_per_month"]},"")')
-        f = {
-            "gpu": layout.other("GPUs", "gpu", gi + 1),
-            "instances": f"SUMIFS({dc('instances')},{crit})",
-            "gpus_needed": f"SUMIFS({dc('gpus_needed')},{crit})",
-            "cost_per_month": money("cost_per_hour"),
-            "gpus_baseline": f"SUMIFS({dc('gpus_baseline')},{crit})",
-            "cost_per_month_baseline": money("cost_per_hour_baseline"),
-            "cost_saved_per_month": pr.saved.xl(me("cost_per_month_baseline"), me("cost_per_month")),
-        }
+        me = lambda c: cell(r, p_own[c], col_abs=True)  # noqa: E731,B023
+        at = GroupCell(key=me("gpu"), key_source=layout.other("GPUs", "gpu", gi + 1),
+                       price=layout.other("GPUs", "hourly_cost", gi + 1), me=me, source=lambda _s, c: dc(c),
+                       criteria=f"{dc('period')},{exact_criteria(me('period'))},{dc('gpu')},{exact_criteria(me('gpu'))}")
         ws.write_string(r, p_own["period"], periods[pi], fm("const", None))
-        for c in pr.PERIOD_COLS[1:]:
-            fmt = None if c == "gpu" else fm("calc", _fmt(c))
-            ws.write_formula(r, p_own[c], "=" + f[c], fmt, _v(rec[c]))
+        for a in pr.BY_PERIOD[1:]:  # each column declared once: its formula and, in rec, its Python value
+            fmt = None if a.name == "gpu" else fm("calc", _fmt(a.name))
+            ws.write_formula(r, p_own[a.name], "=" + a.formula(at), fmt, _v(rec[a.name]))
     note_col = len(pr.PERIOD_COLS) + NOTE_GAP
     ws.set_column(note_col, note_col, 80)
     notes = [
