@@ -13,6 +13,7 @@ from xlsxwriter.worksheet import Worksheet
 from conftest import EXAMPLE, edited_example, repeat_workloads
 from planner.plan.build import build_plan
 from planner.workbook.writer import write_output
+from planner.core.refs import ROW, WL_ROW, cell, sheet_ref
 from planner.workbook.xlfast import FastFormulaWorksheet, FormulaTemplate, needs_upstream
 
 
@@ -53,9 +54,12 @@ def test_formulas_that_need_upstream_take_it(tmp_path, formula):
 
 def test_templates_refuse_formulas_needing_upstream():
     with pytest.raises(ValueError):
-        FormulaTemplate("XLOOKUP(A1048576,B:B,C:C)")
-    t = FormulaTemplate("$A1048576*Resolved!$B1048575+c_ms_per_s")
-    assert t(4, 9) == "=$A5*Resolved!$B10+c_ms_per_s"
+        FormulaTemplate(f"XLOOKUP({cell(ROW, 0)},B:B,C:C)")
+    # the row holes are slots, not sentinel row numbers: a real row 1048576 stays as it is,
+    # and braces in the text are kept
+    t = FormulaTemplate(cell(ROW, 0, col_abs=True) + "*" + sheet_ref("Resolved", WL_ROW, 1) + '+c_ms_per_s+A1048576&"{0}"')
+    assert t(4, 9) == '=$A5*Resolved!$B10+c_ms_per_s+A1048576&"{0}"'
+    assert t.fill(5, 10) == t(4, 9) and t.slots == (0, 1)
 
 
 def test_upstream_still_has_the_private_method_we_override():

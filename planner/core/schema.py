@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from planner.core.refs import defined_name
+
 # kinds of value
 TEXT = "text"        # free text (names)
 INT = "int"          # whole number
@@ -61,7 +63,7 @@ class Column:
     @property
     def default_name(self) -> str:
         """Excel defined name holding the default (``d_<name>``)."""
-        return f"d_{self.name}"
+        return defined_name("Defaults", self.name)
 
     def range_text(self) -> str:
         if self.kind == CHOICE:

@@ -12,6 +12,7 @@ from typing import Any
 
 from planner.core import schema
 from planner.inputs.reader import PlanInput, Table
+from planner.core.refs import place
 
 KEY_OF = {"Models": "model", "GPUs": "gpu", "Workloads": "workload"}
 # Row names of the optional sheets (no unique key column): the columns that identify a row,
@@ -44,9 +45,7 @@ def _cell_place(t: Table | None, i: int | None, col: str) -> str:
     if t is None or i is None:
         return ""
     if col in t.positions:
-        from openpyxl.utils import get_column_letter
-
-        return f"{t.sheet}!{get_column_letter(t.positions[col] + 1)}{t.rows[i]}"
+        return place(t.sheet, t.rows[i], t.positions[col])
     return f"{t.sheet} row {t.rows[i]}"
 
 

@@ -21,13 +21,14 @@ from planner.workbook.chart_text import install as names_are_text
 from planner.workbook.chart_text import install as _names_are_text
 
 _names_are_text()  # chart titles and series names stay text (planner.workbook.chart_text)
-from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
+from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 
 from planner.core.version import __version__
 
 from planner.core import schema
 from planner.diff.bridge import Diff, hours_per_month
 from planner.workbook.styles import WB_OPTIONS, Formats, write_cell
+from planner.core.refs import sheet_range
 
 FMT_MONEY = "#,##0.00"
 FMT_GPUS = schema.FMT_INT
@@ -112,12 +113,12 @@ def write_waterfall(wb, ws, fm: Formats, left: int, labels: list[str], amounts: 
             ws.write_formula(r, left + 5, f"=MAX(-{cell(r, 1)},0)", fm("calc", num_fmt), max(-value, 0.0))
             ws.write_number(r, left + 6, 0, fm("calc", num_fmt))
     sheet = ws.get_name()
-    cats = f"={quote_sheetname(sheet)}!{xl_range_abs(1, left, n, left)}"
+    cats = "=" + sheet_range(sheet, 1, left, n, left)
     chart = wb.add_chart({"type": "column", "subtype": "stacked"})
     for j, key, name in ((3, "base", "base"), (6, "total", "total"), (4, "up", "increase"),
                          (5, "down", "decrease")):
         series = {"name": name, "categories": cats,
-                  "values": f"={quote_sheetname(sheet)}!{xl_range_abs(1, left + j, n, left + j)}"}
+                  "values": "=" + sheet_range(sheet, 1, left + j, n, left + j)}
         if COLORS[key] is None:
             series.update({"fill": {"none": True}, "border": {"none": True}})
         else:

@@ -32,16 +32,17 @@ from typing import Callable
 
 import numpy as np
 
+from planner.core.refs import ROW_HOLE
 from planner.equations.constants import C, N
 
 
 _ATOM = re.compile(r"""(?x)^(
-      \$?[A-Za-z]{1,3}\$?(\d+|\{\d\})(:\$?[A-Za-z]{1,3}\$?(\d+|\{\d\}))?      # a cell or range: A1, $B$2:$B$9, H{0} (a row hole)
-    | ('[^']+'|[A-Za-z_][\w.]*)!\$?[A-Za-z]{1,3}\$?(\d+|\{\d\})(:\$?[A-Za-z]{1,3}\$?(\d+|\{\d\}))?  # on a sheet
+      \$?[A-Za-z]{1,3}\$?(\d+|HOLE)(:\$?[A-Za-z]{1,3}\$?(\d+|HOLE))?      # a cell or range: A1, $B$2:$B$9, H<slot> (a row hole)
+    | ('[^']+'|[A-Za-z_][\w.]*)!\$?[A-Za-z]{1,3}\$?(\d+|HOLE)(:\$?[A-Za-z]{1,3}\$?(\d+|HOLE))?  # on a sheet
     | [A-Za-z_][\w.]*                                      # a defined name, TRUE/FALSE
     | \d+(\.\d*)?([Ee][+-]?\d+)?                            # an unsigned number
     | "([^"]|"")*"                                         # a text literal
-    )$""")
+    )$""".replace("HOLE", ROW_HOLE))
 
 
 def _balanced_call_or_group(text: str) -> bool:

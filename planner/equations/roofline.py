@@ -30,6 +30,7 @@ import numpy as np
 
 from planner.equations.constants import C, N
 from planner.equations.kvhit import excel_twin
+from planner.core.refs import setting_name
 
 
 def flops_linear(active_params_b, isl):
@@ -311,7 +312,7 @@ def estimate_formulas(r, linear_params_b: float, comm_ms: float) -> dict[str, st
     fp8, wb = r("GPUs", "fp8_tflops"), r("Resolved", "weight_bytes")
     peak = f"IF(AND({wb}=1,ISNUMBER({fp8})),{fp8},{r('GPUs', 'bf16_tflops')})"
     tp, isl = r("Resolved", "tp"), r("Resolved", "isl")
-    mfu, mbu = "s_prefill_mfu", "s_decode_mbu"
+    mfu, mbu = setting_name("prefill_mfu"), setting_name("decode_mbu")
     ffn = flops_ms.xl(flops_linear.xl(repr(float(linear_params_b)), isl), tp, peak, mfu)
     return {
         "t_attn0_ms": flops_ms.xl(flops_attention.xl(r("Resolved", "layers"), r("Models", "heads"), width, isl),

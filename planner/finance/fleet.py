@@ -20,25 +20,24 @@ import numpy as np
 import pandas as pd
 
 from planner.equations.fleet import per_month, per_year
+from planner.finance.aggregations import Agg, _f, _nansum, priced_sum as _priced_sum
 
-FLEET_COLS = ("gpu", "instances", "gpus_needed", "cost_per_hour", "cost_per_month", "cost_per_year",
-              "tpm_capacity", "tpm_demand")
+# The Fleet sheet, declared once: each column's Python value and Excel formula (planner.finance.aggregations)
+FLEET: tuple[Agg, ...] = (
+    Agg("gpu", total=None),
+    Agg("instances", sum_of=("Results", "instances_needed")),
+    Agg("gpus_needed", sum_of=("Results", "gpus_needed")),
+    Agg("cost_per_hour", sum_of=("Results", "cost_per_hour"), priced=True, total="priced"),
+    Agg("cost_per_month", twin=per_month, args=("cost_per_hour", "@hours_per_month"), total="priced"),
+    Agg("cost_per_year", twin=per_year, args=("cost_per_month",), total="priced"),
+    Agg("tpm_capacity", sum_of=("Results", "tpm_capacity")),
+    Agg("tpm_demand", sum_of=("Resolved", "demand_tpm")),
+)
+FLEET_COLS = tuple(a.name for a in FLEET)
 TOTAL = "Total"
 
 
 # --------------------------------------------------------------------------- Fleet
-def _f(x) -> np.ndarray:
-    return pd.to_numeric(pd.Series(x, dtype=object), errors="coerce").to_numpy(dtype=float)
-
-
-def _nansum(x: np.ndarray) -> float:
-    return float(np.nansum(x)) if len(x) else 0.0
-
-
-def _priced_sum(x: np.ndarray) -> float:
-    """Sum of the priced entries; NaN when none is priced (a blank, not a 0)."""
-    x = np.asarray(x, dtype=float)
-    return float(np.nansum(x)) if np.any(~np.isnan(x)) else float("nan")
 
 
 def fleet_table(plan) -> pd.DataFrame:
@@ -51,25 +50,19 @@ def fleet_table(plan) -> pd.DataFrame:
     ``tpm_capacity = Σ instances_needed · tpm_delivered_target``, ``tpm_demand = Σ demand_tpm``.
     ``Total`` sums the types; its costs sum the priced types only (NaN when none is priced).
     """
-    r, res = plan.results, plan.resolved
-    hours = float(plan.settings["hours_per_month"])
-    wl_gpu = res["gpu"].to_numpy()
-    cols = {"instances": _f(r["instances_needed"]), "gpus_needed": _f(r["gpus_needed"]),
-            "cost_per_hour": _f(r["cost_per_hour"]), "tpm_capacity": _f(r["tpm_capacity"]),
-            "tpm_demand": _f(res["demand_tpm"])}
+    wl_gpu = plan.resolved["gpu"].to_numpy()
+    frames = {"Results": plan.results, "Resolved": plan.resolved}
     rows = []
     for g, price in zip(plan.gpus["gpu"].tolist(), _f(plan.gpus["hourly_cost"])):
         on = wl_gpu == g
-        row = {"gpu": g, **{k: _nansum(v[on]) for k, v in cols.items()}}
-        if np.isnan(price):
-            row["cost_per_hour"] = float("nan")
-        row["cost_per_month"] = float(per_month(row["cost_per_hour"], hours))
-        row["cost_per_year"] = float(per_year(row["cost_per_month"]))
+        row = {"gpu": g}
+        for a in FLEET[1:]:
+            row[a.name] = a.value(frames, plan.settings, on, price, row)
         rows.append(row)
     frame = pd.DataFrame(rows, columns=list(FLEET_COLS))
     total = {"gpu": TOTAL}
-    for k in FLEET_COLS[1:]:
-        total[k] = _priced_sum(frame[k]) if k.startswith("cost") else float(frame[k].sum())
+    for a in FLEET[1:]:
+        total[a.name] = a.total_value(frame[a.name])
     frame = pd.concat([frame, pd.DataFrame([total])], ignore_index=True)
     frame = frame[list(FLEET_COLS)]
     types = frame.iloc[:-1]

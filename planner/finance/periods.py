@@ -29,8 +29,9 @@ import pandas as pd
 
 from planner.equations import kvhit as m
 from planner.core import schema
-from planner.finance.fleet import _f, _nansum
-from planner.equations.fleet import cost_per_hour, per_month
+from planner.finance.aggregations import Agg
+from planner.finance.fleet import _f
+from planner.equations.fleet import cost_per_hour
 from planner.equations.kvhit import excel_twin
 from planner.inputs.period_labels import _QUARTER, parse_periods  # noqa: F401 (the Settings periods, read at the boundary)
 
@@ -42,8 +43,6 @@ CALC_COLS = ("workload", "period", "period_index", "demand_input", "demand_unit"
              "tpm_delivered_target", "target_utilization", "hourly_cost", "instances", "gpus_needed",
              "cost_per_hour", "tpm_delivered_baseline", "instances_baseline", "gpus_baseline",
              "cost_per_hour_baseline")
-PERIOD_COLS = ("period", "gpu", "instances", "gpus_needed", "cost_per_month", "gpus_baseline",
-               "cost_per_month_baseline", "cost_saved_per_month")
 
 def span_label(periods: list[str]) -> str:
     """``2027-Q1–Q4`` (quarters of one year), ``2027-Q3–2028-Q2``, ``first–last``, or the one period.
@@ -137,6 +136,24 @@ def _(baseline, target):
     return f'IF(AND(ISNUMBER({baseline}),ISNUMBER({target})),{baseline}-{target},"")'
 
 
+# The Fleet_By_Period sheet, declared once (planner.finance.aggregations): per period and GPU
+# type, sums of the Demand_Calc rows; each column's Python value (by_period) and formula
+# (planner.workbook.periods_sheet). The period is the row's key, written as text.
+BY_PERIOD: tuple[Agg, ...] = (
+    Agg("period", total=None),
+    Agg("gpu", total=None),
+    Agg("instances", sum_of=("Demand_Calc", "instances")),
+    Agg("gpus_needed", sum_of=("Demand_Calc", "gpus_needed")),
+    Agg("cost_per_month", sum_of=("Demand_Calc", "cost_per_hour"), priced=True, scale="@hours_per_month",
+        total="priced"),
+    Agg("gpus_baseline", sum_of=("Demand_Calc", "gpus_baseline")),
+    Agg("cost_per_month_baseline", sum_of=("Demand_Calc", "cost_per_hour_baseline"), priced=True,
+        scale="@hours_per_month", total="priced"),
+    Agg("cost_saved_per_month", twin=saved, args=("cost_per_month_baseline", "cost_per_month"), total="priced"),
+)
+PERIOD_COLS = tuple(a.name for a in BY_PERIOD)
+
+
 # --------------------------------------------------------------------------- the rows
 def settings_periods(plan) -> list[str]:
     return parse_periods(plan.settings.get("periods"))[0]
@@ -225,20 +242,15 @@ def by_period(plan, calc: pd.DataFrame | None = None) -> pd.DataFrame:
     """``Fleet_By_Period``: per period (:func:`plan_periods` order) and GPU type (GPUs order),
     sums of the Demand_Calc rows; costs NaN for a type without a price."""
     calc = period_calc(plan) if calc is None else calc
-    hours = float(plan.settings["hours_per_month"])
     rows = []
     per, gpu = calc["period"].to_numpy(), calc["gpu"].to_numpy()
+    frames = {"Demand_Calc": calc}
     for p in plan_periods(plan):
         for g, price in zip(plan.gpus["gpu"].tolist(), _f(plan.gpus["hourly_cost"])):
             on = (per == p) & (gpu == g)
-            cost = float("nan") if np.isnan(price) else _nansum(calc["cost_per_hour"].to_numpy()[on])
-            cost_b = float("nan") if np.isnan(price) else _nansum(calc["cost_per_hour_baseline"].to_numpy()[on])
-            row = {"period": p, "gpu": g, "instances": _nansum(calc["instances"].to_numpy()[on]),
-                   "gpus_needed": _nansum(calc["gpus_needed"].to_numpy()[on]),
-                   "cost_per_month": float(per_month(cost, hours)),
-                   "gpus_baseline": _nansum(calc["gpus_baseline"].to_numpy()[on]),
-                   "cost_per_month_baseline": float(per_month(cost_b, hours))}
-            row["cost_saved_per_month"] = float(saved(row["cost_per_month_baseline"], row["cost_per_month"]))
+            row = {"period": p, "gpu": g}
+            for a in BY_PERIOD[2:]:
+                row[a.name] = a.value(frames, plan.settings, on, price, row)
             rows.append(row)
     return pd.DataFrame(rows, columns=list(PERIOD_COLS))
 

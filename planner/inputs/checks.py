@@ -15,6 +15,7 @@ from planner.inputs import catalog_fill as catalog
 
 from planner.core import schema
 from planner.core.errors import Problem
+from planner.core.refs import place_at
 from planner.inputs.places import cell_place
 from planner.inputs import typed_text as th
 
@@ -127,7 +128,7 @@ def _check_optional_refs(optional: dict, canon: dict[str, dict[str, str]], probl
     Demand checks its own ``workload`` references (:mod:`planner.finance.demand`). A referenced sheet
     with problems of its own is skipped (a renamed or refused row would only echo here)."""
     broken = {s for s in (schema.M, schema.G)
-              if any(p.place == s or p.place.startswith((f"{s}!", f"{s} row")) for p in problems)}
+              if any(p.place == s or p.place.startswith((place_at(s, ""), f"{s} row")) for p in problems)}
     for sheet, t in optional.items():
         if sheet == schema.DEM:
             continue

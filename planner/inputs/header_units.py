@@ -131,8 +131,7 @@ def near_miss_headers(title: str, cols, col_of: dict[str, int], extras: list[tup
     Required columns are left to the reader's "required column is missing" message, which
     already names the near-miss header. Returns ``(place, message)`` pairs.
     """
-    from openpyxl.utils import get_column_letter
-
+    from planner.core.refs import place
     from planner.inputs import typed_text as th
     from planner.inputs.cells import normalise_header
 
@@ -141,7 +140,7 @@ def near_miss_headers(title: str, cols, col_of: dict[str, int], extras: list[tup
     for c in cols:
         if c.name in col_of or c.required in (True, "catalog"):
             continue
-        cand = [(normalise_header(h), h, f"{title}!{get_column_letter(j + 1)}1") for j, h in extras
+        cand = [(normalise_header(h), h, place(title, 1, j)) for j, h in extras
                 if j not in taken]
         found = th.header_hint(c.name, cand)
         if found is None:

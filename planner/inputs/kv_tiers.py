@@ -41,6 +41,7 @@ import numpy as np
 from planner.core import schema
 from planner.traffic import traces as tr
 from planner.core.errors import Problem
+from planner.inputs.places import cell_place
 
 KIND_ORDER = {"hbm": 0, "dram": 1, "ssd": 2, "remote": 3}
 POINTS_PER_DOUBLING = 8
@@ -67,10 +68,7 @@ def load_reuse(file: Path, block_size: int | None, warmup: float) -> tuple[tr.Re
 
 
 def _cell(table, name: str, i: int) -> str:
-    from openpyxl.utils import get_column_letter
-    if name in table.positions:
-        return f"{table.sheet}!{get_column_letter(table.positions[name] + 1)}{table.rows[i]}"
-    return f"{table.sheet} row {table.rows[i]}"
+    return cell_place(table, name, i)
 
 
 def check_inputs(path, tiers, workloads, wpos, settings, problems: list[Problem], notes: list[str]) -> None:

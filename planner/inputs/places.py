@@ -3,7 +3,7 @@ a cell of a known column, ``Sheet row 7`` when the column is not in the sheet.""
 
 from __future__ import annotations
 
-from openpyxl.utils import get_column_letter
+from planner.core.refs import place
 
 
 def cell_place(table, name: str, i: int, positions: dict[str, int] | None = None) -> str:
@@ -12,5 +12,5 @@ def cell_place(table, name: str, i: int, positions: dict[str, int] | None = None
     ``positions`` maps column names to 0-based sheet columns (default: the table's own)."""
     pos = table.positions if positions is None else positions
     if name in pos:
-        return f"{table.sheet}!{get_column_letter(pos[name] + 1)}{table.rows[i]}"
+        return place(table.sheet, table.rows[i], pos[name])
     return f"{table.sheet} row {table.rows[i]}"

@@ -33,6 +33,7 @@ from planner.inputs.checks import (_check_gpus, _check_keys, _check_models, _che
 from planner.core.schema import Column
 from planner.inputs import typed_text as th
 from planner.inputs import header_units
+from planner.core.refs import place, place_at
 
 
 @dataclass
@@ -99,7 +100,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
     by_name = {c.name: c for c in cols}
     header = next(ws.iter_rows(min_row=1, max_row=1), None)
     if header is None or all(getattr(c, "value", None) in (None, "") for c in header):
-        problems.append(Problem(f"{ws.title}!A1", f"the sheet is empty: it needs a header row "
+        problems.append(Problem(place_at(ws.title, "A1"), f"the sheet is empty: it needs a header row "
                                                   f"({', '.join(c.name for c in cols)})"))
         return None
     col_of: dict[str, int] = {}
@@ -114,7 +115,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         coord = f"{get_column_letter(j + 1)}1"
         key = HEADER_ALIASES.get((sheet, key), key)
         if key in seen:
-            problems.append(Problem(f"{ws.title}!{coord}", f"column {key!r} appears twice "
+            problems.append(Problem(place_at(ws.title, coord), f"column {key!r} appears twice "
                                                            f"(also {seen[key]})"))
             continue
         seen[key] = coord
@@ -122,11 +123,11 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
             col_of[key] = j
             factor, said, wrong = header_units.conversion(str(raw), by_name[key])
             if wrong:
-                problems.append(Problem(f"{ws.title}!{coord}", wrong))
+                problems.append(Problem(place_at(ws.title, coord), wrong))
             elif factor != 1.0:
                 factors[key] = factor
                 if notes is not None:
-                    notes.append(f"{ws.title}!{coord}: {said}")
+                    notes.append(f"{place_at(ws.title, coord)}: {said}")
         else:
             extras.append((j, str(raw).strip()))
     for where, msg in header_units.near_miss_headers(ws.title, cols, col_of, extras):
@@ -142,7 +143,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
             problems.append(Problem(f"{ws.title} row 1", f"column {c.name!r} is missing{hint}; rename the header, "
                                     f"or remove that column to take {c.name} from the catalog"))
     for rng in (scan.merged if scan else ()):
-        problems.append(Problem(f"{ws.title}!{rng}", "merged cells in the table: unmerge them (a merge keeps "
+        problems.append(Problem(place_at(ws.title, rng), "merged cells in the table: unmerge them (a merge keeps "
                                                      "only its first cell's value)"))
     uncalculated = scan.uncalculated if scan else set()
     # only the rows that hold values and the columns under a header: formatting that
@@ -164,7 +165,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
             gap = bool(records)
             continue
         if key in col_of and col_of[key] < len(values) and th.is_totals_label(values[col_of[key]]):
-            where = f"{ws.title}!{get_column_letter(col_of[key] + 1)}{excel_row}"
+            where = place(ws.title, excel_row, col_of[key])
             if gap:  # a blank row, then a totals row: the table ends here
                 (notes if notes is not None else []).append(f"{where}: {str(values[col_of[key]]).strip()!r} below a blank row is read as a "
                              f"totals row: the table ends above it (row {excel_row} and below ignored)")
@@ -176,7 +177,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         for name, j in col_of.items():
             cell = cells[j] if j < len(cells) else None
             raw = getattr(cell, "value", None)
-            where = f"{ws.title}!{get_column_letter(j + 1)}{excel_row}"
+            where = place(ws.title, excel_row, j)
             if raw is None and j in pending:
                 problems.append(Problem(where, f"{name} holds a formula that was never calculated: open and "
                                                f"save it in Excel, or type the value"))
@@ -219,7 +220,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
 
 def _header_hint(title: str, c: Column, extras: list[tuple[int, str]]) -> str:
     """``; found 'hbm (GB)' in GPUs!B1, ignored: the column is hbm_gib, in GiB (2^30 bytes)``."""
-    found = th.header_hint(c.name, [(normalise_header(h), h, f"{title}!{get_column_letter(j + 1)}1")
+    found = th.header_hint(c.name, [(normalise_header(h), h, place(title, 1, j))
                                     for j, h in extras])
     if found is None:
         return ""
@@ -445,7 +446,7 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
             extra.append((getattr(kcell, "value", None), raw))
             continue
         s = spec[key]
-        where = f"{ws.title}!{get_column_letter(jv + 1)}{kcell.row}"
+        where = place(ws.title, kcell.row, jv)
         if places is not None:
             places[key] = where
         if s.kind == schema.NUMBERS:

@@ -33,6 +33,7 @@ from planner.equations.constants import PCIE_GEN_GBPS
 from planner.plan import columns as sheets
 from planner.plan import load_tests
 from planner.catalog.lookup import catalog_raw
+from planner.core import refs
 
 
 @dataclass
@@ -223,8 +224,6 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
     problem (unknown model/GPU in Measurements, rows that can be neither calibrated nor
     estimated).
     """
-    from openpyxl.utils import get_column_letter
-
     from planner.equations import roofline as estimate
     from planner.core.errors import InputError, Problem
 
@@ -241,7 +240,7 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
 
         def cell(name, i):
             j = meas.positions.get(name)
-            return f"{meas.sheet}!{get_column_letter(j + 1)}{meas.rows[i]}" if j is not None else \
+            return refs.place(meas.sheet, meas.rows[i], j) if j is not None else \
                 f"{meas.sheet} row {meas.rows[i]}"
 
         for i, rec in enumerate(meas.records):
@@ -307,7 +306,7 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                     f"there are no Measurements for {rec['model']} on {int(rec['tp'])}x {rec['gpu']}"
                 wt = p_in.workloads
                 col = "t_attn0_ms" if blank["t_attn0_ms"] else "t_ffn0_ms"
-                where = (f"{wt.sheet}!{get_column_letter(wt.positions[col] + 1)}{wl_rows[i]}"
+                where = (refs.place(wt.sheet, wl_rows[i], wt.positions[col])
                          if col in wt.positions else f"{wt.sheet} row {wl_rows[i]}")
                 problems.append(Problem(where, f"workload {rec.get('workload')!r}: t_attn0_ms/t_ffn0_ms are blank, "
                                                f"{why}, and the roofline estimate lacks {', '.join(missing)}: "
@@ -431,12 +430,10 @@ def decode_batch_message(rec: dict, model_rec: dict, gpu_rec: dict, s_kv: float,
 
 def _decode_problem(p_in, i: int, missing: list[str], why: str = ""):
     """The error for a blank t_decode_ms that can be neither calibrated nor estimated."""
-    from openpyxl.utils import get_column_letter
-
     from planner.core.errors import Problem
 
     wt = p_in.workloads
-    where = (f"{wt.sheet}!{get_column_letter(wt.positions['t_decode_ms'] + 1)}{wt.rows[i]}"
+    where = (refs.place(wt.sheet, wt.rows[i], wt.positions['t_decode_ms'])
              if "t_decode_ms" in wt.positions else f"{wt.sheet} row {wt.rows[i]}")
     because = f"{why}, and " if why else ""
     return Problem(where, f"workload {wt.records[i].get('workload')!r}: t_decode_ms is blank, {because}its roofline "

@@ -16,7 +16,7 @@ by name (MATCH) go only into the small Models and GPUs tables, once per row.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
@@ -26,7 +26,7 @@ from planner.equations import kvhit as m
 from planner.core import schema
 from planner.equations.constants import PCIE_GEN_GBPS, N
 from planner.equations.kvhit import excel_twin
-from planner.core.refs import exact_text
+from planner.core.refs import defined_name, exact_text, setting_name
 from planner.core.schema import CHOICE, FMT_INT, FMT_PCT, TEXT
 from planner.equations import queueing as q
 
@@ -101,7 +101,7 @@ def out(name, unit, fmt, func, *args, description="", text=False, label="") -> O
 
 
 # --------------------------------------------------------------------------- Results
-_ALPHA0, _ALPHA1 = "c_alpha_none", "c_alpha_full"  # named cells 0 and 1 (Constants sheet)
+_ALPHA0, _ALPHA1 = defined_name("Constants", "alpha_none"), defined_name("Constants", "alpha_full")  # named cells 0 and 1 (Constants sheet)
 
 RESULTS: tuple[Out, ...] = (
     out("workload", "", None, same, "workload", text=True,
@@ -364,9 +364,9 @@ ALPHA_GRID = (0.0, 0.25, 0.5, 0.75, 1.0)  # columns of the hit x alpha table
 NAMED_VALUES = {
     "alpha_none": (_ALPHA0, 0.0, "fraction", "overlap alpha of the no-overlap columns", False),
     "alpha_full": (_ALPHA1, 1.0, "fraction", "overlap alpha of the full-overlap columns", False),
-    "tornado_swing": ("c_tornado_swing", 0.2, "fraction",
+    "tornado_swing": (defined_name("Constants", "tornado_swing"), 0.2, "fraction",
                       "relative move of each driver in the Tornado sheet (clamped to its valid range)", True),
-    **{f"alpha_g{int(a * 100)}": (f"c_alpha_g{int(a * 100)}", a, "fraction",
+    **{f"alpha_g{int(a * 100)}": (defined_name("Constants", f"alpha_g{int(a * 100)}"), a, "fraction",
                                   f"alpha of the hit x alpha table column {a:g}", True) for a in ALPHA_GRID},
 }
 
@@ -411,66 +411,6 @@ def resolved_columns() -> tuple[ResolvedCol, ...]:
 RESOLVED = resolved_columns()
 
 
-def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame,
-            settings: dict | None = None) -> pd.DataFrame:
-    """Python twin of the ``Resolved`` sheet: one row per workload, every input with its
-    default applied (a :data:`SETTING_DEFAULTS` column from ``settings``), model and GPU
-    attributes looked up; optional blanks stay NaN."""
-    mi = {name: i for i, name in enumerate(models["model"])}
-    gi = {name: i for i, name in enumerate(gpus["gpu"])}
-    model_idx = workloads["model"].map(mi).to_numpy()
-    gpu_idx = workloads["gpu"].map(gi).to_numpy()
-    out = pd.DataFrame({"workload": workloads["workload"].to_numpy(),
-                        "model": workloads["model"].to_numpy(), "gpu": workloads["gpu"].to_numpy(),
-                        "model_row": model_idx + 1, "gpu_row": gpu_idx + 1})
-    for rc in RESOLVED:
-        if rc.name in out:
-            continue
-        if rc.name == "breakdown_source":  # set by planner.plan.calibrate.fill_breakdown
-            bs = workloads["breakdown_source"] if "breakdown_source" in workloads else "input"
-            out[rc.name] = np.broadcast_to(np.asarray(bs, dtype=object), (len(workloads),)).copy()
-            continue
-        c = schema.column(rc.source, rc.name)
-        src = {"Models": models, "GPUs": gpus, "Workloads": workloads}[rc.source]
-        idx = {"Models": model_idx, "GPUs": gpu_idx, "Workloads": np.arange(len(workloads))}[rc.source]
-        raw = src[rc.name].to_numpy(dtype=object)[idx] if rc.name in src else np.full(len(idx), None)
-        blank = pd.isna(pd.Series(raw, dtype=object)).to_numpy()
-        if rc.name == "pcie_gbps":
-            gen = gpus["pcie_gen"].to_numpy(dtype=object)[idx] if "pcie_gen" in gpus else np.full(len(idx), None)
-            by_gen = np.array([PCIE_GEN_GBPS[5] if g == 5 else PCIE_GEN_GBPS[4] for g in gen], dtype=float)
-            values = np.where(blank, by_gen, pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
-        elif rc.name == "kv_gbps":  # effective KV load bandwidth: typed (or calibrated), else pcie_gbps
-            values = np.where(blank, out["pcie_gbps"].to_numpy(dtype=float),
-                              pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
-        elif rc.name == "max_seq_len":
-            values = np.where(blank, out["isl"].to_numpy() + out["osl"].to_numpy(),
-                              pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
-        elif rc.name == "batch":  # blank: concurrency, else the HBM fit (set below, once the lookups are done)
-            values = pd.to_numeric(pd.Series(raw, dtype=object), errors="coerce").to_numpy(dtype=float)
-        elif rc.name == "t_decode_batch":  # the batch t_decode_ms holds at: typed (or calibrated), else batch
-            values = np.where(blank, out["batch"].to_numpy(dtype=float),
-                              pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
-        elif rc.name == "hit_baseline":  # the planning baseline: typed, else the load test's hit ratio
-            values = np.where(blank, out["hit_measured"].to_numpy(dtype=float),
-                              pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
-        elif rc.name in SETTING_DEFAULTS:
-            fallback = float((settings or {}).get(rc.name, schema_setting(rc.name).default))
-            values = np.where(blank, fallback, pd.to_numeric(pd.Series(raw, dtype=object)).to_numpy(dtype=float))
-        elif rc.text:
-            values = np.where(blank, c.default if c.default is not None else "", raw).astype(object)
-        else:
-            num = pd.to_numeric(pd.Series(raw, dtype=object), errors="coerce").to_numpy(dtype=float)
-            if c.default is not None:
-                num = np.where(blank, float(c.default), num)
-            elif c.required is not True and c.name not in OPTIONAL_BLANK:
-                num = np.where(blank, 0.0, num)  # conditional inputs (kv_heads of an MLA model)
-            values = num
-        out[rc.name] = values
-        if rc.name == "concurrency":  # every input batch's default needs is resolved by now
-            out["batch"] = default_batch(out)
-    return out
-
-
 def batch_fit(res) -> np.ndarray:
     """``max_batch_fit`` of Resolved rows (the Results column, from the same inputs)."""
     s_kv = m.kv_bytes_per_token_gpu(res["attention"], res["layers"], res["kv_heads"], res["head_dim"],
@@ -495,7 +435,7 @@ def batch_formula(ref: Callable[[str], str], x: str) -> str:
 
 
 # Workloads columns whose blank takes a Settings value (the named Settings cell s_<key>).
-SETTING_DEFAULTS = {"target_utilization": "s_target_utilization", "demand_growth": "s_demand_growth"}
+SETTING_DEFAULTS = {key: setting_name(key) for key in ("target_utilization", "demand_growth")}
 
 
 def schema_setting(key: str) -> schema.Setting:
@@ -506,50 +446,169 @@ def schema_setting(key: str) -> schema.Setting:
 OPTIONAL_BLANK = frozenset({"hourly_cost", "tpm_measured", "demand_tpm", "concurrency", "ttft_slo_ms", "tpot_slo_ms"})
 
 
+class _Row:
+    """What a Resolved rule reads in Python, for one column over every workload: the input
+    cell of the column (``raw``, looked up in Models/GPUs for their columns), its blanks, its
+    numbers, the Resolved columns computed before it (``out``) and the frames and settings."""
+
+    def __init__(self, rc, models, gpus, workloads, idx, out, settings):
+        self.rc, self.models, self.gpus, self.workloads, self.idx, self.out = rc, models, gpus, workloads, idx, out
+        self.settings = settings or {}
+        self.c = schema.column(rc.source, rc.name) if rc.source else None
+        if self.c is not None:
+            src = {"Models": models, "GPUs": gpus, "Workloads": workloads}[rc.source]
+            i = idx[rc.source]
+            self.raw = src[rc.name].to_numpy(dtype=object)[i] if rc.name in src else np.full(len(i), None)
+            self.blank = pd.isna(pd.Series(self.raw, dtype=object)).to_numpy()
+
+    @property
+    def num(self) -> np.ndarray:
+        return pd.to_numeric(pd.Series(self.raw, dtype=object), errors="coerce").to_numpy(dtype=float)
+
+    def typed_else(self, fallback) -> np.ndarray:
+        """The typed number, else ``fallback`` (an array or a number)."""
+        return np.where(self.blank, fallback, self.num)
+
+
+class _Cell:
+    """What a Resolved rule reads in Excel, for one cell: ``x`` the input cell (a Workloads cell,
+    or INDEX into the Models/GPUs column at this row's model_row/gpu_row), ``ref(name)`` this
+    row's Resolved cell of ``name``, ``wl(name)`` this row's Workloads cell, ``table(sheet, name)``
+    a whole input column."""
+
+    def __init__(self, rc, ref, wl, table):
+        self.rc, self.ref, self.wl, self.table = rc, ref, wl, table
+        self.c = schema.column(rc.source, rc.name) if rc.source else None
+        if self.c is None:
+            self.x = ""
+        elif rc.source == "Workloads":
+            self.x = wl(rc.name)
+        else:
+            self.x = f"INDEX({table(rc.source, rc.name)},{ref('model_row' if rc.source == 'Models' else 'gpu_row')})"
+
+    def typed_else(self, fallback: str, test: str = "ISNUMBER") -> str:
+        return f"IF({test}({self.x}),{self.x},{fallback})"
+
+
+@dataclass(frozen=True)
+class ResolvedRule:
+    """How a Resolved column gets its value, in Python (``py(row)``, an array over the workloads)
+    and in Excel (``xl(cell)``, one cell's formula without ``=``): one declaration, so the two
+    cannot take their special cases in different orders. ``applies(rc, c)``: the rule is this
+    column's (the first rule of :data:`RESOLVED_RULES` that applies is)."""
+
+    what: str
+    applies: Callable[[ResolvedCol, Any], bool]
+    py: Callable[[_Row], np.ndarray]
+    xl: Callable[[_Cell], str]
+
+
+def _breakdown_py(r: _Row) -> np.ndarray:
+    # set by planner.plan.calibrate.fill_breakdown; rows filled by calibration/estimate get their own
+    # formula (planner.workbook.calibration_sheet)
+    bs = r.workloads["breakdown_source"] if "breakdown_source" in r.workloads else "input"
+    return np.broadcast_to(np.asarray(bs, dtype=object), (len(r.workloads),)).copy()
+
+
+def _pcie_py(r: _Row) -> np.ndarray:
+    i = r.idx["GPUs"]
+    gen = r.gpus["pcie_gen"].to_numpy(dtype=object)[i] if "pcie_gen" in r.gpus else np.full(len(i), None)
+    return r.typed_else(np.array([PCIE_GEN_GBPS[5] if g == 5 else PCIE_GEN_GBPS[4] for g in gen], dtype=float))
+
+
+def _pcie_xl(k: _Cell) -> str:
+    gen = f"INDEX({k.table('GPUs', 'pcie_gen')},{k.ref('gpu_row')})"
+    return f"IF(ISNUMBER({k.x}),{k.x},IF({gen}=5,{N.PCIE_GEN5_GBPS},{N.PCIE_GEN4_GBPS}))"
+
+
+def _setting_py(r: _Row) -> np.ndarray:
+    fallback = float(r.settings.get(r.rc.name, schema_setting(r.rc.name).default))
+    return np.where(r.blank, fallback, pd.to_numeric(pd.Series(r.raw, dtype=object)).to_numpy(dtype=float))
+
+
+def _text_xl(k: _Cell) -> str:
+    return k.typed_else(k.c.default_name if k.c.default is not None else '""', "ISTEXT")
+
+
+def _named(*names: str) -> Callable[[ResolvedCol, Any], bool]:
+    return lambda rc, c: rc.name in names
+
+
+RESOLVED_RULES: tuple[ResolvedRule, ...] = (
+    ResolvedRule("the key columns, copied from Workloads", _named("workload", "model", "gpu"),
+                 lambda r: r.workloads[r.rc.name].to_numpy(), lambda k: k.wl(k.rc.name)),
+    ResolvedRule("the row of the model / GPU in its table (1-based)", _named("model_row", "gpu_row"),
+                 lambda r: r.idx["Models" if r.rc.name == "model_row" else "GPUs"] + 1,
+                 lambda k: (f"MATCH({exact_text(k.wl(k.rc.name[:-4]))},"
+                            f"{k.table('Models' if k.rc.name == 'model_row' else 'GPUs', k.rc.name[:-4])},0)")),
+    ResolvedRule("where the prefill times come from: input or missing (calibration fills its own)",
+                 _named("breakdown_source"), _breakdown_py,
+                 lambda k: f'IF(AND(ISNUMBER({k.wl("t_attn0_ms")}),ISNUMBER({k.wl("t_ffn0_ms")})),"input","missing")'),
+    ResolvedRule("pcie_gbps: typed, else by PCIe generation (the Gen5 / Gen4 bandwidth of the Constants sheet)",
+                 _named("pcie_gbps"), _pcie_py, _pcie_xl),
+    ResolvedRule("kv_gbps, the effective KV load bandwidth: typed (or calibrated), else pcie_gbps",
+                 _named("kv_gbps"), lambda r: r.typed_else(r.out["pcie_gbps"].to_numpy(dtype=float)),
+                 lambda k: k.typed_else(k.ref("pcie_gbps"))),
+    ResolvedRule("max_seq_len: typed, else isl + osl", _named("max_seq_len"),
+                 lambda r: r.typed_else(r.out["isl"].to_numpy() + r.out["osl"].to_numpy()),
+                 lambda k: k.typed_else(f"{k.ref('isl')}+{k.ref('osl')}")),
+    ResolvedRule("batch: typed, else the workload's concurrency, else the full-length requests whose KV fits in HBM "
+                 "(at most c_max_num_seqs); the Python side is filled once concurrency is resolved (resolve)",
+                 _named("batch"), lambda r: r.num, lambda k: batch_formula(k.ref, k.x)),
+    ResolvedRule("t_decode_batch, the batch t_decode_ms holds at: typed (or calibrated), else batch",
+                 _named("t_decode_batch"), lambda r: r.typed_else(r.out["batch"].to_numpy(dtype=float)),
+                 lambda k: k.typed_else(k.ref("batch"))),
+    ResolvedRule("hit_baseline, the planning baseline: typed, else the load test's hit ratio", _named("hit_baseline"),
+                 lambda r: r.typed_else(r.out["hit_measured"].to_numpy(dtype=float)),
+                 lambda k: k.typed_else(k.ref("hit_measured"))),
+    ResolvedRule("a Workloads column whose blank takes a Settings value (s_<key>)",
+                 lambda rc, c: rc.name in SETTING_DEFAULTS, _setting_py,
+                 lambda k: k.typed_else(SETTING_DEFAULTS[k.rc.name], "ISTEXT" if k.rc.text else "ISNUMBER")),
+    ResolvedRule("a text column: typed, else its default (d_<name>), else blank", lambda rc, c: rc.text,
+                 lambda r: np.where(r.blank, r.c.default if r.c.default is not None else "", r.raw).astype(object),
+                 _text_xl),
+    ResolvedRule("a number with a default: typed, else the default (d_<name>)", lambda rc, c: c.default is not None,
+                 lambda r: r.typed_else(float(r.c.default)), lambda k: k.typed_else(k.c.default_name)),
+    ResolvedRule("an optional number without a default: blank stays blank", lambda rc, c: rc.name in OPTIONAL_BLANK,
+                 lambda r: r.num, lambda k: k.typed_else('""')),
+    ResolvedRule("a required number: as typed (the reader refuses a blank)", lambda rc, c: c.required is True,
+                 lambda r: r.num, lambda k: k.x),
+    ResolvedRule("a conditional number (kv_heads of an MLA model): blank counts as 0, never used then",
+                 lambda rc, c: True, lambda r: r.typed_else(0.0), lambda k: k.typed_else("0")),
+)
+
+
+def resolved_rule(rc: ResolvedCol) -> ResolvedRule:
+    """The rule of Resolved column ``rc``: the first of :data:`RESOLVED_RULES` that applies."""
+    c = schema.column(rc.source, rc.name) if rc.source else None
+    return next(rule for rule in RESOLVED_RULES if rule.applies(rc, c))
+
+
+def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame,
+            settings: dict | None = None) -> pd.DataFrame:
+    """Python twin of the ``Resolved`` sheet: one row per workload, every input with its
+    default applied (a :data:`SETTING_DEFAULTS` column from ``settings``), model and GPU
+    attributes looked up; optional blanks stay NaN. Each column by its :func:`resolved_rule`."""
+    mi = {name: i for i, name in enumerate(models["model"])}
+    gi = {name: i for i, name in enumerate(gpus["gpu"])}
+    idx = {"Models": workloads["model"].map(mi).to_numpy(), "GPUs": workloads["gpu"].map(gi).to_numpy(),
+           "Workloads": np.arange(len(workloads))}
+    out = pd.DataFrame(index=pd.RangeIndex(len(workloads)))
+    for rc in RESOLVED:
+        out[rc.name] = resolved_rule(rc).py(_Row(rc, models, gpus, workloads, idx, out, settings))
+        if rc.name == "concurrency":  # every input batch's default needs is resolved by now
+            out["batch"] = default_batch(out)
+    return out
+
+
 def resolved_formula(rc: ResolvedCol, ref: Callable[[str], str], wl: Callable[[str], str],
                      table: Callable[[str, str], str]) -> str:
-    """Excel formula (without ``=``) of one ``Resolved`` cell.
+    """Excel formula (without ``=``) of one ``Resolved`` cell, by its :func:`resolved_rule`.
 
     ``ref(name)`` is this row's Resolved cell of ``name``; ``wl(name)`` this row's
     Workloads cell; ``table(sheet, name)`` the whole column range of Models or GPUs.
     """
-    if rc.name in ("workload", "model", "gpu"):
-        return wl(rc.name)
-    if rc.name in ("model_row", "gpu_row"):
-        key = rc.name[:-4]
-        sheet = "Models" if key == "model" else "GPUs"
-        return f"MATCH({exact_text(wl(key))},{table(sheet, key)},0)"
-    if rc.name == "breakdown_source":  # rows filled by calibration/estimate get their own (planner.workbook.calibration_sheet)
-        return f'IF(AND(ISNUMBER({wl("t_attn0_ms")}),ISNUMBER({wl("t_ffn0_ms")})),"input","missing")'
-    c = schema.column(rc.source, rc.name)
-    if rc.source == "Workloads":
-        x = wl(rc.name)
-    else:
-        row = ref("model_row" if rc.source == "Models" else "gpu_row")
-        x = f"INDEX({table(rc.source, rc.name)},{row})"
-    if rc.name == "pcie_gbps":
-        gen = f"INDEX({table('GPUs', 'pcie_gen')},{ref('gpu_row')})"
-        return (f"IF(ISNUMBER({x}),{x},IF({gen}=5,{N.PCIE_GEN5_GBPS},{N.PCIE_GEN4_GBPS}))")
-    if rc.name == "max_seq_len":
-        return f"IF(ISNUMBER({x}),{x},{ref('isl')}+{ref('osl')})"
-    if rc.name == "hit_baseline":
-        return f"IF(ISNUMBER({x}),{x},{ref('hit_measured')})"
-    if rc.name == "t_decode_batch":
-        return f"IF(ISNUMBER({x}),{x},{ref('batch')})"
-    if rc.name == "batch":
-        return batch_formula(ref, x)
-    if rc.name == "kv_gbps":
-        return f"IF(ISNUMBER({x}),{x},{ref('pcie_gbps')})"
-    test = "ISTEXT" if rc.text else "ISNUMBER"
-    if rc.name in SETTING_DEFAULTS:
-        return f"IF({test}({x}),{x},{SETTING_DEFAULTS[rc.name]})"
-    if c.default is not None:
-        return f"IF({test}({x}),{x},{c.default_name})"
-    if rc.name in OPTIONAL_BLANK:
-        return f'IF({test}({x}),{x},"")'
-    if c.required is True:
-        return x
-    return f"IF(ISNUMBER({x}),{x},0)"  # conditional input: blank counts as 0 (never used then)
+    return resolved_rule(rc).xl(_Cell(rc, ref, wl, table))
 
 
 # --------------------------------------------------------------------------- Python evaluation

@@ -24,6 +24,7 @@ import numpy as np
 
 from planner.equations import kvhit as m
 from planner.core.errors import Problem
+from planner.core.refs import place
 
 # plausibility bounds
 B_LOW, B_HIGH = 0.1, 1.2   # fitted B_eff outside [B_LOW, B_HIGH] x the GPU's host link: warned
@@ -38,10 +39,8 @@ def _f(x) -> float:
 
 
 def _cell(table, col: str, i: int) -> str:
-    from openpyxl.utils import get_column_letter
-
     j = table.positions.get(col)
-    return f"{table.sheet}!{get_column_letter(j + 1)}{table.rows[i]}" if j is not None else \
+    return place(table.sheet, table.rows[i], j) if j is not None else \
         f"{table.sheet} row {table.rows[i]}"
 
 

@@ -18,6 +18,7 @@ from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 from planner.equations import kvhit as m
 from planner.core import schema
 from planner.workbook.chart_data import add_series
+from planner.core.refs import range_name, sheet_range, sheet_ref
 
 SHEET = "Calibration"
 PARAM_COLS = ("deployment", "model", "gpu", "tp", "points", "t_fixed_ms", "k_attn_ms_per_tok2", "k_ffn_ms_per_tok",
@@ -81,7 +82,7 @@ class Layout:
 
     def param(self, k: int, name: str) -> str:
         """Absolute cross-sheet reference of fit ``k``'s parameter ``name``."""
-        return f"{SHEET}!" + xl_rowcol_to_cell(self.param_row[k], PARAM_COLS.index(name), row_abs=True, col_abs=True)
+        return sheet_ref(SHEET, self.param_row[k], PARAM_COLS.index(name), row_abs=True, col_abs=True)
 
 
 def _order(f) -> np.ndarray:
@@ -172,9 +173,9 @@ def _row_ref(res_cell, i: int):
         if sheet == "Resolved":
             return res_cell(name, i)
         if sheet == "Results":
-            return f"INDEX(results_{name},{i + 1})"
+            return f"INDEX({range_name('Results', name)},{i + 1})"
         row = res_cell("model_row" if sheet == "Models" else "gpu_row", i)
-        return f"INDEX({'models' if sheet == 'Models' else 'gpus'}_{name},{row})"
+        return f"INDEX({range_name(sheet, name)},{row})"
     return r
 
 
@@ -255,7 +256,7 @@ def write_calibration(wb, fm, plan) -> None:
         for q, (_, p) in enumerate(pts.iterrows()):
             r = lo + q
             src_row = int(p["record"]) + 1  # the Measurements sheet of the output: records from row 2
-            ref = lambda name: "Measurements!" + xl_rowcol_to_cell(src_row, meas_cols.index(name), col_abs=True)
+            ref = lambda name: sheet_ref("Measurements", src_row, meas_cols.index(name))
             ws.write_string(r, 0, f.label)
             ws.write_number(r, 1, int(p["row"]))
             ws.write_formula(r, 2, f"={ref('isl')}", fm("calc", "#,##0"), float(p["isl"]))
@@ -302,7 +303,7 @@ def write_calibration(wb, fm, plan) -> None:
         lo, hi = lay.point_rows[k]
         n0 = int((f.points["hit"] == 0).sum())
         ch = wb.add_chart({"type": "scatter"})
-        rng = lambda r0, r1, col: f"={SHEET}!{xl_range_abs(r0, col, r1, col)}"
+        rng = lambda r0, r1, col: "=" + sheet_range(SHEET, r0, col, r1, col)
         pts = f.points.iloc[_order(f)]  # as the point rows are written (0 hit first)
         isl_p, ttft_p = pts["isl"].to_numpy(dtype=float), pts["ttft_ms"].to_numpy(dtype=float)
         top = f.points["isl"].max() * 1.05

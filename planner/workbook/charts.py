@@ -4,12 +4,13 @@ sheet (one band per workload)."""
 from __future__ import annotations
 
 import numpy as np
-from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
+from xlsxwriter.utility import xl_rowcol_to_cell
 
 from planner.core import schema
 from planner.workbook.layout import Layout
 from planner.workbook.styles import Formats
 from planner.workbook.chart_data import add_series
+from planner.core.refs import sheet_range
 
 FMT_INT_ = schema.FMT_INT
 
@@ -107,8 +108,7 @@ def write_charts(wb, ws, fm: Formats, layout: Layout, plan, chunks: dict) -> Non
         ws.write_string(band - 1, 0, str(name), fm("title"))
         sheet, row = hit.where(w * k)
         frame = plan.sens.frames["Sensitivity_Hit"].iloc[w * k:(w + 1) * k]
-        ttft_rng = f"{quote_sheetname(sheet)}!" + xl_range_abs(row, own["ttft_alpha0_ms"], row + k - 1,
-                                                                own["ttft_alpha0_ms"])
+        ttft_rng = sheet_range(sheet, row, own["ttft_alpha0_ms"], row + k - 1, own["ttft_alpha0_ms"])
         write_markers(ws, fm, band, helper_left, ttft_rng, layout.base("h_star", w + 1),
                  layout.base("hit_target", w + 1), float(plan.results["h_star"].iat[w]),
                  float(plan.resolved["hit_target"].iat[w]), float(np.nanmax(frame["ttft_alpha0_ms"].to_numpy(dtype=float))))
@@ -173,7 +173,7 @@ def tornado_sorted_from_sheet(ws, fm: Formats, top: int, left: int, summary, w: 
     """Drivers of workload w in rank order, read from the Tornado sheet by rank."""
     k = len(summary)
     rows = (1 + w * k, (w + 1) * k)
-    rng = {name: "Tornado!" + xl_range_abs(rows[0], t_own[name], rows[1], t_own[name])
+    rng = {name: sheet_range("Tornado", rows[0], t_own[name], rows[1], t_own[name])
            for name in ("rank", "driver", "tpm_low", "tpm_high", "tpm_base", "swing")}
     for j, h in enumerate(("rank", "driver", "low - base", "high - base")):
         ws.write_string(top, left + j, h, fm("header"))

@@ -14,7 +14,7 @@ from planner.plan import columns as sheets
 from planner.workbook.charts import chart_cache, charts_for, write_markers, write_sorted_tornado
 from planner.workbook.checks_sheet import wrapped_lines
 from planner.workbook.layout import Layout, write_rows
-from planner.core.refs import exact_text, range_name
+from planner.core.refs import EXPLORER_WORKLOAD, exact_text, range_name, sheet_ref
 from planner.plan.sensitivity import rank_in_blocks_xl, swing_of
 from planner.workbook.styles import Formats, write_header, stored_value, write_cell
 
@@ -84,7 +84,7 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     ws.data_validation(*EXPLORER_SELECT, *EXPLORER_SELECT,
                        {"validate": "list", "source": "=" + range_name("Workloads", "workload"),
                         "error_message": "choose one of the workloads"})
-    wb.define_name("explorer_workload", "=Explorer!" + xl_rowcol_to_cell(*EXPLORER_SELECT, True, True))
+    wb.define_name(EXPLORER_WORKLOAD, "=" + sheet_ref("Explorer", *EXPLORER_SELECT, True, True))
     ws.write_string(EXPLORER_INDEX[0], 0, "row", fm("header"))
     sel = xl_rowcol_to_cell(*EXPLORER_SELECT, True, True)
     idx = xl_rowcol_to_cell(*EXPLORER_INDEX, True, True)
@@ -156,7 +156,7 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
 
     # the sorted tornado (what a reader needs), below the hit sweep
     s_top = top + k + 3
-    ws.write_string(s_top - 1, left, "Tornado of the chosen workload (each driver moved by c_tornado_swing)",
+    ws.write_string(s_top - 1, left, f"Tornado of the chosen workload (each driver moved by {sheets.NAMED_VALUES['tornado_swing'][0]})",
                     fm("title"))
     t_top = top  # the calculation, on the hidden helper columns
     t_own = {nm: t_left + j for j, nm in enumerate(tnames)}

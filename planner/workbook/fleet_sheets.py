@@ -12,17 +12,15 @@ from __future__ import annotations
 
 import math
 
-from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
-
-from planner.equations import fleet as fl
 from planner.finance import fleet as fl2
 from planner.finance import scenarios as sc
 from planner.core import schema
-from planner.core.refs import exact_criteria
+from planner.core.refs import cell, cell_range, setting_name, sheet_range, sheet_ref
+from planner.finance.aggregations import GroupCell
 from planner.workbook.chart_data import add_series
 
-SETTING_NAMES = {"target_utilization": "s_target_utilization", "hours_per_month": "s_hours_per_month",
-                 "demand_growth": "s_demand_growth", "prefill_mfu": "s_prefill_mfu", "decode_mbu": "s_decode_mbu"}
+SETTING_NAMES = {key: setting_name(key) for key in ("target_utilization", "hours_per_month", "demand_growth",
+                                                    "prefill_mfu", "decode_mbu")}
 FMT_INT = schema.FMT_INT
 FMT_MONEY = "#,##0.00"
 FMT_MONEY0 = "#,##0"
@@ -67,8 +65,7 @@ def _nonblank(rng: str, expr: str) -> str:
 def define_setting_names(wb, settings_rows: dict[str, int]) -> None:
     """Defined names ``s_<key>`` on the Settings value cells the finance formulas use."""
     for key, name in SETTING_NAMES.items():
-        wb.define_name(name, "=" + f"{quote_sheetname(schema.SETTINGS)}!" +
-                       xl_rowcol_to_cell(settings_rows[key], 1, True, True))
+        wb.define_name(name, "=" + sheet_ref(schema.SETTINGS, settings_rows[key], 1, True, True))
 
 
 # --------------------------------------------------------------------------- Fleet
@@ -91,47 +88,39 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
             "tpm_demand": fm("calc", FMT_INT)}
     n_types = len(frame) - 1
     rows = fleet_cells(n_types)
-    sumifs = lambda rng, crit_rng, r: f"SUMIFS({rng},{crit_rng},{exact_criteria(xl_rowcol_to_cell(r, own['gpu'], col_abs=True))})"  # noqa: E731
     for i in range(n_types):
         r = rows["first"] + i
         rec = frame.iloc[i]
-        me = lambda c: xl_rowcol_to_cell(r, own[c], col_abs=True)  # noqa: E731,B023
-        price = layout.other("GPUs", "hourly_cost", i + 1)
-        f = {
-            "gpu": layout.other("GPUs", "gpu", i + 1),
-            "instances": sumifs("results_instances_needed", "results_gpu", r),
-            "gpus_needed": sumifs("results_gpus_needed", "results_gpu", r),
-            "cost_per_hour": f'IF(ISNUMBER({price}),{sumifs("results_cost_per_hour", "results_gpu", r)},"")',
-            "cost_per_month": fl.per_month.xl(me("cost_per_hour"), SETTING_NAMES["hours_per_month"]),
-            "cost_per_year": fl.per_year.xl(me("cost_per_month")),
-            "tpm_capacity": sumifs("results_tpm_capacity", "results_gpu", r),
-            "tpm_demand": sumifs("res_demand_tpm", "res_gpu", r),
-        }
-        for c in fl2.FLEET_COLS:
-            ws.write_formula(r, own[c], "=" + f[c], fmts.get(c), _v(rec[c]))
+        at = GroupCell(key=cell(r, own["gpu"], col_abs=True), key_source=layout.other("GPUs", "gpu", i + 1),
+                       price=layout.other("GPUs", "hourly_cost", i + 1),
+                       me=lambda c, r=r: cell(r, own[c], col_abs=True))
+        for a in fl2.FLEET:  # each column declared once: its formula and, in rec, its Python value
+            ws.write_formula(r, own[a.name], "=" + a.formula(at), fmts.get(a.name), _v(rec[a.name]))
     t = rows["total"]
     tot = frame.iloc[-1]
     ws.write_string(t, own["gpu"], fl2.TOTAL, fm("header"))
-    for c in fl2.FLEET_COLS[1:]:
-        rng = xl_range_abs(rows["first"], own[c], rows["last"], own[c])
-        expr = _nonblank(rng, f"SUM({rng})") if c.startswith("cost") else f"SUM({rng})"
-        ws.write_formula(t, own[c], "=" + expr, fmts[c], _v(tot[c]))
+    for a in fl2.FLEET[1:]:
+        rng = cell_range(rows["first"], own[a.name], rows["last"], own[a.name])
+        ws.write_formula(t, own[a.name], "=" + a.total_formula(rng), fmts[a.name], _v(tot[a.name]))
     # the note beside the total: GPUs of unpriced types are not in the total cost
     note_col = len(fl2.FLEET_COLS) + NOTE_GAP
     ws.set_column(note_col, note_col, 90)
     ws.write_formula(t, note_col, "=" + uncosted_note(own, rows), fm("note"), uncosted_text(frame))
     ws.write_string(1, note_col, "Per GPU type, over the workloads with a demand_tpm (live: SUMIFS over Results). "
                                  "cost_per_hour = sum of gpus_needed x hourly_cost; cost_per_month x "
-                                 "s_hours_per_month (Settings hours_per_month); cost_per_year x 12.", fm("note"))
+                                 f"{SETTING_NAMES['hours_per_month']} (Settings hours_per_month); cost_per_year x 12.",
+                    fm("note"))
     ws.write_string(2, note_col, "A GPU type without hourly_cost has a blank cost; the Total cost is the total of the "
                                  "priced types only (see the note on the Total row).", fm("note"))
     ws.autofilter(0, 0, rows["last"], len(fl2.FLEET_COLS) - 1)
 
 
-def uncosted_gpus_formula(own: dict[str, int], rows: dict[str, int], sheet: str = "") -> str:
-    """GPUs of the Fleet types whose cost is blank (no hourly_cost): all GPUs less those of priced types."""
-    g = sheet + xl_range_abs(rows["first"], own["gpus_needed"], rows["last"], own["gpus_needed"])
-    c = sheet + xl_range_abs(rows["first"], own["cost_per_hour"], rows["last"], own["cost_per_hour"])
+def uncosted_gpus_formula(own: dict[str, int], rows: dict[str, int], sheet: str | None = None) -> str:
+    """GPUs of the Fleet types whose cost is blank (no hourly_cost): all GPUs less those of priced types
+    (ranges on ``sheet``, or on the same sheet)."""
+    rng = (lambda c: cell_range(rows["first"], own[c], rows["last"], own[c])) if sheet is None else \
+        (lambda c: sheet_range(sheet, rows["first"], own[c], rows["last"], own[c]))
+    g, c = rng("gpus_needed"), rng("cost_per_hour")
     return f'(SUM({g})-SUMIFS({g},{c},">=0"))'
 
 
@@ -169,7 +158,7 @@ def write_scenarios(wb, ws, fm, plan, fleet_rows: int) -> None:
         ws.write_string(r, 0, str(rec["scenario"]))
         for j, c in enumerate(sc.SCENARIO_COLS[1:], start=1):
             if i == 0:  # base: live, from the Fleet total
-                ws.write_formula(r, j, "=Fleet!" + xl_rowcol_to_cell(total, fleet_col[c], True, True), fmts[c],
+                ws.write_formula(r, j, "=" + sheet_ref("Fleet", total, fleet_col[c], True, True), fmts[c],
                                  _v(rec[c]))
             elif isinstance(_v(rec[c]), str):
                 ws.write_blank(r, j, None, fm("const", None))

@@ -10,10 +10,9 @@ import xlsxwriter
 
 from planner.core import schema
 from planner.core.schema import CHOICE, FRACTION, INT, NUMBER, TEXT, Column
-from xlsxwriter.utility import quote_sheetname, xl_range_abs
 
 from planner.workbook.layout import sheet_columns
-from planner.core.refs import with_currency
+from planner.core.refs import sheet_range, with_currency
 from planner.workbook.styles import WB_OPTIONS, Formats, col_width, write_cell
 
 INPUT_SHEETS = ("Models", "GPUs", "Workloads")
@@ -56,7 +55,7 @@ def _ref_validation(c: Column, rows: int) -> dict:
     Warning style: a name not (yet) in the list is flagged, not refused."""
     key = next(k for k in schema.columns(c.ref) if k.key)
     col = sheet_columns(c.ref)[key.name]
-    return {"validate": "list", "source": f"={quote_sheetname(c.ref)}!{xl_range_abs(1, col, rows, col)}",
+    return {"validate": "list", "source": "=" + sheet_range(c.ref, 1, col, rows, col),
             "error_type": "warning", "error_title": f"not a {key.name} of {c.ref}",
             "error_message": f"{c.name} should name a row of the {c.ref} sheet"}
 

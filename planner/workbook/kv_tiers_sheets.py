@@ -19,12 +19,12 @@ tiers' cost per month.
 from __future__ import annotations
 
 import numpy as np
-from xlsxwriter.utility import quote_sheetname, xl_rowcol_to_cell
+from xlsxwriter.utility import xl_rowcol_to_cell
 
 from planner.core import schema
 from planner.inputs.kv_tiers import GIB, NO_LOAD_GBPS, TierPlan, WorkloadTiers
 from planner.workbook.layout import sheet_columns
-from planner.core.refs import sheet_ref
+from planner.core.refs import sheet_range, sheet_ref
 from planner.workbook.styles import write_header
 
 HIT_CURVE, TIER_HITS = "Hit_Curve", "Tier_Hits"
@@ -67,9 +67,8 @@ def tier_cost_per_month(w: WorkloadTiers, tp: TierPlan, results, gpus_per_node: 
 
 def _interp_xl(x: str, first: int, count: int) -> str:
     """Linear interpolation at ``x`` in Hit_Curve rows ``first..first+count-1`` (1-based)."""
-    sh = quote_sheetname(HIT_CURVE)
-    c = f"{sh}!$C${first}:$C${first + count - 1}"
-    h = f"{sh}!$D${first}:$D${first + count - 1}"
+    c = sheet_range(HIT_CURVE, first - 1, 2, first + count - 2, 2)
+    h = sheet_range(HIT_CURVE, first - 1, 3, first + count - 2, 3)
     i = f"MATCH({x},{c},1)"
     return (f"IF({i}>={count},INDEX({h},{count}),INDEX({h},{i})+({x}-INDEX({c},{i}))*"
             f"(INDEX({h},{i}+1)-INDEX({h},{i}))/(INDEX({c},{i}+1)-INDEX({c},{i})))")
@@ -108,7 +107,7 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
     if tp is None:
         return
     gpn = float(plan.settings.get("gpus_per_node", 8.0))
-    gpn_cell = f"{quote_sheetname(schema.SETTINGS)}!" + xl_rowcol_to_cell(settings_rows["gpus_per_node"], 1, True, True)
+    gpn_cell = sheet_ref(schema.SETTINGS, settings_rows["gpus_per_node"], 1, True, True)
     tiers_table = plan.input.optional.get(schema.TIERS)
     tpos = sheet_columns(schema.TIERS, list(tiers_table.extras) if tiers_table is not None else [])
     cols = columns(tp)

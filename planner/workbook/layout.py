@@ -6,12 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable
 
-from xlsxwriter.utility import xl_rowcol_to_cell
-
 from planner.core import schema
 
 from planner.plan import columns as sheets
-from planner.core.refs import sheet_ref
+from planner.core.refs import cell, sheet_ref
 from planner.workbook.xlfast import ROW, WL_ROW, FormulaTemplate
 from planner.workbook.styles import Formats, values_list
 
@@ -64,7 +62,7 @@ class Layout:
         return cls(n, pos, chunks)
 
     def own(self, sheet: str, name: str, row: int) -> str:
-        return xl_rowcol_to_cell(row, self.pos[sheet][name], col_abs=True)
+        return cell(row, self.pos[sheet][name], col_abs=True)
 
     def other(self, sheet: str, name: str, row: int) -> str:
         return sheet_ref(sheet, row, self.pos[sheet][name])
@@ -93,7 +91,7 @@ def column_templates(own: dict[str, int], cols: tuple, base_ref: Callable[[str, 
             if a.startswith("@"):
                 return base_ref(a[1:], WL_ROW)
             if a in own and a != col:
-                return xl_rowcol_to_cell(ROW, own[a], col_abs=True)
+                return cell(ROW, own[a], col_abs=True)
             if a in sheets.NAMED_VALUES:
                 return sheets.NAMED_VALUES[a][0]
             return base_ref(a, WL_ROW)
@@ -115,7 +113,7 @@ def write_rows(ws, fm: Formats, first_row: int, own: dict[str, int], cols: tuple
     for i in range(n):
         r, w = first_row + i, wl[i]
         for j, t, fmt, vals in jobs:
-            write(r, j, t.fmt.format(r + 1, w + 1), fmt, vals[i])
+            write(r, j, t.fill(r + 1, w + 1), fmt, vals[i])
 
 
 @dataclass

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 from typing import Callable
 
-from xlsxwriter.utility import quote_sheetname
-
 from planner.core import schema
-from planner.core.refs import sheet_ref
 from planner.workbook.layout import MAX_COLUMNS, MAX_DATA_ROWS, TORNADO_COLS, WRITE_BLOCK, Chunks, Layout, column_templates
 from planner.plan.sensitivity import rank_in_blocks_xl, swing_of
-from planner.workbook.xlfast import WL_ROW, FastFormulaWorksheet, FormulaTemplate, needs_upstream
+from planner.core.refs import ROW, WL_ROW, RowSlot, cell, cell_range, sheet_ref
+from planner.workbook.xlfast import FastFormulaWorksheet, FormulaTemplate
 from planner.workbook.styles import Formats, write_header, col_width, values_list
 
 FMT_INT_ = schema.FMT_INT
+LO, HI, FIRST, LAST = RowSlot(2), RowSlot(3), RowSlot(4), RowSlot(5)  # Tornado's row slots
 
 
 def write_long_table(wb, fm: Formats, layout: Layout, table, sens, max_rows: int | None = None,
@@ -34,7 +33,7 @@ def write_long_table(wb, fm: Formats, layout: Layout, table, sens, max_rows: int
     widths = [col_width(h, j == 0 or h in ("driver", "case", "link")) for j, h in enumerate(table.headers)]
     base_ref = lambda name, row: layout.base(name, row)
     wl_tmpl = FormulaTemplate(layout.base("workload", WL_ROW))
-    derived = [(own[c.name], t.fmt, fm("calc", c.fmt), c.name, c.text)
+    derived = [(own[c.name], t.fill, fm("calc", c.fmt), c.name, c.text)
                for c, t in zip(table.cols, column_templates(own, table.cols, base_ref))]
     leads = []
     for ld in table.leads:
@@ -60,12 +59,12 @@ def write_long_table(wb, fm: Formats, layout: Layout, table, sens, max_rows: int
                 g = w0 * k + x
                 r = g - start + 1
                 rs, ws_ = r + 1, g // k + 2
-                wf(r, 0, wl_tmpl.fmt.format(rs, ws_), None, w_names[x])
+                wf(r, 0, wl_tmpl.fill(rs, ws_), None, w_names[x])
                 for j, vals, forms, cfmt, ffmt in l_vals:
                     f = forms[g % k] if forms is not None else None
                     v = vals[x]
                     if f is not None:
-                        wf(r, j, f.fmt.format(rs, ws_), ffmt, v)
+                        wf(r, j, f.fill(rs, ws_), ffmt, v)
                     elif v == "":
                         ws.write_blank(r, j, None, cfmt)
                     elif isinstance(v, str):
@@ -73,7 +72,7 @@ def write_long_table(wb, fm: Formats, layout: Layout, table, sens, max_rows: int
                     else:
                         wn(r, j, v, cfmt)
                 for j, f, fmt, vals in d_vals:
-                    wf(r, j, f.format(rs, ws_), fmt, vals[x])
+                    wf(r, j, f(rs, ws_), fmt, vals[x])
             if progress is not None:
                 progress(len(frame))
         ws.autofilter(0, 0, rows, len(own) - 1)
@@ -83,8 +82,6 @@ def write_long_table(wb, fm: Formats, layout: Layout, table, sens, max_rows: int
 
 def write_tornado(wb, fm: Formats, layout: Layout, sens, calc: Chunks) -> None:
     """Tornado: per workload x driver, TPM at the driver's low and high value, swing, rank."""
-    from xlsxwriter.utility import xl_col_to_name
-
     from planner.plan.sensitivity import DRIVERS
 
     k = len(DRIVERS)
@@ -100,47 +97,51 @@ def write_tornado(wb, fm: Formats, layout: Layout, sens, calc: Chunks) -> None:
     write_header(ws, fm, headers, [24, 14, 12, 12, 12, 16, 16, 16, 16, 8, 16, 16, 16])
     own = layout.pos.setdefault("Tornado", {name: j for j, name in enumerate(TORNADO_COLS)})
     num, ints, ms = fm("calc", "#,##0.####"), fm("calc", FMT_INT_), fm("calc", "#,##0.00")
-    # formulas per column: {0} own row, {1} workload row, {2} calc sheet of the low row,
-    # {3} its row, {4} sheet of the high row, {5} its row, {6}/{7} first/last row of the block
-    c_col = {name: xl_col_to_name(layout.pos["Tornado_Calc"][name], col_abs=True)
-             for name in ("driver", "base_value", "value", "tpm_delivered_target")}
-    me = lambda name: xl_col_to_name(own[name]) + "{0}"
-    block = "${8}${6}:${8}${7}"
-    swing_col = xl_col_to_name(own["swing"])
-    plan = [
-        ("workload", FormulaTemplate(layout.base("workload", WL_ROW)).fmt[1:], None, True),
-        ("driver", "{2}!" + c_col["driver"] + "{3}", None, True),
-        ("base_value", "{2}!" + c_col["base_value"] + "{3}", num, False),
-        ("low_value", "{2}!" + c_col["value"] + "{3}", num, False),
-        ("high_value", "{4}!" + c_col["value"] + "{5}", num, False),
-        ("tpm_base", FormulaTemplate(layout.base("tpm_delivered_target", WL_ROW)).fmt[1:], ints, False),
-        ("tpm_low", "{2}!" + c_col["tpm_delivered_target"] + "{3}", ints, False),
-        ("tpm_high", "{4}!" + c_col["tpm_delivered_target"] + "{5}", ints, False),
-        ("swing", swing_of.xl(me("tpm_low"), me("tpm_high")), ints, False),
-        ("rank", rank_in_blocks_xl(block, me("swing")), fm("calc", "0"), False),
-        # TTFT at the planned load (slofix item 5): the plan's, and the calc rows' at the driver's low/high
-        ("ttft_load_base", FormulaTemplate(layout.base("ttft_load_ms", WL_ROW)).fmt[1:], ms, False),
-    ]
-    t_col = layout.pos["Tornado_Calc"]["ttft_load_ms"]   # low/high: planner.core.refs.sheet_ref per row, below
-    sample = (2, 2, "Tornado_Calc", 2, "Tornado_Calc", 3, 2, 9, "I")
-    if any(needs_upstream(("=" + f).format(*sample)) for _n, f, _fmt, _t in plan):  # pragma: no cover
-        raise AssertionError("Tornado formulas must use classic functions only")
-    wf = ws.write_vetted  # the formats above name only classic functions (checked just above)
+    # each column's formula, with row slots: the own row (ROW), the workload's row (WL_ROW),
+    # the rows of the driver's low and high case on their Tornado_Calc sheet (LO, HI), and the
+    # first and last row of the workload's block (FIRST, LAST); one template per pair of
+    # Tornado_Calc sheets the low and high rows are on
+    calc_col = layout.pos["Tornado_Calc"]
+    me = lambda name: cell(ROW, own[name])  # noqa: E731
+    swing_block = cell_range(FIRST, own["swing"], LAST, own["swing"])
+
+    def formulas(lo_sheet: str, hi_sheet: str) -> list:
+        lo = lambda name: sheet_ref(lo_sheet, LO, calc_col[name])  # noqa: E731
+        hi = lambda name: sheet_ref(hi_sheet, HI, calc_col[name])  # noqa: E731
+        text = {"workload": layout.base("workload", WL_ROW), "driver": lo("driver"), "base_value": lo("base_value"),
+                "low_value": lo("value"), "high_value": hi("value"),
+                "tpm_base": layout.base("tpm_delivered_target", WL_ROW), "tpm_low": lo("tpm_delivered_target"),
+                "tpm_high": hi("tpm_delivered_target"), "swing": swing_of.xl(me("tpm_low"), me("tpm_high")),
+                "rank": rank_in_blocks_xl(swing_block, me("swing")),
+                # TTFT at the planned load: the plan's (the calc rows' at the driver's low/high are below)
+                "ttft_load_base": layout.base("ttft_load_ms", WL_ROW)}
+        # FormulaTemplate refuses a formula that needs XlsxWriter's future-function handling,
+        # so the cells may be written with write_vetted
+        return [FormulaTemplate(text[name]).fill for name, _fmt, _t in plan]
+
+    plan = [("workload", None, True), ("driver", None, True), ("base_value", num, False), ("low_value", num, False),
+            ("high_value", num, False), ("tpm_base", ints, False), ("tpm_low", ints, False),
+            ("tpm_high", ints, False), ("swing", ints, False), ("rank", fm("calc", "0"), False),
+            ("ttft_load_base", ms, False)]
+    t_col = calc_col["ttft_load_ms"]
+    templates: dict[tuple[str, str], list] = {}
+    wf = ws.write_vetted
     per_block = max(1, WRITE_BLOCK // (2 * k))
     for w0 in range(0, n, per_block):
         w1 = min(w0 + per_block, n)
         block = sens.tornado_block(w0, w1)
-        jobs = [(own[name], "=" + f, fmt, values_list(block[name].to_numpy(), text)) for name, f, fmt, text in plan]
+        jobs = [(own[name], fmt, values_list(block[name].to_numpy(), text)) for name, fmt, text in plan]
         t_low, t_high = (values_list(block[c].to_numpy(), False) for c in ("ttft_load_low", "ttft_load_high"))
         for x in range(len(block)):
             i = w0 * k + x
             r, w = i + 1, i // k
             lo_sheet, lo_row = calc.where(2 * i)
             hi_sheet, hi_row = calc.where(2 * i + 1)
-            args = (r + 1, w + 2, quote_sheetname(lo_sheet), lo_row + 1, quote_sheetname(hi_sheet), hi_row + 1,
-                    w * k + 2, (w + 1) * k + 1, swing_col)
-            for j, f, fmt, vals in jobs:
-                wf(r, j, f.format(*args), fmt, vals[x])
+            fills = templates.get((lo_sheet, hi_sheet)) or templates.setdefault((lo_sheet, hi_sheet),
+                                                                                 formulas(lo_sheet, hi_sheet))
+            rows_ = (r + 1, w + 2, lo_row + 1, hi_row + 1, w * k + 2, (w + 1) * k + 1)
+            for (j, fmt, vals), fill in zip(jobs, fills):
+                wf(r, j, fill(*rows_), fmt, vals[x])
             wf(r, own["ttft_load_low"], "=" + sheet_ref(lo_sheet, lo_row, t_col), ms, t_low[x])
             wf(r, own["ttft_load_high"], "=" + sheet_ref(hi_sheet, hi_row, t_col), ms, t_high[x])
     ws.autofilter(0, 0, total, len(TORNADO_COLS) - 1)

@@ -8,15 +8,16 @@ in the output needs ``planner run`` again (said in the sheet).
 
 from __future__ import annotations
 
-from xlsxwriter.utility import quote_sheetname, xl_range_abs, xl_rowcol_to_cell
+from xlsxwriter.utility import xl_rowcol_to_cell
 
 from planner.equations import fleet as fl
 from planner.workbook.chart_data import add_series
 from planner.equations import kvhit as m
 from planner.finance import periods as pr
 from planner.core import schema
-from planner.workbook.fleet_sheets import FMT_INT, FMT_MONEY, FMT_MONEY0, NOTE_GAP, SETTING_NAMES, _cur, _header, _v
-from planner.core.refs import exact_criteria, exact_text
+from planner.workbook.fleet_sheets import FMT_INT, FMT_MONEY, FMT_MONEY0, NOTE_GAP, _cur, _header, _v
+from planner.core.refs import cell, exact_criteria, exact_text, range_name, sheet_range, sheet_ref
+from planner.finance.aggregations import GroupCell
 
 FMT_MS = "#,##0.00"
 
@@ -57,17 +58,17 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
     _header(calc_ws, fm, [f"{c} [{units[c]}]" if c in units else c for c in pr.CALC_COLS],
             [20, 12] + [12] * (len(pr.CALC_COLS) - 2))
     calc_ws.freeze_panes(1, 2)
-    dem = lambda name, r: f"{quote_sheetname(schema.DEM)}!{xl_rowcol_to_cell(r, dem_pos[name], col_abs=True)}"  # noqa: E731
+    dem = lambda name, r: sheet_ref(schema.DEM, r, dem_pos[name])  # noqa: E731
     for i in range(len(calc)):
         r = i + 1
         rec = calc.iloc[i]
         d = None if rec["dem"] is None or rec["dem"] != rec["dem"] else int(rec["dem"])  # NaN: a grown row
         me = lambda c: xl_rowcol_to_cell(r, own[c], col_abs=True)  # noqa: E731,B023
         row = me("res_row")
-        R = lambda name: f"INDEX(res_{name},{row})"  # noqa: E731,B023
-        Q = lambda name: f"INDEX(results_{name},{row})"  # noqa: E731,B023
+        R = lambda name: f"INDEX({range_name('Resolved', name)},{row})"  # noqa: E731,B023
+        Q = lambda name: f"INDEX({range_name('Results', name)},{row})"  # noqa: E731,B023
         f = {
-            "res_row": f"MATCH({exact_text(me('workload'))},res_workload,0)",
+            "res_row": f"MATCH({exact_text(me('workload'))},{range_name('Resolved', 'workload')},0)",
             "demand_tpm": pr.grown_demand.xl(pr.demand_per_minute.xl(me("demand_input"), me("demand_unit")),
                                              R("demand_tpm"), R("demand_growth"), me("period_index")),
             "gpu": R("gpu"), "tp": R("tp"),
@@ -96,9 +97,9 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
             f["demand_input"] = f'IF(ISNUMBER({dem("demand_tpm", dr)}),{dem("demand_tpm", dr)},"")'
             f["demand_unit"] = f'IF(ISTEXT({dem("demand_unit", dr)}),LOWER(TRIM({dem("demand_unit", dr)})),"tokens/min")'
             f["hit_target"] = (f'IF(ISNUMBER({dem("hit_target", dr)}),{dem("hit_target", dr)},'
-                               f'INDEX(res_hit_target,{row}))')
+                               f'{R("hit_target")})')
         else:  # a grown row: the workload's own hit ratio and demand
-            f["hit_target"] = f"INDEX(res_hit_target,{row})"
+            f["hit_target"] = R("hit_target")
         for c in pr.CALC_COLS:
             style = fm("calc", _fmt(c))
             v = _v(rec[c])
@@ -114,8 +115,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
                 else:
                     calc_ws.write_number(r, own[c], float(v), fm("const", FMT_INT))
     k = len(calc)
-    rng = lambda c: xl_range_abs(1, own[c], max(k, 1), own[c])  # noqa: E731
-    dc = lambda c: f"Demand_Calc!{rng(c)}"  # noqa: E731
+    dc = lambda c: sheet_range("Demand_Calc", 1, own[c], max(k, 1), own[c])  # noqa: E731
 
     # Fleet_By_Period
     p_own = {c: j for j, c in enumerate(pr.PERIOD_COLS)}
@@ -128,24 +128,14 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
         r = idx + 1
         pi, gi = divmod(idx, n_types)
         rec = frame.iloc[idx]
-        me = lambda c: xl_rowcol_to_cell(r, p_own[c], col_abs=True)  # noqa: E731,B023
-        crit = f"{dc('period')},{exact_criteria(me('period'))},{dc('gpu')},{exact_criteria(me('gpu'))}"
-        price = layout.other("GPUs", "hourly_cost", gi + 1)
-        money = lambda col: (f'IF(ISNUMBER({price}),SUMIFS({dc(col)},{crit})*'  # noqa: E731,B023
-                             f'{SETTING_NAMES["hours_per_month"]},"")')
-        f = {
-            "gpu": layout.other("GPUs", "gpu", gi + 1),
-            "instances": f"SUMIFS({dc('instances')},{crit})",
-            "gpus_needed": f"SUMIFS({dc('gpus_needed')},{crit})",
-            "cost_per_month": money("cost_per_hour"),
-            "gpus_baseline": f"SUMIFS({dc('gpus_baseline')},{crit})",
-            "cost_per_month_baseline": money("cost_per_hour_baseline"),
-            "cost_saved_per_month": pr.saved.xl(me("cost_per_month_baseline"), me("cost_per_month")),
-        }
+        me = lambda c: cell(r, p_own[c], col_abs=True)  # noqa: E731,B023
+        at = GroupCell(key=me("gpu"), key_source=layout.other("GPUs", "gpu", gi + 1),
+                       price=layout.other("GPUs", "hourly_cost", gi + 1), me=me, source=lambda _s, c: dc(c),
+                       criteria=f"{dc('period')},{exact_criteria(me('period'))},{dc('gpu')},{exact_criteria(me('gpu'))}")
         ws.write_string(r, p_own["period"], periods[pi], fm("const", None))
-        for c in pr.PERIOD_COLS[1:]:
-            fmt = None if c == "gpu" else fm("calc", _fmt(c))
-            ws.write_formula(r, p_own[c], "=" + f[c], fmt, _v(rec[c]))
+        for a in pr.BY_PERIOD[1:]:  # each column declared once: its formula and, in rec, its Python value
+            fmt = None if a.name == "gpu" else fm("calc", _fmt(a.name))
+            ws.write_formula(r, p_own[a.name], "=" + a.formula(at), fmt, _v(rec[a.name]))
     note_col = len(pr.PERIOD_COLS) + NOTE_GAP
     ws.set_column(note_col, note_col, 80)
     notes = [
@@ -168,12 +158,12 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
         calc_ws.write_formula(0, left + 1 + gi, "=" + layout.other("GPUs", "gpu", gi + 1), fm("header"), str(g))
     for pi in range(len(periods)):
         r = pi + 1
-        first_of_period = xl_rowcol_to_cell(1 + pi * n_types, p_own["period"], True, True)
-        calc_ws.write_formula(r, left, f"=Fleet_By_Period!{first_of_period}", None, periods[pi])
+        calc_ws.write_formula(r, left, "=" + sheet_ref("Fleet_By_Period", 1 + pi * n_types, p_own["period"], True, True),
+                              None, periods[pi])
         for gi in range(n_types):
             src = 1 + pi * n_types + gi
-            calc_ws.write_formula(r, left + 1 + gi, "=Fleet_By_Period!" +
-                                  xl_rowcol_to_cell(src, p_own["gpus_needed"], True, True), fm("calc", FMT_INT),
+            calc_ws.write_formula(r, left + 1 + gi, "=" + sheet_ref("Fleet_By_Period", src, p_own["gpus_needed"], True,
+                                                                True), fm("calc", FMT_INT),
                                   _v(frame["gpus_needed"].iat[src - 1]))
     chart = wb.add_chart({"type": "column", "subtype": "stacked"})
     for gi in range(n_types):

@@ -17,7 +17,7 @@ import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
+from xlsxwriter.utility import xl_rowcol_to_cell
 
 from planner.equations import fleet as fl
 from planner.finance import fleet as fl2
@@ -28,7 +28,7 @@ from planner.equations.constants import C, N
 from planner.workbook.fleet_sheets import (FMT_INT, FMT_MONEY, FMT_MONEY0, SETTING_NAMES, _cur, _header, _nonblank, _v,
                                            define_setting_names, fleet_cells, uncosted_gpus_formula, write_fleet,
                                            write_scenarios)
-from planner.core.refs import exact_criteria, exact_text
+from planner.core.refs import MASTER_CHECK, exact_criteria, exact_text, range_name, sheet_range, sheet_ref
 from planner.workbook.xlfast import FastFormulaWorksheet, RowBuffer
 
 TOP_WORKLOADS = 5          # largest workloads by cost on the Summary
@@ -83,7 +83,7 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     fleet_col = {c: j for j, c in enumerate(fl2.FLEET_COLS)}
     n_types = len(frame) - 1
     rows = fleet_cells(n_types)
-    fleet_ref = lambda r, c: "Fleet!" + xl_rowcol_to_cell(r, fleet_col[c], True, True)  # noqa: E731
+    fleet_ref = lambda r, c: sheet_ref("Fleet", r, fleet_col[c], True, True)  # noqa: E731
     T = rows["total"]
     ws.set_column(0, 0, 46)
     ws.set_column(1, 4, 17)
@@ -93,20 +93,21 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
                           "inputs and recalculate.", fm("note"))
     master_ok = _master_ok(plan, layout)
     ws.write_string(2, 0, "Model checks (Checks sheet)", fm("header"))
-    ws.write_formula(2, 1, "=master_check", fm("ok" if master_ok else "bad"), "OK" if master_ok else "ERROR")
+    ws.write_formula(2, 1, "=" + MASTER_CHECK, fm("ok" if master_ok else "bad"), "OK" if master_ok else "ERROR")
     ws.conditional_format(2, 1, 2, 1, {"type": "cell", "criteria": "==", "value": '"OK"', "format": fm("ok")})
     ws.conditional_format(2, 1, 2, 1, {"type": "cell", "criteria": "!=", "value": '"OK"', "format": fm("bad")})
     with_demand = int(np.sum(~np.isnan(fl2._f(plan.results["instances_needed"]))))
     ws.write_string(3, 0, "Workloads with a demand (of all workloads)")
-    ws.write_formula(3, 1, "=COUNT(results_instances_needed)", fm("calc", FMT_INT), with_demand)
-    ws.write_formula(3, 2, "=COUNTA(results_workload)", fm("calc", FMT_INT), len(plan.results))
+    inst, wls = range_name("Results", "instances_needed"), range_name("Results", "workload")
+    ws.write_formula(3, 1, f"=COUNT({inst})", fm("calc", FMT_INT), with_demand)
+    ws.write_formula(3, 2, f"=COUNTA({wls})", fm("calc", FMT_INT), len(plan.results))
     # an absent demand is a warning, not a silent 0 GPUs (issue 20); live like the counts beside it
     short = len(plan.results) - with_demand
     said = ("" if short == 0 else "WARNING: no workload has a demand_tpm: the fleet is sized for nothing"
             if with_demand == 0 else f"WARNING: {short} workload(s) without demand_tpm are left out of the fleet")
-    ws.write_formula(3, 3, '=IF(COUNT(results_instances_needed)=0,"WARNING: no workload has a demand_tpm: the '
-                           'fleet is sized for nothing",IF(COUNT(results_instances_needed)<COUNTA(results_workload),'
-                           '"WARNING: "&(COUNTA(results_workload)-COUNT(results_instances_needed))&" workload(s) '
+    ws.write_formula(3, 3, f'=IF(COUNT({inst})=0,"WARNING: no workload has a demand_tpm: the '
+                           f'fleet is sized for nothing",IF(COUNT({inst})<COUNTA({wls}),'
+                           f'"WARNING: "&(COUNTA({wls})-COUNT({inst}))&" workload(s) '
                            'without demand_tpm are left out of the fleet",""))', fm("bad" if short else "note"), said)
 
     # GPUs by type
@@ -141,16 +142,16 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     r = r + 1 + len(cost_rows)
     ws.write_string(r, 0, "GPUs of types without a price (not in the cost)")
     f_own = {c: j for j, c in enumerate(fl2.FLEET_COLS)}
-    ws.write_formula(r, 1, "=" + uncosted_gpus_formula(f_own, rows, "Fleet!"), fm("calc", FMT_INT), tot.uncosted_gpus)
+    ws.write_formula(r, 1, "=" + uncosted_gpus_formula(f_own, rows, "Fleet"), fm("calc", FMT_INT), tot.uncosted_gpus)
 
     # savings of the hit-ratio target
     r += 2
     ws.write_string(r, 0, "What the hit-ratio target saves", fm("title"))
     _header(ws, fm, ["", "At the baseline hit ratios", "At the target hit ratios", "Saved by the target"],
             [46, 17, 17, 17], top=r + 1)
-    gm = "SUM(results_gpus_baseline)"
-    cm = _nonblank("results_cost_per_hour_baseline",
-                   f"SUM(results_cost_per_hour_baseline)*{SETTING_NAMES['hours_per_month']}")
+    cost_b = range_name("Results", "cost_per_hour_baseline")
+    gm = f"SUM({range_name('Results', 'gpus_baseline')})"
+    cm = _nonblank(cost_b, f"SUM({cost_b})*{SETTING_NAMES['hours_per_month']}")
     sav = [("GPUs", gm, fleet_ref(T, "gpus_needed"), tot.gpus_baseline, tot.gpus, FMT_INT),
            (f"Cost per month [{cur}]", cm, fleet_ref(T, "cost_per_month"), tot.cost_per_month_baseline,
             tot.cost_per_month, FMT_MONEY0)]
@@ -200,10 +201,11 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
         rr = r + 2 + k
         name = str(res["workload"].iat[i])
         ws.write_string(rr, 0, name)
-        match = f"MATCH({exact_text(xl_rowcol_to_cell(rr, 0, col_abs=True))},results_workload,0)"
-        ws.write_formula(rr, 1, f"=INDEX(results_gpu,{match})", None, str(res["gpu"].iat[i]))
-        ws.write_formula(rr, 2, f"=INDEX(results_gpus_needed,{match})", fm("calc", FMT_INT), _v(gpus[i]))
-        ws.write_formula(rr, 3, "=" + fl.per_month.xl(f"INDEX(results_cost_per_hour,{match})",
+        match = f"MATCH({exact_text(xl_rowcol_to_cell(rr, 0, col_abs=True))},{range_name('Results', 'workload')},0)"
+        ws.write_formula(rr, 1, f"=INDEX({range_name('Results', 'gpu')},{match})", None, str(res["gpu"].iat[i]))
+        ws.write_formula(rr, 2, f"=INDEX({range_name('Results', 'gpus_needed')},{match})", fm("calc", FMT_INT),
+                         _v(gpus[i]))
+        ws.write_formula(rr, 3, "=" + fl.per_month.xl(f"INDEX({range_name('Results', 'cost_per_hour')},{match})",
                                                       SETTING_NAMES["hours_per_month"]),
                          fm("calc", FMT_MONEY0), _v(cost_h[i] * hours))
     r += 2 + max(min(len(order), TOP_WORKLOADS), 1) + 1
@@ -251,9 +253,11 @@ def _latency_block(ws, fm, plan, r: int, cur: str) -> int:
     ws.write_string(r, 0, "What the latency targets add (TTFT/TPOT targets, HBM fit at load, fixed concurrency)",
                     fm("title"))
     ws.write_string(r + 1, 0, "GPUs over throughput alone")
-    ws.write_formula(r + 1, 1, "=SUM(results_gpus_for_latency)", fm("calc", FMT_INT), float(np.nansum(extra)))
+    ws.write_formula(r + 1, 1, f"=SUM({range_name('Results', 'gpus_for_latency')})", fm("calc", FMT_INT),
+                     float(np.nansum(extra)))
     ws.write_string(r + 2, 0, f"Cost per month of those GPUs [{cur}]")
-    ws.write_formula(r + 2, 1, f"=SUM(results_cost_per_hour_for_latency)*{SETTING_NAMES['hours_per_month']}",
+    ws.write_formula(r + 2, 1, f"=SUM({range_name('Results', 'cost_per_hour_for_latency')})*"
+                               f"{SETTING_NAMES['hours_per_month']}",
                      fm("calc", FMT_MONEY0), float(np.nansum(cost)) * hours)
     ws.write_string(r + 3, 0, "Per workload: Results instances_throughput, instances_needed and binding", fm("note"))
     return r + 4
@@ -294,8 +298,8 @@ def write_period_block(ws, fm, plan, r: int, cur: str) -> int:
     heads = ["Period", "GPUs", f"Cost per month [{cur}]", "GPUs at baseline hits",
              f"Cost per month at baseline [{cur}]", f"Saved by the target [{cur}/month]"]
     _header(ws, fm, heads, [46, 17, 17, 17, 17, 17], top=r + 1)
-    rng = lambda c: "Fleet_By_Period!" + xl_range_abs(1, pr.PERIOD_COLS.index(c), max(n, 1),  # noqa: E731
-                                                      pr.PERIOD_COLS.index(c))
+    rng = lambda c: sheet_range("Fleet_By_Period", 1, pr.PERIOD_COLS.index(c), max(n, 1),  # noqa: E731
+                                pr.PERIOD_COLS.index(c))
     for k, rec in enumerate(tot.itertuples()):
         rr = r + 2 + k
         ws.write_string(rr, 0, rec.period)

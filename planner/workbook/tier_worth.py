@@ -22,20 +22,20 @@ functions (their ``.xl`` twins), so the sheet recalculates to the stored numbers
 from __future__ import annotations
 
 import numpy as np
-from xlsxwriter.utility import quote_sheetname, xl_rowcol_to_cell
+from xlsxwriter.utility import xl_rowcol_to_cell
 
 from planner.equations import kvhit as m
 from planner.core import schema
 from planner.inputs.kv_tiers import NO_LOAD_GBPS, TierPlan, WorkloadTiers, hits_at
 from planner.workbook.kv_tiers_sheets import TIER_HITS, _interp_xl, _tier_cols, columns as th_columns
 from planner.workbook.layout import sheet_columns
-from planner.core.refs import sheet_ref
+from planner.core.refs import setting_name, sheet_range, sheet_ref, whole_column
 from planner.workbook.styles import write_header
 
 TIER_WORTH, TIER_VALUE = "Tier_Worth", "Tier_Value"
 MULTIPLIERS = (0.0, 1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0, 2.0, 4.0, 8.0, 16.0)
 DECLARED = MULTIPLIERS.index(1.0)
-HOURS_NAME = "s_hours_per_month"  # defined name of Settings hours_per_month (planner.workbook.fleet_sheets)
+HOURS_NAME = setting_name("hours_per_month")  # defined name of Settings hours_per_month (planner.workbook.fleet_sheets)
 
 
 def swept_index(tp: TierPlan) -> int | None:
@@ -150,7 +150,7 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
     tp: TierPlan = plan.input.kv_tiers
     s = swept_index(tp)
     swept = tp.tiers[s]
-    gpn = f"{quote_sheetname(schema.SETTINGS)}!" + xl_rowcol_to_cell(settings_rows["gpus_per_node"], 1, True, True)
+    gpn = sheet_ref(schema.SETTINGS, settings_rows["gpus_per_node"], 1, True, True)
     tiers_table = plan.input.optional.get(schema.TIERS)
     tpos = sheet_columns(schema.TIERS, list(tiers_table.extras) if tiers_table is not None else [])
     th = {c: j for j, c in enumerate(th_columns(tp))}
@@ -173,7 +173,7 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
         res = lambda name: layout.other("Results", name, w.i + 1)
         first_curve, count = int(w_curve_first(w, tp)), len(w.grid)
         swept_cap = sheet_ref(schema.TIERS, swept.row + 1, tpos["capacity_gib"], row_abs=True, col_abs=True)
-        base_cap = f"IF({swept_cap}>0,{swept_cap},INDEX({quote_sheetname('Hit_Curve')}!$C:$C,{T('curve_first_row')}+" \
+        base_cap = f"IF({swept_cap}>0,{swept_cap},INDEX({whole_column('Hit_Curve', 2)},{T('curve_first_row')}+" \
                    f"{T('curve_points')}-1))"
         for p in range(k_pts):
             r = 1 + b * k_pts + p
@@ -228,8 +228,7 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
         # Tier_Value: live reading of the sweep rows
         r0, r1 = 1 + b * k_pts, 1 + b * k_pts + DECLARED
         W = lambda name, r: sheet_ref(TIER_WORTH, r, pos[name], row_abs=True)
-        rng = lambda name: (f"{quote_sheetname(TIER_WORTH)}!" + xl_rowcol_to_cell(r0, pos[name], True, True) + ":"
-                            + xl_rowcol_to_cell(r0 + k_pts - 1, pos[name], True, True))
+        rng = lambda name: sheet_range(TIER_WORTH, r0, pos[name], r0 + k_pts - 1, pos[name])
         price = f"N({sheet_ref(schema.TIERS, swept.row + 1, tpos['cost_per_gib_month'])})"
         vr = b + 1
         V = lambda name: xl_rowcol_to_cell(vr, VALUE_COLS.index(name), col_abs=True)

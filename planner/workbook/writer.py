@@ -123,7 +123,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     for rc in sheets.RESOLVED:
         f = sheets.resolved_formula(rc, ref=lambda name: layout.own("Resolved", name, ROW),
                                     wl=lambda name: layout.other("Workloads", name, ROW), table=range_name)
-        jobs.append((pos["Resolved"][rc.name], FormulaTemplate(f).fmt, fm("calc", rc.fmt),
+        jobs.append((pos["Resolved"][rc.name], FormulaTemplate(f).fill, fm("calc", rc.fmt),
                      values_list(plan.resolved[rc.name].to_numpy(), rc.text)))
         wb.define_name(range_name("Resolved", rc.name), "=" + col_range("Resolved", pos["Resolved"][rc.name], n))
     filled = resolved_overrides(plan, lambda name, i: layout.other("Workloads", name, i + 1),
@@ -137,7 +137,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
             elif i in filled_rows and (i, names[j]) in filled:
                 write_filled(ws_res, fm, i + 1, j, fmt, filled[(i, names[j])])
             else:
-                ws_res.write_vetted(i + 1, j, f.format(i + 2, i + 2), fmt, vals[i])
+                ws_res.write_vetted(i + 1, j, f(i + 2, i + 2), fmt, vals[i])
     tick(n)
 
     # Results

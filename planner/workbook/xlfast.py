@@ -10,9 +10,9 @@ method on every formula of the example output and on formulas that do need a pre
 ``_prepare_formula`` is private, so the XlsxWriter version range is pinned in
 pyproject.toml (>=3.1,<4) and the behaviour relied on is tested.
 
-:class:`FormulaTemplate` builds a column's formula once, with sentinel row numbers, and
-fills in the real rows per cell with ``str.format``: the references still come from
-``xl_rowcol_to_cell`` (through the model's formula builders), only the row digits change.
+:class:`FormulaTemplate` builds a column's formula once, with row slots in place of row
+numbers (:class:`planner.core.refs.RowSlot`: the references come from planner.core.refs
+through the model's formula builders), and fills in the real rows per cell.
 """
 
 from __future__ import annotations
@@ -21,6 +21,10 @@ import re
 from typing import Callable
 
 from xlsxwriter.worksheet import Worksheet
+
+from planner.core.refs import ROW, WL_ROW, RowTemplate
+
+__all__ = ["ROW", "WL_ROW", "FastFormulaWorksheet", "FormulaTemplate", "RowBuffer", "needs_upstream"]
 
 # every function name XlsxWriter 3.x prefixes with _xlfn. (dynamic arrays and, with
 # use_future_functions, the 2010+ "future" functions): one pattern, matched before any
@@ -81,34 +85,26 @@ class FastFormulaWorksheet(Worksheet):
             self._vetted = False
 
 
-# Sentinel rows (0-based) used while building a template: they print as 1048576 and
-# 1048575, row numbers no formula of the planner otherwise contains.
-ROW = 1_048_575        # the cell's own row
-WL_ROW = 1_048_574     # the row of the cell's workload in Resolved/Results
-_ROW_TEXT, _WL_TEXT = str(ROW + 1), str(WL_ROW + 1)
+class FormulaTemplate(RowTemplate):
+    """``=formula`` with row slots (:data:`ROW`, the own row, and :data:`WL_ROW`, the row of
+    the workload, or any :class:`~planner.core.refs.RowSlot`) as holes; checked once to need
+    nothing but the leading '=' removed (so cells may use ``write_vetted``).
+    ``fill(own_row_number, wl_row_number, ...)`` takes Excel row numbers (1-based)."""
 
-
-class FormulaTemplate:
-    """``=formula`` with the own row and the workload row as holes; checked once to need
-    nothing but the leading '=' removed (so cells may use ``write_vetted``)."""
-
-    __slots__ = ("fmt",)
+    __slots__ = ()
 
     def __init__(self, formula: str):
-        if _ROW_TEXT in _WL_TEXT or _WL_TEXT in _ROW_TEXT:  # pragma: no cover - constants
-            raise AssertionError("sentinels overlap")
         if needs_upstream(formula):
             raise ValueError(f"formula needs XlsxWriter's future-function handling: {formula}")
-        body = formula.replace("{", "{{").replace("}", "}}")
-        self.fmt = "=" + body.replace(_ROW_TEXT, "{0}").replace(_WL_TEXT, "{1}")
+        super().__init__("=" + formula)
 
     def __call__(self, row: int, wl_row: int = 0) -> str:
         """Formula for sheet row ``row`` (0-based) of workload row ``wl_row`` (0-based)."""
-        return self.fmt.format(row + 1, wl_row + 1)
+        return self.fill(row + 1, wl_row + 1)
 
     @classmethod
     def build(cls, make: Callable[[int, int], str]) -> "FormulaTemplate":
-        """``make(own_row, wl_row)`` builds the formula text for the sentinel rows."""
+        """``make(own_row, wl_row)`` builds the formula text for the row slots."""
         return cls(make(ROW, WL_ROW))
 
 

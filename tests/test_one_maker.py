@@ -1,0 +1,177 @@
+"""One maker of cell references and formula text (issue 21 item 3).
+
+planner/core/refs.py builds every ``Sheet!A1`` reference, quotes every sheet name, builds
+every defined name and every row hole of a formula template. This test reads the sources of
+planner/ (ast, so comments and docstrings of prose do not count, but every string and f-string
+does) and rejects, outside the maker:
+
+- a glued reference: a string literal ``Results!$B2`` / ``'My sheet'!A1``, an f-string with a
+  value just before ``!`` (``f"{sheet}!{cell}"``) or a word and ``!`` just before a value
+  (``f"Checks!{cell}"``), a literal ending in ``Sheet!`` (``"=Checks!" + cell``);
+- ``quote_sheetname`` (imported, called or named);
+- a defined name typed as a literal (``"results_gpus_needed"``, ``"s_hours_per_month"``,
+  ``"master_check"``): every name the maker can build from the schema, the column
+  declarations and the constants, as a whole word of a string; or glued from its prefix
+  (``f"INDEX(res_{name},{row})"``);
+- a positional placeholder ``{0}`` in a string (the old ``str.format`` row protocol).
+
+The planted examples at the bottom show each rule failing on a small source string; on the
+sources of main before this change (d7b7b87) the rules found 148 offences.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+import planner
+from planner.core import refs, schema
+from planner.equations.constants import CONSTANTS
+from planner.plan import columns
+
+PKG = Path(planner.__file__).resolve().parent
+MAKERS = {PKG / "core" / "refs.py"}
+
+_SHEET = r"(?:'[^']+'|[A-Za-z_][A-Za-z0-9_.]*)"
+_CELL = r"\$?[A-Z]{1,3}\$?[0-9]+"
+_GLUED_LITERAL = re.compile(rf"(?<![\w'.]){_SHEET}!{_CELL}")   # Results!$B2, 'My sheet'!A1
+_SHEET_BANG_END = re.compile(rf"(?<![\w'.]){_SHEET}!$")          # "=Checks!" + cell, f"Checks!{cell}"
+_PREFIXES = sorted({p for p in refs._PREFIX.values() if p}, key=len, reverse=True)
+_NAME_PREFIX_END = re.compile(r"(?<![A-Za-z0-9_])(?:%s)$" % "|".join(map(re.escape, _PREFIXES)))  # f"res_{name}"
+_POSITIONAL = re.compile(r"(?<!\\[dswDSW])(?<![\])])\{[0-9]+\}")  # not a regular expression's \d{4}, [a-f]{64}
+
+
+def known_names() -> set[str]:
+    """Every defined name the maker builds: table columns, Settings, defaults, constants, cells."""
+    keys = {sheet: [c.name for c in schema.columns(sheet)] for sheet in ("Models", "GPUs", "Workloads")}
+    keys["Resolved"] = [rc.name for rc in columns.RESOLVED]
+    keys["Results"] = [c.name for c in columns.RESULTS]
+    keys["Settings"] = [s.key for s in schema.SETTING_KEYS]
+    keys["Defaults"] = [c.name for sheet in ("Models", "GPUs", "Workloads") for c in schema.columns(sheet)]
+    keys["Constants"] = [c.attr.lower() for c in CONSTANTS] + list(columns.NAMED_VALUES)
+    names = {refs.defined_name(kind, key) for kind, ks in keys.items() for key in ks}
+    return names | {refs.MASTER_CHECK, refs.EXPLORER_WORKLOAD}
+
+
+NAMES = known_names()
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _strings(tree: ast.AST):
+    """(line, text, kind) of every string constant; f-strings give their constant parts with
+    the neighbours (``value`` for an interpolated value) so glue can be seen."""
+    in_fstring: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            parts = node.values
+            for k, part in enumerate(parts):
+                if isinstance(part, ast.Constant) and isinstance(part.value, str):
+                    in_fstring.add(id(part))
+                    before = k > 0 and isinstance(parts[k - 1], ast.FormattedValue)
+                    after = k + 1 < len(parts) and isinstance(parts[k + 1], ast.FormattedValue)
+                    yield part.lineno, part.value, ("f", before, after)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in in_fstring:
+            yield node.lineno, node.value, ("s", False, False)
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+                out.add(id(first.value))
+    return out
+
+
+def offences(source: str, where: str = "<planted>") -> list[str]:
+    """Every place in ``source`` that makes a reference, a defined name or a row hole by hand."""
+    tree = ast.parse(source)
+    docs = _docstrings(tree)
+    doc_lines = {n.lineno for n in ast.walk(tree) if id(n) in docs}
+    found: list[str] = []
+    for node in ast.walk(tree):
+        name = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
+                else None)
+        if name == "quote_sheetname":
+            found.append(f"{where}:{node.lineno}: quote_sheetname outside planner.core.refs")
+        if isinstance(node, ast.ImportFrom) and any(a.name == "quote_sheetname" for a in node.names):
+            found.append(f"{where}:{node.lineno}: imports quote_sheetname")
+    for line, text, (kind, before, after) in _strings(tree):
+        if kind == "s" and line in doc_lines:
+            continue  # a docstring is prose
+        if _GLUED_LITERAL.search(text):
+            found.append(f"{where}:{line}: Sheet!cell typed as a literal: {text[:60]!r}")
+        if kind == "f" and before and text.startswith("!"):
+            found.append(f"{where}:{line}: f-string glues a value and '!': {text[:60]!r}")
+        if _SHEET_BANG_END.search(text) and (after or kind == "s"):
+            found.append(f"{where}:{line}: a sheet name and '!' glued to what follows: {text[:60]!r}")
+        if kind == "f" and after and _NAME_PREFIX_END.search(text):
+            found.append(f"{where}:{line}: a defined name glued from its prefix: {text[:60]!r} (use refs.defined_name)")
+        for w in _WORD.findall(text):
+            if w in NAMES:
+                found.append(f"{where}:{line}: defined name {w!r} typed as a literal (use planner.core.refs)")
+        if _POSITIONAL.search(text):
+            found.append(f"{where}:{line}: positional placeholder in {text[:60]!r} (use refs.RowSlot)")
+    return found
+
+
+def test_no_reference_is_made_by_hand_outside_the_maker():
+    problems = []
+    for path in sorted(PKG.rglob("*.py")):
+        if path in MAKERS:
+            continue
+        problems += offences(path.read_text(encoding="utf-8"), str(path.relative_to(PKG.parent)))
+    assert problems == [], "\n".join(problems)
+
+
+def test_the_known_names_are_the_workbooks_names():
+    """The name list is not empty or made up: it holds names of each kind the writer defines."""
+    for name in ("results_gpus_needed", "res_hit_target", "wl_workload", "models_layers", "gpus_hbm_gib",
+                 "s_hours_per_month", "d_batch", "c_bytes_per_gib", "c_tornado_swing", "master_check",
+                 "explorer_workload"):
+        assert name in NAMES, name
+
+
+@pytest.mark.parametrize("source, rule", [
+    ('f = "=SUM(Results!$B$2:$B$9)"', "literal"),
+    ("f = \"='My sheet'!A1*2\"", "literal"),
+    ('ref = f"{sheet}!{cell}"', "glues a value"),
+    ('ref = f"{quote(sheet)}!$B{row}"', "glues a value"),
+    ('ref = f"Checks!{cell}"', "glued to what follows"),
+    ('ref = "=Checks!" + cell', "glued to what follows"),
+    ("from xlsxwriter.utility import quote_sheetname", "imports quote_sheetname"),
+    ("x = utility.quote_sheetname(s)", "quote_sheetname outside"),
+    ('f = "SUM(results_gpus_needed)"', "defined name 'results_gpus_needed'"),
+    ('f = f"INDEX(res_hit_target,{row})"', "defined name 'res_hit_target'"),
+    ('wb.define_name("master_check", x)', "defined name 'master_check'"),
+    ('m = "s_hours_per_month"', "defined name 's_hours_per_month'"),
+    ('f = f"INDEX(res_{name},{row})"', "glued from its prefix"),
+    ('name = f"d_{self.name}"', "glued from its prefix"),
+    ('fmt = "=A{0}*Resolved!$B{1}"', "positional placeholder"),
+    ('fmt = "{2}!" + col + "{3}"', "positional placeholder"),
+])
+def test_each_rule_fails_on_a_planted_example(source, rule):
+    found = offences(source)
+    assert any(rule in f for f in found), (source, found)
+
+
+@pytest.mark.parametrize("source", [
+    'ref = sheet_ref(sheet, row, col)',
+    'f = f"SUM({range_name(\'Results\', \'gpus_needed\')})"',
+    'msg = f"{place(sheet, row, col)}: not a number!"',
+    'def f():\n    """Writes Results!$B2 (prose in a docstring)."""',
+    'note = "gpus_needed x hourly_cost"',
+    'f = f"IF({x}>0,{x},\\"\\")"',
+])
+def test_what_the_maker_makes_passes(source):
+    assert offences(source) == []
+
+
+def test_the_maker_itself_is_the_one_exception():
+    """planner/core/refs.py glues and quotes (that is its job): the rules would reject it."""
+    assert offences((PKG / "core" / "refs.py").read_text(encoding="utf-8"))
