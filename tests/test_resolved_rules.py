@@ -8,7 +8,9 @@ MLA model without kv_heads, one workload with blanks where the rules fill:
 - max_seq_len blank -> isl + osl = 1000 + 100 = 1100;
 - hit_baseline blank -> hit_measured 0.3;
 - target_utilization blank -> Settings 0.8 (given), demand_growth blank -> the schema's 0.0;
-- batch blank -> its default 1; weight_bytes blank -> its default 2; attention "mla" as typed;
+- batch blank, no concurrency -> the HBM fit: 671e9 params x 2 B / tp 8 = 156.2 GiB of weights per
+  GPU > 141 GiB, so no request fits and the floor 1 holds (planner.equations.queueing.default_batch);
+  weight_bytes blank -> its default 2; attention "mla" as typed;
 - hourly_cost blank (optional, no default) -> blank; kv_heads blank on an MLA model -> 0.
 The recalculated Resolved sheet of the example equals Python's (tests/test_recalc.py).
 """
@@ -50,7 +52,8 @@ def test_each_column_has_one_rule_and_the_formula_follows_it():
     assert f["kv_gbps"] == "IF(ISNUMBER(W.kv_gbps),W.kv_gbps,R.pcie_gbps)"
     assert f["max_seq_len"] == "IF(ISNUMBER(W.max_seq_len),W.max_seq_len,R.isl+R.osl)"
     assert f["target_utilization"] == "IF(ISNUMBER(W.target_utilization),W.target_utilization,s_target_utilization)"
-    assert f["batch"] == "IF(ISNUMBER(W.batch),W.batch,d_batch)"
+    assert f["batch"].startswith("IF(ISNUMBER(W.batch),W.batch,IF(ISNUMBER(R.concurrency),R.concurrency,MAX(1,MIN(")
+    assert f["batch"].endswith(",c_max_num_seqs))))")
     assert f["attention"] == "IF(ISTEXT(INDEX(T.Models.attention,R.model_row)),INDEX(T.Models.attention,R.model_row),d_attention)"
     assert f["hourly_cost"] == 'IF(ISNUMBER(INDEX(T.GPUs.hourly_cost,R.gpu_row)),INDEX(T.GPUs.hourly_cost,R.gpu_row),"")'
     assert f["tp"] == "W.tp"

@@ -553,7 +553,7 @@ RESOLVED_RULES: tuple[ResolvedRule, ...] = (
                  lambda r: r.typed_else(r.out["isl"].to_numpy() + r.out["osl"].to_numpy()),
                  lambda k: k.typed_else(f"{k.ref('isl')}+{k.ref('osl')}")),
     ResolvedRule("batch: typed, else the workload's concurrency, else the full-length requests whose KV fits in HBM "
-                 "(at most c_max_num_seqs); the Python side is filled once concurrency is resolved (resolve)",
+                 "(at most the MAX_NUM_SEQS constant); the Python side is filled once concurrency is resolved (resolve)",
                  _named("batch"), lambda r: r.num, lambda k: batch_formula(k.ref, k.x)),
     ResolvedRule("t_decode_batch, the batch t_decode_ms holds at: typed (or calibrated), else batch",
                  _named("t_decode_batch"), lambda r: r.typed_else(r.out["batch"].to_numpy(dtype=float)),
