@@ -300,9 +300,21 @@ SETTING_KEYS: tuple[Setting, ...] = (
     Setting("currency", TEXT, "USD", "currency of hourly_cost and the cost columns"),
     Setting("pcie_sweep_gbps", NUMBERS, (), "further host-to-device bandwidths for the PCIe sweep beside "
             "Gen4 and Gen5, in GB/s, separated by ';' (e.g. '200; 450' for C2C-class links)"),
-    Setting("prefill_mfu", FRACTION, 0.45, "roofline estimate: achieved fraction of the dense peak during prefill "
-            "(0.45: the prefill MFU peer capacity planners use; PaLM inference, Pope et al. 2022, "
-            "arXiv:2211.05102, reports prefill MFU of this order)", 0, 1, True),
+    Setting("prefill_mfu", FRACTION, 0.8, "roofline estimate: fraction of the dense peak the prefill's matrix "
+            "products reach (0.8: Maximum Achievable Matmul FLOPS of an H100 SXM, 792 of 989 TFLOPS, "
+            "stas00/ml-engineering compute/accelerator/README.md; was 0.45 of peak for the whole prefill "
+            "before the memory term prefill_flop_per_byte, which gives 0.45 on an H100 and 0.75 on an H20)",
+            0, 1, True),
+    Setting("prefill_flop_per_byte", NUMBER, 336.0, "roofline estimate: FLOPs per byte of prefill memory "
+            "traffic not hidden behind compute (t = FLOPs x (1/(peak x prefill_mfu) + 1/(hbm x this)); 336: "
+            "puts the H100 SXM at 45% of peak, fitted on the shaping rows of tests/data/published_prefill.csv, "
+            "README 'Roofline against published prefills')", 1, 1e6),
+    Setting("prefill_fixed_ms", NUMBER, 70.0, "roofline estimate: per-request fixed cost of a prefill in ms "
+            "(t_fixed_ms of estimated rows; 70: median intercept of the published concurrency-1 TTFT sweeps, "
+            "README 'Roofline against published prefills')", 0, 1e6),
+    Setting("prefill_w4a16_eff", FRACTION, 0.6, "roofline estimate: fraction of the BF16 rate reached by "
+            "4-bit weight-only (W4A16: AWQ, GPTQ) matrix products at prefill (0.6: Marlin at 2048-4000 "
+            "tokens ran at 0.60-0.61x FP16, vllm-project/vllm PR #2497)", 0, 1, True),
     Setting("decode_mbu", FRACTION, 0.6, "roofline estimate: achieved fraction of HBM bandwidth during decode "
             "(0.6: Databricks, 'LLM Inference Performance Engineering: Best Practices', 2023, measured MBU "
             "around 60% at small batch)", 0, 1, True),

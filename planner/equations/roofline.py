@@ -2,21 +2,31 @@
 
 Used for a workload with neither a typed breakdown nor measurements of its deployment.
 
-Prefill at 0 hit over ``N = isl`` tokens, on ``tp`` GPUs at ``prefill_mfu`` of the dense peak
-(``fp8_tflops`` when the weights are 1 byte (W8A8 FP8) and the GPU gives it, else ``bf16_tflops``:
-4-bit weight-only quantisation (W4A16, AWQ/GPTQ) dequantises to BF16 and multiplies at the BF16 rate):
+Prefill at 0 hit over ``N = isl`` tokens, on ``tp`` GPUs, as an additive roofline
+(:func:`prefill_part_ms`): every FLOP costs its share of the dense peak at ``prefill_mfu`` (the matrix
+products' efficiency, ``fp8_tflops`` when the weights are 1 byte (W8A8 FP8) and the GPU gives it, else
+``bf16_tflops``: 4-bit weight-only quantisation (W4A16, AWQ/GPTQ) dequantises to BF16 and multiplies at
+the BF16 rate, at ``prefill_w4a16_eff`` of it) plus the memory traffic that goes with it, ``1 /
+prefill_flop_per_byte`` bytes per FLOP at the GPU's ``hbm_tbps``. The second term is what makes a GPU's
+achieved fraction of peak depend on its balance ``peak / bandwidth``: 45% on an H100 SXM (295 FLOP/B),
+about 75% on the bandwidth-rich, compute-capped H20 (37 FLOP/B), as the published prefills show
+(README "Roofline against published prefills"); plus a per-request fixed cost ``prefill_fixed_ms``.
 
 - linear layers (projections, FFN/experts): ``2 · (active_params - embedding - LM head) · N`` FLOPs
   -> ``t_ffn0_ms`` (:func:`embedding_params_b`: the embedding is a lookup and the LM head runs on the
   last position only); a MoE model on ``tp > 1`` GPUs adds its expert-parallel all-to-all
   (:func:`moe_all_to_all_ms`)
-- causal attention: ``2 · L · heads · head_dim · N²`` FLOPs (QKᵀ and AV over the causal
-  triangle, ``N²/2`` pairs each, 2 FLOPs per multiply-add, widths ``d_qk = d_v = head_dim``)
-  -> ``t_attn0_ms``. MLA (absorbed form): the score width is the latent + rope width
-  ``mla_kv_dim`` and the value width the latent; both taken as ``mla_kv_dim``:
-  ``2 · L · heads · mla_kv_dim · N²`` (overstates the value half by rope/latent, ~6% of
-  the attention FLOPs for DeepSeek-V3's 64/512).
-- ``t_fixed_ms`` = 0 (an estimate has no fixed overhead to offer).
+- causal attention: ``L · heads · (d_qk + d_v) · N²`` FLOPs (QKᵀ and AV over the causal
+  triangle, ``N²/2`` pairs each, 2 FLOPs per multiply-add), written ``2 · L · heads · width · N²``
+  with ``width = (d_qk + d_v) / 2``: ``head_dim`` for GQA. MLA prefills in the *non-absorbed*
+  (multi-head) form, the "compute friendly approach" vLLM uses for prefill (vllm-project/vllm
+  vllm/v1/attention/backends/mla/common.py, module docstring): keys ``qk_nope + qk_rope`` wide
+  (``head_dim``, 192 for DeepSeek-V3/R1), values ``v_head_dim`` (128), so ``width = 160``; the
+  absorbed form (``mla_kv_dim`` 576 / latent 512) is the decode path and would count 3.4x the FLOPs.
+  -> ``t_attn0_ms``.
+- ``t_fixed_ms`` = ``prefill_fixed_ms`` + :func:`weight_read_ms`: the per-request cost outside the
+  prefill's FLOPs (request handling, tokenisation, scheduling, the first sampling step: the
+  intercept of published concurrency-1 TTFT sweeps, README) and one read of every weight.
 
 Decode: each of the ``osl`` steps reads the weights once (per GPU ``weights/tp``; for MoE at
 most ``batch · active`` parameters distinct, capped at all parameters) and every running
@@ -82,6 +92,55 @@ def flops_ms(flops, tp, peak_tflops, mfu):
 @excel_twin(flops_ms)
 def _(flops, tp, peak_tflops, mfu):
     return f"{flops}/({tp}*{peak_tflops}*1E12*{mfu})*{N.MS_PER_S}"
+
+
+# Defaults of the Settings the additive roofline uses (planner/core/schema.py SETTING_KEYS holds the
+# same numbers; tests/test_roofline_published.py checks they agree). Derivations in the README
+# section "Roofline against published prefills"; shaped only on the shaping set of
+# tests/data/published_prefill.csv, never on its held-out rows.
+PREFILL_MFU = 0.80           # matrix products at 80% of the dense peak: the Maximum Achievable Matmul
+#                              FLOPS of an H100 SXM, 792.1 of 989 TFLOPS BF16 = 80.1% (A100 SXM 85.9%),
+#                              stas00/ml-engineering compute/accelerator/README.md, MAMF table
+PREFILL_FLOP_PER_BYTE = 336.0  # FLOPs per byte of memory traffic not hidden behind them: the value that
+#                              puts the H100 SXM (295 FLOP/B) at 45% of peak with PREFILL_MFU, the
+#                              planner's former prefill_mfu, which the QwQ-32B 4x H100 sweeps confirm
+PREFILL_FIXED_MS = 70.0      # per-request fixed cost [ms]: median intercept of the shaping sweeps
+W4A16_EFF = 0.6              # W4A16 matrix products at 60% of the BF16 rate once compute-bound:
+#                              Marlin (vLLM's W4A16 kernel, also its MoE kernel) at 2048-4000 tokens
+#                              ran at 0.60-0.61x torch FP16 (vllm-project/vllm PR #2497, comment
+#                              2024-01-24); beyond batch 64 it repeats its batch-64 kernel
+#                              (IST-DASLab/marlin issue #2, maintainer comment 2024-01-18)
+
+
+def prefill_part_ms(flops, tp, peak_tflops, mfu, hbm_tbps, flop_per_byte):
+    """Additive roofline time of ``flops`` of a prefill on ``tp`` GPUs [ms].
+
+    ``t = flops / tp x (1 / (peak x mfu) + 1 / (hbm x flop_per_byte))``: the compute at ``mfu`` of
+    the peak plus the memory traffic that comes with it (``flops / flop_per_byte`` bytes: activations,
+    norms, softmax, GEMM tiles re-read) at the HBM bandwidth, not overlapped. On a GPU whose peak is
+    small against its bandwidth (H20: 148 TFLOPS, 4.0 TB/s) the first term dominates and the prefill
+    runs near ``mfu`` of peak; on an H100 SXM (989 TFLOPS, 3.35 TB/s) the second costs as much again.
+
+    Parameters
+    ----------
+    flops : numeric, FLOPs of the part [FLOP]
+    tp : numeric, GPUs sharing them [count]
+    peak_tflops : numeric, dense peak per GPU [TFLOP/s]
+    mfu : numeric, achieved fraction of the peak by the matrix products [fraction]
+    hbm_tbps : numeric, HBM bandwidth per GPU [TB/s]
+    flop_per_byte : numeric, FLOPs per byte of unhidden memory traffic [FLOP/B]
+
+    Returns
+    -------
+    numeric, time [ms]
+    """
+    f = np.asarray(flops, dtype=float)
+    return f / tp * (1.0 / (peak_tflops * 1e12 * mfu) + 1.0 / (hbm_tbps * 1e12 * flop_per_byte)) * C.MS_PER_S
+
+
+@excel_twin(prefill_part_ms)
+def _(flops, tp, peak_tflops, mfu, hbm_tbps, flop_per_byte):
+    return f"{flops}/{tp}*(1/({peak_tflops}*1E12*{mfu})+1/({hbm_tbps}*1E12*{flop_per_byte}))*{N.MS_PER_S}"
 
 
 def decode_ms(osl, batch, isl, s_kv, params_b, active_params_b, weight_bytes, tp, hbm_tbps, mbu):
@@ -201,7 +260,9 @@ def roofline_parts(model: dict, gpu: dict, raw: dict | None = None) -> dict | No
     """What the roofline needs of a model and a GPU, or None when a size is missing.
 
     Keys: ``linear_params_b`` (active parameters without embedding and LM head [1e9]),
-    ``layers``, ``heads``, ``width`` (head_dim, or mla_kv_dim for MLA), ``peak_tflops`` (FP8 peak
+    ``layers``, ``heads``, ``width`` (head_dim; for MLA ``(head_dim + v_head_dim) / 2``, the
+    non-absorbed prefill, or ``mla_kv_dim`` when the catalog lacks ``v_head_dim``), ``w4a16``
+    (weights under 1 byte: the linear layers at ``prefill_w4a16_eff`` of the peak), ``peak_tflops`` (FP8 peak
     for 1-byte weights when the GPU gives it: W8A8; BF16 otherwise, also for 4-bit weight-only
     quantisation, W4A16, whose matrix products run at the activations' BF16 rate after
     dequantisation), ``moe`` (MoE layers, k, hidden for the all-to-all term, or None),
@@ -212,7 +273,12 @@ def roofline_parts(model: dict, gpu: dict, raw: dict | None = None) -> dict | No
     equations import nothing above ``planner.core``; None: no entry (the embedding stays in)."""
 
     att = model.get("attention") or "gqa"
+    raw = raw or {}
     width = _num(model, "mla_kv_dim" if att == "mla" else "head_dim")
+    v_head = (raw.get("extra") or {}).get("v_head_dim")
+    if att == "mla" and width is not None and _num(model, "head_dim") and v_head:
+        # non-absorbed MLA prefill: keys head_dim (qk_nope + qk_rope) wide, values v_head_dim
+        width = (float(model["head_dim"]) + float(v_head)) / 2
     heads = _num(model, "heads")
     active = _num(model, "active_params_b") or _num(model, "params_b")
     wbytes = float(model.get("weight_bytes") or 2)
@@ -220,7 +286,6 @@ def roofline_parts(model: dict, gpu: dict, raw: dict | None = None) -> dict | No
     peak = fp8 if wbytes == 1 and fp8 is not None else _num(gpu, "bf16_tflops")
     if None in (width, heads, active, peak) or model.get("layers") is None:
         return None
-    raw = raw or {}
     hidden = _num(model, "hidden_size") or raw.get("hidden_size")
     vocab = raw.get("vocab_size")
     emb = 0.0
@@ -234,13 +299,52 @@ def roofline_parts(model: dict, gpu: dict, raw: dict | None = None) -> dict | No
         moe = {"layers": float(model["layers"]) - first_dense, "k": k, "hidden": float(hidden)}
     return {"linear_params_b": linear, "layers": float(model["layers"]), "heads": heads, "width": width,
             "peak_tflops": peak, "moe": moe, "hidden": float(hidden) if hidden else None,
-            "embedding_left_out": emb > 0 and linear < active}
+            "embedding_left_out": emb > 0 and linear < active, "w4a16": wbytes < 1}
+
+
+def weight_read_ms(params_b, weight_bytes, tp, hbm_tbps):
+    """One forward pass reads every weight once: ``params x bytes / tp`` at the HBM bandwidth [ms].
+
+    Part of an estimated prefill's ``t_fixed_ms``: it does not shrink with the tokens computed (a
+    prefill at any hit still runs one forward pass), and a MoE prefill of more tokens than
+    ``experts / k`` reaches every expert, so all parameters count (DeepSeek-R1-AWQ on 8x H100:
+    671e9 x 0.5 B / 8 / 3.35 TB/s = 12.5 ms).
+
+    Parameters
+    ----------
+    params_b : numeric, all parameters [1e9]
+    weight_bytes : numeric, bytes per weight [B]
+    tp : numeric, GPUs sharing the weights [count]
+    hbm_tbps : numeric, HBM bandwidth per GPU [TB/s]
+
+    Returns
+    -------
+    numeric, time [ms]
+    """
+    return np.asarray(params_b, dtype=float) * C.PARAMS_PER_B * weight_bytes / tp / (hbm_tbps * 1e12) * C.MS_PER_S
+
+
+@excel_twin(weight_read_ms)
+def _(params_b, weight_bytes, tp, hbm_tbps):
+    return f"{params_b}*{N.PARAMS_PER_B}*{weight_bytes}/{tp}/({hbm_tbps}*1E12)*{N.MS_PER_S}"
+
+
+def prefill_settings(settings: dict | None = None) -> dict:
+    """The additive roofline's Settings (``prefill_flop_per_byte``, ``prefill_fixed_ms``,
+    ``prefill_w4a16_eff``) from ``settings``, their defaults where absent."""
+    st = settings or {}
+    return {"prefill_flop_per_byte": float(st.get("prefill_flop_per_byte", PREFILL_FLOP_PER_BYTE)),
+            "prefill_fixed_ms": float(st.get("prefill_fixed_ms", PREFILL_FIXED_MS)),
+            "prefill_w4a16_eff": float(st.get("prefill_w4a16_eff", W4A16_EFF))}
 
 
 def estimate_row(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu: float,
-                 raw: dict | None = None) -> tuple[dict, list[str]]:
+                 raw: dict | None = None, settings: dict | None = None) -> tuple[dict, list[str]]:
     """Estimated ``t_attn0_ms``, ``t_ffn0_ms``, ``t_fixed_ms``, ``t_decode_ms`` of one workload.
 
+    Times by :func:`prefill_part_ms` at ``mfu`` (the linear layers of 4-bit weights at ``mfu x
+    prefill_w4a16_eff``) and ``settings``' ``prefill_flop_per_byte``; ``t_fixed_ms`` is
+    ``prefill_fixed_ms`` (:func:`prefill_settings`: defaults where ``settings`` lacks them).
     ``t_ffn0_ms`` holds the linear layers (without embedding and LM head) and, on more than one
     GPU, the tensor-parallel all-reduces (:func:`tp_all_reduce_ms`) and for a MoE model the
     expert-parallel all-to-all (:func:`moe_all_to_all_ms`): all scale with the tokens computed,
@@ -258,18 +362,27 @@ def estimate_row(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu:
                                   (f"Models.{'mla_kv_dim' if att == 'mla' else 'head_dim'}", width),
                                   ("GPUs.bf16_tflops", peak)) if v is None]
         return {}, missing or ["Models.layers"]
+    hbm = _num(gpu, "hbm_tbps")
+    if hbm is None:
+        return {}, ["GPUs.hbm_tbps"]
+    st = prefill_settings(settings)
+    fpb = st["prefill_flop_per_byte"]
+    lin_mfu = mfu * (st["prefill_w4a16_eff"] if parts["w4a16"] else 1.0)
     tp, isl = float(wl["tp"]), float(wl["isl"])
-    ffn = float(flops_ms(flops_linear(parts["linear_params_b"], isl), tp, parts["peak_tflops"], mfu))
+    ffn = float(prefill_part_ms(flops_linear(parts["linear_params_b"], isl), tp, parts["peak_tflops"], lin_mfu,
+                                hbm, fpb))
     if parts["moe"] is not None and tp > 1:
         mo = parts["moe"]
         ffn += float(moe_all_to_all_ms(isl, mo["layers"], mo["k"], mo["hidden"], tp))
     if parts["hidden"] and tp > 1:
         reduces = parts["layers"] * (1 if parts["moe"] is not None else 2)
         ffn += float(tp_all_reduce_ms(isl, reduces, parts["hidden"], tp))
-    out = {"t_attn0_ms": float(flops_ms(flops_attention(parts["layers"], parts["heads"], parts["width"], isl), tp,
-                                        parts["peak_tflops"], mfu)),
+    out = {"t_attn0_ms": float(prefill_part_ms(flops_attention(parts["layers"], parts["heads"], parts["width"], isl),
+                                              tp, parts["peak_tflops"], mfu, hbm, fpb)),
            "t_ffn0_ms": ffn,
-           "t_fixed_ms": 0.0}
+           "t_fixed_ms": st["prefill_fixed_ms"] + float(weight_read_ms(
+               _num(model, "params_b") or _num(model, "active_params_b"), float(model.get("weight_bytes") or 2), tp,
+               hbm))}
     dec, _missing = estimate_decode(wl, model, gpu, s_kv, mbu)
     out.update(dec)
     return out, []
@@ -294,7 +407,8 @@ def estimate_decode(wl: dict, model: dict, gpu: dict, s_kv: float, mbu: float,
                                            float(wl["tp"]), hbm, mbu))}, []
 
 
-def estimate_formulas(r, linear_params_b: float, comm_ms: float) -> dict[str, str]:
+def estimate_formulas(r, linear_params_b: float, comm_ms: float, width: float | None = None,
+                      w4a16: bool = False) -> dict[str, str]:
     """Excel twins of :func:`estimate_row`'s times for one Resolved row, live over the Settings
     (``s_prefill_mfu``, ``s_decode_mbu``) and the Models/GPUs cells they use. ``r(sheet, name)``
     gives this row's cell (``Resolved``/``Results``) or looked-up value (``Models``/``GPUs``).
@@ -304,19 +418,29 @@ def estimate_formulas(r, linear_params_b: float, comm_ms: float) -> dict[str, st
     else BF16 (W4A16 computes at the BF16 peak). Two numbers of the row enter as constants, since
     no Setting moves them: ``linear_params_b`` (the active parameters without embedding and LM
     head, from the catalog's vocabulary size: :func:`roofline_parts`) and ``comm_ms`` (the
-    tensor-parallel all-reduce and expert-parallel all-to-all time, link-bound)."""
-    width = f'IF({r("Resolved", "attention")}="mla",{r("Resolved", "mla_kv_dim")},{r("Resolved", "head_dim")})'
+    tensor-parallel all-reduce and expert-parallel all-to-all time, link-bound); ``width`` (given:
+    the MLA row's non-absorbed width from the catalog's ``v_head_dim``, a constant; None: the
+    formula's own choice) and ``w4a16`` (the linear layers at ``s_prefill_w4a16_eff``) likewise.
+    Over ``s_prefill_flop_per_byte`` and the GPU's ``hbm_tbps`` (:func:`prefill_part_ms`);
+    ``t_fixed_ms`` is ``s_prefill_fixed_ms`` plus :func:`weight_read_ms`."""
+    if width is None:
+        width = f'IF({r("Resolved", "attention")}="mla",{r("Resolved", "mla_kv_dim")},{r("Resolved", "head_dim")})'
+    else:
+        width = repr(float(width))
     act = r("Models", "active_params_b")
     active = f"IF(ISNUMBER({act}),{act},{r('Resolved', 'params_b')})"
     fp8, wb = r("GPUs", "fp8_tflops"), r("Resolved", "weight_bytes")
     peak = f"IF(AND({wb}=1,ISNUMBER({fp8})),{fp8},{r('GPUs', 'bf16_tflops')})"
     tp, isl = r("Resolved", "tp"), r("Resolved", "isl")
     mfu, mbu = "s_prefill_mfu", "s_decode_mbu"
-    ffn = flops_ms.xl(flops_linear.xl(repr(float(linear_params_b)), isl), tp, peak, mfu)
+    hbm, fpb = r("GPUs", "hbm_tbps"), "s_prefill_flop_per_byte"
+    lin_mfu = f"{mfu}*s_prefill_w4a16_eff" if w4a16 else mfu
+    ffn = prefill_part_ms.xl(flops_linear.xl(repr(float(linear_params_b)), isl), tp, peak, lin_mfu, hbm, fpb)
     return {
-        "t_attn0_ms": flops_ms.xl(flops_attention.xl(r("Resolved", "layers"), r("Models", "heads"), width, isl),
-                                  tp, peak, mfu),
+        "t_attn0_ms": prefill_part_ms.xl(flops_attention.xl(r("Resolved", "layers"), r("Models", "heads"), width,
+                                                            isl), tp, peak, mfu, hbm, fpb),
         "t_ffn0_ms": ffn if comm_ms == 0 else f"{ffn}+{float(comm_ms)!r}",
+        "t_fixed_ms": "s_prefill_fixed_ms+" + weight_read_ms.xl(r("Resolved", "params_b"), wb, tp, hbm),
         "t_decode_ms": decode_ms.xl(r("Resolved", "osl"), r("Resolved", "batch"), isl,
                                     r("Results", "kv_bytes_per_token_gpu"), r("Resolved", "params_b"), active, wb,
                                     tp, r("GPUs", "hbm_tbps"), mbu),
@@ -324,16 +448,20 @@ def estimate_formulas(r, linear_params_b: float, comm_ms: float) -> dict[str, st
 
 
 def live_estimate(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu: float,
-                  raw: dict | None = None) -> tuple[dict, float, float] | None:
+                  raw: dict | None = None, settings: dict | None = None) -> tuple | None:
     """What :func:`estimate_formulas` computes for a row at these Settings: ``(times, linear_params_b,
-    comm_ms)``, or None when the roofline lacks a size. The writer makes a Resolved cell live only
+    comm_ms, mla_width, w4a16)``, or None when the roofline lacks a size. The writer makes a Resolved cell live only
     where these times equal the plan's (a scaled or calibrated value stays a value)."""
     parts = roofline_parts(model, gpu, raw)
     if parts is None:
         return None
-    vals, missing = estimate_row(wl, model, gpu, s_kv, mfu, mbu, raw)
+    vals, missing = estimate_row(wl, model, gpu, s_kv, mfu, mbu, raw, settings)
     if missing:
         return None
+    st = prefill_settings(settings)
     tp, isl = float(wl["tp"]), float(wl["isl"])
-    linear = float(flops_ms(flops_linear(parts["linear_params_b"], isl), tp, parts["peak_tflops"], mfu))
-    return vals, float(parts["linear_params_b"]), vals["t_ffn0_ms"] - linear
+    lin_mfu = mfu * (st["prefill_w4a16_eff"] if parts["w4a16"] else 1.0)
+    linear = float(prefill_part_ms(flops_linear(parts["linear_params_b"], isl), tp, parts["peak_tflops"], lin_mfu,
+                                   float(gpu["hbm_tbps"]), st["prefill_flop_per_byte"]))
+    mla_width = parts["width"] if (model.get("attention") or "gqa") == "mla" else None
+    return vals, float(parts["linear_params_b"]), vals["t_ffn0_ms"] - linear, mla_width, parts["w4a16"]

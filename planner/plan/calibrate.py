@@ -225,7 +225,7 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
     model_recs = {r["model"]: r for r in p_in.models.records}
     gpu_recs = {r["gpu"]: r for r in p_in.gpus.records}
     settings = p_in.settings
-    mfu, mbu = float(settings.get("prefill_mfu", 0.45)), float(settings.get("decode_mbu", 0.6))
+    mfu, mbu = float(settings.get("prefill_mfu", estimate.PREFILL_MFU)), float(settings.get("decode_mbu", 0.6))
     problems: list[Problem] = []
     meas = p_in.optional.get("Measurements")
     fits: list[Fit] = []
@@ -290,7 +290,7 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
         else:
             s_kv = s_kv_of(model_recs[rec["model"]], int(rec["tp"]))
             vals, missing = estimate.estimate_row(rec, model_recs[rec["model"]], gpu_recs[rec["gpu"]], s_kv, mfu, mbu,
-                                              catalog_raw(model_recs[rec["model"]]))
+                                              catalog_raw(model_recs[rec["model"]]), settings)
             if missing:
                 why = "its deployment's measurements cannot be fitted" if k is not None else \
                     f"there are no Measurements for {rec['model']} on {int(rec['tp'])}x {rec['gpu']}"
@@ -303,7 +303,9 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                                                f"type the times, add load-test points to Measurements, or fill "
                                                f"those columns"))
                 continue
-            src = f"estimated by roofline (prefill_mfu {mfu:g}, decode_mbu {mbu:g})"
+            st = estimate.prefill_settings(settings)
+            src = (f"estimated by roofline (prefill_mfu {mfu:g}, prefill_flop_per_byte {st['prefill_flop_per_byte']:g}, "
+                   f"prefill_fixed_ms {st['prefill_fixed_ms']:g}, decode_mbu {mbu:g})")
             source[i] = "estimated"
         if source[i] == "calibrated" and blank.get("tpm_measured", False):
             # a load test of this shape with a measured throughput feeds the re-hit correction
@@ -319,7 +321,7 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
             # no tpot_ms measured: decode from the memory-bandwidth roofline, as for estimated rows
             s_kv = s_kv_of(model_recs[rec["model"]], int(rec["tp"]))
             est, _missing = estimate.estimate_row(rec, model_recs[rec["model"]], gpu_recs[rec["gpu"]], s_kv, mfu, mbu,
-                                              catalog_raw(model_recs[rec["model"]]))
+                                              catalog_raw(model_recs[rec["model"]]), settings)
             if "t_decode_ms" in est:
                 vals["t_decode_ms"] = est["t_decode_ms"]
                 decode_src = f"estimated by roofline (decode_mbu {mbu:g}): the Measurements have no tpot_ms"

@@ -120,7 +120,7 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
 
     lay = Layout(calib)
     out = {}
-    est_cols = ("t_attn0_ms", "t_ffn0_ms", "t_decode_ms")
+    est_cols = ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms")
     for (i, col), prov in calib.filled.items():
         value = float(plan.resolved[col].iat[i])
         k = calib.fit_index[i]
@@ -139,7 +139,7 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
                 and (live := _live_estimate(plan, i)) is not None and \
                 abs(live[0][col] - value) <= 1e-9 * max(1.0, abs(value)):  # live over Settings and GPUs
             x = wl_cell(col, i)
-            out[(i, col)] = (f"IF(ISNUMBER({x}),{x},{estimate_formulas(_row_ref(res_cell, i), live[1], live[2])[col]})",
+            out[(i, col)] = (f"IF(ISNUMBER({x}),{x},{estimate_formulas(_row_ref(res_cell, i), *live[1:])[col]})",
                              value, prov)
         else:
             out[(i, col)] = (None, value, prov)
@@ -163,7 +163,8 @@ def _live_estimate(plan, i: int):
         return None
     wl = {k: res[k] for k in ("tp", "isl", "osl", "batch")}
     return live_estimate(wl, model, gpu, float(plan.results["kv_bytes_per_token_gpu"].iat[i]),
-                         float(plan.settings["prefill_mfu"]), float(plan.settings["decode_mbu"]), catalog_raw(model))
+                         float(plan.settings["prefill_mfu"]), float(plan.settings["decode_mbu"]), catalog_raw(model),
+                         plan.settings)
 
 
 def _row_ref(res_cell, i: int):
