@@ -1,7 +1,7 @@
 """Issue 20 item 4: the roofline estimate (planner/equations/roofline.py) at the Settings defaults
 against published cold (0% hit, concurrency 1) prefills, tests/data/published_prefill.csv, each row
 cited in its ``source``. Rows are ``shaping`` (the defaults prefill_flop_per_byte and
-prefill_fixed_ms were chosen on them), ``heldout`` (never used to choose anything) or ``excluded``
+prefill_layer_ms were chosen on them, as the tests below recompute), ``heldout`` (never used to choose anything) or ``excluded``
 (outside what the roofline models: 16 GPUs over two nodes). ``python -m pytest -n 0 -s
 tests/test_roofline_published.py`` prints the ratios the README quotes."""
 
@@ -62,8 +62,8 @@ def _report(which: str) -> dict[str, np.ndarray]:
 
 
 def test_defaults_in_the_equations_are_the_schema_defaults():
-    assert (est.PREFILL_MFU, est.PREFILL_FLOP_PER_BYTE, est.PREFILL_FIXED_MS, est.W4A16_EFF) == (
-        DEFAULTS["prefill_mfu"], DEFAULTS["prefill_flop_per_byte"], DEFAULTS["prefill_fixed_ms"],
+    assert (est.PREFILL_MFU, est.PREFILL_FLOP_PER_BYTE, est.PREFILL_LAYER_MS, est.W4A16_EFF) == (
+        DEFAULTS["prefill_mfu"], DEFAULTS["prefill_flop_per_byte"], DEFAULTS["prefill_layer_ms"],
         DEFAULTS["prefill_w4a16_eff"])
 
 
@@ -79,11 +79,17 @@ def test_shaping_points_within_half_and_twice_with_margin():
 
 
 def test_heldout_points_within_half_and_twice():
-    """Never used to choose a default: DeepSeek-R1-0528-AWQ on 8x H100 (tenstorrent issue #356)."""
+    """Never used to choose a default: DeepSeek-R1-0528-AWQ on 8x H100 (vLLM, tenstorrent issue #356)
+    and Llama-3.3-70B FP8 on 2x H100 (TensorRT-LLM in NVIDIA NIM) at 5000 tokens. The NIM point at
+    500 tokens is the known miss (README): its engine's fixed cost is about 8 ms where the vLLM and
+    SGLang sweeps the default comes from pay 35-96 ms, and at 500 tokens the fixed cost is most of it."""
     got = _report("heldout")
-    allr = np.concatenate(list(got.values()))
-    assert len(allr) == 5
-    assert np.all((allr >= 0.5) & (allr <= 2.0)), got
+    rows = [p for v in _rows("heldout").values() for p in v]
+    allr = np.concatenate([got[name] for name in _rows("heldout")])
+    isl = np.array([float(p["isl"]) for p in rows])
+    assert len(allr) == 7
+    assert np.all((allr[isl >= 1000] >= 0.5) & (allr[isl >= 1000] <= 2.0)), got
+    assert np.all(allr[isl < 1000] > 2.0)   # the miss the README reports
 
 
 def test_excluded_multi_node_points_stay_what_the_readme_says():
@@ -94,18 +100,18 @@ def test_excluded_multi_node_points_stay_what_the_readme_says():
 
 def test_h20_runs_nearer_its_peak_than_an_h100_by_hand():
     # additive roofline, effective fraction of peak = 1 / (1/mfu + peak/(hbm x flop_per_byte)):
-    # H100 SXM: 1 / (1/0.8 + 989.4/(3.35 x 336)) = 1 / (1.25 + 0.87901) = 0.46970
-    # H20:      1 / (1/0.8 + 148/(4.0 x 336))    = 1 / (1.25 + 0.11012) = 0.73523
-    for gpu, want in (("H100 SXM", 0.46970), ("H20", 0.73523)):
+    # H100 SXM: 1 / (1/0.8 + 989.4/(3.35 x 570)) = 1 / (1.25 + 0.51815) = 0.56556
+    # H20:      1 / (1/0.8 + 148/(4.0 x 570))    = 1 / (1.25 + 0.06491) = 0.76051
+    for gpu, want in (("H100 SXM", 0.56556), ("H20", 0.76051)):
         g = _rec(gpu, "gpu")
-        t = est.prefill_part_ms(1e15, 1, g["bf16_tflops"], 0.8, g["hbm_tbps"], 336.0)
+        t = est.prefill_part_ms(1e15, 1, g["bf16_tflops"], 0.8, g["hbm_tbps"], 570.0)
         assert 1e15 / (g["bf16_tflops"] * 1e12) * 1e3 / t == pytest.approx(want, abs=5e-5)
 
 
 def test_prefill_part_by_hand():
-    # 1e15 FLOP on 4 GPUs of 989.4 TFLOPS at 0.8 and 3.35 TB/s at 336 FLOP/B:
-    # 2.5e14 x (1/(989.4e12 x 0.8) + 1/(3.35e12 x 336)) s = 2.5e14 x (1.26339e-15 + 8.88415e-16) = 0.537952 s
-    assert est.prefill_part_ms(1e15, 4, 989.4, 0.8, 3.35, 336.0) == pytest.approx(537.952, rel=1e-5)
+    # 1e15 FLOP on 4 GPUs of 989.4 TFLOPS at 0.8 and 3.35 TB/s at 570 FLOP/B:
+    # 2.5e14 x (1/(989.4e12 x 0.8) + 1/(3.35e12 x 570)) s = 2.5e14 x (1.26339e-15 + 5.23697e-16) = 0.446772 s
+    assert est.prefill_part_ms(1e15, 4, 989.4, 0.8, 3.35, 570.0) == pytest.approx(446.772, rel=1e-5)
 
 
 def test_mla_prefill_counts_the_non_absorbed_widths():
@@ -126,10 +132,53 @@ def test_w4a16_linear_layers_at_the_marlin_fraction_by_hand():
     v4, _ = est.estimate_row(wl, m4, g, 1.0, 0.8, 0.6, catalog_raw(m4), DEFAULTS)
     v16, _ = est.estimate_row(wl, m16, g, 1.0, 0.8, 0.6, catalog_raw(m16), DEFAULTS)
     lin = est.flops_linear(est.roofline_parts(m16, g, catalog_raw(m16))["linear_params_b"], 4096)
-    assert v16["t_ffn0_ms"] == pytest.approx(est.prefill_part_ms(lin, 1, 989.4, 0.8, 3.35, 336.0), rel=1e-12)
-    assert v4["t_ffn0_ms"] == pytest.approx(est.prefill_part_ms(lin, 1, 989.4, 0.48, 3.35, 336.0), rel=1e-12)
+    assert v16["t_ffn0_ms"] == pytest.approx(est.prefill_part_ms(lin, 1, 989.4, 0.8, 3.35, 570.0), rel=1e-12)
+    assert v4["t_ffn0_ms"] == pytest.approx(est.prefill_part_ms(lin, 1, 989.4, 0.48, 3.35, 570.0), rel=1e-12)
     assert v4["t_attn0_ms"] == v16["t_attn0_ms"]   # attention stays BF16
-    # t_fixed: 70 ms + one weight read, 8.03e9 x 0.5 B / 3.35 TB/s = 1.19851 ms (4-bit), 4.79403 ms (BF16)
-    params = m4["params_b"]
-    assert v4["t_fixed_ms"] == pytest.approx(70.0 + params * 1e9 * 0.5 / 3.35e12 * 1e3, rel=1e-12)
-    assert v16["t_fixed_ms"] == pytest.approx(70.0 + params * 1e9 * 2 / 3.35e12 * 1e3, rel=1e-12)
+    # t_fixed: 1.05 ms x 32 layers = 33.6 ms + one weight read, 8.03e9 x 0.5 B / 3.35 TB/s = 1.19851 ms
+    # (4-bit), 4.79403 ms (BF16)
+    assert m4["layers"] == 32 and m4["params_b"] == pytest.approx(8.03)
+    assert v4["t_fixed_ms"] == pytest.approx(33.6 + 1.19851, abs=1e-4)
+    assert v16["t_fixed_ms"] == pytest.approx(33.6 + 4.79403, abs=1e-4)
+
+
+def test_prefill_layer_ms_is_the_median_intercept_per_layer_of_the_shaping_sweeps():
+    """Each shaping sweep's two shortest lengths give a line; its value at 0 tokens over the model's
+    layers is the sweep's fixed cost per layer. By hand: UCM QwQ-32B 4x H100 (4000 223.05, 8000 350.47):
+    223.05 - 127.42 = 95.63 ms / 64 = 1.4942; SGLang (192.38, 345.88): 38.88 / 64 = 0.6075; UCM H20
+    (2000 531.1, 4000 1026.9): 35.3 / 64 = 0.5516; UCM R1-AWQ (429.3, 762.23): 96.37 / 61 = 1.5798;
+    median (0.6075 + 1.4942) / 2 = 1.0509 -> 1.05."""
+    per_layer = []
+    for rows in _rows("shaping").values():
+        (a, b) = sorted(rows, key=lambda p: float(p["isl"]))[:2]
+        n1, t1, n2, t2 = float(a["isl"]), float(a["ttft_ms"]), float(b["isl"]), float(b["ttft_ms"])
+        per_layer.append((t1 - (t2 - t1) / (n2 - n1) * n1) / _rec(a["model"], "model")["layers"])
+    assert sorted(per_layer) == pytest.approx([0.5516, 0.6075, 1.4942, 1.5798], abs=1e-4)
+    assert round(float(np.median(per_layer)), 2) == DEFAULTS["prefill_layer_ms"]
+
+
+def test_prefill_flop_per_byte_is_the_least_squares_fit_on_the_dense_shaping_sweeps():
+    """Sum of log(roofline / measured)^2 over the dense shaping rows is least at the default, among
+    values 5 FLOP/B apart (and every other Setting at its default)."""
+    dense = [p for name, rows in _rows("shaping").items() if "r1" not in name for p in rows]
+
+    def loss(fpb: float) -> float:
+        global DEFAULTS
+        keep = DEFAULTS
+        try:
+            DEFAULTS = dict(keep, prefill_flop_per_byte=fpb)
+            return float(np.sum(np.log(_ratio(dense)) ** 2))
+        finally:
+            DEFAULTS = keep
+
+    here = DEFAULTS["prefill_flop_per_byte"]
+    assert loss(here) < loss(here - 5) and loss(here) < loss(here + 5)
+
+
+def test_moe_activation_traffic_by_hand():
+    # DeepSeek-R1 on 8 GPUs, 4000 tokens: 58 MoE layers x k 8 x (3 x 7168 + 6 x 2048 / 8) x 2 B
+    # = 58 x 8 x 23,040 x 2 = 21,381,120 B per token; x 4000 = 85,524,480,000 B at 3.35 TB/s = 25.5297 ms
+    assert est.moe_activation_ms(4000, 58, 8, 7168, 2048, 8, 3.35) == pytest.approx(85_524_480_000 / 3.35e12 * 1e3)
+    parts = est.roofline_parts(_rec("DeepSeek-R1", "model"), _rec("H100 SXM", "gpu"),
+                               catalog_raw(_rec("DeepSeek-R1", "model")))
+    assert parts["moe"]["inter"] == 2048.0

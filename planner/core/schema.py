@@ -303,15 +303,16 @@ SETTING_KEYS: tuple[Setting, ...] = (
     Setting("prefill_mfu", FRACTION, 0.8, "roofline estimate: fraction of the dense peak the prefill's matrix "
             "products reach (0.8: Maximum Achievable Matmul FLOPS of an H100 SXM, 792 of 989 TFLOPS, "
             "stas00/ml-engineering compute/accelerator/README.md; was 0.45 of peak for the whole prefill "
-            "before the memory term prefill_flop_per_byte, which gives 0.45 on an H100 and 0.75 on an H20)",
-            0, 1, True),
-    Setting("prefill_flop_per_byte", NUMBER, 336.0, "roofline estimate: FLOPs per byte of prefill memory "
-            "traffic not hidden behind compute (t = FLOPs x (1/(peak x prefill_mfu) + 1/(hbm x this)); 336: "
-            "puts the H100 SXM at 45% of peak, fitted on the shaping rows of tests/data/published_prefill.csv, "
-            "README 'Roofline against published prefills')", 1, 1e6),
-    Setting("prefill_fixed_ms", NUMBER, 70.0, "roofline estimate: per-request fixed cost of a prefill in ms "
-            "(t_fixed_ms of estimated rows; 70: median intercept of the published concurrency-1 TTFT sweeps, "
-            "README 'Roofline against published prefills')", 0, 1e6),
+            "before the memory term prefill_flop_per_byte, with which an H100 SXM runs at 57% of peak and "
+            "an H20 at 76%)", 0, 1, True),
+    Setting("prefill_flop_per_byte", NUMBER, 570.0, "roofline estimate: FLOPs per byte of prefill memory "
+            "traffic not hidden behind compute (t = FLOPs / GPUs x (1/(peak x prefill_mfu) + 1/(hbm x this))); "
+            "570: fitted on the dense shaping rows of tests/data/published_prefill.csv, README 'Roofline "
+            "against published prefills'", 1, 1e6),
+    Setting("prefill_layer_ms", NUMBER, 1.05, "roofline estimate: fixed cost of a prefill per layer in ms "
+            "(t_fixed_ms of estimated rows is this x layers plus one read of the weights; 1.05: median over "
+            "the published concurrency-1 TTFT sweeps of their intercept per layer, README 'Roofline against "
+            "published prefills')", 0, 1e6),
     Setting("prefill_w4a16_eff", FRACTION, 0.6, "roofline estimate: fraction of the BF16 rate reached by "
             "4-bit weight-only (W4A16: AWQ, GPTQ) matrix products at prefill (0.6: Marlin at 2048-4000 "
             "tokens ran at 0.60-0.61x FP16, vllm-project/vllm PR #2497)", 0, 1, True),

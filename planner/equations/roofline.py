@@ -8,9 +8,9 @@ products' efficiency, ``fp8_tflops`` when the weights are 1 byte (W8A8 FP8) and 
 ``bf16_tflops``: 4-bit weight-only quantisation (W4A16, AWQ/GPTQ) dequantises to BF16 and multiplies at
 the BF16 rate, at ``prefill_w4a16_eff`` of it) plus the memory traffic that goes with it, ``1 /
 prefill_flop_per_byte`` bytes per FLOP at the GPU's ``hbm_tbps``. The second term is what makes a GPU's
-achieved fraction of peak depend on its balance ``peak / bandwidth``: 45% on an H100 SXM (295 FLOP/B),
-about 75% on the bandwidth-rich, compute-capped H20 (37 FLOP/B), as the published prefills show
-(README "Roofline against published prefills"); plus a per-request fixed cost ``prefill_fixed_ms``.
+achieved fraction of peak depend on its balance ``peak / bandwidth``: 57% on an H100 SXM (295 FLOP/B),
+76% on the bandwidth-rich, compute-capped H20 (37 FLOP/B), as the published prefills show (README
+"Roofline against published prefills"); plus a fixed cost per layer ``prefill_layer_ms``.
 
 - linear layers (projections, FFN/experts): ``2 · (active_params - embedding - LM head) · N`` FLOPs
   -> ``t_ffn0_ms`` (:func:`embedding_params_b`: the embedding is a lookup and the LM head runs on the
@@ -24,9 +24,12 @@ about 75% on the bandwidth-rich, compute-capped H20 (37 FLOP/B), as the publishe
   (``head_dim``, 192 for DeepSeek-V3/R1), values ``v_head_dim`` (128), so ``width = 160``; the
   absorbed form (``mla_kv_dim`` 576 / latent 512) is the decode path and would count 3.4x the FLOPs.
   -> ``t_attn0_ms``.
-- ``t_fixed_ms`` = ``prefill_fixed_ms`` + :func:`weight_read_ms`: the per-request cost outside the
-  prefill's FLOPs (request handling, tokenisation, scheduling, the first sampling step: the
-  intercept of published concurrency-1 TTFT sweeps, README) and one read of every weight.
+- ``t_fixed_ms`` = ``prefill_layer_ms x layers`` + :func:`weight_read_ms`: the cost of a forward
+  pass that does not grow with its tokens (per layer: the launches and host-side dispatch of an
+  eager prefill, whose kernels CUDA graphs do not cover; with request handling and the first
+  sampling step, the intercept of published concurrency-1 TTFT sweeps, README) and one read of
+  every weight.
+- a MoE adds the routed activations' memory traffic (:func:`moe_activation_ms`).
 
 Decode: each of the ``osl`` steps reads the weights once (per GPU ``weights/tp``; for MoE at
 most ``batch · active`` parameters distinct, capped at all parameters) and every running
@@ -101,10 +104,13 @@ def _(flops, tp, peak_tflops, mfu):
 PREFILL_MFU = 0.80           # matrix products at 80% of the dense peak: the Maximum Achievable Matmul
 #                              FLOPS of an H100 SXM, 792.1 of 989 TFLOPS BF16 = 80.1% (A100 SXM 85.9%),
 #                              stas00/ml-engineering compute/accelerator/README.md, MAMF table
-PREFILL_FLOP_PER_BYTE = 336.0  # FLOPs per byte of memory traffic not hidden behind them: the value that
-#                              puts the H100 SXM (295 FLOP/B) at 45% of peak with PREFILL_MFU, the
-#                              planner's former prefill_mfu, which the QwQ-32B 4x H100 sweeps confirm
-PREFILL_FIXED_MS = 70.0      # per-request fixed cost [ms]: median intercept of the shaping sweeps
+PREFILL_FLOP_PER_BYTE = 570.0  # FLOPs per byte of memory traffic not hidden behind them: least squares
+#                              in log(roofline / measured) over the dense shaping sweeps (QwQ-32B on
+#                              4x H100 by vLLM and by SGLang, on 2x H20) at PREFILL_MFU and
+#                              PREFILL_LAYER_MS; the H100 SXM (295 FLOP/B) then runs at 57% of peak,
+#                              the H20 (37 FLOP/B) at 76%
+PREFILL_LAYER_MS = 1.05      # fixed cost per layer [ms]: median over the shaping sweeps of their
+#                              intercept (two shortest lengths) over their layers (README)
 W4A16_EFF = 0.6              # W4A16 matrix products at 60% of the BF16 rate once compute-bound:
 #                              Marlin (vLLM's W4A16 kernel, also its MoE kernel) at 2048-4000 tokens
 #                              ran at 0.60-0.61x torch FP16 (vllm-project/vllm PR #2497, comment
@@ -119,7 +125,7 @@ def prefill_part_ms(flops, tp, peak_tflops, mfu, hbm_tbps, flop_per_byte):
     the peak plus the memory traffic that comes with it (``flops / flop_per_byte`` bytes: activations,
     norms, softmax, GEMM tiles re-read) at the HBM bandwidth, not overlapped. On a GPU whose peak is
     small against its bandwidth (H20: 148 TFLOPS, 4.0 TB/s) the first term dominates and the prefill
-    runs near ``mfu`` of peak; on an H100 SXM (989 TFLOPS, 3.35 TB/s) the second costs as much again.
+    runs near ``mfu`` of peak; on an H100 SXM (989 TFLOPS, 3.35 TB/s) the second adds 41% to the first.
 
     Parameters
     ----------
@@ -228,6 +234,40 @@ def moe_all_to_all_ms(isl, moe_layers, experts_per_token, hidden_size, tp, link_
     return bytes_total / tp / (link_gbps * 1e9) * C.MS_PER_S
 
 
+def moe_activation_ms(isl, moe_layers, experts_per_token, hidden_size, moe_intermediate, tp, hbm_tbps):
+    """Memory traffic of the routed activations of a MoE prefill, per GPU [ms].
+
+    vLLM's fused MoE (vllm/model_executor/layers/fused_moe/fused_moe.py, ``fused_experts``) works on
+    ``N x k`` routed rows: the first grouped GEMM reads each token's hidden state once per expert,
+    the second writes ``intermediate_cache3`` (``N x k x hidden``), and ``moe_sum`` reads it back:
+    ``3 x k x hidden`` BF16 values per token and MoE layer, plus the gate/up output, its activation
+    and the down input, ``6 x k x moe_intermediate / tp``. With the experts sharded by tensor
+    parallelism (vLLM's default; ``--enable-expert-parallel`` is off) every GPU does this for every
+    token, so the hidden-sized part does not shrink with ``tp``. Not proportional to the FLOPs (the
+    hidden-sized traffic per FLOP grows as ``k x hidden / (k x hidden x moe_intermediate / tp)``),
+    hence a term of its own::
+
+        t = N x L_moe x k x (3 hidden + 6 moe_intermediate / tp) x ACT_BYTES / hbm
+
+    Parameters
+    ----------
+    isl : numeric, tokens computed N [tokens]
+    moe_layers : numeric, layers with routed experts L_moe [count]
+    experts_per_token : numeric, k [count]
+    hidden_size : numeric, model width [count]
+    moe_intermediate : numeric, width of one expert's FFN [count]
+    tp : numeric, GPUs the experts are sharded over [count]
+    hbm_tbps : numeric, HBM bandwidth per GPU [TB/s]
+
+    Returns
+    -------
+    numeric, time [ms]
+    """
+    per_token = (np.asarray(moe_layers, dtype=float) * experts_per_token
+                 * (3.0 * hidden_size + 6.0 * np.asarray(moe_intermediate, dtype=float) / tp) * ACT_BYTES)
+    return np.asarray(isl, dtype=float) * per_token / (hbm_tbps * 1e12) * C.MS_PER_S
+
+
 def tp_all_reduce_ms(isl, all_reduces, hidden_size, tp, link_gbps=NVLINK_GBPS):
     """Tensor-parallel all-reduces of a prefill over ``tp`` GPUs [ms].
 
@@ -296,7 +336,9 @@ def roofline_parts(model: dict, gpu: dict, raw: dict | None = None) -> dict | No
     k = _num(model, "experts_per_token")
     if _num(model, "experts") and k and hidden:
         first_dense = float((raw.get("extra") or {}).get("first_dense_layers") or 0)
-        moe = {"layers": float(model["layers"]) - first_dense, "k": k, "hidden": float(hidden)}
+        inter = (raw.get("extra") or {}).get("moe_intermediate_size") or _num(model, "intermediate_size")
+        moe = {"layers": float(model["layers"]) - first_dense, "k": k, "hidden": float(hidden),
+               "inter": float(inter) if inter else 0.0}
     return {"linear_params_b": linear, "layers": float(model["layers"]), "heads": heads, "width": width,
             "peak_tflops": peak, "moe": moe, "hidden": float(hidden) if hidden else None,
             "embedding_left_out": emb > 0 and linear < active, "w4a16": wbytes < 1}
@@ -330,11 +372,11 @@ def _(params_b, weight_bytes, tp, hbm_tbps):
 
 
 def prefill_settings(settings: dict | None = None) -> dict:
-    """The additive roofline's Settings (``prefill_flop_per_byte``, ``prefill_fixed_ms``,
+    """The additive roofline's Settings (``prefill_flop_per_byte``, ``prefill_layer_ms``,
     ``prefill_w4a16_eff``) from ``settings``, their defaults where absent."""
     st = settings or {}
     return {"prefill_flop_per_byte": float(st.get("prefill_flop_per_byte", PREFILL_FLOP_PER_BYTE)),
-            "prefill_fixed_ms": float(st.get("prefill_fixed_ms", PREFILL_FIXED_MS)),
+            "prefill_layer_ms": float(st.get("prefill_layer_ms", PREFILL_LAYER_MS)),
             "prefill_w4a16_eff": float(st.get("prefill_w4a16_eff", W4A16_EFF))}
 
 
@@ -344,7 +386,7 @@ def estimate_row(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu:
 
     Times by :func:`prefill_part_ms` at ``mfu`` (the linear layers of 4-bit weights at ``mfu x
     prefill_w4a16_eff``) and ``settings``' ``prefill_flop_per_byte``; ``t_fixed_ms`` is
-    ``prefill_fixed_ms`` (:func:`prefill_settings`: defaults where ``settings`` lacks them).
+    ``prefill_layer_ms`` (:func:`prefill_settings`: defaults where ``settings`` lacks them).
     ``t_ffn0_ms`` holds the linear layers (without embedding and LM head) and, on more than one
     GPU, the tensor-parallel all-reduces (:func:`tp_all_reduce_ms`) and for a MoE model the
     expert-parallel all-to-all (:func:`moe_all_to_all_ms`): all scale with the tokens computed,
@@ -371,6 +413,9 @@ def estimate_row(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu:
     tp, isl = float(wl["tp"]), float(wl["isl"])
     ffn = float(prefill_part_ms(flops_linear(parts["linear_params_b"], isl), tp, parts["peak_tflops"], lin_mfu,
                                 hbm, fpb))
+    if parts["moe"] is not None:
+        mo = parts["moe"]
+        ffn += float(moe_activation_ms(isl, mo["layers"], mo["k"], mo["hidden"], mo["inter"], tp, hbm))
     if parts["moe"] is not None and tp > 1:
         mo = parts["moe"]
         ffn += float(moe_all_to_all_ms(isl, mo["layers"], mo["k"], mo["hidden"], tp))
@@ -380,7 +425,7 @@ def estimate_row(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu:
     out = {"t_attn0_ms": float(prefill_part_ms(flops_attention(parts["layers"], parts["heads"], parts["width"], isl),
                                               tp, parts["peak_tflops"], mfu, hbm, fpb)),
            "t_ffn0_ms": ffn,
-           "t_fixed_ms": st["prefill_fixed_ms"] + float(weight_read_ms(
+           "t_fixed_ms": st["prefill_layer_ms"] * parts["layers"] + float(weight_read_ms(
                _num(model, "params_b") or _num(model, "active_params_b"), float(model.get("weight_bytes") or 2), tp,
                hbm))}
     dec, _missing = estimate_decode(wl, model, gpu, s_kv, mbu)
@@ -408,7 +453,7 @@ def estimate_decode(wl: dict, model: dict, gpu: dict, s_kv: float, mbu: float,
 
 
 def estimate_formulas(r, linear_params_b: float, comm_ms: float, width: float | None = None,
-                      w4a16: bool = False) -> dict[str, str]:
+                      w4a16: bool = False, moe_tb: float = 0.0) -> dict[str, str]:
     """Excel twins of :func:`estimate_row`'s times for one Resolved row, live over the Settings
     (``s_prefill_mfu``, ``s_decode_mbu``) and the Models/GPUs cells they use. ``r(sheet, name)``
     gives this row's cell (``Resolved``/``Results``) or looked-up value (``Models``/``GPUs``).
@@ -421,8 +466,10 @@ def estimate_formulas(r, linear_params_b: float, comm_ms: float, width: float | 
     tensor-parallel all-reduce and expert-parallel all-to-all time, link-bound); ``width`` (given:
     the MLA row's non-absorbed width from the catalog's ``v_head_dim``, a constant; None: the
     formula's own choice) and ``w4a16`` (the linear layers at ``s_prefill_w4a16_eff``) likewise.
-    Over ``s_prefill_flop_per_byte`` and the GPU's ``hbm_tbps`` (:func:`prefill_part_ms`);
-    ``t_fixed_ms`` is ``s_prefill_fixed_ms`` plus :func:`weight_read_ms`."""
+    ``moe_tb``: a MoE row's routed-activation traffic per GPU [TB] (:func:`moe_activation_ms`), over
+    the GPU's ``hbm_tbps``. Over ``s_prefill_flop_per_byte`` and the GPU's ``hbm_tbps``
+    (:func:`prefill_part_ms`); ``t_fixed_ms`` is ``s_prefill_layer_ms x layers`` plus
+    :func:`weight_read_ms`."""
     if width is None:
         width = f'IF({r("Resolved", "attention")}="mla",{r("Resolved", "mla_kv_dim")},{r("Resolved", "head_dim")})'
     else:
@@ -439,8 +486,10 @@ def estimate_formulas(r, linear_params_b: float, comm_ms: float, width: float | 
     return {
         "t_attn0_ms": prefill_part_ms.xl(flops_attention.xl(r("Resolved", "layers"), r("Models", "heads"), width,
                                                             isl), tp, peak, mfu, hbm, fpb),
-        "t_ffn0_ms": ffn if comm_ms == 0 else f"{ffn}+{float(comm_ms)!r}",
-        "t_fixed_ms": "s_prefill_fixed_ms+" + weight_read_ms.xl(r("Resolved", "params_b"), wb, tp, hbm),
+        "t_ffn0_ms": ffn + (f"+{float(comm_ms)!r}" if comm_ms else "")
+                     + (f"+{float(moe_tb)!r}/{hbm}*{N.MS_PER_S}" if moe_tb else ""),
+        "t_fixed_ms": f"s_prefill_layer_ms*{r('Resolved', 'layers')}+" + weight_read_ms.xl(r("Resolved", "params_b"), wb,
+                                                                                         tp, hbm),
         "t_decode_ms": decode_ms.xl(r("Resolved", "osl"), r("Resolved", "batch"), isl,
                                     r("Results", "kv_bytes_per_token_gpu"), r("Resolved", "params_b"), active, wb,
                                     tp, r("GPUs", "hbm_tbps"), mbu),
@@ -450,7 +499,7 @@ def estimate_formulas(r, linear_params_b: float, comm_ms: float, width: float | 
 def live_estimate(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu: float,
                   raw: dict | None = None, settings: dict | None = None) -> tuple | None:
     """What :func:`estimate_formulas` computes for a row at these Settings: ``(times, linear_params_b,
-    comm_ms, mla_width, w4a16)``, or None when the roofline lacks a size. The writer makes a Resolved cell live only
+    comm_ms, mla_width, w4a16, moe_tb)``, or None when the roofline lacks a size. The writer makes a Resolved cell live only
     where these times equal the plan's (a scaled or calibrated value stays a value)."""
     parts = roofline_parts(model, gpu, raw)
     if parts is None:
@@ -464,4 +513,9 @@ def live_estimate(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu
     linear = float(prefill_part_ms(flops_linear(parts["linear_params_b"], isl), tp, parts["peak_tflops"], lin_mfu,
                                    float(gpu["hbm_tbps"]), st["prefill_flop_per_byte"]))
     mla_width = parts["width"] if (model.get("attention") or "gqa") == "mla" else None
-    return vals, float(parts["linear_params_b"]), vals["t_ffn0_ms"] - linear, mla_width, parts["w4a16"]
+    moe_tb = 0.0
+    if parts["moe"] is not None:
+        mo = parts["moe"]  # traffic [TB] = time [ms] x hbm [TB/s] / 1000
+        moe_tb = float(moe_activation_ms(isl, mo["layers"], mo["k"], mo["hidden"], mo["inter"], tp, 1.0)) / C.MS_PER_S
+    moe_ms = moe_tb / float(gpu["hbm_tbps"]) * C.MS_PER_S
+    return vals, float(parts["linear_params_b"]), vals["t_ffn0_ms"] - linear - moe_ms, mla_width, parts["w4a16"], moe_tb

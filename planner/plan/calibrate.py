@@ -305,7 +305,7 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                 continue
             st = estimate.prefill_settings(settings)
             src = (f"estimated by roofline (prefill_mfu {mfu:g}, prefill_flop_per_byte {st['prefill_flop_per_byte']:g}, "
-                   f"prefill_fixed_ms {st['prefill_fixed_ms']:g}, decode_mbu {mbu:g})")
+                   f"prefill_layer_ms {st['prefill_layer_ms']:g}, decode_mbu {mbu:g})")
             source[i] = "estimated"
         if source[i] == "calibrated" and blank.get("tpm_measured", False):
             # a load test of this shape with a measured throughput feeds the re-hit correction
