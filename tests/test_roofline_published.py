@@ -182,3 +182,74 @@ def test_moe_activation_traffic_by_hand():
     parts = est.roofline_parts(_rec("DeepSeek-R1", "model"), _rec("H100 SXM", "gpu"),
                                catalog_raw(_rec("DeepSeek-R1", "model")))
     assert parts["moe"]["inter"] == 2048.0
+
+
+# --------------------------------------------------------------------------- live in the workbook
+def _set_setting(wb, key: str, value) -> None:
+    ws = wb["Settings"]
+    row = next((r for r in range(2, ws.max_row + 1) if ws.cell(r, 1).value == key), None)
+    if row is None:             # an input made before the key existed: add its row
+        row = ws.max_row + 1
+        ws.cell(row, 1).value = key
+    ws.cell(row, 2).value = value
+
+
+@pytest.mark.libreoffice
+def test_new_settings_edited_in_the_output_recalculate_to_a_fresh_run(recalc, tmp_path):
+    """prefill_mfu, prefill_flop_per_byte, prefill_layer_ms and prefill_w4a16_eff edited in the OUTPUT,
+    recalculated by LibreOffice: the estimated rows' t_attn0/t_ffn0/t_fixed and the Results equal a fresh
+    run of the equally edited input."""
+    import openpyxl
+
+    from conftest import same_value, sheet_values
+    from planner.examples.build import example_path
+    from planner.plan.build import build_plan
+    from planner.workbook.writer import write_output
+
+    edits = {"prefill_mfu": 0.7, "prefill_flop_per_byte": 400.0, "prefill_layer_ms": 2.0, "prefill_w4a16_eff": 0.5}
+    out = tmp_path / "plan.xlsx"
+    write_output(build_plan(example_path()), out)
+    wb = openpyxl.load_workbook(out)
+    for k, v in edits.items():
+        _set_setting(wb, k, v)
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    done = recalc(edited)
+    src = openpyxl.load_workbook(example_path())
+    for k, v in edits.items():
+        _set_setting(src, k, v)
+    src_path = tmp_path / "in.xlsx"
+    src.save(src_path)
+    fresh = build_plan(src_path)
+    est_rows = [i for i, s in enumerate(fresh.calibration.source) if s == "estimated"]
+    assert est_rows
+    live_res, live = sheet_values(done, "Resolved"), sheet_values(done, "Results")
+    for i in est_rows:
+        for col in ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms"):
+            assert same_value(float(fresh.resolved[col].iat[i]), live_res[i][col], rel=1e-9), (i, col)
+    for i in range(len(fresh.results)):
+        for col in ("ttft_ms", "tpm_delivered_target", "gpus_needed"):
+            assert same_value(fresh.results[col].iat[i], live[i][col], rel=1e-9), (i, col)
+
+
+def test_a_workbook_with_the_former_prefill_mfu_is_warned_at_its_cell():
+    """The example (made before the memory term) still types prefill_mfu 0.45, the former default: the
+    warning names the cell and both H100 fractions, 1/(1/0.45 + 0.51815) = 36% and 1/(1.25 + 0.51815) = 57%."""
+    import openpyxl
+
+    from planner.examples.build import example_path
+    from planner.plan.build import build_plan
+
+    wb = openpyxl.load_workbook(example_path())
+    ws = wb["Settings"]
+    row = next(r for r in range(2, ws.max_row + 1) if ws.cell(r, 1).value == "prefill_mfu")
+    ws.cell(row, 2).value = 0.45
+    import tempfile
+    path = Path(tempfile.mkdtemp()) / "old.xlsx"
+    wb.save(path)
+    warns = [w for w in build_plan(path).calibration.warnings if "former default" in w[1]]
+    assert len(warns) == 1 and warns[0][0] == f"Settings!B{row}"
+    assert "36% of peak" in warns[0][1] and "57% at the new default 0.8" in warns[0][1]
+    ws.cell(row, 2).value = 0.8
+    wb.save(path)
+    assert not [w for w in build_plan(path).calibration.warnings if "former default" in w[1]]

@@ -371,6 +371,21 @@ def _(params_b, weight_bytes, tp, hbm_tbps):
     return f"{params_b}*{N.PARAMS_PER_B}*{weight_bytes}/{tp}/({hbm_tbps}*1E12)*{N.MS_PER_S}"
 
 
+FORMER_PREFILL_MFU = 0.45  # the default of prefill_mfu before the memory term: the whole prefill's fraction
+
+
+def former_mfu_message(settings: dict | None = None) -> str:
+    """Warning for a workbook that still carries ``prefill_mfu`` 0.45, the former default."""
+    st = prefill_settings(settings)
+    h100 = 1.0 / (1.0 / FORMER_PREFILL_MFU + 989.4 / (3.35 * st["prefill_flop_per_byte"]))
+    now = 1.0 / (1.0 / PREFILL_MFU + 989.4 / (3.35 * st["prefill_flop_per_byte"]))
+    return (f"prefill_mfu {FORMER_PREFILL_MFU:g} is the former default, the whole prefill's fraction of peak; the "
+            f"roofline now reads it as the matrix products' fraction and adds the memory term "
+            f"prefill_flop_per_byte {st['prefill_flop_per_byte']:g}, so an H100 SXM's estimated prefill runs at "
+            f"{h100:.0%} of peak ({now:.0%} at the new default {PREFILL_MFU:g}): type {PREFILL_MFU:g} or clear "
+            f"the cell to use the new default")
+
+
 def prefill_settings(settings: dict | None = None) -> dict:
     """The additive roofline's Settings (``prefill_flop_per_byte``, ``prefill_layer_ms``,
     ``prefill_w4a16_eff``) from ``settings``, their defaults where absent."""
