@@ -180,3 +180,56 @@ def test_hit_cost_in_a_workbook_rides_on_t_fixed(tmp_path):
     assert fit.c_hit_ms == pytest.approx(15.0, rel=0.1)
     assert plan.resolved["t_fixed_ms"].iat[0] == pytest.approx(fit.t_fixed + fit.c_hit_ms)
     assert "a per-request hit cost of" in "\n".join(map(str, plan.warnings))
+
+
+@pytest.mark.libreoffice
+def test_hit_cost_in_the_calibration_sheet_and_resolved_is_live(tmp_path, recalc):
+    """Issue 20 "Left": the per-request hit cost is a Calibration parameter (c_hit_ms); the fitted-TTFT
+    formulas add it on points with hits, Resolved t_fixed_ms is t_fixed + c_hit x (hit_target > 0) as
+    a formula. LibreOffice's recalculation equals the Python fit point by point, and editing c_hit_ms in
+    the output moves t_fixed_ms and the TTFT by exactly the edit."""
+    import openpyxl
+
+    from conftest import sheet_values
+    from planner.workbook import calibration_sheet as cs
+    from planner.workbook.writer import write_output
+
+    models = [{"model": "Llama-3.1-70B", "kv_bytes": 2}]
+    gpus = [{"gpu": "H100 SXM"}]
+    y = _simulated(3, noise=0.003, hit_cost=15.0)
+    meas = [{"model": "Llama-3.1-70B", "gpu": "H100 SXM", "tp": 4, "isl": int(n), "hit": float(h), "ttft_ms": float(t),
+             "alpha": 0.6} for n, h, t in zip(N, H, y)]
+    wl = [{"workload": "w", "model": "Llama-3.1-70B", "gpu": "H100 SXM", "tp": 4, "isl": 8000, "osl": 100,
+           "hit_target": 0.5, "t_decode_ms": 0, "alpha": 0.6}]
+    path = tmp_path / "c.xlsx"
+    write_input_workbook(path, models, gpus, wl, {}, optional={"Measurements": meas})
+    plan = build_plan(path)
+    fit = plan.calibration.fits[0]
+    assert fit.c_hit_ms > 0
+    out = tmp_path / "out.xlsx"
+    write_output(plan, out)
+    done = recalc(out)
+    wb = openpyxl.load_workbook(done, data_only=True)
+    ws = wb[cs.SHEET]
+    lay = cs.Layout(plan.calibration)
+    assert ws.cell(lay.param_row[0] + 1, cs.PARAM_COLS.index("c_hit_ms") + 1).value == pytest.approx(fit.c_hit_ms)
+    lo, hi = lay.point_rows[0]
+    pts = fit.points.iloc[cs._order(fit)]
+    col = cs.POINT_COLS.index("fitted_ttft_ms") + 1
+    got = [ws.cell(r + 1, col).value for r in range(lo, hi + 1)]
+    want = fit.predict(pts["isl"].to_numpy(float), pts["hit"].to_numpy(float), pts["alpha"].to_numpy(float))
+    assert got == pytest.approx(list(want), rel=1e-9)
+    assert got == pytest.approx(list(pts["fitted_ms"].to_numpy(float)), rel=1e-9)
+    res = sheet_values(done, "Resolved")[0]
+    assert res["t_fixed_ms"] == pytest.approx(fit.t_fixed + fit.c_hit_ms, rel=1e-9)
+    assert sheet_values(done, "Results")[0]["ttft_ms"] == pytest.approx(float(plan.results["ttft_ms"].iat[0]), rel=1e-9)
+    # edit c_hit_ms in the output: t_fixed_ms and the TTFT move by the edit
+    wb2 = openpyxl.load_workbook(out)
+    wb2[cs.SHEET].cell(lay.param_row[0] + 1, cs.PARAM_COLS.index("c_hit_ms") + 1).value = fit.c_hit_ms + 10.0
+    edited = tmp_path / "edited.xlsx"
+    wb2.save(edited)
+    done2 = recalc(edited)
+    res2 = sheet_values(done2, "Resolved")[0]
+    assert res2["t_fixed_ms"] == pytest.approx(fit.t_fixed + fit.c_hit_ms + 10.0, rel=1e-9)
+    assert sheet_values(done2, "Results")[0]["ttft_ms"] == pytest.approx(float(plan.results["ttft_ms"].iat[0]) + 10.0,
+                                                                          rel=1e-9)
