@@ -34,8 +34,13 @@ def _rows(which: str) -> dict[str, list[dict]]:
 
 def _rec(name: str, kind: str, **kw) -> dict:
     e = catalog.find(name, kind)
-    r = dict(e.values)
-    r[kind] = e.name
+    if e is None and kind == "model":   # a model of the example's Models sheet, not in the catalog
+        from planner.examples.data import MODELS
+
+        r = dict(next(m for m in MODELS if m["model"] == name))
+    else:
+        r = dict(e.values)
+        r[kind] = e.name
     r.update(kw)
     return r
 
@@ -78,18 +83,27 @@ def test_shaping_points_within_half_and_twice_with_margin():
     assert np.all((dense >= 0.8) & (dense <= 1.5)), got   # the dense points with a wide margin
 
 
-def test_heldout_points_within_half_and_twice():
-    """Never used to choose a default: DeepSeek-R1-0528-AWQ on 8x H100 (vLLM, tenstorrent issue #356)
-    and Llama-3.3-70B FP8 on 2x H100 (TensorRT-LLM in NVIDIA NIM) at 5000 tokens. The NIM point at
-    500 tokens is the known miss (README): its engine's fixed cost is about 8 ms where the vLLM and
-    SGLang sweeps the default comes from pay 35-96 ms, and at 500 tokens the fixed cost is most of it."""
+# held-out points outside [0.5, 2], each explained in the README ("what is left")
+KNOWN_MISSES = {("nim-llama33-70b-fp8-2xh100", 500),           # TensorRT-LLM's fixed cost is ~8 ms
+                ("tt379-llama32-90b-vision-4xh100", 1024), ("tt379-llama32-90b-vision-4xh100", 2048),
+                ("tt379-llama32-90b-vision-4xh100", 3072), ("tt379-llama32-90b-vision-4xh100", 4096)}
+
+
+def test_heldout_points_within_half_and_twice_but_the_known_misses():
+    """Never used to choose a default: DeepSeek-R1-0528-AWQ on 8x H100 (vLLM, tenstorrent issue #356),
+    Llama-3.3-70B FP8 on 2x H100 (TensorRT-LLM in NVIDIA NIM), Llama-3.2-90B-Vision on 4x H100 (vLLM,
+    tenstorrent issue #379). Every point lies within [0.5, 2] except the README's known misses: the
+    500-token NIM point (its engine's fixed cost is about 8 ms where the vLLM and SGLang sweeps the
+    default comes from pay 35-96 ms) and the vision model beyond 128 tokens (measured at about 10% of
+    the H100's peak, 4x slower per token than the dense 70B-class sweeps)."""
     got = _report("heldout")
-    rows = [p for v in _rows("heldout").values() for p in v]
-    allr = np.concatenate([got[name] for name in _rows("heldout")])
-    isl = np.array([float(p["isl"]) for p in rows])
-    assert len(allr) == 7
-    assert np.all((allr[isl >= 1000] >= 0.5) & (allr[isl >= 1000] <= 2.0)), got
-    assert np.all(allr[isl < 1000] > 2.0)   # the miss the README reports
+    missed = set()
+    for name, rows in _rows("heldout").items():
+        for p, r in zip(rows, got[name]):
+            if not 0.5 <= r <= 2.0:
+                missed.add((name, int(float(p["isl"]))))
+    assert missed == KNOWN_MISSES, missed
+    assert sum(len(v) for v in got.values()) == 12
 
 
 def test_excluded_multi_node_points_stay_what_the_readme_says():
