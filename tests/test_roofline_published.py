@@ -1,7 +1,7 @@
 """Issue 20 item 4: the roofline estimate (planner/equations/roofline.py) at the Settings defaults
 against published cold (0% hit, concurrency 1) prefills, tests/data/published_prefill.csv, each row
-cited in its ``source``. Rows are ``shaping`` (the defaults prefill_flop_per_byte and
-prefill_layer_ms were chosen on them, as the tests below recompute), ``heldout`` (never used to choose anything) or ``excluded``
+cited in its ``source``. Rows are ``shaping`` (the defaults prefill_mfu and prefill_layer_ms were
+chosen on them, as the tests below recompute), ``heldout`` (never used to choose anything) or ``excluded``
 (outside what the roofline models: 16 GPUs over two nodes). ``python -m pytest -n 0 -s
 tests/test_roofline_published.py`` prints the ratios the README quotes."""
 
@@ -67,9 +67,12 @@ def _report(which: str) -> dict[str, np.ndarray]:
 
 
 def test_defaults_in_the_equations_are_the_schema_defaults():
-    assert (est.PREFILL_MFU, est.PREFILL_FLOP_PER_BYTE, est.PREFILL_LAYER_MS, est.W4A16_EFF) == (
-        DEFAULTS["prefill_mfu"], DEFAULTS["prefill_flop_per_byte"], DEFAULTS["prefill_layer_ms"],
+    assert (est.PREFILL_MFU, est.PREFILL_MATMUL_EFF, est.PREFILL_LAYER_MS, est.W4A16_EFF) == (
+        DEFAULTS["prefill_mfu"], DEFAULTS["prefill_matmul_eff"], DEFAULTS["prefill_layer_ms"],
         DEFAULTS["prefill_w4a16_eff"])
+    # the reference balance is the catalog's H100 SXM
+    g = _rec("H100 SXM", "gpu")
+    assert (est.REF_PEAK_TFLOPS, est.REF_HBM_TBPS) == (g["bf16_tflops"], g["hbm_tbps"])
 
 
 def test_shaping_points_within_half_and_twice_with_margin():
@@ -113,19 +116,25 @@ def test_excluded_multi_node_points_stay_what_the_readme_says():
 
 
 def test_h20_runs_nearer_its_peak_than_an_h100_by_hand():
-    # additive roofline, effective fraction of peak = 1 / (1/mfu + peak/(hbm x flop_per_byte)):
-    # H100 SXM: 1 / (1/0.8 + 989.4/(3.35 x 570)) = 1 / (1.25 + 0.51815) = 0.56556
-    # H20:      1 / (1/0.8 + 148/(4.0 x 570))    = 1 / (1.25 + 0.06491) = 0.76051
-    for gpu, want in (("H100 SXM", 0.56556), ("H20", 0.76051)):
+    # effective fraction of peak = 1 / (1/e + (1/mfu - 1/e) x (ref_hbm / ref_peak) x (peak / hbm)), e 0.8:
+    # H100 SXM (the reference): 1 / (1.25 + 0.504386) = 0.57 exactly
+    # H20: (1/0.57 - 1.25) x (3.35 / 989.4) x (148 / 4.0) = 0.504386 x 0.0033859 x 37 = 0.063188;
+    #      1 / (1.25 + 0.063188) = 0.76151
+    # A100 80GB: 0.504386 x 0.0033859 x (312 / 2.039) = 0.261323; 1 / 1.511323 = 0.66168
+    for gpu, want in (("H100 SXM", 0.57), ("H20", 0.76151), ("A100 80GB", 0.66168)):
         g = _rec(gpu, "gpu")
-        t = est.prefill_part_ms(1e15, 1, g["bf16_tflops"], 0.8, g["hbm_tbps"], 570.0)
+        t = est.prefill_part_ms(1e15, 1, g["bf16_tflops"], 0.57, 0.8, g["hbm_tbps"])
         assert 1e15 / (g["bf16_tflops"] * 1e12) * 1e3 / t == pytest.approx(want, abs=5e-5)
 
 
 def test_prefill_part_by_hand():
-    # 1e15 FLOP on 4 GPUs of 989.4 TFLOPS at 0.8 and 3.35 TB/s at 570 FLOP/B:
-    # 2.5e14 x (1/(989.4e12 x 0.8) + 1/(3.35e12 x 570)) s = 2.5e14 x (1.26339e-15 + 5.23697e-16) = 0.446772 s
-    assert est.prefill_part_ms(1e15, 4, 989.4, 0.8, 3.35, 570.0) == pytest.approx(446.772, rel=1e-5)
+    # 1e15 FLOP on 4 H100 SXM (989.4 TFLOPS, 3.35 TB/s) at mfu 0.57: 2.5e14 / (989.4e12 x 0.57) s = 443.2954 ms;
+    # the same with matrix products at 0.6 of the rate (W4A16): the matrix part 2.5e14 / (989.4e12 x 0.8 x
+    # 0.6) = 526.4133 ms plus the memory part 2.5e14 x (1/0.57 - 1/0.8) / 989.4e12 = 127.4474 ms = 653.8607 ms
+    assert est.prefill_part_ms(1e15, 4, 989.4, 0.57, 0.8, 3.35) == pytest.approx(443.2954, rel=1e-6)
+    assert est.prefill_part_ms(1e15, 4, 989.4, 0.57, 0.8, 3.35, 0.6) == pytest.approx(653.8607, rel=1e-6)
+    # prefill_mfu above the matrix efficiency: no memory term, the matrix products at prefill_mfu
+    assert est.prefill_part_ms(1e15, 4, 989.4, 0.9, 0.8, 3.35) == pytest.approx(2.5e14 / (989.4e12 * 0.9) * 1e3)
 
 
 def test_mla_prefill_counts_the_non_absorbed_widths():
@@ -138,16 +147,17 @@ def test_mla_prefill_counts_the_non_absorbed_widths():
 
 
 def test_w4a16_linear_layers_at_the_marlin_fraction_by_hand():
-    # Llama-3.1-8B-class linear FLOPs at 0.5-byte weights on one H100: the same FLOPs at mfu 0.8 x 0.6 = 0.48
+    # Llama-3.1-8B linear FLOPs on one H100: BF16 at 0.57 of peak; 4-bit weights: the matrix part at 0.8 x 0.6
     m4 = _rec("Llama-3.1-8B", "model", weight_bytes=0.5)
     m16 = _rec("Llama-3.1-8B", "model", weight_bytes=2)
     g = _rec("H100 SXM", "gpu")
     wl = {"tp": 1, "isl": 4096.0, "osl": 1}
-    v4, _ = est.estimate_row(wl, m4, g, 1.0, 0.8, 0.6, catalog_raw(m4), DEFAULTS)
-    v16, _ = est.estimate_row(wl, m16, g, 1.0, 0.8, 0.6, catalog_raw(m16), DEFAULTS)
+    v4, _ = est.estimate_row(wl, m4, g, 1.0, 0.57, 0.6, catalog_raw(m4), DEFAULTS)
+    v16, _ = est.estimate_row(wl, m16, g, 1.0, 0.57, 0.6, catalog_raw(m16), DEFAULTS)
     lin = est.flops_linear(est.roofline_parts(m16, g, catalog_raw(m16))["linear_params_b"], 4096)
-    assert v16["t_ffn0_ms"] == pytest.approx(est.prefill_part_ms(lin, 1, 989.4, 0.8, 3.35, 570.0), rel=1e-12)
-    assert v4["t_ffn0_ms"] == pytest.approx(est.prefill_part_ms(lin, 1, 989.4, 0.48, 3.35, 570.0), rel=1e-12)
+    assert v16["t_ffn0_ms"] == pytest.approx(est.prefill_part_ms(lin, 1, 989.4, 0.57, 0.8, 3.35), rel=1e-12)
+    assert v16["t_ffn0_ms"] == pytest.approx(lin / (989.4e12 * 0.57) * 1e3, rel=1e-12)   # the reference GPU
+    assert v4["t_ffn0_ms"] == pytest.approx(est.prefill_part_ms(lin, 1, 989.4, 0.57, 0.8, 3.35, 0.6), rel=1e-12)
     assert v4["t_attn0_ms"] == v16["t_attn0_ms"]   # attention stays BF16
     # t_fixed: 1.05 ms x 32 layers = 33.6 ms + one weight read, 8.03e9 x 0.5 B / 3.35 TB/s = 1.19851 ms
     # (4-bit), 4.79403 ms (BF16)
@@ -171,22 +181,22 @@ def test_prefill_layer_ms_is_the_median_intercept_per_layer_of_the_shaping_sweep
     assert round(float(np.median(per_layer)), 2) == DEFAULTS["prefill_layer_ms"]
 
 
-def test_prefill_flop_per_byte_is_the_least_squares_fit_on_the_dense_shaping_sweeps():
+def test_prefill_mfu_is_the_least_squares_fit_on_the_dense_shaping_sweeps():
     """Sum of log(roofline / measured)^2 over the dense shaping rows is least at the default, among
-    values 5 FLOP/B apart (and every other Setting at its default)."""
+    values 0.01 apart (every other Setting at its default)."""
     dense = [p for name, rows in _rows("shaping").items() if "r1" not in name for p in rows]
 
-    def loss(fpb: float) -> float:
+    def loss(mfu: float) -> float:
         global DEFAULTS
         keep = DEFAULTS
         try:
-            DEFAULTS = dict(keep, prefill_flop_per_byte=fpb)
+            DEFAULTS = dict(keep, prefill_mfu=mfu)
             return float(np.sum(np.log(_ratio(dense)) ** 2))
         finally:
             DEFAULTS = keep
 
-    here = DEFAULTS["prefill_flop_per_byte"]
-    assert loss(here) < loss(here - 5) and loss(here) < loss(here + 5)
+    here = DEFAULTS["prefill_mfu"]
+    assert loss(here) < loss(here - 0.01) and loss(here) < loss(here + 0.01)
 
 
 def test_moe_activation_traffic_by_hand():
@@ -210,7 +220,7 @@ def _set_setting(wb, key: str, value) -> None:
 
 @pytest.mark.libreoffice
 def test_new_settings_edited_in_the_output_recalculate_to_a_fresh_run(recalc, tmp_path):
-    """prefill_mfu, prefill_flop_per_byte, prefill_layer_ms and prefill_w4a16_eff edited in the OUTPUT,
+    """prefill_mfu, prefill_matmul_eff, prefill_layer_ms and prefill_w4a16_eff edited in the OUTPUT,
     recalculated by LibreOffice: the estimated rows' t_attn0/t_ffn0/t_fixed and the Results equal a fresh
     run of the equally edited input."""
     import openpyxl
@@ -220,7 +230,7 @@ def test_new_settings_edited_in_the_output_recalculate_to_a_fresh_run(recalc, tm
     from planner.plan.build import build_plan
     from planner.workbook.writer import write_output
 
-    edits = {"prefill_mfu": 0.7, "prefill_flop_per_byte": 400.0, "prefill_layer_ms": 2.0, "prefill_w4a16_eff": 0.5}
+    edits = {"prefill_mfu": 0.5, "prefill_matmul_eff": 0.7, "prefill_layer_ms": 2.0, "prefill_w4a16_eff": 0.5}
     out = tmp_path / "plan.xlsx"
     write_output(build_plan(example_path()), out)
     wb = openpyxl.load_workbook(out)
@@ -244,26 +254,3 @@ def test_new_settings_edited_in_the_output_recalculate_to_a_fresh_run(recalc, tm
     for i in range(len(fresh.results)):
         for col in ("ttft_ms", "tpm_delivered_target", "gpus_needed"):
             assert same_value(fresh.results[col].iat[i], live[i][col], rel=1e-9), (i, col)
-
-
-def test_a_workbook_with_the_former_prefill_mfu_is_warned_at_its_cell():
-    """The example (made before the memory term) still types prefill_mfu 0.45, the former default: the
-    warning names the cell and both H100 fractions, 1/(1/0.45 + 0.51815) = 36% and 1/(1.25 + 0.51815) = 57%."""
-    import openpyxl
-
-    from planner.examples.build import example_path
-    from planner.plan.build import build_plan
-
-    wb = openpyxl.load_workbook(example_path())
-    ws = wb["Settings"]
-    row = next(r for r in range(2, ws.max_row + 1) if ws.cell(r, 1).value == "prefill_mfu")
-    ws.cell(row, 2).value = 0.45
-    import tempfile
-    path = Path(tempfile.mkdtemp()) / "old.xlsx"
-    wb.save(path)
-    warns = [w for w in build_plan(path).calibration.warnings if "former default" in w[1]]
-    assert len(warns) == 1 and warns[0][0] == f"Settings!B{row}"
-    assert "36% of peak" in warns[0][1] and "57% at the new default 0.8" in warns[0][1]
-    ws.cell(row, 2).value = 0.8
-    wb.save(path)
-    assert not [w for w in build_plan(path).calibration.warnings if "former default" in w[1]]

@@ -300,15 +300,14 @@ SETTING_KEYS: tuple[Setting, ...] = (
     Setting("currency", TEXT, "USD", "currency of hourly_cost and the cost columns"),
     Setting("pcie_sweep_gbps", NUMBERS, (), "further host-to-device bandwidths for the PCIe sweep beside "
             "Gen4 and Gen5, in GB/s, separated by ';' (e.g. '200; 450' for C2C-class links)"),
-    Setting("prefill_mfu", FRACTION, 0.8, "roofline estimate: fraction of the dense peak the prefill's matrix "
-            "products reach (0.8: Maximum Achievable Matmul FLOPS of an H100 SXM, 792 of 989 TFLOPS, "
-            "stas00/ml-engineering compute/accelerator/README.md; was 0.45 of peak for the whole prefill "
-            "before the memory term prefill_flop_per_byte, with which an H100 SXM runs at 57% of peak and "
-            "an H20 at 76%)", 0, 1, True),
-    Setting("prefill_flop_per_byte", NUMBER, 570.0, "roofline estimate: FLOPs per byte of prefill memory "
-            "traffic not hidden behind compute (t = FLOPs / GPUs x (1/(peak x prefill_mfu) + 1/(hbm x this))); "
-            "570: fitted on the dense shaping rows of tests/data/published_prefill.csv, README 'Roofline "
-            "against published prefills'", 1, 1e6),
+    Setting("prefill_mfu", FRACTION, 0.57, "roofline estimate: fraction of the dense peak a whole prefill "
+            "reaches on a GPU of the H100 SXM's balance (989.4 TFLOPS over 3.35 TB/s); other GPUs by their own "
+            "balance through the memory term, README 'Roofline against published prefills' (0.57: fitted on "
+            "the dense shaping rows of tests/data/published_prefill.csv; was 0.45 for every GPU)", 0, 1, True),
+    Setting("prefill_matmul_eff", FRACTION, 0.8, "roofline estimate: fraction of the dense peak the prefill's "
+            "matrix products reach (0.8: Maximum Achievable Matmul FLOPS of an H100 SXM, 792 of 989 TFLOPS, "
+            "stas00/ml-engineering compute/accelerator/README.md); the rest of prefill_mfu is memory traffic "
+            "at the GPU's hbm_tbps", 0, 1, True),
     Setting("prefill_layer_ms", NUMBER, 1.05, "roofline estimate: fixed cost of a prefill per layer in ms "
             "(t_fixed_ms of estimated rows is this x layers plus one read of the weights; 1.05: median over "
             "the published concurrency-1 TTFT sweeps of their intercept per layer, README 'Roofline against "

@@ -3,14 +3,15 @@
 Used for a workload with neither a typed breakdown nor measurements of its deployment.
 
 Prefill at 0 hit over ``N = isl`` tokens, on ``tp`` GPUs, as an additive roofline
-(:func:`prefill_part_ms`): every FLOP costs its share of the dense peak at ``prefill_mfu`` (the matrix
-products' efficiency, ``fp8_tflops`` when the weights are 1 byte (W8A8 FP8) and the GPU gives it, else
-``bf16_tflops``: 4-bit weight-only quantisation (W4A16, AWQ/GPTQ) dequantises to BF16 and multiplies at
-the BF16 rate, at ``prefill_w4a16_eff`` of it) plus the memory traffic that goes with it, ``1 /
-prefill_flop_per_byte`` bytes per FLOP at the GPU's ``hbm_tbps``. The second term is what makes a GPU's
-achieved fraction of peak depend on its balance ``peak / bandwidth``: 57% on an H100 SXM (295 FLOP/B),
-76% on the bandwidth-rich, compute-capped H20 (37 FLOP/B), as the published prefills show (README
-"Roofline against published prefills"); plus a fixed cost per layer ``prefill_layer_ms``.
+(:func:`prefill_part_ms`): every FLOP costs its share of the dense peak at ``prefill_matmul_eff`` (the
+matrix products' efficiency; ``fp8_tflops`` when the weights are 1 byte (W8A8 FP8) and the GPU gives it,
+else ``bf16_tflops``: 4-bit weight-only quantisation (W4A16, AWQ/GPTQ) dequantises to BF16 and multiplies
+at the BF16 rate, at ``prefill_w4a16_eff`` of it) plus the memory traffic that goes with it at the GPU's
+``hbm_tbps``, sized so that a GPU of the reference balance (the H100 SXM: 989.4 TFLOPS over 3.35 TB/s)
+runs the whole prefill at ``prefill_mfu`` of its peak. The second term is what makes a GPU's achieved
+fraction of peak depend on its balance ``peak / bandwidth``: 57% on an H100 SXM (295 FLOP/B), 76% on
+the bandwidth-rich, compute-capped H20 (37 FLOP/B), as the published prefills show (README "Roofline
+against published prefills"); plus a fixed cost per layer ``prefill_layer_ms``.
 
 - linear layers (projections, FFN/experts): ``2 · (active_params - embedding - LM head) · N`` FLOPs
   -> ``t_ffn0_ms`` (:func:`embedding_params_b`: the embedding is a lookup and the LM head runs on the
@@ -101,14 +102,12 @@ def _(flops, tp, peak_tflops, mfu):
 # same numbers; tests/test_roofline_published.py checks they agree). Derivations in the README
 # section "Roofline against published prefills"; shaped only on the shaping set of
 # tests/data/published_prefill.csv, never on its held-out rows.
-PREFILL_MFU = 0.80           # matrix products at 80% of the dense peak: the Maximum Achievable Matmul
+PREFILL_MFU = 0.57           # the whole prefill's fraction of peak on the reference GPU: least squares in
+#                              log(roofline / measured) over the dense shaping sweeps (QwQ-32B on 4x H100
+#                              by vLLM and by SGLang, on 2x H20), in steps of 0.01
+PREFILL_MATMUL_EFF = 0.80    # matrix products at 80% of the dense peak: the Maximum Achievable Matmul
 #                              FLOPS of an H100 SXM, 792.1 of 989 TFLOPS BF16 = 80.1% (A100 SXM 85.9%),
 #                              stas00/ml-engineering compute/accelerator/README.md, MAMF table
-PREFILL_FLOP_PER_BYTE = 570.0  # FLOPs per byte of memory traffic not hidden behind them: least squares
-#                              in log(roofline / measured) over the dense shaping sweeps (QwQ-32B on
-#                              4x H100 by vLLM and by SGLang, on 2x H20) at PREFILL_MFU and
-#                              PREFILL_LAYER_MS; the H100 SXM (295 FLOP/B) then runs at 57% of peak,
-#                              the H20 (37 FLOP/B) at 76%
 PREFILL_LAYER_MS = 1.05      # fixed cost per layer [ms]: median over the shaping sweeps of their
 #                              intercept (two shortest lengths) over their layers (README)
 W4A16_EFF = 0.6              # W4A16 matrix products at 60% of the BF16 rate once compute-bound:
@@ -116,37 +115,50 @@ W4A16_EFF = 0.6              # W4A16 matrix products at 60% of the BF16 rate onc
 #                              ran at 0.60-0.61x torch FP16 (vllm-project/vllm PR #2497, comment
 #                              2024-01-24); beyond batch 64 it repeats its batch-64 kernel
 #                              (IST-DASLab/marlin issue #2, maintainer comment 2024-01-18)
+# The reference balance: the H100 SXM of the GPU catalog (dense BF16 peak [TFLOP/s], HBM [TB/s]), the
+# GPU the former prefill_mfu (0.45 of peak for the whole prefill) was quoted for.
+REF_PEAK_TFLOPS = 989.4
+REF_HBM_TBPS = 3.35
 
 
-def prefill_part_ms(flops, tp, peak_tflops, mfu, hbm_tbps, flop_per_byte):
+def prefill_part_ms(flops, tp, peak_tflops, mfu, matmul_eff, hbm_tbps, gemm_factor=1.0):
     """Additive roofline time of ``flops`` of a prefill on ``tp`` GPUs [ms].
 
-    ``t = flops / tp x (1 / (peak x mfu) + 1 / (hbm x flop_per_byte))``: the compute at ``mfu`` of
-    the peak plus the memory traffic that comes with it (``flops / flop_per_byte`` bytes: activations,
-    norms, softmax, GEMM tiles re-read) at the HBM bandwidth, not overlapped. On a GPU whose peak is
-    small against its bandwidth (H20: 148 TFLOPS, 4.0 TB/s) the first term dominates and the prefill
-    runs near ``mfu`` of peak; on an H100 SXM (989 TFLOPS, 3.35 TB/s) the second adds 41% to the first.
+    ``t = flops / tp x (1 / (peak x e x g) + (1/mfu - 1/e) x ref_hbm / (ref_peak x hbm))`` with
+    ``e = max(matmul_eff, mfu)``: the matrix products at ``e`` of the peak (times ``gemm_factor``
+    ``g``, W4A16's), plus the memory traffic that goes with them (activations, norms, softmax, GEMM
+    tiles re-read: ``(1/mfu - 1/e) / (ref_peak / ref_hbm)`` bytes per FLOP) at the HBM bandwidth, not
+    overlapped. Sized so that on a GPU of the reference balance (``REF_PEAK_TFLOPS`` over
+    ``REF_HBM_TBPS``, the H100 SXM) and ``g = 1`` the whole part runs at ``mfu`` of the peak. On a GPU
+    whose peak is small against its bandwidth (H20: 148 TFLOPS over 4.0 TB/s) the first term dominates
+    and the part runs near ``e`` of its peak.
 
     Parameters
     ----------
     flops : numeric, FLOPs of the part [FLOP]
     tp : numeric, GPUs sharing them [count]
     peak_tflops : numeric, dense peak per GPU [TFLOP/s]
-    mfu : numeric, achieved fraction of the peak by the matrix products [fraction]
+    mfu : numeric, fraction of the peak the whole part reaches on the reference GPU [fraction]
+    matmul_eff : numeric, fraction of the peak the matrix products reach [fraction]
     hbm_tbps : numeric, HBM bandwidth per GPU [TB/s]
-    flop_per_byte : numeric, FLOPs per byte of unhidden memory traffic [FLOP/B]
+    gemm_factor : numeric, the matrix products' rate relative to BF16 (W4A16: prefill_w4a16_eff) [fraction]
 
     Returns
     -------
     numeric, time [ms]
     """
     f = np.asarray(flops, dtype=float)
-    return f / tp * (1.0 / (peak_tflops * 1e12 * mfu) + 1.0 / (hbm_tbps * 1e12 * flop_per_byte)) * C.MS_PER_S
+    e = np.maximum(matmul_eff, mfu)
+    mem = (1.0 / mfu - 1.0 / e) * REF_HBM_TBPS / (REF_PEAK_TFLOPS * 1e12 * hbm_tbps)
+    return f / tp * (1.0 / (peak_tflops * 1e12 * e * gemm_factor) + mem) * C.MS_PER_S
 
 
 @excel_twin(prefill_part_ms)
-def _(flops, tp, peak_tflops, mfu, hbm_tbps, flop_per_byte):
-    return f"{flops}/{tp}*(1/({peak_tflops}*1E12*{mfu})+1/({hbm_tbps}*1E12*{flop_per_byte}))*{N.MS_PER_S}"
+def _(flops, tp, peak_tflops, mfu, matmul_eff, hbm_tbps, gemm_factor="1"):
+    e = f"MAX({matmul_eff},{mfu})"
+    g = "" if str(gemm_factor) == "1" else f"*{gemm_factor}"
+    return (f"{flops}/{tp}*(1/({peak_tflops}*1E12*{e}{g})+(1/{mfu}-1/{e})*{REF_HBM_TBPS!r}/({REF_PEAK_TFLOPS!r}*1E12*"
+            f"{hbm_tbps}))*{N.MS_PER_S}")
 
 
 def decode_ms(osl, batch, isl, s_kv, params_b, active_params_b, weight_bytes, tp, hbm_tbps, mbu):
@@ -371,26 +383,11 @@ def _(params_b, weight_bytes, tp, hbm_tbps):
     return f"{params_b}*{N.PARAMS_PER_B}*{weight_bytes}/{tp}/({hbm_tbps}*1E12)*{N.MS_PER_S}"
 
 
-FORMER_PREFILL_MFU = 0.45  # the default of prefill_mfu before the memory term: the whole prefill's fraction
-
-
-def former_mfu_message(settings: dict | None = None) -> str:
-    """Warning for a workbook that still carries ``prefill_mfu`` 0.45, the former default."""
-    st = prefill_settings(settings)
-    h100 = 1.0 / (1.0 / FORMER_PREFILL_MFU + 989.4 / (3.35 * st["prefill_flop_per_byte"]))
-    now = 1.0 / (1.0 / PREFILL_MFU + 989.4 / (3.35 * st["prefill_flop_per_byte"]))
-    return (f"prefill_mfu {FORMER_PREFILL_MFU:g} is the former default, the whole prefill's fraction of peak; the "
-            f"roofline now reads it as the matrix products' fraction and adds the memory term "
-            f"prefill_flop_per_byte {st['prefill_flop_per_byte']:g}, so an H100 SXM's estimated prefill runs at "
-            f"{h100:.0%} of peak ({now:.0%} at the new default {PREFILL_MFU:g}): type {PREFILL_MFU:g} or clear "
-            f"the cell to use the new default")
-
-
 def prefill_settings(settings: dict | None = None) -> dict:
-    """The additive roofline's Settings (``prefill_flop_per_byte``, ``prefill_layer_ms``,
-    ``prefill_w4a16_eff``) from ``settings``, their defaults where absent."""
+    """The additive roofline's Settings besides ``prefill_mfu`` (``prefill_matmul_eff``,
+    ``prefill_layer_ms``, ``prefill_w4a16_eff``) from ``settings``, their defaults where absent."""
     st = settings or {}
-    return {"prefill_flop_per_byte": float(st.get("prefill_flop_per_byte", PREFILL_FLOP_PER_BYTE)),
+    return {"prefill_matmul_eff": float(st.get("prefill_matmul_eff", PREFILL_MATMUL_EFF)),
             "prefill_layer_ms": float(st.get("prefill_layer_ms", PREFILL_LAYER_MS)),
             "prefill_w4a16_eff": float(st.get("prefill_w4a16_eff", W4A16_EFF))}
 
@@ -399,8 +396,8 @@ def estimate_row(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu:
                  raw: dict | None = None, settings: dict | None = None) -> tuple[dict, list[str]]:
     """Estimated ``t_attn0_ms``, ``t_ffn0_ms``, ``t_fixed_ms``, ``t_decode_ms`` of one workload.
 
-    Times by :func:`prefill_part_ms` at ``mfu`` (the linear layers of 4-bit weights at ``mfu x
-    prefill_w4a16_eff``) and ``settings``' ``prefill_flop_per_byte``; ``t_fixed_ms`` is
+    Times by :func:`prefill_part_ms` at ``mfu`` and ``settings``' ``prefill_matmul_eff`` (the linear
+    layers of 4-bit weights at ``prefill_w4a16_eff`` of the matrix rate); ``t_fixed_ms`` is
     ``prefill_layer_ms`` (:func:`prefill_settings`: defaults where ``settings`` lacks them).
     ``t_ffn0_ms`` holds the linear layers (without embedding and LM head) and, on more than one
     GPU, the tensor-parallel all-reduces (:func:`tp_all_reduce_ms`) and for a MoE model the
@@ -423,11 +420,11 @@ def estimate_row(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu:
     if hbm is None:
         return {}, ["GPUs.hbm_tbps"]
     st = prefill_settings(settings)
-    fpb = st["prefill_flop_per_byte"]
-    lin_mfu = mfu * (st["prefill_w4a16_eff"] if parts["w4a16"] else 1.0)
+    me = st["prefill_matmul_eff"]
+    g = st["prefill_w4a16_eff"] if parts["w4a16"] else 1.0
     tp, isl = float(wl["tp"]), float(wl["isl"])
-    ffn = float(prefill_part_ms(flops_linear(parts["linear_params_b"], isl), tp, parts["peak_tflops"], lin_mfu,
-                                hbm, fpb))
+    ffn = float(prefill_part_ms(flops_linear(parts["linear_params_b"], isl), tp, parts["peak_tflops"], mfu, me,
+                                hbm, g))
     if parts["moe"] is not None:
         mo = parts["moe"]
         ffn += float(moe_activation_ms(isl, mo["layers"], mo["k"], mo["hidden"], mo["inter"], tp, hbm))
@@ -438,7 +435,7 @@ def estimate_row(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu:
         reduces = parts["layers"] * (1 if parts["moe"] is not None else 2)
         ffn += float(tp_all_reduce_ms(isl, reduces, parts["hidden"], tp))
     out = {"t_attn0_ms": float(prefill_part_ms(flops_attention(parts["layers"], parts["heads"], parts["width"], isl),
-                                              tp, parts["peak_tflops"], mfu, hbm, fpb)),
+                                              tp, parts["peak_tflops"], mfu, me, hbm)),
            "t_ffn0_ms": ffn,
            "t_fixed_ms": st["prefill_layer_ms"] * parts["layers"] + float(weight_read_ms(
                _num(model, "params_b") or _num(model, "active_params_b"), float(model.get("weight_bytes") or 2), tp,
@@ -482,7 +479,7 @@ def estimate_formulas(r, linear_params_b: float, comm_ms: float, width: float | 
     the MLA row's non-absorbed width from the catalog's ``v_head_dim``, a constant; None: the
     formula's own choice) and ``w4a16`` (the linear layers at ``s_prefill_w4a16_eff``) likewise.
     ``moe_tb``: a MoE row's routed-activation traffic per GPU [TB] (:func:`moe_activation_ms`), over
-    the GPU's ``hbm_tbps``. Over ``s_prefill_flop_per_byte`` and the GPU's ``hbm_tbps``
+    the GPU's ``hbm_tbps``. Over ``s_prefill_matmul_eff`` and the GPU's ``hbm_tbps``
     (:func:`prefill_part_ms`); ``t_fixed_ms`` is ``s_prefill_layer_ms x layers`` plus
     :func:`weight_read_ms`."""
     if width is None:
@@ -495,12 +492,12 @@ def estimate_formulas(r, linear_params_b: float, comm_ms: float, width: float | 
     peak = f"IF(AND({wb}=1,ISNUMBER({fp8})),{fp8},{r('GPUs', 'bf16_tflops')})"
     tp, isl = r("Resolved", "tp"), r("Resolved", "isl")
     mfu, mbu = "s_prefill_mfu", "s_decode_mbu"
-    hbm, fpb = r("GPUs", "hbm_tbps"), "s_prefill_flop_per_byte"
-    lin_mfu = f"{mfu}*s_prefill_w4a16_eff" if w4a16 else mfu
-    ffn = prefill_part_ms.xl(flops_linear.xl(repr(float(linear_params_b)), isl), tp, peak, lin_mfu, hbm, fpb)
+    hbm, me = r("GPUs", "hbm_tbps"), "s_prefill_matmul_eff"
+    g = "s_prefill_w4a16_eff" if w4a16 else "1"
+    ffn = prefill_part_ms.xl(flops_linear.xl(repr(float(linear_params_b)), isl), tp, peak, mfu, me, hbm, g)
     return {
         "t_attn0_ms": prefill_part_ms.xl(flops_attention.xl(r("Resolved", "layers"), r("Models", "heads"), width,
-                                                            isl), tp, peak, mfu, hbm, fpb),
+                                                            isl), tp, peak, mfu, me, hbm),
         "t_ffn0_ms": ffn + (f"+{float(comm_ms)!r}" if comm_ms else "")
                      + (f"+{float(moe_tb)!r}/{hbm}*{N.MS_PER_S}" if moe_tb else ""),
         "t_fixed_ms": f"s_prefill_layer_ms*{r('Resolved', 'layers')}+" + weight_read_ms.xl(r("Resolved", "params_b"), wb,
@@ -524,9 +521,9 @@ def live_estimate(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu
         return None
     st = prefill_settings(settings)
     tp, isl = float(wl["tp"]), float(wl["isl"])
-    lin_mfu = mfu * (st["prefill_w4a16_eff"] if parts["w4a16"] else 1.0)
-    linear = float(prefill_part_ms(flops_linear(parts["linear_params_b"], isl), tp, parts["peak_tflops"], lin_mfu,
-                                   float(gpu["hbm_tbps"]), st["prefill_flop_per_byte"]))
+    g = st["prefill_w4a16_eff"] if parts["w4a16"] else 1.0
+    linear = float(prefill_part_ms(flops_linear(parts["linear_params_b"], isl), tp, parts["peak_tflops"], mfu,
+                                   st["prefill_matmul_eff"], float(gpu["hbm_tbps"]), g))
     mla_width = parts["width"] if (model.get("attention") or "gqa") == "mla" else None
     moe_tb = 0.0
     if parts["moe"] is not None:

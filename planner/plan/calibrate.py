@@ -304,7 +304,7 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                                                f"those columns"))
                 continue
             st = estimate.prefill_settings(settings)
-            src = (f"estimated by roofline (prefill_mfu {mfu:g}, prefill_flop_per_byte {st['prefill_flop_per_byte']:g}, "
+            src = (f"estimated by roofline (prefill_mfu {mfu:g}, prefill_matmul_eff {st['prefill_matmul_eff']:g}, "
                    f"prefill_layer_ms {st['prefill_layer_ms']:g}, decode_mbu {mbu:g})")
             source[i] = "estimated"
         if source[i] == "calibrated" and blank.get("tpm_measured", False):
@@ -348,19 +348,9 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                                   got["source"] if col in ("tpm_measured", "hit_measured") else src)
     if problems:
         raise InputError(problems)
-    if "estimated" in source and mfu == estimate.FORMER_PREFILL_MFU:
-        # a workbook made before issue 20 item 4 carries the former default, whose meaning changed
-        warns.append((schema_settings_place(p_in, "prefill_mfu"), estimate.former_mfu_message(settings)))
     filled["breakdown_source"] = source
     return filled, Calibration(fits, source, fit_index, prov, warns, {"prefill_mfu": mfu, "decode_mbu": mbu})
 
-
-def schema_settings_place(p_in, key: str) -> str:
-    """The Settings cell of ``key`` when the input has one, else the sheet name."""
-    from planner.core import schema
-
-    places = getattr(p_in, "setting_places", None) or {}
-    return places.get(key, schema.SETTINGS)
 
 
 def _names(names: list[str], limit: int = 6) -> str:

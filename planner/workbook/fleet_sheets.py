@@ -23,7 +23,7 @@ from planner.workbook.chart_data import add_series
 
 SETTING_NAMES = {"target_utilization": "s_target_utilization", "hours_per_month": "s_hours_per_month",
                  "demand_growth": "s_demand_growth", "prefill_mfu": "s_prefill_mfu", "decode_mbu": "s_decode_mbu",
-                 "prefill_flop_per_byte": "s_prefill_flop_per_byte", "prefill_layer_ms": "s_prefill_layer_ms",
+                 "prefill_matmul_eff": "s_prefill_matmul_eff", "prefill_layer_ms": "s_prefill_layer_ms",
                  "prefill_w4a16_eff": "s_prefill_w4a16_eff"}
 FMT_INT = schema.FMT_INT
 FMT_MONEY = "#,##0.00"
