@@ -311,9 +311,21 @@ SETTING_KEYS: tuple[Setting, ...] = (
     Setting("currency", TEXT, "USD", "currency of hourly_cost and the cost columns"),
     Setting("pcie_sweep_gbps", NUMBERS, (), "further host-to-device bandwidths for the PCIe sweep beside "
             "Gen4 and Gen5, in GB/s, separated by ';' (e.g. '200; 450' for C2C-class links)"),
-    Setting("prefill_mfu", FRACTION, 0.45, "roofline estimate: achieved fraction of the dense peak during prefill "
-            "(0.45: the prefill MFU peer capacity planners use; PaLM inference, Pope et al. 2022, "
-            "arXiv:2211.05102, reports prefill MFU of this order)", 0, 1, True),
+    Setting("prefill_mfu", FRACTION, 0.57, "roofline estimate: fraction of the dense peak a whole prefill "
+            "reaches on a GPU of the H100 SXM's balance (989.4 TFLOPS over 3.35 TB/s); other GPUs by their own "
+            "balance through the memory term, README 'Roofline against published prefills' (0.57: fitted on "
+            "the dense shaping rows of tests/data/published_prefill.csv; was 0.45 for every GPU)", 0, 1, True),
+    Setting("prefill_matmul_eff", FRACTION, 0.8, "roofline estimate: fraction of the dense peak the prefill's "
+            "matrix products reach (0.8: Maximum Achievable Matmul FLOPS of an H100 SXM, 792 of 989 TFLOPS, "
+            "stas00/ml-engineering compute/accelerator/README.md); the rest of prefill_mfu is memory traffic "
+            "at the GPU's hbm_tbps", 0, 1, True),
+    Setting("prefill_layer_ms", NUMBER, 1.05, "roofline estimate: fixed cost of a prefill per layer in ms "
+            "(t_fixed_ms of estimated rows is this x layers plus one read of the weights; 1.05: median over "
+            "the published concurrency-1 TTFT sweeps of their intercept per layer, README 'Roofline against "
+            "published prefills')", 0, 1e6),
+    Setting("prefill_w4a16_eff", FRACTION, 0.6, "roofline estimate: fraction of the BF16 rate reached by "
+            "4-bit weight-only (W4A16: AWQ, GPTQ) matrix products at prefill (0.6: Marlin at 2048-4000 "
+            "tokens ran at 0.60-0.61x FP16, vllm-project/vllm PR #2497)", 0, 1, True),
     Setting("decode_mbu", FRACTION, 0.6, "roofline estimate: achieved fraction of HBM bandwidth during decode "
             "(0.6: Databricks, 'LLM Inference Performance Engineering: Best Practices', 2023, measured MBU "
             "around 60% at small batch)", 0, 1, True),

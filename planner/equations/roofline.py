@@ -2,21 +2,35 @@
 
 Used for a workload with neither a typed breakdown nor measurements of its deployment.
 
-Prefill at 0 hit over ``N = isl`` tokens, on ``tp`` GPUs at ``prefill_mfu`` of the dense peak
-(``fp8_tflops`` when the weights are 1 byte (W8A8 FP8) and the GPU gives it, else ``bf16_tflops``:
-4-bit weight-only quantisation (W4A16, AWQ/GPTQ) dequantises to BF16 and multiplies at the BF16 rate):
+Prefill at 0 hit over ``N = isl`` tokens, on ``tp`` GPUs, as an additive roofline
+(:func:`prefill_part_ms`): every FLOP costs its share of the dense peak at ``prefill_matmul_eff`` (the
+matrix products' efficiency; ``fp8_tflops`` when the weights are 1 byte (W8A8 FP8) and the GPU gives it,
+else ``bf16_tflops``: 4-bit weight-only quantisation (W4A16, AWQ/GPTQ) dequantises to BF16 and multiplies
+at the BF16 rate, at ``prefill_w4a16_eff`` of it) plus the memory traffic that goes with it at the GPU's
+``hbm_tbps``, sized so that a GPU of the reference balance (the H100 SXM: 989.4 TFLOPS over 3.35 TB/s)
+runs the whole prefill at ``prefill_mfu`` of its peak. The second term is what makes a GPU's achieved
+fraction of peak depend on its balance ``peak / bandwidth``: 57% on an H100 SXM (295 FLOP/B), 76% on
+the bandwidth-rich, compute-capped H20 (37 FLOP/B), as the published prefills show (README "Roofline
+against published prefills"); plus a fixed cost per layer ``prefill_layer_ms``.
 
 - linear layers (projections, FFN/experts): ``2 · (active_params - embedding - LM head) · N`` FLOPs
   -> ``t_ffn0_ms`` (:func:`embedding_params_b`: the embedding is a lookup and the LM head runs on the
   last position only); a MoE model on ``tp > 1`` GPUs adds its expert-parallel all-to-all
   (:func:`moe_all_to_all_ms`)
-- causal attention: ``2 · L · heads · head_dim · N²`` FLOPs (QKᵀ and AV over the causal
-  triangle, ``N²/2`` pairs each, 2 FLOPs per multiply-add, widths ``d_qk = d_v = head_dim``)
-  -> ``t_attn0_ms``. MLA (absorbed form): the score width is the latent + rope width
-  ``mla_kv_dim`` and the value width the latent; both taken as ``mla_kv_dim``:
-  ``2 · L · heads · mla_kv_dim · N²`` (overstates the value half by rope/latent, ~6% of
-  the attention FLOPs for DeepSeek-V3's 64/512).
-- ``t_fixed_ms`` = 0 (an estimate has no fixed overhead to offer).
+- causal attention: ``L · heads · (d_qk + d_v) · N²`` FLOPs (QKᵀ and AV over the causal
+  triangle, ``N²/2`` pairs each, 2 FLOPs per multiply-add), written ``2 · L · heads · width · N²``
+  with ``width = (d_qk + d_v) / 2``: ``head_dim`` for GQA. MLA prefills in the *non-absorbed*
+  (multi-head) form, the "compute friendly approach" vLLM uses for prefill (vllm-project/vllm
+  vllm/v1/attention/backends/mla/common.py, module docstring): keys ``qk_nope + qk_rope`` wide
+  (``head_dim``, 192 for DeepSeek-V3/R1), values ``v_head_dim`` (128), so ``width = 160``; the
+  absorbed form (``mla_kv_dim`` 576 / latent 512) is the decode path and would count 3.4x the FLOPs.
+  -> ``t_attn0_ms``.
+- ``t_fixed_ms`` = ``prefill_layer_ms x layers`` + :func:`weight_read_ms`: the cost of a forward
+  pass that does not grow with its tokens (per layer: the launches and host-side dispatch of an
+  eager prefill, whose kernels CUDA graphs do not cover; with request handling and the first
+  sampling step, the intercept of published concurrency-1 TTFT sweeps, README) and one read of
+  every weight.
+- a MoE adds the routed activations' memory traffic (:func:`moe_activation_ms`).
 
 Decode: each of the ``osl`` steps reads the weights once (per GPU ``weights/tp``; for MoE at
 most ``batch · active`` parameters distinct, capped at all parameters) and every running
@@ -83,6 +97,69 @@ def flops_ms(flops, tp, peak_tflops, mfu):
 @excel_twin(flops_ms)
 def _(flops, tp, peak_tflops, mfu):
     return f"{flops}/({tp}*{peak_tflops}*1E12*{mfu})*{N.MS_PER_S}"
+
+
+# Defaults of the Settings the additive roofline uses (planner/core/schema.py SETTING_KEYS holds the
+# same numbers; tests/test_roofline_published.py checks they agree). Derivations in the README
+# section "Roofline against published prefills"; shaped only on the shaping set of
+# tests/data/published_prefill.csv, never on its held-out rows.
+PREFILL_MFU = 0.57           # the whole prefill's fraction of peak on the reference GPU: least squares in
+#                              log(roofline / measured) over the dense shaping sweeps (QwQ-32B on 4x H100
+#                              by vLLM and by SGLang, on 2x H20), in steps of 0.01
+PREFILL_MATMUL_EFF = 0.80    # matrix products at 80% of the dense peak: the Maximum Achievable Matmul
+#                              FLOPS of an H100 SXM, 792.1 of 989 TFLOPS BF16 = 80.1% (A100 SXM 85.9%),
+#                              stas00/ml-engineering compute/accelerator/README.md, MAMF table
+PREFILL_LAYER_MS = 1.05      # fixed cost per layer [ms]: median over the shaping sweeps of their
+#                              intercept (two shortest lengths) over their layers (README)
+W4A16_EFF = 0.6              # W4A16 matrix products at 60% of the BF16 rate once compute-bound:
+#                              Marlin (vLLM's W4A16 kernel, also its MoE kernel) at 2048-4000 tokens
+#                              ran at 0.60-0.61x torch FP16 (vllm-project/vllm PR #2497, comment
+#                              2024-01-24); beyond batch 64 it repeats its batch-64 kernel
+#                              (IST-DASLab/marlin issue #2, maintainer comment 2024-01-18)
+# The reference balance: the H100 SXM of the GPU catalog (dense BF16 peak [TFLOP/s], HBM [TB/s]), the
+# GPU the former prefill_mfu (0.45 of peak for the whole prefill) was quoted for.
+REF_PEAK_TFLOPS = 989.4
+REF_HBM_TBPS = 3.35
+
+
+def prefill_part_ms(flops, tp, peak_tflops, mfu, matmul_eff, hbm_tbps, gemm_factor=1.0):
+    """Additive roofline time of ``flops`` of a prefill on ``tp`` GPUs [ms].
+
+    ``t = flops / tp x (1 / (peak x e x g) + (1/mfu - 1/e) x ref_hbm / (ref_peak x hbm))`` with
+    ``e = max(matmul_eff, mfu)``: the matrix products at ``e`` of the peak (times ``gemm_factor``
+    ``g``, W4A16's), plus the memory traffic that goes with them (activations, norms, softmax, GEMM
+    tiles re-read: ``(1/mfu - 1/e) / (ref_peak / ref_hbm)`` bytes per FLOP) at the HBM bandwidth, not
+    overlapped. Sized so that on a GPU of the reference balance (``REF_PEAK_TFLOPS`` over
+    ``REF_HBM_TBPS``, the H100 SXM) and ``g = 1`` the whole part runs at ``mfu`` of the peak. On a GPU
+    whose peak is small against its bandwidth (H20: 148 TFLOPS over 4.0 TB/s) the first term dominates
+    and the part runs near ``e`` of its peak.
+
+    Parameters
+    ----------
+    flops : numeric, FLOPs of the part [FLOP]
+    tp : numeric, GPUs sharing them [count]
+    peak_tflops : numeric, dense peak per GPU [TFLOP/s]
+    mfu : numeric, fraction of the peak the whole part reaches on the reference GPU [fraction]
+    matmul_eff : numeric, fraction of the peak the matrix products reach [fraction]
+    hbm_tbps : numeric, HBM bandwidth per GPU [TB/s]
+    gemm_factor : numeric, the matrix products' rate relative to BF16 (W4A16: prefill_w4a16_eff) [fraction]
+
+    Returns
+    -------
+    numeric, time [ms]
+    """
+    f = np.asarray(flops, dtype=float)
+    e = np.maximum(matmul_eff, mfu)
+    mem = (1.0 / mfu - 1.0 / e) * REF_HBM_TBPS / (REF_PEAK_TFLOPS * 1e12 * hbm_tbps)
+    return f / tp * (1.0 / (peak_tflops * 1e12 * e * gemm_factor) + mem) * C.MS_PER_S
+
+
+@excel_twin(prefill_part_ms)
+def _(flops, tp, peak_tflops, mfu, matmul_eff, hbm_tbps, gemm_factor="1"):
+    e = f"MAX({matmul_eff},{mfu})"
+    g = "" if str(gemm_factor) == "1" else f"*{gemm_factor}"
+    return (f"{flops}/{tp}*(1/({peak_tflops}*1E12*{e}{g})+(1/{mfu}-1/{e})*{REF_HBM_TBPS!r}/({REF_PEAK_TFLOPS!r}*1E12*"
+            f"{hbm_tbps}))*{N.MS_PER_S}")
 
 
 def decode_ms(osl, batch, isl, s_kv, params_b, active_params_b, weight_bytes, tp, hbm_tbps, mbu):
@@ -170,6 +247,40 @@ def moe_all_to_all_ms(isl, moe_layers, experts_per_token, hidden_size, tp, link_
     return bytes_total / tp / (link_gbps * 1e9) * C.MS_PER_S
 
 
+def moe_activation_ms(isl, moe_layers, experts_per_token, hidden_size, moe_intermediate, tp, hbm_tbps):
+    """Memory traffic of the routed activations of a MoE prefill, per GPU [ms].
+
+    vLLM's fused MoE (vllm/model_executor/layers/fused_moe/fused_moe.py, ``fused_experts``) works on
+    ``N x k`` routed rows: the first grouped GEMM reads each token's hidden state once per expert,
+    the second writes ``intermediate_cache3`` (``N x k x hidden``), and ``moe_sum`` reads it back:
+    ``3 x k x hidden`` BF16 values per token and MoE layer, plus the gate/up output, its activation
+    and the down input, ``6 x k x moe_intermediate / tp``. With the experts sharded by tensor
+    parallelism (vLLM's default; ``--enable-expert-parallel`` is off) every GPU does this for every
+    token, so the hidden-sized part does not shrink with ``tp``. Not proportional to the FLOPs (the
+    hidden-sized traffic per FLOP grows as ``k x hidden / (k x hidden x moe_intermediate / tp)``),
+    hence a term of its own::
+
+        t = N x L_moe x k x (3 hidden + 6 moe_intermediate / tp) x ACT_BYTES / hbm
+
+    Parameters
+    ----------
+    isl : numeric, tokens computed N [tokens]
+    moe_layers : numeric, layers with routed experts L_moe [count]
+    experts_per_token : numeric, k [count]
+    hidden_size : numeric, model width [count]
+    moe_intermediate : numeric, width of one expert's FFN [count]
+    tp : numeric, GPUs the experts are sharded over [count]
+    hbm_tbps : numeric, HBM bandwidth per GPU [TB/s]
+
+    Returns
+    -------
+    numeric, time [ms]
+    """
+    per_token = (np.asarray(moe_layers, dtype=float) * experts_per_token
+                 * (3.0 * hidden_size + 6.0 * np.asarray(moe_intermediate, dtype=float) / tp) * ACT_BYTES)
+    return np.asarray(isl, dtype=float) * per_token / (hbm_tbps * 1e12) * C.MS_PER_S
+
+
 def tp_all_reduce_ms(isl, all_reduces, hidden_size, tp, link_gbps=NVLINK_GBPS):
     """Tensor-parallel all-reduces of a prefill over ``tp`` GPUs [ms].
 
@@ -202,7 +313,9 @@ def roofline_parts(model: dict, gpu: dict, raw: dict | None = None) -> dict | No
     """What the roofline needs of a model and a GPU, or None when a size is missing.
 
     Keys: ``linear_params_b`` (active parameters without embedding and LM head [1e9]),
-    ``layers``, ``heads``, ``width`` (head_dim, or mla_kv_dim for MLA), ``peak_tflops`` (FP8 peak
+    ``layers``, ``heads``, ``width`` (head_dim; for MLA ``(head_dim + v_head_dim) / 2``, the
+    non-absorbed prefill, or ``mla_kv_dim`` when the catalog lacks ``v_head_dim``), ``w4a16``
+    (weights under 1 byte: the linear layers at ``prefill_w4a16_eff`` of the peak), ``peak_tflops`` (FP8 peak
     for 1-byte weights when the GPU gives it: W8A8; BF16 otherwise, also for 4-bit weight-only
     quantisation, W4A16, whose matrix products run at the activations' BF16 rate after
     dequantisation), ``moe`` (MoE layers, k, hidden for the all-to-all term, or None),
@@ -213,7 +326,12 @@ def roofline_parts(model: dict, gpu: dict, raw: dict | None = None) -> dict | No
     equations import nothing above ``planner.core``; None: no entry (the embedding stays in)."""
 
     att = model.get("attention") or "gqa"
+    raw = raw or {}
     width = _num(model, "mla_kv_dim" if att == "mla" else "head_dim")
+    v_head = (raw.get("extra") or {}).get("v_head_dim")
+    if att == "mla" and width is not None and _num(model, "head_dim") and v_head:
+        # non-absorbed MLA prefill: keys head_dim (qk_nope + qk_rope) wide, values v_head_dim
+        width = (float(model["head_dim"]) + float(v_head)) / 2
     heads = _num(model, "heads")
     active = _num(model, "active_params_b") or _num(model, "params_b")
     wbytes = float(model.get("weight_bytes") or 2)
@@ -221,7 +339,6 @@ def roofline_parts(model: dict, gpu: dict, raw: dict | None = None) -> dict | No
     peak = fp8 if wbytes == 1 and fp8 is not None else _num(gpu, "bf16_tflops")
     if None in (width, heads, active, peak) or model.get("layers") is None:
         return None
-    raw = raw or {}
     hidden = _num(model, "hidden_size") or raw.get("hidden_size")
     vocab = raw.get("vocab_size")
     emb = 0.0
@@ -232,16 +349,57 @@ def roofline_parts(model: dict, gpu: dict, raw: dict | None = None) -> dict | No
     k = _num(model, "experts_per_token")
     if _num(model, "experts") and k and hidden:
         first_dense = float((raw.get("extra") or {}).get("first_dense_layers") or 0)
-        moe = {"layers": float(model["layers"]) - first_dense, "k": k, "hidden": float(hidden)}
+        inter = (raw.get("extra") or {}).get("moe_intermediate_size") or _num(model, "intermediate_size")
+        moe = {"layers": float(model["layers"]) - first_dense, "k": k, "hidden": float(hidden),
+               "inter": float(inter) if inter else 0.0}
     return {"linear_params_b": linear, "layers": float(model["layers"]), "heads": heads, "width": width,
             "peak_tflops": peak, "moe": moe, "hidden": float(hidden) if hidden else None,
-            "embedding_left_out": emb > 0 and linear < active}
+            "embedding_left_out": emb > 0 and linear < active, "w4a16": wbytes < 1}
+
+
+def weight_read_ms(params_b, weight_bytes, tp, hbm_tbps):
+    """One forward pass reads every weight once: ``params x bytes / tp`` at the HBM bandwidth [ms].
+
+    Part of an estimated prefill's ``t_fixed_ms``: it does not shrink with the tokens computed (a
+    prefill at any hit still runs one forward pass), and a MoE prefill of more tokens than
+    ``experts / k`` reaches every expert, so all parameters count (DeepSeek-R1-AWQ on 8x H100:
+    671e9 x 0.5 B / 8 / 3.35 TB/s = 12.5 ms).
+
+    Parameters
+    ----------
+    params_b : numeric, all parameters [1e9]
+    weight_bytes : numeric, bytes per weight [B]
+    tp : numeric, GPUs sharing the weights [count]
+    hbm_tbps : numeric, HBM bandwidth per GPU [TB/s]
+
+    Returns
+    -------
+    numeric, time [ms]
+    """
+    return np.asarray(params_b, dtype=float) * C.PARAMS_PER_B * weight_bytes / tp / (hbm_tbps * 1e12) * C.MS_PER_S
+
+
+@excel_twin(weight_read_ms)
+def _(params_b, weight_bytes, tp, hbm_tbps):
+    return f"{params_b}*{N.PARAMS_PER_B}*{weight_bytes}/{tp}/({hbm_tbps}*1E12)*{N.MS_PER_S}"
+
+
+def prefill_settings(settings: dict | None = None) -> dict:
+    """The additive roofline's Settings besides ``prefill_mfu`` (``prefill_matmul_eff``,
+    ``prefill_layer_ms``, ``prefill_w4a16_eff``) from ``settings``, their defaults where absent."""
+    st = settings or {}
+    return {"prefill_matmul_eff": float(st.get("prefill_matmul_eff", PREFILL_MATMUL_EFF)),
+            "prefill_layer_ms": float(st.get("prefill_layer_ms", PREFILL_LAYER_MS)),
+            "prefill_w4a16_eff": float(st.get("prefill_w4a16_eff", W4A16_EFF))}
 
 
 def estimate_row(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu: float,
-                 raw: dict | None = None) -> tuple[dict, list[str]]:
+                 raw: dict | None = None, settings: dict | None = None) -> tuple[dict, list[str]]:
     """Estimated ``t_attn0_ms``, ``t_ffn0_ms``, ``t_fixed_ms``, ``t_decode_ms`` of one workload.
 
+    Times by :func:`prefill_part_ms` at ``mfu`` and ``settings``' ``prefill_matmul_eff`` (the linear
+    layers of 4-bit weights at ``prefill_w4a16_eff`` of the matrix rate); ``t_fixed_ms`` is
+    ``prefill_layer_ms`` (:func:`prefill_settings`: defaults where ``settings`` lacks them).
     ``t_ffn0_ms`` holds the linear layers (without embedding and LM head) and, on more than one
     GPU, the tensor-parallel all-reduces (:func:`tp_all_reduce_ms`) and for a MoE model the
     expert-parallel all-to-all (:func:`moe_all_to_all_ms`): all scale with the tokens computed,
@@ -259,18 +417,30 @@ def estimate_row(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu:
                                   (f"Models.{'mla_kv_dim' if att == 'mla' else 'head_dim'}", width),
                                   ("GPUs.bf16_tflops", peak)) if v is None]
         return {}, missing or ["Models.layers"]
+    hbm = _num(gpu, "hbm_tbps")
+    if hbm is None:
+        return {}, ["GPUs.hbm_tbps"]
+    st = prefill_settings(settings)
+    me = st["prefill_matmul_eff"]
+    g = st["prefill_w4a16_eff"] if parts["w4a16"] else 1.0
     tp, isl = float(wl["tp"]), float(wl["isl"])
-    ffn = float(flops_ms(flops_linear(parts["linear_params_b"], isl), tp, parts["peak_tflops"], mfu))
+    ffn = float(prefill_part_ms(flops_linear(parts["linear_params_b"], isl), tp, parts["peak_tflops"], mfu, me,
+                                hbm, g))
+    if parts["moe"] is not None:
+        mo = parts["moe"]
+        ffn += float(moe_activation_ms(isl, mo["layers"], mo["k"], mo["hidden"], mo["inter"], tp, hbm))
     if parts["moe"] is not None and tp > 1:
         mo = parts["moe"]
         ffn += float(moe_all_to_all_ms(isl, mo["layers"], mo["k"], mo["hidden"], tp))
     if parts["hidden"] and tp > 1:
         reduces = parts["layers"] * (1 if parts["moe"] is not None else 2)
         ffn += float(tp_all_reduce_ms(isl, reduces, parts["hidden"], tp))
-    out = {"t_attn0_ms": float(flops_ms(flops_attention(parts["layers"], parts["heads"], parts["width"], isl), tp,
-                                        parts["peak_tflops"], mfu)),
+    out = {"t_attn0_ms": float(prefill_part_ms(flops_attention(parts["layers"], parts["heads"], parts["width"], isl),
+                                              tp, parts["peak_tflops"], mfu, me, hbm)),
            "t_ffn0_ms": ffn,
-           "t_fixed_ms": 0.0}
+           "t_fixed_ms": st["prefill_layer_ms"] * parts["layers"] + float(weight_read_ms(
+               _num(model, "params_b") or _num(model, "active_params_b"), float(model.get("weight_bytes") or 2), tp,
+               hbm))}
     dec, _missing = estimate_decode(wl, model, gpu, s_kv, mbu)
     out.update(dec)
     return out, []
@@ -295,7 +465,8 @@ def estimate_decode(wl: dict, model: dict, gpu: dict, s_kv: float, mbu: float,
                                            float(wl["tp"]), hbm, mbu))}, []
 
 
-def estimate_formulas(r, linear_params_b: float, comm_ms: float) -> dict[str, str]:
+def estimate_formulas(r, linear_params_b: float, comm_ms: float, width: float | None = None,
+                      w4a16: bool = False, moe_tb: float = 0.0) -> dict[str, str]:
     """Excel twins of :func:`estimate_row`'s times for one Resolved row, live over the Settings
     (``s_prefill_mfu``, ``s_decode_mbu``) and the Models/GPUs cells they use. ``r(sheet, name)``
     gives this row's cell (``Resolved``/``Results``) or looked-up value (``Models``/``GPUs``).
@@ -305,19 +476,33 @@ def estimate_formulas(r, linear_params_b: float, comm_ms: float) -> dict[str, st
     else BF16 (W4A16 computes at the BF16 peak). Two numbers of the row enter as constants, since
     no Setting moves them: ``linear_params_b`` (the active parameters without embedding and LM
     head, from the catalog's vocabulary size: :func:`roofline_parts`) and ``comm_ms`` (the
-    tensor-parallel all-reduce and expert-parallel all-to-all time, link-bound)."""
-    width = f'IF({r("Resolved", "attention")}="mla",{r("Resolved", "mla_kv_dim")},{r("Resolved", "head_dim")})'
+    tensor-parallel all-reduce and expert-parallel all-to-all time, link-bound); ``width`` (given:
+    the MLA row's non-absorbed width from the catalog's ``v_head_dim``, a constant; None: the
+    formula's own choice) and ``w4a16`` (the linear layers at ``s_prefill_w4a16_eff``) likewise.
+    ``moe_tb``: a MoE row's routed-activation traffic per GPU [TB] (:func:`moe_activation_ms`), over
+    the GPU's ``hbm_tbps``. Over ``s_prefill_matmul_eff`` and the GPU's ``hbm_tbps``
+    (:func:`prefill_part_ms`); ``t_fixed_ms`` is ``s_prefill_layer_ms x layers`` plus
+    :func:`weight_read_ms`."""
+    if width is None:
+        width = f'IF({r("Resolved", "attention")}="mla",{r("Resolved", "mla_kv_dim")},{r("Resolved", "head_dim")})'
+    else:
+        width = repr(float(width))
     act = r("Models", "active_params_b")
     active = f"IF(ISNUMBER({act}),{act},{r('Resolved', 'params_b')})"
     fp8, wb = r("GPUs", "fp8_tflops"), r("Resolved", "weight_bytes")
     peak = f"IF(AND({wb}=1,ISNUMBER({fp8})),{fp8},{r('GPUs', 'bf16_tflops')})"
     tp, isl = r("Resolved", "tp"), r("Resolved", "isl")
     mfu, mbu = setting_name("prefill_mfu"), setting_name("decode_mbu")
-    ffn = flops_ms.xl(flops_linear.xl(repr(float(linear_params_b)), isl), tp, peak, mfu)
+    hbm, me = r("GPUs", "hbm_tbps"), setting_name("prefill_matmul_eff")
+    g = setting_name("prefill_w4a16_eff") if w4a16 else "1"
+    ffn = prefill_part_ms.xl(flops_linear.xl(repr(float(linear_params_b)), isl), tp, peak, mfu, me, hbm, g)
     return {
-        "t_attn0_ms": flops_ms.xl(flops_attention.xl(r("Resolved", "layers"), r("Models", "heads"), width, isl),
-                                  tp, peak, mfu),
-        "t_ffn0_ms": ffn if comm_ms == 0 else f"{ffn}+{float(comm_ms)!r}",
+        "t_attn0_ms": prefill_part_ms.xl(flops_attention.xl(r("Resolved", "layers"), r("Models", "heads"), width,
+                                                            isl), tp, peak, mfu, me, hbm),
+        "t_ffn0_ms": ffn + (f"+{float(comm_ms)!r}" if comm_ms else "")
+                     + (f"+{float(moe_tb)!r}/{hbm}*{N.MS_PER_S}" if moe_tb else ""),
+        "t_fixed_ms": (f"{setting_name('prefill_layer_ms')}*{r('Resolved', 'layers')}+"
+                       + weight_read_ms.xl(r("Resolved", "params_b"), wb, tp, hbm)),
         "t_decode_ms": decode_ms.xl(r("Resolved", "osl"), r("Resolved", "batch"), isl,
                                     r("Results", "kv_bytes_per_token_gpu"), r("Resolved", "params_b"), active, wb,
                                     tp, r("GPUs", "hbm_tbps"), mbu),
@@ -325,16 +510,25 @@ def estimate_formulas(r, linear_params_b: float, comm_ms: float) -> dict[str, st
 
 
 def live_estimate(wl: dict, model: dict, gpu: dict, s_kv: float, mfu: float, mbu: float,
-                  raw: dict | None = None) -> tuple[dict, float, float] | None:
+                  raw: dict | None = None, settings: dict | None = None) -> tuple | None:
     """What :func:`estimate_formulas` computes for a row at these Settings: ``(times, linear_params_b,
-    comm_ms)``, or None when the roofline lacks a size. The writer makes a Resolved cell live only
+    comm_ms, mla_width, w4a16, moe_tb)``, or None when the roofline lacks a size. The writer makes a Resolved cell live only
     where these times equal the plan's (a scaled or calibrated value stays a value)."""
     parts = roofline_parts(model, gpu, raw)
     if parts is None:
         return None
-    vals, missing = estimate_row(wl, model, gpu, s_kv, mfu, mbu, raw)
+    vals, missing = estimate_row(wl, model, gpu, s_kv, mfu, mbu, raw, settings)
     if missing:
         return None
+    st = prefill_settings(settings)
     tp, isl = float(wl["tp"]), float(wl["isl"])
-    linear = float(flops_ms(flops_linear(parts["linear_params_b"], isl), tp, parts["peak_tflops"], mfu))
-    return vals, float(parts["linear_params_b"]), vals["t_ffn0_ms"] - linear
+    g = st["prefill_w4a16_eff"] if parts["w4a16"] else 1.0
+    linear = float(prefill_part_ms(flops_linear(parts["linear_params_b"], isl), tp, parts["peak_tflops"], mfu,
+                                   st["prefill_matmul_eff"], float(gpu["hbm_tbps"]), g))
+    mla_width = parts["width"] if (model.get("attention") or "gqa") == "mla" else None
+    moe_tb = 0.0
+    if parts["moe"] is not None:
+        mo = parts["moe"]  # traffic [TB] = time [ms] x hbm [TB/s] / 1000
+        moe_tb = float(moe_activation_ms(isl, mo["layers"], mo["k"], mo["hidden"], mo["inter"], tp, 1.0)) / C.MS_PER_S
+    moe_ms = moe_tb / float(gpu["hbm_tbps"]) * C.MS_PER_S
+    return vals, float(parts["linear_params_b"]), vals["t_ffn0_ms"] - linear - moe_ms, mla_width, parts["w4a16"], moe_tb

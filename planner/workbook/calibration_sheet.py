@@ -21,7 +21,8 @@ from planner.workbook.chart_data import add_series
 from planner.core.refs import range_name, sheet_range, sheet_ref
 
 SHEET = "Calibration"
-PARAM_COLS = ("deployment", "model", "gpu", "tp", "points", "t_fixed_ms", "k_attn_ms_per_tok2", "k_ffn_ms_per_tok",
+PARAM_COLS = ("deployment", "model", "gpu", "tp", "points", "t_fixed_ms", "c_hit_ms", "k_attn_ms_per_tok2",
+              "k_ffn_ms_per_tok",
               "b_eff_gbps", "b_source", "s_kv_bytes", "curve_hit", "curve_alpha", "median_abs_error", "max_abs_error",
               "tpot_per_token_ms", "status")
 POINT_COLS = ("deployment", "measurements_row", "isl", "hit", "alpha", "measured_ttft_ms", "fitted_ttft_ms",
@@ -31,7 +32,7 @@ CURVE_STEPS = 24
 PARAM_TOP = 3  # header row of the parameter table
 FMT_K = "[=0]0;0.000E+00"  # a zero reads 0, not 0.000E+00 (4 significant figures otherwise)
 # units of the columns, printed in the header text (comments do not print)
-UNITS = {"tp": "count", "points": "count", "t_fixed_ms": "ms", "k_attn_ms_per_tok2": "ms/token²",
+UNITS = {"tp": "count", "points": "count", "t_fixed_ms": "ms", "c_hit_ms": "ms", "k_attn_ms_per_tok2": "ms/token²",
          "k_ffn_ms_per_tok": "ms/token", "b_eff_gbps": "GB/s", "s_kv_bytes": "B/token", "curve_hit": "fraction",
          "curve_alpha": "fraction", "median_abs_error": "fraction", "max_abs_error": "fraction",
          "tpot_per_token_ms": "ms/token", "measurements_row": "row", "isl": "tokens", "hit": "fraction",
@@ -101,10 +102,17 @@ def _curve_hit(f) -> float:
 
 
 def _ttft_formula(lay: Layout, k: int, isl: str, hit: str, alpha: str) -> str:
+    """The fitted law at one point: t_fixed plus the per-request hit cost c_hit on a request with hits
+    (0 when the fit did not select it: planner.plan.calib_extra.select_hit_cost), compute, load."""
     p = lambda name: lay.param(k, name)
     comp = f"({p('k_attn_ms_per_tok2')}*{isl}^2*(1-{hit}^2)+{p('k_ffn_ms_per_tok')}*{isl}*(1-{hit}))"
     load = f"({m.kv_load_ms.xl(hit, isl, p('s_kv_bytes'), p('b_eff_gbps'))})"
-    return m.ttft_ms.xl(p("t_fixed_ms"), load, comp, alpha)
+    return m.ttft_ms.xl(_fixed_with_hit_cost(lay, k, hit), load, comp, alpha)
+
+
+def _fixed_with_hit_cost(lay: Layout, k: int, hit: str) -> str:
+    """``t_fixed + c_hit x (hit > 0)`` of fit ``k`` at the hit ratio ``hit`` (a cell or a number)."""
+    return f"({lay.param(k, 't_fixed_ms')}+{lay.param(k, 'c_hit_ms')}*({hit}>0))"
 
 
 # --------------------------------------------------------------------------- Resolved cells
@@ -121,18 +129,19 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
 
     lay = Layout(calib)
     out = {}
-    est_cols = ("t_attn0_ms", "t_ffn0_ms", "t_decode_ms")
+    est_cols = ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms")
     for (i, col), prov in calib.filled.items():
         value = float(plan.resolved[col].iat[i])
         k = calib.fit_index[i]
-        if col == "alpha" or (col == "t_fixed_ms" and k is not None and calib.fits[k].c_hit_ms):
-            out[(i, col)] = (None, value, prov)  # fitted alpha, t_fixed with the hit cost: values (issue 20)
+        if col == "alpha":
+            out[(i, col)] = (None, value, prov)  # the fitted alpha: a value (issue 20)
         elif calib.source[i] == "calibrated" and k is not None:
             x = wl_cell(col, i)
             expr = {"tpm_measured": None, "hit_measured": None, "t_decode_batch": None,
                     "t_attn0_ms": f"{lay.param(k, 'k_attn_ms_per_tok2')}*{res_cell('isl', i)}^2",
                     "t_ffn0_ms": f"{lay.param(k, 'k_ffn_ms_per_tok')}*{res_cell('isl', i)}",
-                    "t_fixed_ms": lay.param(k, "t_fixed_ms"),
+                    "t_fixed_ms": (_fixed_with_hit_cost(lay, k, res_cell("hit_target", i)) if calib.fits[k].c_hit_ms
+                                   else lay.param(k, "t_fixed_ms")),
                     "kv_gbps": lay.param(k, "b_eff_gbps"),
                     "t_decode_ms": f"{res_cell('osl', i)}*{lay.param(k, 'tpot_per_token_ms')}"}[col]
             out[(i, col)] = (f"IF(ISNUMBER({x}),{x},{expr})", value, prov) if expr else (None, value, prov)
@@ -140,7 +149,7 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
                 and (live := _live_estimate(plan, i)) is not None and \
                 abs(live[0][col] - value) <= 1e-9 * max(1.0, abs(value)):  # live over Settings and GPUs
             x = wl_cell(col, i)
-            out[(i, col)] = (f"IF(ISNUMBER({x}),{x},{estimate_formulas(_row_ref(res_cell, i), live[1], live[2])[col]})",
+            out[(i, col)] = (f"IF(ISNUMBER({x}),{x},{estimate_formulas(_row_ref(res_cell, i), *live[1:])[col]})",
                              value, prov)
         else:
             out[(i, col)] = (None, value, prov)
@@ -164,7 +173,8 @@ def _live_estimate(plan, i: int):
         return None
     wl = {k: res[k] for k in ("tp", "isl", "osl", "batch")}
     return live_estimate(wl, model, gpu, float(plan.results["kv_bytes_per_token_gpu"].iat[i]),
-                         float(plan.settings["prefill_mfu"]), float(plan.settings["decode_mbu"]), catalog_raw(model))
+                         float(plan.settings["prefill_mfu"]), float(plan.settings["decode_mbu"]), catalog_raw(model),
+                         plan.settings)
 
 
 def _row_ref(res_cell, i: int):
@@ -193,9 +203,11 @@ def write_calibration(wb, fm, plan) -> None:
     meas_cols = [c.name for c in schema.columns("Measurements")]
     ws.write_string(0, 0, "Calibration: prefill times fitted to the measured load tests (Measurements sheet)",
                     fm("title"))
-    ws.write_string(1, 0, "Fit per deployment of TTFT = t_fixed + k_attn*N^2*(1-h^2) + k_ffn*N*(1-h) + load - "
+    ws.write_string(1, 0, "Fit per deployment of TTFT = t_fixed + c_hit*(h>0) + k_attn*N^2*(1-h^2) + k_ffn*N*(1-h) + load - "
                           "alpha*MIN(load, compute), load = h*N*S/B_eff; relative error minimised, parameters >= 0. "
-                          "Calibrated workloads take t_attn0 = k_attn*isl^2, t_ffn0 = k_ffn*isl, t_fixed, B_eff "
+                          "c_hit: the per-request hit cost, 0 unless the points call for it. "
+                          "Calibrated workloads take t_attn0 = k_attn*isl^2, t_ffn0 = k_ffn*isl, t_fixed (+ c_hit "
+                          "with hits), B_eff "
                           "(Resolved refers to these cells). The fit itself is redone when the planner runs: after editing "
                           "Measurements, run it again.", fm("note"))
     from planner.workbook.checks_sheet import wrapped_lines
@@ -207,7 +219,7 @@ def write_calibration(wb, fm, plan) -> None:
         ws_real.set_row(top, 45)  # headers of up to three lines, never cut
     for j, h in enumerate(PARAM_COLS):
         ws.write_string(PARAM_TOP, j, header_text(h), fm("header"))
-    fmts = {"t_fixed_ms": "#,##0.00", "k_attn_ms_per_tok2": FMT_K, "k_ffn_ms_per_tok": FMT_K,
+    fmts = {"t_fixed_ms": "#,##0.00", "c_hit_ms": "#,##0.00", "k_attn_ms_per_tok2": FMT_K, "k_ffn_ms_per_tok": FMT_K,
             "b_eff_gbps": "#,##0.00", "s_kv_bytes": "#,##0", "curve_hit": "0.0%", "curve_alpha": "0.0%", "median_abs_error": "0.0%",
             "max_abs_error": "0.0%", "tpot_per_token_ms": "#,##0.000"}
     pt_col = {c: j for j, c in enumerate(POINT_COLS)}
@@ -217,7 +229,7 @@ def write_calibration(wb, fm, plan) -> None:
         lo, hi = lay.point_rows[k]
         abs_rng = xl_range_abs(lo, pt_col["abs_error"], hi, pt_col["abs_error"])
         vals = {"deployment": f.label, "model": f.model, "gpu": f.gpu, "tp": f.tp, "points": len(f.points),
-                "t_fixed_ms": f.t_fixed, "k_attn_ms_per_tok2": f.k_attn, "k_ffn_ms_per_tok": f.k_ffn,
+                "t_fixed_ms": f.t_fixed, "c_hit_ms": f.c_hit_ms, "k_attn_ms_per_tok2": f.k_attn, "k_ffn_ms_per_tok": f.k_ffn,
                 "b_eff_gbps": f.b_gbps, "s_kv_bytes": f.s_kv, "curve_hit": _curve_hit(f),
                 "curve_alpha": float(f.points["alpha"].max()),
                 "b_source": ("fitted (B_eff)" + (", at search edge" if f.b_at_bound else "")) if f.b_fitted
