@@ -14,7 +14,10 @@ One row of ``Demand_Calc`` per (workload, period):
 Each row is sized as Results sizes its workload, at the row's hit ratio: chip time
 ``C(h_p) = TTFT(h_p, α) + t_decode_ms``, delivered TPM re-hit corrected from ``tpm_measured``
 (``TPM(h_m) · C(h_m) / C(h_p)``) or the model's ``(isl + osl) · 60000 / C(h_p)``, then
-``instances = ceil(demand / (TPM · target_utilization))``. The baseline columns size the same
+``instances_throughput = ceil(demand / (TPM · target_utilization))``; ``instances`` is the SLO-bound count
+of :mod:`planner.equations.sizing` (the chain Results uses: throughput, the TTFT and TPOT targets, the
+HBM fit at load, a fixed concurrency), at the row's demand and its request-alone ``ttft_ms``, so a
+period sized at today's demand and hit ratio gets Results' count. The baseline columns size the same
 demand at ``hit_baseline`` (Results ``tpm_delivered_baseline``); ``saved = baseline - target``.
 
 Each formula is a numpy function with its Excel twin below (:mod:`planner.equations.kvhit` style); the
@@ -28,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from planner.equations import kvhit as m
+from planner.equations import sizing as sz
 from planner.core import schema
 from planner.finance.fleet import _f, _nansum
 from planner.equations.fleet import cost_per_hour, per_month
@@ -41,9 +45,15 @@ CALC_COLS = ("workload", "period", "period_index", "demand_input", "demand_unit"
              "gpu", "tp", "hit_target", "load_ms", "compute_ms", "ttft_ms", "chip_ms", "tpm_delivered_model",
              "tpm_delivered_target", "target_utilization", "hourly_cost", "instances", "gpus_needed",
              "cost_per_hour", "tpm_delivered_baseline", "instances_baseline", "gpus_baseline",
-             "cost_per_hour_baseline")
+             "cost_per_hour_baseline") + tuple(  # the SLO-bound sizing steps (planner.equations.sizing)
+    c for c in sz.NAMES if c not in ("instances_needed", "gpus_needed"))
+# Demand_Calc's names for two of the sizing steps (the columns the sheet had before issue 16)
+SIZING_AS = {"instances_needed": "instances", "gpus_needed": "gpus_needed"}
 PERIOD_COLS = ("period", "gpu", "instances", "gpus_needed", "cost_per_month", "gpus_baseline",
-               "cost_per_month_baseline", "cost_saved_per_month")
+               "cost_per_month_baseline", "cost_saved_per_month",
+               "instances_throughput", "gpus_throughput", "gpus_for_latency", "cost_per_month_for_latency")
+# per-workload inputs of the sizing chain: from Results (the rest from Resolved)
+FROM_RESULTS = ("decode_step_ms", "step_weights_ms", "step_kv_ms", "slo_q", "max_batch_fit")
 
 def span_label(periods: list[str]) -> str:
     """``2027-Q1–Q4`` (quarters of one year), ``2027-Q3–2028-Q2``, ``first–last``, or the one period.
@@ -203,8 +213,10 @@ def period_calc(plan) -> pd.DataFrame:
     tpm_model = m.tpm_delivered(col(res, "isl"), col(res, "osl"), chip)
     tpm = m.tpm_delivered_target(col(res, "tpm_measured"), col(r, "chip_ms_measured"), chip, tpm_model)
     util, price, tp = col(res, "target_utilization"), col(res, "hourly_cost"), col(res, "tp")
-    inst = m.instances_needed(demand, tpm, util)
-    gpus = m.gpus_needed(inst, tp)
+    row_in = {"demand_tpm": demand, "tpm_delivered_target": tpm, "target_utilization": util, "ttft_ms": ttft}
+    steps = sz.size({name: row_in[name] if name in row_in else col(r if name in FROM_RESULTS else res, name)
+                     for name in sz.INPUTS}) if n else {name: np.zeros(0) for name in sz.NAMES}
+    inst, gpus = steps["instances_needed"], steps["gpus_needed"]
     tpm_b = col(r, "tpm_delivered_baseline")
     inst_b = m.instances_needed(demand, tpm_b, util)
     gpus_b = m.gpus_needed(inst_b, tp)
@@ -216,7 +228,8 @@ def period_calc(plan) -> pd.DataFrame:
         "tpm_delivered_target": tpm, "target_utilization": util, "hourly_cost": price, "instances": inst,
         "gpus_needed": gpus, "cost_per_hour": cost_per_hour(gpus, price), "tpm_delivered_baseline": tpm_b,
         "instances_baseline": inst_b, "gpus_baseline": gpus_b,
-        "cost_per_hour_baseline": cost_per_hour(gpus_b, price)}, columns=list(CALC_COLS))
+        "cost_per_hour_baseline": cost_per_hour(gpus_b, price),
+        **{c: steps[c] for c in sz.NAMES if c not in SIZING_AS}}, columns=list(CALC_COLS))
     frame["dem"] = [x["dem"] for x in lay]
     return frame
 
@@ -239,6 +252,11 @@ def by_period(plan, calc: pd.DataFrame | None = None) -> pd.DataFrame:
                    "gpus_baseline": _nansum(calc["gpus_baseline"].to_numpy()[on]),
                    "cost_per_month_baseline": float(per_month(cost_b, hours))}
             row["cost_saved_per_month"] = float(saved(row["cost_per_month_baseline"], row["cost_per_month"]))
+            for c in ("instances_throughput", "gpus_throughput", "gpus_for_latency"):
+                row[c] = _nansum(calc[c].to_numpy(dtype=float)[on])
+            cost_l = float("nan") if np.isnan(price) else _nansum(
+                calc["cost_per_hour_for_latency"].to_numpy(dtype=float)[on])
+            row["cost_per_month_for_latency"] = float(per_month(cost_l, hours))
             rows.append(row)
     return pd.DataFrame(rows, columns=list(PERIOD_COLS))
 

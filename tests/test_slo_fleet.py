@@ -1,0 +1,141 @@
+"""SLO-bound sizing beyond Results (issue 16): Demand_Calc / Fleet_By_Period, Fleet, Scenario_Compare and
+the diff bridge size with the same chain as Results (planner.equations.sizing), and say what the latency
+targets add over throughput alone. Every expected number is computed BY HAND below.
+
+The deployment shape is the one of tests/test_load_workbook.py (its hand functions are reused: plain
+arithmetic, nothing from planner.equations.queueing): Llama-3.1-8B on one H100 (2.5 USD/h), isl 4000,
+osl 200, batch 16, hit 0, request-alone prefill P = 400 ms, decode D = 400 ms, chip time C = 800 ms, so
+one instance delivers TPM = 4200 x 60000 / 800 = 315,000 tokens/min on throughput.
+
+Workloads:
+- ``chat``: demand 6,000,000 tokens/min, ttft_slo_ms 1000 at p90 (the default), grows 50% a period;
+- ``batch``: demand 3,000,000 tokens/min, no target (sized on throughput alone), grows 50% a period.
+Settings periods 2027-Q1..2027-Q2 (k = 0, 1), hours_per_month 730 (the default).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from conftest import header_index, same_value, sheet_values
+from planner.equations import sizing as sz
+from planner.finance import fleet, periods, scenarios
+from planner.plan.build import build_plan
+from planner.workbook.input_sheets import write_input_workbook
+from planner.workbook.writer import write_output
+from test_load_workbook import BASE, GPUS, MODELS, P, _largest, _wait_q
+
+HOURS, PRICE = 730, 2.5
+TPM = (4000 + 200) * 60000 / 800                    # 315,000 tokens/min per instance
+
+
+def lam_p90(slo):
+    """Largest per-instance rate [requests/ms] whose p90 TTFT P + W_0.9 stays within ``slo`` (bisection
+    on the hand formula of tests/test_load_workbook.py)."""
+    return _largest(lambda x: P + _wait_q(x, 0.9) <= slo, 1 / P)
+
+
+def n_ttft(demand_tpm, slo):
+    rate = demand_tpm / (4000 + 200) / 60 / 1000     # requests/ms of the whole workload
+    return math.ceil(rate / lam_p90(slo) - 1e-9)
+
+
+def n_tp(demand_tpm):
+    return math.ceil(demand_tpm / TPM - 1e-9)
+
+
+# chat Q1 (k=0): 6,000,000 -> 23.81 requests/s; throughput ceil(19.05) = 20, the p90 target 21 (as
+#   tests/test_load_workbook.py finds for the same row): 21 instances, 1 GPU over throughput
+# chat Q2 (k=1): 6,000,000 x 1.5 = 9,000,000 -> 35.71 requests/s; throughput ceil(28.57) = 29; the target
+#   ceil(35.71 / λ*) with λ* the same per-instance rate as in Q1 (the target and P do not change)
+# batch Q1: 3,000,000 -> ceil(9.52) = 10; Q2: 4,500,000 -> ceil(14.29) = 15 (no target: no extra)
+CHAT = {"2027-Q1": 6_000_000, "2027-Q2": 9_000_000}
+BATCH = {"2027-Q1": 3_000_000, "2027-Q2": 4_500_000}
+
+
+def hand_rows():
+    rows = {}
+    for p, d in CHAT.items():
+        t, s = n_tp(d), n_ttft(d, 1000)
+        rows[("chat", p)] = dict(instances_throughput=t, instances_ttft=s, instances=max(t, s),
+                                 binding="ttft_slo" if s > t else "throughput", gpus_for_latency=max(t, s) - t)
+    for p, d in BATCH.items():
+        rows[("batch", p)] = dict(instances_throughput=n_tp(d), instances=n_tp(d), binding="throughput",
+                                  gpus_for_latency=0)
+    return rows
+
+
+def test_hand_numbers():
+    r = hand_rows()
+    assert [r[("chat", p)]["instances_throughput"] for p in CHAT] == [20, 29]
+    assert r[("chat", "2027-Q1")]["instances"] == 21              # as tests/test_load_workbook.py
+    assert r[("chat", "2027-Q2")]["instances"] > 29               # the target binds in the grown period too
+    assert [r[("batch", p)]["instances"] for p in BATCH] == [10, 15]
+
+
+WORKLOADS = [dict(workload="chat", demand_tpm=6_000_000, ttft_slo_ms=1000, demand_growth=0.5, **BASE),
+             dict(workload="batch", demand_tpm=3_000_000, demand_growth=0.5, **BASE)]
+SETTINGS = {"periods": "2027-Q1..2027-Q2"}
+GPUS_PRICED = [dict(GPUS[0], hourly_cost=PRICE)]
+
+
+def make(path, workloads=WORKLOADS, optional=None):
+    write_input_workbook(path, MODELS, GPUS_PRICED, workloads, SETTINGS, optional=optional)
+    return path
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    d = tmp_path_factory.mktemp("slofleet")
+    src = make(d / "in.xlsx")
+    plan = build_plan(src)
+    out = d / "out.xlsx"
+    write_output(plan, out)
+    return src, plan, out
+
+
+def test_period_rows_are_the_hand_calculation_and_agree_with_results(built):
+    _src, plan, out = built
+    calc = periods.period_calc(plan)
+    stored = {(r["workload"], r["period"]): r for r in sheet_values(out, "Demand_Calc") if r.get("workload")}
+    for key, want in hand_rows().items():
+        row = calc[(calc["workload"] == key[0]) & (calc["period"] == key[1])].iloc[0]
+        for c, v in want.items():
+            assert same_value(v, row[c]), (key, c, v, row[c])
+            assert same_value(v, stored[key][c]), ("stored", key, c, v, stored[key][c])
+    # the first period carries today's demand at today's hit: Results' own count, column for column
+    r = plan.results.set_index("workload")
+    first = calc[calc["period"] == "2027-Q1"].set_index("workload")
+    for wl in ("chat", "batch"):
+        for c in ("instances_throughput", "instances_ttft", "instances_tpot", "instances_hbm", "binding",
+                  "gpus_throughput", "gpus_for_latency", "cost_per_hour_for_latency"):
+            assert same_value(r.loc[wl, c], first.loc[wl, c], rel=1e-12), (wl, c)
+        assert first.loc[wl, "instances"] == r.loc[wl, "instances_needed"]
+        assert first.loc[wl, "gpus_needed"] == r.loc[wl, "gpus_needed"]
+
+
+def test_fleet_by_period_latency_columns(built):
+    _src, plan, out = built
+    h = hand_rows()
+    got = {r["period"]: r for r in sheet_values(out, "Fleet_By_Period") if r.get("period")}
+    py = periods.by_period(plan).set_index("period")
+    for p in CHAT:
+        inst = h[("chat", p)]["instances"] + h[("batch", p)]["instances"]
+        thr = h[("chat", p)]["instances_throughput"] + h[("batch", p)]["instances_throughput"]
+        want = dict(instances=inst, gpus_needed=inst, instances_throughput=thr, gpus_throughput=thr,
+                    gpus_for_latency=inst - thr, cost_per_month=inst * PRICE * HOURS,
+                    cost_per_month_for_latency=(inst - thr) * PRICE * HOURS)
+        for c, v in want.items():
+            assert same_value(v, got[p][c]), (p, c, v, got[p][c])
+            assert same_value(v, py.loc[p, c]), (p, c, v, py.loc[p, c])
+    # Q1: 1 GPU, 1 x 2.5 x 730 = 1,825 USD per month over throughput alone
+    assert got["2027-Q1"]["cost_per_month_for_latency"] == pytest.approx(1825.0)
+
+
+def test_sizing_chain_is_the_one_results_declares():
+    from planner.plan.columns import RESULTS
+    by = {c.name: c for c in RESULTS}
+    for name, func, args in sz.STEPS:
+        assert by[name].func is func and by[name].args == args, name
