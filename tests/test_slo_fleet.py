@@ -139,3 +139,36 @@ def test_sizing_chain_is_the_one_results_declares():
     by = {c.name: c for c in RESULTS}
     for name, func, args in sz.STEPS:
         assert by[name].func is func and by[name].args == args, name
+
+
+def test_fleet_latency_columns_and_summary_memo_equal_them(built):
+    _src, plan, out = built
+    # by hand: chat 21 instances (20 on throughput), batch 10 (10): 31 / 30, +1 GPU, 1 x 2.5 x 730 = 1,825
+    want = dict(instances=31, gpus_needed=31, instances_throughput=30, gpus_throughput=30, gpus_for_latency=1,
+                cost_per_month=31 * PRICE * HOURS, cost_per_month_for_latency=1825.0)
+    rows = {r["gpu"]: r for r in sheet_values(out, "Fleet") if r.get("gpu")}
+    py = fleet.fleet_table(plan).set_index("gpu")
+    for key in ("H100", fleet.TOTAL):
+        for c, v in want.items():
+            assert same_value(v, rows[key][c]), (key, c, v, rows[key][c])
+            assert same_value(v, py.loc[key, c]), (key, c, v, py.loc[key, c])
+    t = fleet.totals(plan)
+    assert (t.gpus_for_latency, t.cost_per_month_for_latency) == (1, 1825.0)
+    # the Summary reads the Fleet Total row; the memo says the same figures
+    import openpyxl
+    wb = openpyxl.load_workbook(out, data_only=True)
+    summ = {r[0].value: r[1].value for r in wb["Summary"].iter_rows(max_col=2) if r[0].value}
+    assert summ["GPUs over throughput alone"] == rows[fleet.TOTAL]["gpus_for_latency"]
+    assert summ["Cost per month of those GPUs [USD]"] == rows[fleet.TOTAL]["cost_per_month_for_latency"]
+    wbf = openpyxl.load_workbook(out)
+    assert wbf["Summary"].cell(*_find(wbf["Summary"], "GPUs over throughput alone")).value.startswith("=Fleet!$")
+    from planner.plan import load_notes
+    text = {f["kind"]: f["text"] for f in load_notes.findings(plan)}
+    assert "takes 1 GPUs more than throughput alone, 1,825 USD per month" in text["slo-cost"]
+
+
+def _find(ws, label):
+    for row in ws.iter_rows(max_col=1):
+        if row[0].value == label:
+            return row[0].row, 2
+    raise AssertionError(label)

@@ -22,7 +22,9 @@ import pandas as pd
 from planner.equations.fleet import per_month, per_year
 
 FLEET_COLS = ("gpu", "instances", "gpus_needed", "cost_per_hour", "cost_per_month", "cost_per_year",
-              "tpm_capacity", "tpm_demand")
+              "tpm_capacity", "tpm_demand",
+              # what the latency targets add over throughput alone (issue 16; planner.equations.sizing)
+              "instances_throughput", "gpus_throughput", "gpus_for_latency", "cost_per_month_for_latency")
 TOTAL = "Total"
 
 
@@ -48,7 +50,10 @@ def fleet_table(plan) -> pd.DataFrame:
     Per type ``g``: ``instances = Σ instances_needed``, ``gpus_needed = Σ gpus_needed``,
     ``cost_per_hour = Σ gpus_needed · hourly_cost`` (NaN without a price),
     ``cost_per_month = cost_per_hour · hours_per_month``, ``cost_per_year = 12 · cost_per_month``,
-    ``tpm_capacity = Σ instances_needed · tpm_delivered_target``, ``tpm_demand = Σ demand_tpm``.
+    ``tpm_capacity = Σ instances_needed · tpm_delivered_target``, ``tpm_demand = Σ demand_tpm``;
+    ``instances_throughput``, ``gpus_throughput``, ``gpus_for_latency`` the sums of those Results columns
+    (the count on throughput alone and the GPUs the latency targets add), ``cost_per_month_for_latency =
+    Σ cost_per_hour_for_latency · hours_per_month`` (NaN without a price).
     ``Total`` sums the types; its costs sum the priced types only (NaN when none is priced).
     """
     r, res = plan.results, plan.resolved
@@ -56,14 +61,17 @@ def fleet_table(plan) -> pd.DataFrame:
     wl_gpu = res["gpu"].to_numpy()
     cols = {"instances": _f(r["instances_needed"]), "gpus_needed": _f(r["gpus_needed"]),
             "cost_per_hour": _f(r["cost_per_hour"]), "tpm_capacity": _f(r["tpm_capacity"]),
-            "tpm_demand": _f(res["demand_tpm"])}
+            "tpm_demand": _f(res["demand_tpm"]), "instances_throughput": _f(r["instances_throughput"]),
+            "gpus_throughput": _f(r["gpus_throughput"]), "gpus_for_latency": _f(r["gpus_for_latency"]),
+            "cost_per_hour_for_latency": _f(r["cost_per_hour_for_latency"])}
     rows = []
     for g, price in zip(plan.gpus["gpu"].tolist(), _f(plan.gpus["hourly_cost"])):
         on = wl_gpu == g
         row = {"gpu": g, **{k: _nansum(v[on]) for k, v in cols.items()}}
         if np.isnan(price):
-            row["cost_per_hour"] = float("nan")
+            row["cost_per_hour"] = row["cost_per_hour_for_latency"] = float("nan")
         row["cost_per_month"] = float(per_month(row["cost_per_hour"], hours))
+        row["cost_per_month_for_latency"] = float(per_month(row.pop("cost_per_hour_for_latency"), hours))
         row["cost_per_year"] = float(per_year(row["cost_per_month"]))
         rows.append(row)
     frame = pd.DataFrame(rows, columns=list(FLEET_COLS))
@@ -91,6 +99,8 @@ class Totals:
     gpus_baseline: float          # the same demand at hit_baseline (blank: hit_measured)
     cost_per_hour_baseline: float
     cost_per_month_baseline: float
+    gpus_for_latency: float = 0.0           # GPUs the latency targets add over throughput alone
+    cost_per_month_for_latency: float = float("nan")  # their cost, priced types only
 
 
 def totals(plan) -> Totals:
@@ -103,7 +113,8 @@ def totals(plan) -> Totals:
         ~np.isnan(_f(plan.resolved["hourly_cost"])) & ~np.isnan(gm)) else float("nan")
     return Totals(float(t["gpus_needed"]), float(t["instances"]), float(t["cost_per_hour"]),
                   float(t["cost_per_month"]), fl.attrs["uncosted_gpus"], float(t["tpm_capacity"]),
-                  float(t["tpm_demand"]), _nansum(gm), cm, float(per_month(cm, hours)))
+                  float(t["tpm_demand"]), _nansum(gm), cm, float(per_month(cm, hours)),
+                  float(t["gpus_for_latency"]), float(t["cost_per_month_for_latency"]))
 
 
 _FLEET_CACHE: dict[int, tuple[weakref.ref, pd.DataFrame]] = {}

@@ -81,14 +81,17 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
     cur = _cur(plan)
     units = {"instances": "count", "gpus_needed": "count", "cost_per_hour": f"{cur}/h",
              "cost_per_month": f"{cur}/month", "cost_per_year": f"{cur}/year", "tpm_capacity": "tokens/min",
-             "tpm_demand": "tokens/min"}
-    _named_header(ws, fm, fl2.FLEET_COLS, units, [22, 12, 12, 16, 18, 18, 18, 18])
+             "tpm_demand": "tokens/min", "instances_throughput": "count", "gpus_throughput": "count",
+             "gpus_for_latency": "count", "cost_per_month_for_latency": f"{cur}/month"}
+    _named_header(ws, fm, fl2.FLEET_COLS, units, [22, 12, 12, 16, 18, 18, 18, 18, 14, 14, 14, 18])
     ws.freeze_panes(1, 1)
     own = {c: j for j, c in enumerate(fl2.FLEET_COLS)}
     fmts = {"instances": fm("calc", FMT_INT), "gpus_needed": fm("calc", FMT_INT),
             "cost_per_hour": fm("calc", FMT_MONEY), "cost_per_month": fm("calc", FMT_MONEY0),
             "cost_per_year": fm("calc", FMT_MONEY0), "tpm_capacity": fm("calc", FMT_INT),
-            "tpm_demand": fm("calc", FMT_INT)}
+            "tpm_demand": fm("calc", FMT_INT), "instances_throughput": fm("calc", FMT_INT),
+            "gpus_throughput": fm("calc", FMT_INT), "gpus_for_latency": fm("calc", FMT_INT),
+            "cost_per_month_for_latency": fm("calc", FMT_MONEY0)}
     n_types = len(frame) - 1
     rows = fleet_cells(n_types)
     sumifs = lambda rng, crit_rng, r: f"SUMIFS({rng},{crit_rng},{exact_criteria(xl_rowcol_to_cell(r, own['gpu'], col_abs=True))})"  # noqa: E731
@@ -106,6 +109,12 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
             "cost_per_year": fl.per_year.xl(me("cost_per_month")),
             "tpm_capacity": sumifs("results_tpm_capacity", "results_gpu", r),
             "tpm_demand": sumifs("res_demand_tpm", "res_gpu", r),
+            "instances_throughput": sumifs("results_instances_throughput", "results_gpu", r),
+            "gpus_throughput": sumifs("results_gpus_throughput", "results_gpu", r),
+            "gpus_for_latency": sumifs("results_gpus_for_latency", "results_gpu", r),
+            "cost_per_month_for_latency": fl.per_month.xl(
+                f'IF(ISNUMBER({price}),{sumifs("results_cost_per_hour_for_latency", "results_gpu", r)},"")',
+                SETTING_NAMES["hours_per_month"]),
         }
         for c in fl2.FLEET_COLS:
             ws.write_formula(r, own[c], "=" + f[c], fmts.get(c), _v(rec[c]))
@@ -125,6 +134,10 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
                                  "s_hours_per_month (Settings hours_per_month); cost_per_year x 12.", fm("note"))
     ws.write_string(2, note_col, "A GPU type without hourly_cost has a blank cost; the Total cost is the total of the "
                                  "priced types only (see the note on the Total row).", fm("note"))
+    ws.write_string(t + 1, note_col, "instances_throughput / gpus_throughput: the count on throughput alone (Results); "
+                                 "gpus_for_latency and cost_per_month_for_latency: what the latency targets (TTFT, "
+                                 "TPOT, HBM fit at load, fixed concurrency) add over it (0 without targets).",
+                    fm("note"))
     ws.autofilter(0, 0, rows["last"], len(fl2.FLEET_COLS) - 1)
 
 
