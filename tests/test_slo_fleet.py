@@ -172,3 +172,40 @@ def _find(ws, label):
         if row[0].value == label:
             return row[0].row, 2
     raise AssertionError(label)
+
+
+# Scenarios: each re-planned through Results, so sized by the same chain
+SCENARIOS = [
+    # chat's target tightened to 700 ms at p90: the per-instance rate λ* falls (P + W_0.9 <= 700 leaves
+    #   300 ms for the wait), so the count is ceil(23.81 requests/s / λ*(700)); batch keeps 10
+    {"scenario": "ttft 700", "sheet": "Workloads", "column": "ttft_slo_ms", "match": "chat", "op": "set",
+     "value": 700},
+    # chat's demand x 1.5 = 9,000,000: the same row as Demand_Calc's 2027-Q2 for chat, 31 instances
+    {"scenario": "chat x1.5", "sheet": "Workloads", "column": "demand_tpm", "match": "chat", "op": "multiply",
+     "value": 1.5},
+]
+
+
+def test_scenario_overriding_ttft_slo_is_the_hand_calculation(tmp_path):
+    src = make(tmp_path / "scn.xlsx", optional={"Scenarios": SCENARIOS})
+    plan = build_plan(src)
+    out = tmp_path / "scn-out.xlsx"
+    write_output(plan, out)
+    n700 = n_ttft(6_000_000, 700)
+    assert n700 > 21                                      # tighter than the base target's 21
+    want = {  # scenario: (gpus_needed, gpus_throughput, gpus_for_latency)
+        "base": (31, 30, 1),
+        "ttft 700": (n700 + 10, 30, n700 - 20),
+        "chat x1.5": (31 + 10, 29 + 10, 2),
+    }
+    for rows in (scenarios.scenario_compare(plan).to_dict("records"), sheet_values(out, "Scenario_Compare")):
+        got = {r["scenario"]: r for r in rows if r.get("scenario")}
+        assert set(got) == set(want)
+        for name, (g, t, extra) in want.items():
+            r = got[name]
+            assert (r["gpus_needed"], r["gpus_throughput"], r["gpus_for_latency"]) == (g, t, extra), (name, r)
+            assert r["cost_per_month"] == pytest.approx(g * PRICE * HOURS, rel=1e-12)
+            assert r["cost_per_month_for_latency"] == pytest.approx(extra * PRICE * HOURS, rel=1e-12)
+    # the demand scenario is the grown period: one chain, one count
+    q2 = periods.by_period(plan).set_index("period").loc["2027-Q2"]
+    assert q2["gpus_for_latency"] == want["chat x1.5"][2]
