@@ -209,3 +209,35 @@ def test_scenario_overriding_ttft_slo_is_the_hand_calculation(tmp_path):
     # the demand scenario is the grown period: one chain, one count
     q2 = periods.by_period(plan).set_index("period").loc["2027-Q2"]
     assert q2["gpus_for_latency"] == want["chat x1.5"][2]
+
+
+def test_diff_where_only_a_target_changes(tmp_path):
+    from planner.diff.bridge import STEPS, diff_plans
+    from planner.diff.workbook import write_diff
+    old = make(tmp_path / "old.xlsx")
+    wls = [dict(w) for w in WORKLOADS]
+    wls[0]["ttft_slo_ms"] = 700
+    new = make(tmp_path / "new.xlsx", workloads=wls)
+    d = diff_plans(old, new)
+    # by hand: OLD 21 + 10 = 31 GPUs, NEW n_ttft(6,000,000, 700 ms) + 10 = 34 + 10 = 44 GPUs; only the
+    #   latency step moves: +13 GPUs x 2.5 USD/h x 730 h = 23,725 USD per month
+    n700 = n_ttft(6_000_000, 700)
+    gained = n700 - 21
+    assert (n700, gained) == (34, 13)
+    b, g = dict(d.bridge), dict(d.gpu_bridge)
+    assert (g["old"], g["new"], g["latency"]) == (31, 44, 13)
+    assert b["latency"] == pytest.approx(gained * PRICE * HOURS, rel=1e-12)
+    assert all(b[s] == 0 and g[s] == 0 for s in STEPS if s != "latency")
+    # each end is that side's Fleet Total
+    for plan, end in ((d.old, "old"), (d.new, "new")):
+        t = fleet.fleet_table(plan).iloc[-1]
+        assert (g[end], b[end]) == (t["gpus_needed"], pytest.approx(t["cost_per_month"], rel=1e-12))
+    assert sum(v for s, v in d.gpu_bridge[1:-1]) == g["new"] - g["old"]
+    out = tmp_path / "diff.xlsx"
+    write_diff(d, out)
+    rows = {r["step"]: r for r in sheet_values(out, "Bridge") if r.get("step")}
+    assert rows["latency"]["gpus"] == 13 and rows["latency"]["cost_per_month"] == pytest.approx(23_725.0)
+    assert (rows["old"]["gpus"], rows["new"]["gpus"]) == (31, 44)
+    from planner.diff.memo import bridge_sentences
+    assert bridge_sentences(d, "USD") == ["The new latency targets (TTFT/TPOT targets, their percentile, fixed "
+                                          "concurrency): adds USD 23,725.00 per month (+13 GPUs)."]

@@ -24,10 +24,14 @@ Bridge steps, applied in this fixed order (each state is planned in full)::
               ``price``/``other``)
     demand  : NEW's demand_tpm for the common workloads
     hit     : NEW's hit_target and hit_measured for the common workloads
+    latency : NEW's latency targets for the common workloads (ttft_slo_ms, tpot_slo_ms,
+              slo_percentile, concurrency: issue 16, what the SLO-bound sizing of Results
+              adds or saves when only a target changes)
     price   : NEW's hourly_cost for every GPU of the state that NEW has
     other   : everything else: the final state is NEW itself, planned as NEW
 
-Each step is the change of fleet cost per month it makes. The stored costs are rounded to
+Each step is the change of fleet cost per month it makes, and of fleet GPUs (``Diff.gpu_bridge``:
+Σ Results ``gpus_needed`` of each state, so OLD's and NEW's ends are each side's Results and Fleet). The stored costs are rounded to
 a common binary quantum (a power of two about 2^-50 of the largest cost, far below a
 cent), so that ``old + Σ steps == new`` and ``Σ steps == new - old`` hold exactly in
 floating point, in any order of summation.
@@ -50,7 +54,8 @@ from planner.core.errors import InputError, Problem
 from planner.diff.input_changes import Change, _same_record, fold, input_changes
 from planner.inputs.reader import PlanInput, Table
 
-STEPS = ("removed", "added", "demand", "hit", "price", "other")
+STEPS = ("removed", "added", "demand", "hit", "latency", "price", "other")
+LATENCY_COLS = ("ttft_slo_ms", "tpot_slo_ms", "slo_percentile", "concurrency")  # the `latency` step
 
 
 # --------------------------------------------------------------------------- fleet cost
@@ -186,7 +191,8 @@ def bridge_states(old: PlanInput, new: PlanInput) -> list[tuple[str, PlanInput]]
     # demand, then hit: NEW's values for the common workloads
     # (hit also takes where NEW's hit ratios come from: its traces and its KV tiers, issue 19)
     for step, cols in (("demand", ("demand_tpm",)),
-                       ("hit", ("hit_target", "hit_measured", "trace", "trace_block_size"))):
+                       ("hit", ("hit_target", "hit_measured", "trace", "trace_block_size")),
+                       ("latency", LATENCY_COLS)):
         wl = [dict(r) for r in wl]
         for r in wl:
             src = new_wl[fold(r["workload"])]
@@ -195,7 +201,7 @@ def bridge_states(old: PlanInput, new: PlanInput) -> list[tuple[str, PlanInput]]
                 if c == "trace" and r[c]:  # NEW's trace, found beside NEW whichever folder OLD is in
                     r[c] = str(trace_path(new.path, r[c]))
         states.append((step, _with_tiers(with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus}),
-                                         new if step == "hit" else old)))
+                                         old if step == "demand" else new)))
     # price: NEW's hourly_cost for every GPU NEW has
     gpus = [dict(r) for r in gpus]
     for r in gpus:
@@ -240,6 +246,7 @@ class Diff:
     state_costs: dict[str, float] = field(default_factory=dict)  # unrounded cost after each step
     new_warnings: list[str] = field(default_factory=list)
     unpriced: list[str] = field(default_factory=list)  # GPU types with demand but no price
+    gpu_bridge: list[tuple[str, float]] = field(default_factory=list)  # ("old", g0), GPU change per step, ("new", g)
 
     @property
     def total_change(self) -> float:
@@ -308,14 +315,25 @@ def gpu_changes(old_plan, new_plan) -> list[dict]:
 
 
 STATE_OF = {"removed": "workload list, removed workloads dropped", "added": "added workloads",
-            "demand": "demand_tpm", "hit": "hit_target and hit_measured", "price": "hourly_cost"}
+            "demand": "demand_tpm", "hit": "hit_target and hit_measured",
+            "latency": "latency targets (" + ", ".join(LATENCY_COLS) + ")", "price": "hourly_cost"}
 
 
-def bridge(old_plan, new_plan, build) -> tuple[list[tuple[str, float]], dict[str, float]]:
-    """The cost bridge: ``[("old", c0), ("removed", d1), ..., ("other", d6), ("new", c_new)]``
-    and the unrounded fleet cost after each step. ``build`` plans a PlanInput."""
+def fleet_gpus(plan) -> float:
+    """GPUs of the fleet: Σ Results ``gpus_needed`` over the workloads with a demand [count]."""
+    g = plan.results["gpus_needed"].to_numpy(dtype=float)
+    return float(np.nansum(g)) if len(g) else 0.0
+
+
+def bridge(old_plan, new_plan, build, gpus: dict[str, float] | None = None
+           ) -> tuple[list[tuple[str, float]], dict[str, float]]:
+    """The cost bridge: ``[("old", c0), ("removed", d1), ..., ("other", d7), ("new", c_new)]``
+    and the unrounded fleet cost after each step. ``build`` plans a PlanInput. ``gpus``, when
+    given, receives the fleet GPUs after each state (``old``, each step, ``other`` = NEW)."""
     c_old, c_new = fleet_cost_per_month(old_plan), fleet_cost_per_month(new_plan)
     costs = {"old": c_old}
+    gpus = {} if gpus is None else gpus
+    gpus["old"] = fleet_gpus(old_plan)
     # an added workload carries all of its NEW cost in the `added` step (issue 17): from that
     # step on it counts at its cost in NEW, and the states re-plan only the common workloads
     # (OLD's rows, OLD's Measurements: each state is OLD changed step by step, and consistent)
@@ -323,6 +341,9 @@ def bridge(old_plan, new_plan, build) -> tuple[list[tuple[str, float]], dict[str
     new_cost = workload_cost_per_month(new_plan)
     added = math.fsum(c for r, c in zip(new_plan.input.workloads.records, new_cost)
                       if fold(r["workload"]) not in old_names and not math.isnan(c))
+    new_gpus = new_plan.results["gpus_needed"].to_numpy(dtype=float)
+    added_gpus = float(np.nansum([g for r, g in zip(new_plan.input.workloads.records, new_gpus)
+                                  if fold(r["workload"]) not in old_names]))
     for step, state in bridge_states(old_plan.input, new_plan.input):
         common = [r for r in state.workloads.records if fold(r["workload"]) in old_names]
         if len(common) != len(state.workloads):
@@ -332,12 +353,15 @@ def bridge(old_plan, new_plan, build) -> tuple[list[tuple[str, float]], dict[str
         try:
             if rows := _row_problems(state):
                 raise InputError(rows)
-            cost = fleet_cost_per_month(build(state)) if len(state.workloads) else 0.0
+            planned = build(state) if len(state.workloads) else None
+            cost = fleet_cost_per_month(planned) if planned is not None else 0.0
         except InputError as err:  # a state nobody wrote: say which step, and what it mixes
             raise InputError([Problem(f"NEW {new_plan.input.path}", f"bridge step {step!r} (OLD with NEW's "
                                       f"{STATE_OF[step]}): {x}") for x in err.problems]) from None
         costs[step] = cost + (added if step != "removed" else 0.0)
+        gpus[step] = (fleet_gpus(planned) if planned is not None else 0.0) + (added_gpus if step != "removed" else 0.0)
     costs["other"] = c_new
+    gpus["other"] = fleet_gpus(new_plan)
     q = exact_quantum(costs.values())
     snapped = [snap(v, q) for v in costs.values()]
     steps = [(s, snapped[k + 1] - snapped[k]) for k, s in enumerate(STEPS)]  # exact: multiples of q
@@ -394,11 +418,14 @@ def diff_plans(old_path: str | Path, new_path: str | Path) -> Diff:
         raise InputError(problems)
     old_plan, new_plan = plans
     changes = input_changes(old_in, new_in)
-    br, costs = bridge(old_plan, new_plan, build_plan)
+    state_gpus: dict[str, float] = {}
+    br, costs = bridge(old_plan, new_plan, build_plan, state_gpus)
+    g = list(state_gpus.values())  # whole GPU counts: exact differences
+    gpu_br = [("old", g[0])] + [(s, g[k + 1] - g[k]) for k, s in enumerate(STEPS)] + [("new", g[-1])]
     unpriced = []
     for plan in (old_plan, new_plan):
         for v in gpus_by_type(plan).values():
             if v["gpus"] > 0 and not v["priced"] and v["gpu"] not in unpriced:
                 unpriced.append(v["gpu"])
     return Diff(old_path, new_path, old_plan, new_plan, changes, workload_changes(old_plan, new_plan, changes),
-                gpu_changes(old_plan, new_plan), br, costs, new_warnings(old_plan, new_plan), unpriced)
+                gpu_changes(old_plan, new_plan), br, costs, new_warnings(old_plan, new_plan), unpriced, gpu_br)

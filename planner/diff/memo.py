@@ -36,6 +36,7 @@ STEP_WORDS = {
     "added": "adding the new workloads",
     "demand": "the new demand of the continuing workloads",
     "hit": "the new hit ratios (target and measured, and their traces and KV tiers)",
+    "latency": "the new latency targets (TTFT/TPOT targets, their percentile, fixed concurrency)",
     "price": "the new GPU prices",
     "other": "everything else (models, GPUs, parallelism, lengths, times, settings)",
 }
@@ -65,7 +66,9 @@ def bridge_sentences(d: Diff, currency: str) -> list[str]:
         if step in counts:
             n = counts[step]
             what = f"{what} ({n} workload{'s' if n != 1 else ''})"
-        out.append(f"{what[0].upper()}{what[1:]}: {verb} {currency} {_money(abs(value))} per month."
+        g = dict(d.gpu_bridge).get(step)
+        gpus = f" ({num(g, FMT_INT, signed=True)} GPUs)" if step == "latency" and g else ""
+        out.append(f"{what[0].upper()}{what[1:]}: {verb} {currency} {_money(abs(value))} per month{gpus}."
                    .replace("  ", " "))
     if not out:
         out.append("No step changes the fleet cost.")

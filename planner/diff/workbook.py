@@ -43,6 +43,8 @@ STEP_TEXT = {
     "demand": "take NEW's demand_tpm for the workloads in both",
     "hit": "take NEW's hit_target and hit_measured for the workloads in both (and where they come from: "
            "NEW's trace and Tiers, so a change of traffic or of cache capacity shows here)",
+    "latency": "take NEW's latency targets (ttft_slo_ms, tpot_slo_ms, slo_percentile, concurrency) for the workloads "
+               "in both: the GPUs the SLO-bound sizing adds or saves when only a target changes",
     "price": "take NEW's hourly_cost for every GPU type NEW has",
     "other": "everything else (models, GPUs, tp, lengths, times, settings...): the state is now NEW",
     "new": "NEW's fleet cost per month",
@@ -141,13 +143,16 @@ def write_waterfall(wb, ws, fm: Formats, left: int, labels: list[str], amounts: 
 
 def write_bridge(wb, fm: Formats, d: Diff, currency: str) -> None:
     ws = wb.add_worksheet("Bridge")
-    _header(ws, fm, ["step", "cost_per_month", "description"], [12, 18, 70], currency)
+    _header(ws, fm, ["step", "cost_per_month", "gpus", "description"], [12, 18, 10, 70], currency)
     rows = d.bridge
+    gpus = dict(d.gpu_bridge)
     for k, (step, value) in enumerate(rows):
         ws.write_string(k + 1, 0, step)
         ws.write_number(k + 1, 1, value, fm("calc", FMT_MONEY))
-        ws.write_string(k + 1, 2, STEP_TEXT[step], fm("note"))
-    left = 4
+        if step in gpus:
+            ws.write_number(k + 1, 2, gpus[step], fm("calc", FMT_GPUS))
+        ws.write_string(k + 1, 3, STEP_TEXT[step], fm("note"))
+    left = 5
     amounts = [(f"={xl_rowcol_to_cell(k + 1, 1)}", v) for k, (_, v) in enumerate(rows)]
     write_waterfall(wb, ws, fm, left, [s for s, _ in rows], amounts,
                     [s in ("old", "new") for s, _ in rows], title="Fleet cost per month, OLD to NEW",
@@ -166,6 +171,8 @@ def write_bridge(wb, fm: Formats, d: Diff, currency: str) -> None:
         "Steps are applied in this fixed order, each re-planning the whole fleet with that category of "
         "changes applied; each row is the change it makes, so old + Σ steps = new exactly.",
         "A GPU type without hourly_cost adds 0 to the cost.",
+        "gpus: OLD's and NEW's fleet GPUs (Σ Results gpus_needed, as each side's Fleet Total) and the change of GPUs "
+        "each step makes; latency is what a change of the latency targets alone adds or saves.",
     ]
     if d.unpriced:
         notes.append("GPU types with GPUs but no price (counted at 0): " + ", ".join(d.unpriced))
