@@ -79,10 +79,14 @@ WORKLOADS = [dict(workload="chat", demand_tpm=6_000_000, ttft_slo_ms=1000, deman
              dict(workload="batch", demand_tpm=3_000_000, demand_growth=0.5, **BASE)]
 SETTINGS = {"periods": "2027-Q1..2027-Q2"}
 GPUS_PRICED = [dict(GPUS[0], hourly_cost=PRICE)]
+# chat's 2027-Q2 demand typed on the Demand sheet at the grown value (the same row numbers), so the live
+# test below can edit a period's own demand
+DEMAND = [{"workload": "chat", "period": "2027-Q2", "demand_tpm": 9_000_000}]
 
 
 def make(path, workloads=WORKLOADS, optional=None):
-    write_input_workbook(path, MODELS, GPUS_PRICED, workloads, SETTINGS, optional=optional)
+    write_input_workbook(path, MODELS, GPUS_PRICED, workloads, SETTINGS,
+                         optional={"Demand": DEMAND, **(optional or {})})
     return path
 
 
@@ -241,3 +245,58 @@ def test_diff_where_only_a_target_changes(tmp_path):
     from planner.diff.memo import bridge_sentences
     assert bridge_sentences(d, "USD") == ["The new latency targets (TTFT/TPOT targets, their percentile, fixed "
                                           "concurrency): adds USD 23,725.00 per month (+13 GPUs)."]
+
+
+def _same_rows(py_rows, sheet_rows, key, cols, where):
+    got = {tuple(r[k] for k in key): r for r in sheet_rows if r.get(key[0])}
+    assert len(got) == len(py_rows), where
+    for e in py_rows:
+        r = got[tuple(e[k] for k in key)]
+        for c in cols:
+            assert same_value(e[c], r[c], rel=1e-9), (where, tuple(e[k] for k in key), c, e[c], r[c])
+
+
+CALC_CHECK = ("demand_tpm", "ttft_ms", "tpm_delivered_target", "instances", "gpus_needed", *(
+    c for c in sz.NAMES if c not in periods.SIZING_AS))
+PERIOD_CHECK = periods.PERIOD_COLS[2:]
+FLEET_CHECK = fleet.FLEET_COLS[1:]
+
+
+def _compare_sheets(path, plan, where):
+    _same_rows(periods.period_calc(plan).to_dict("records"), sheet_values(path, "Demand_Calc"),
+               ("workload", "period"), CALC_CHECK, f"{where} Demand_Calc")
+    _same_rows(periods.by_period(plan).to_dict("records"), sheet_values(path, "Fleet_By_Period"),
+               ("period", "gpu"), PERIOD_CHECK, f"{where} Fleet_By_Period")
+    _same_rows(fleet.fleet_table(plan).to_dict("records"), sheet_values(path, "Fleet"), ("gpu",), FLEET_CHECK,
+               f"{where} Fleet")
+
+
+@pytest.mark.libreoffice
+def test_libreoffice_recalculates_the_new_cells(built, recalc):
+    _src, plan, out = built
+    again = recalc(out)
+    _compare_sheets(again, plan, "LibreOffice")
+    import openpyxl
+    rows = {r[0].value: r[1].value for r in openpyxl.load_workbook(again, data_only=True)["Summary"].iter_rows(
+        max_col=2) if r[0].value}
+    assert (rows["GPUs over throughput alone"], rows["Cost per month of those GPUs [USD]"]) == (1, 1825)
+
+
+@pytest.mark.libreoffice
+def test_live_edit_of_a_period_demand_and_the_ttft_target_matches_a_fresh_run(built, recalc, tmp_path):
+    import openpyxl
+    src, plan, out = built
+    # Demand row 2 (chat 2027-Q2): 9,000,000 -> 12,000,000; Workloads row 2 (chat): ttft_slo_ms 1000 -> 800
+    edits = [("Demand", 2, "demand_tpm", 12_000_000), ("Workloads", 2, "ttft_slo_ms", 800)]
+    wb_out, wb_in = openpyxl.load_workbook(out), openpyxl.load_workbook(src)
+    for sheet, row, name, value in edits:
+        for wb in (wb_out, wb_in):
+            ws = wb[sheet]
+            ws.cell(row, header_index(ws)[name]).value = value
+    e_out, e_in = tmp_path / "out-edited.xlsx", tmp_path / "in-edited.xlsx"
+    wb_out.save(e_out)
+    wb_in.save(e_in)
+    fresh = build_plan(e_in)
+    before = periods.by_period(plan)["instances"].tolist()
+    assert periods.by_period(fresh)["instances"].tolist() != before      # the edit moves the counts
+    _compare_sheets(recalc(e_out), fresh, "live edit")
