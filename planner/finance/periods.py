@@ -45,7 +45,11 @@ CALC_COLS = ("workload", "period", "period_index", "demand_input", "demand_unit"
              "gpu", "tp", "hit_target", "load_ms", "compute_ms", "ttft_ms", "chip_ms", "tpm_delivered_model",
              "tpm_delivered_target", "target_utilization", "hourly_cost", "instances", "gpus_needed",
              "cost_per_hour", "tpm_delivered_baseline", "instances_baseline", "gpus_baseline",
-             "cost_per_hour_baseline") + tuple(  # the SLO-bound sizing steps (planner.equations.sizing)
+             "cost_per_hour_baseline") + (
+    # the workload's shape and targets the sizing chain reads, copied from Resolved/Results (short
+    # references keep the long closed-form formulas within the length a spreadsheet accepts)
+    "isl", "osl", "concurrency", "t_decode_ms", "decode_step_ms", "step_weights_ms", "step_kv_ms", "ttft_slo_ms",
+    "tpot_slo_ms", "slo_q", "max_batch_fit") + tuple(  # the SLO-bound sizing steps (planner.equations.sizing)
     c for c in sz.NAMES if c not in ("instances_needed", "gpus_needed"))
 # Demand_Calc's names for two of the sizing steps (the columns the sheet had before issue 16)
 SIZING_AS = {"instances_needed": "instances", "gpus_needed": "gpus_needed"}
@@ -54,6 +58,7 @@ PERIOD_COLS = ("period", "gpu", "instances", "gpus_needed", "cost_per_month", "g
                "instances_throughput", "gpus_throughput", "gpus_for_latency", "cost_per_month_for_latency")
 # per-workload inputs of the sizing chain: from Results (the rest from Resolved)
 FROM_RESULTS = ("decode_step_ms", "step_weights_ms", "step_kv_ms", "slo_q", "max_batch_fit")
+COPIED = CALC_COLS[CALC_COLS.index("isl"):CALC_COLS.index("max_batch_fit") + 1]  # copied per row
 
 def span_label(periods: list[str]) -> str:
     """``2027-Q1–Q4`` (quarters of one year), ``2027-Q3–2028-Q2``, ``first–last``, or the one period.
@@ -214,8 +219,9 @@ def period_calc(plan) -> pd.DataFrame:
     tpm = m.tpm_delivered_target(col(res, "tpm_measured"), col(r, "chip_ms_measured"), chip, tpm_model)
     util, price, tp = col(res, "target_utilization"), col(res, "hourly_cost"), col(res, "tp")
     row_in = {"demand_tpm": demand, "tpm_delivered_target": tpm, "target_utilization": util, "ttft_ms": ttft}
-    steps = sz.size({name: row_in[name] if name in row_in else col(r if name in FROM_RESULTS else res, name)
-                     for name in sz.INPUTS}) if n else {name: np.zeros(0) for name in sz.NAMES}
+    inputs = {name: row_in[name] if name in row_in else col(r if name in FROM_RESULTS else res, name)
+              for name in sz.INPUTS}
+    steps = sz.size(inputs) if n else {name: np.zeros(0) for name in sz.NAMES}
     inst, gpus = steps["instances_needed"], steps["gpus_needed"]
     tpm_b = col(r, "tpm_delivered_baseline")
     inst_b = m.instances_needed(demand, tpm_b, util)
@@ -229,7 +235,8 @@ def period_calc(plan) -> pd.DataFrame:
         "gpus_needed": gpus, "cost_per_hour": cost_per_hour(gpus, price), "tpm_delivered_baseline": tpm_b,
         "instances_baseline": inst_b, "gpus_baseline": gpus_b,
         "cost_per_hour_baseline": cost_per_hour(gpus_b, price),
-        **{c: steps[c] for c in sz.NAMES if c not in SIZING_AS}}, columns=list(CALC_COLS))
+        **{c: inputs[c] for c in COPIED}, **{c: steps[c] for c in sz.NAMES if c not in SIZING_AS}},
+        columns=list(CALC_COLS))
     frame["dem"] = [x["dem"] for x in lay]
     return frame
 

@@ -35,7 +35,10 @@ def period_units(cur: str) -> dict[str, str]:
             "demand_rps_open": "requests/s", "instances_ttft": "count", "instances_tpot": "count",
             "instances_hbm": "count", "concurrency_rps": "requests/s", "instances_concurrency": "count",
             "gpus_throughput": "count", "gpus_for_latency": "count", "cost_per_hour_for_latency": f"{cur}/h",
-            "cost_per_month_for_latency": f"{cur}/month"}
+            "cost_per_month_for_latency": f"{cur}/month", "isl": "tokens", "osl": "tokens",
+            "concurrency": "requests", "t_decode_ms": "ms", "decode_step_ms": "ms", "step_weights_ms": "ms",
+            "step_kv_ms": "ms", "ttft_slo_ms": "ms", "tpot_slo_ms": "ms", "slo_q": "fraction",
+            "max_batch_fit": "requests"}
 
 
 def sizing_formulas(me, R, Q) -> dict[str, str]:
@@ -50,7 +53,11 @@ def sizing_formulas(me, R, Q) -> dict[str, str]:
             return me(name)
         return Q(name) if name in pr.FROM_RESULTS else R(name)
 
-    return {pr.SIZING_AS.get(k, k): v for k, v in sz.size_xl(ref).items()}
+    def copy(name: str) -> str:  # a blank stays blank (INDEX of an empty cell would read as 0)
+        x = Q(name) if name in pr.FROM_RESULTS else R(name)
+        return f'IF(ISNUMBER({x}),{x},"")'
+
+    return {**{c: copy(c) for c in pr.COPIED}, **{pr.SIZING_AS.get(k, k): v for k, v in sz.size_xl(ref).items()}}
 
 
 def _fmt(c: str) -> str | None:
@@ -58,8 +65,11 @@ def _fmt(c: str) -> str | None:
         return schema.FMT_PCT
     if c in ("load_ms", "compute_ms", "ttft_ms", "chip_ms"):
         return FMT_MS
-    if c in ("demand_rps", "demand_rps_open", "concurrency_rps"):
+    if c in ("demand_rps", "demand_rps_open", "concurrency_rps", "t_decode_ms", "decode_step_ms", "step_weights_ms",
+             "step_kv_ms", "ttft_slo_ms", "tpot_slo_ms"):
         return FMT_MS
+    if c == "slo_q":
+        return schema.FMT_PCT
     if c == "binding":
         return None
     if c in ("hourly_cost", "cost_per_hour", "cost_per_hour_baseline", "cost_per_hour_for_latency"):
