@@ -163,7 +163,7 @@ def test_tiny_pair_cli_workbook_and_memo(tiny, tmp_path):
     bridge = [(row["step"], row["cost_per_month"]) for row in sheet_values(out, "Bridge")
               if row["step"] is not None]
     assert bridge == [("old", 19_710), ("removed", -1_460), ("added", 4_380), ("demand", 2_920), ("hit", -2_190),
-                      ("latency", 0), ("price", 3_650), ("other", 4_380), ("new", 31_390)]
+                      ("price", 3_650), ("other", 4_380), ("new", 31_390)]
     assert len(wb["Bridge"]._charts) == 1 and len(wb["GPU_Changes"]._charts) == 1
     memo = (tmp_path / "q3-q4-memo.md").read_text()
     assert "USD 31,390.00 per month, against USD 19,710.00 before: +11,680.00" in memo

@@ -223,15 +223,17 @@ def test_diff_where_only_a_target_changes(tmp_path):
     wls[0]["ttft_slo_ms"] = 700
     new = make(tmp_path / "new.xlsx", workloads=wls)
     d = diff_plans(old, new)
-    # by hand: OLD 21 + 10 = 31 GPUs, NEW n_ttft(6,000,000, 700 ms) + 10 = 34 + 10 = 44 GPUs; only the
-    #   latency step moves: +13 GPUs x 2.5 USD/h x 730 h = 23,725 USD per month
+    # by hand: OLD 21 + 10 = 31 GPUs, NEW n_ttft(6,000,000, 700 ms) + 10 = 34 + 10 = 44 GPUs; the change is
+    #   in `other` (the steps of the contract), all of it the latency targets' part:
+    #   +13 GPUs x 2.5 USD/h x 730 h = 23,725 USD per month
     n700 = n_ttft(6_000_000, 700)
     gained = n700 - 21
     assert (n700, gained) == (34, 13)
     b, g = dict(d.bridge), dict(d.gpu_bridge)
-    assert (g["old"], g["new"], g["latency"]) == (31, 44, 13)
-    assert b["latency"] == pytest.approx(gained * PRICE * HOURS, rel=1e-12)
-    assert all(b[s] == 0 and g[s] == 0 for s in STEPS if s != "latency")
+    assert (g["old"], g["new"], g["other"]) == (31, 44, 13)
+    assert b["other"] == pytest.approx(gained * PRICE * HOURS, rel=1e-12)
+    assert all(b[s] == 0 and g[s] == 0 for s in STEPS if s != "other")
+    assert d.latency == {"cost_per_month": b["other"], "gpus": 13}
     # each end is that side's Fleet Total
     for plan, end in ((d.old, "old"), (d.new, "new")):
         t = fleet.fleet_table(plan).iloc[-1]
@@ -240,11 +242,31 @@ def test_diff_where_only_a_target_changes(tmp_path):
     out = tmp_path / "diff.xlsx"
     write_diff(d, out)
     rows = {r["step"]: r for r in sheet_values(out, "Bridge") if r.get("step")}
-    assert rows["latency"]["gpus"] == 13 and rows["latency"]["cost_per_month"] == pytest.approx(23_725.0)
+    assert [s for s in rows] == ["old", *STEPS, "new"]
+    assert rows["other"]["gpus"] == 13 and rows["other"]["cost_per_month"] == pytest.approx(23_725.0)
+    assert rows["other"]["of_which_latency"] == pytest.approx(23_725.0) and rows["other"]["of_which_latency_gpus"] == 13
+    assert rows["price"]["of_which_latency"] is None
     assert (rows["old"]["gpus"], rows["new"]["gpus"]) == (31, 44)
     from planner.diff.memo import bridge_sentences
-    assert bridge_sentences(d, "USD") == ["The new latency targets (TTFT/TPOT targets, their percentile, fixed "
-                                          "concurrency): adds USD 23,725.00 per month (+13 GPUs)."]
+    assert bridge_sentences(d, "USD") == [
+        "Everything else (models, GPUs, parallelism, lengths, times, settings): adds USD 23,725.00 per month, of "
+        "which the new latency targets (TTFT/TPOT targets, their percentile, fixed concurrency) USD +23,725.00 "
+        "(+13 GPUs)."]
+
+
+def test_diff_latency_part_of_other_beside_a_model_change(tmp_path):
+    from planner.diff.bridge import diff_plans
+    # NEW also doubles t_decode_ms of every row (an `other` change): chip time 400 + 800 = 1200 ms, TPM
+    #   4200 x 60000 / 1200 = 210,000; chat ceil(6e6 / 210,000) = ceil(28.57) = 29 on throughput and batch
+    #   ceil(3e6 / 210,000) = 15; the latency part is planned on the price state (OLD's times): still +13 GPUs
+    old = make(tmp_path / "old.xlsx")
+    wls = [dict(w, t_decode_ms=800) for w in WORKLOADS]
+    wls[0]["ttft_slo_ms"] = 700
+    d = diff_plans(old, make(tmp_path / "new.xlsx", workloads=wls))
+    assert d.latency["gpus"] == 13 and d.latency["cost_per_month"] == pytest.approx(23_725.0)
+    r = d.new.results.set_index("workload")
+    assert (r.loc["chat", "instances_throughput"], r.loc["batch", "instances_needed"]) == (29, 15)
+    assert dict(d.gpu_bridge)["other"] == r["gpus_needed"].sum() - 31
 
 
 def _same_rows(py_rows, sheet_rows, key, cols, where):

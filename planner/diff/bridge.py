@@ -24,11 +24,12 @@ Bridge steps, applied in this fixed order (each state is planned in full)::
               ``price``/``other``)
     demand  : NEW's demand_tpm for the common workloads
     hit     : NEW's hit_target and hit_measured for the common workloads
-    latency : NEW's latency targets for the common workloads (ttft_slo_ms, tpot_slo_ms,
-              slo_percentile, concurrency: issue 16, what the SLO-bound sizing of Results
-              adds or saves when only a target changes)
     price   : NEW's hourly_cost for every GPU of the state that NEW has
     other   : everything else: the final state is NEW itself, planned as NEW
+              (of which ``latency``: the price state with NEW's latency targets for the common
+              workloads, ttft_slo_ms, tpot_slo_ms, slo_percentile and concurrency, issue 16; its
+              change over the price state is the part of ``other`` the SLO-bound sizing of
+              Results adds or saves when a target changes, ``Diff.latency``)
 
 Each step is the change of fleet cost per month it makes, and of fleet GPUs (``Diff.gpu_bridge``:
 Σ Results ``gpus_needed`` of each state, so OLD's and NEW's ends are each side's Results and Fleet). The stored costs are rounded to
@@ -54,8 +55,8 @@ from planner.core.errors import InputError, Problem
 from planner.diff.input_changes import Change, _same_record, fold, input_changes
 from planner.inputs.reader import PlanInput, Table
 
-STEPS = ("removed", "added", "demand", "hit", "latency", "price", "other")
-LATENCY_COLS = ("ttft_slo_ms", "tpot_slo_ms", "slo_percentile", "concurrency")  # the `latency` step
+STEPS = ("removed", "added", "demand", "hit", "price", "other")
+LATENCY_COLS = ("ttft_slo_ms", "tpot_slo_ms", "slo_percentile", "concurrency")  # `other`'s latency part
 
 
 # --------------------------------------------------------------------------- fleet cost
@@ -154,7 +155,8 @@ def _by_name(t: Table, key: str) -> dict[str, dict]:
 
 def bridge_states(old: PlanInput, new: PlanInput) -> list[tuple[str, PlanInput]]:
     """The intermediate inputs of the bridge: ``[("removed", s1), ..., ("price", s5)]``
-    (state0 is OLD, the final state is NEW itself)."""
+    (state0 is OLD, the final state is NEW itself), then ``("latency", s)``: the price state with
+    NEW's latency targets (not a step; the part of ``other`` they make)."""
     new_wl = _by_name(new.workloads, "workload")
     old_wl = _by_name(old.workloads, "workload")
     states = []
@@ -191,8 +193,7 @@ def bridge_states(old: PlanInput, new: PlanInput) -> list[tuple[str, PlanInput]]
     # demand, then hit: NEW's values for the common workloads
     # (hit also takes where NEW's hit ratios come from: its traces and its KV tiers, issue 19)
     for step, cols in (("demand", ("demand_tpm",)),
-                       ("hit", ("hit_target", "hit_measured", "trace", "trace_block_size")),
-                       ("latency", LATENCY_COLS)):
+                       ("hit", ("hit_target", "hit_measured", "trace", "trace_block_size"))):
         wl = [dict(r) for r in wl]
         for r in wl:
             src = new_wl[fold(r["workload"])]
@@ -201,13 +202,17 @@ def bridge_states(old: PlanInput, new: PlanInput) -> list[tuple[str, PlanInput]]
                 if c == "trace" and r[c]:  # NEW's trace, found beside NEW whichever folder OLD is in
                     r[c] = str(trace_path(new.path, r[c]))
         states.append((step, _with_tiers(with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus}),
-                                         old if step == "demand" else new)))
+                                         new if step == "hit" else old)))
     # price: NEW's hourly_cost for every GPU NEW has
     gpus = [dict(r) for r in gpus]
     for r in gpus:
         if fold(r["gpu"]) in new_gpus:
             r["hourly_cost"] = new_gpus[fold(r["gpu"])].get("hourly_cost")
     states.append(("price", _with_tiers(with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus}), new)))
+    # not a step: the price state with NEW's latency targets, the latency part of `other`
+    wl = [dict(r, **{c: new_wl[fold(r["workload"])].get(c) for c in LATENCY_COLS}) for r in wl]
+    states.append(("latency", _with_tiers(with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus}),
+                                          new)))
     return states
 
 
@@ -247,6 +252,8 @@ class Diff:
     new_warnings: list[str] = field(default_factory=list)
     unpriced: list[str] = field(default_factory=list)  # GPU types with demand but no price
     gpu_bridge: list[tuple[str, float]] = field(default_factory=list)  # ("old", g0), GPU change per step, ("new", g)
+    # the part of `other` NEW's latency targets make: {"cost_per_month": .., "gpus": ..} (0 when none changes)
+    latency: dict[str, float] = field(default_factory=dict)
 
     @property
     def total_change(self) -> float:
@@ -316,7 +323,7 @@ def gpu_changes(old_plan, new_plan) -> list[dict]:
 
 STATE_OF = {"removed": "workload list, removed workloads dropped", "added": "added workloads",
             "demand": "demand_tpm", "hit": "hit_target and hit_measured",
-            "latency": "latency targets (" + ", ".join(LATENCY_COLS) + ")", "price": "hourly_cost"}
+            "latency": "hourly_cost and latency targets (" + ", ".join(LATENCY_COLS) + ")", "price": "hourly_cost"}
 
 
 def fleet_gpus(plan) -> float:
@@ -325,15 +332,18 @@ def fleet_gpus(plan) -> float:
     return float(np.nansum(g)) if len(g) else 0.0
 
 
-def bridge(old_plan, new_plan, build, gpus: dict[str, float] | None = None
-           ) -> tuple[list[tuple[str, float]], dict[str, float]]:
-    """The cost bridge: ``[("old", c0), ("removed", d1), ..., ("other", d7), ("new", c_new)]``
+def bridge(old_plan, new_plan, build, gpus: dict[str, float] | None = None,
+           latency: dict[str, float] | None = None) -> tuple[list[tuple[str, float]], dict[str, float]]:
+    """The cost bridge: ``[("old", c0), ("removed", d1), ..., ("other", d6), ("new", c_new)]``
     and the unrounded fleet cost after each step. ``build`` plans a PlanInput. ``gpus``, when
-    given, receives the fleet GPUs after each state (``old``, each step, ``other`` = NEW)."""
+    given, receives the fleet GPUs after each state (``old``, each step, ``other`` = NEW);
+    ``latency`` the part of ``other`` NEW's latency targets make (``cost_per_month``, on the
+    bridge's quantum, and ``gpus``)."""
     c_old, c_new = fleet_cost_per_month(old_plan), fleet_cost_per_month(new_plan)
     costs = {"old": c_old}
     gpus = {} if gpus is None else gpus
     gpus["old"] = fleet_gpus(old_plan)
+    extra: dict[str, float] = {}
     # an added workload carries all of its NEW cost in the `added` step (issue 17): from that
     # step on it counts at its cost in NEW, and the states re-plan only the common workloads
     # (OLD's rows, OLD's Measurements: each state is OLD changed step by step, and consistent)
@@ -356,14 +366,23 @@ def bridge(old_plan, new_plan, build, gpus: dict[str, float] | None = None
             planned = build(state) if len(state.workloads) else None
             cost = fleet_cost_per_month(planned) if planned is not None else 0.0
         except InputError as err:  # a state nobody wrote: say which step, and what it mixes
+            if step == "latency":  # not a step: without it `other` is simply not split (Diff.latency empty)
+                continue
             raise InputError([Problem(f"NEW {new_plan.input.path}", f"bridge step {step!r} (OLD with NEW's "
                                       f"{STATE_OF[step]}): {x}") for x in err.problems]) from None
-        costs[step] = cost + (added if step != "removed" else 0.0)
-        gpus[step] = (fleet_gpus(planned) if planned is not None else 0.0) + (added_gpus if step != "removed" else 0.0)
+        g = (fleet_gpus(planned) if planned is not None else 0.0) + (added_gpus if step != "removed" else 0.0)
+        c = cost + (added if step != "removed" else 0.0)
+        if step == "latency":
+            extra = {"cost": c, "gpus": g}
+            continue
+        costs[step], gpus[step] = c, g
     costs["other"] = c_new
     gpus["other"] = fleet_gpus(new_plan)
-    q = exact_quantum(costs.values())
+    q = exact_quantum(list(costs.values()) + [extra.get("cost", 0.0)])
     snapped = [snap(v, q) for v in costs.values()]
+    if latency is not None and extra:
+        latency["cost_per_month"] = snap(extra["cost"], q) - snap(costs["price"], q)
+        latency["gpus"] = extra["gpus"] - gpus["price"]
     steps = [(s, snapped[k + 1] - snapped[k]) for k, s in enumerate(STEPS)]  # exact: multiples of q
     return [("old", snapped[0])] + steps + [("new", snapped[-1])], costs
 
@@ -419,7 +438,8 @@ def diff_plans(old_path: str | Path, new_path: str | Path) -> Diff:
     old_plan, new_plan = plans
     changes = input_changes(old_in, new_in)
     state_gpus: dict[str, float] = {}
-    br, costs = bridge(old_plan, new_plan, build_plan, state_gpus)
+    lat: dict[str, float] = {}
+    br, costs = bridge(old_plan, new_plan, build_plan, state_gpus, lat)
     g = list(state_gpus.values())  # whole GPU counts: exact differences
     gpu_br = [("old", g[0])] + [(s, g[k + 1] - g[k]) for k, s in enumerate(STEPS)] + [("new", g[-1])]
     unpriced = []
@@ -428,4 +448,4 @@ def diff_plans(old_path: str | Path, new_path: str | Path) -> Diff:
             if v["gpus"] > 0 and not v["priced"] and v["gpu"] not in unpriced:
                 unpriced.append(v["gpu"])
     return Diff(old_path, new_path, old_plan, new_plan, changes, workload_changes(old_plan, new_plan, changes),
-                gpu_changes(old_plan, new_plan), br, costs, new_warnings(old_plan, new_plan), unpriced, gpu_br)
+                gpu_changes(old_plan, new_plan), br, costs, new_warnings(old_plan, new_plan), unpriced, gpu_br, lat)
