@@ -38,8 +38,14 @@ STEPS: tuple[tuple[str, Callable, tuple[str, ...]], ...] = (
     ("instances_throughput", m.instances_needed, ("demand_tpm", "tpm_delivered_target", "target_utilization")),
     ("demand_rps", q.demand_rate, ("demand_tpm", "isl", "osl")),
     ("demand_rps_open", q.open_loop_rate, ("demand_rps", "concurrency")),
-    ("instances_ttft", q.instances_ttft, ("demand_rps_open", "ttft_ms", "t_decode_ms", "decode_step_ms",
-                                          "ttft_slo_ms", "slo_q")),
+    # the TTFT count (q.instances_ttft) in three steps, so that no formula exceeds the 8,192 characters a
+    # spreadsheet formula may hold (Excel specifications and limits, "Length of formula contents":
+    # https://support.microsoft.com/en-us/office/excel-specifications-and-limits-1672b34d-7043-467e-8e27-269d656771c3);
+    # the one formula inlined the Lambert W argument 27 times (13,839 characters in Results)
+    ("ttft_log_x", q.ttft_log_x, ("ttft_ms", "t_decode_ms", "decode_step_ms", "ttft_slo_ms", "slo_q")),
+    ("ttft_rho_max", q.ttft_rho_max, ("ttft_ms", "t_decode_ms", "decode_step_ms", "ttft_slo_ms", "slo_q",
+                                      "ttft_log_x")),
+    ("instances_ttft", q.instances_for_rho, ("demand_rps_open", "ttft_ms", "ttft_slo_ms", "ttft_rho_max")),
     ("instances_tpot", q.instances_tpot, ("demand_rps_open", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
                                           "t_decode_ms", "decode_step_ms", "tpot_slo_ms")),
     ("instances_hbm", q.instances_hbm, ("demand_rps_open", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",

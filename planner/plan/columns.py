@@ -255,6 +255,12 @@ RESULTS: tuple[Out, ...] = (
     out("demand_rps_open", "requests/s", FMT_MS, *sz.step("demand_rps_open"),
         description="the demand rate the latency targets size for (blank with a fixed concurrency)",
         label="Requests per second sized open loop"),
+    out("ttft_log_x", "", FMT_RATIO, *sz.step("ttft_log_x"),
+        description="ln of the Lambert W argument of a TTFT quantile target, ln(a phi (1-q)) + a (a step of "
+        "instances_ttft; blank without a quantile target above ttft_ms)", label="TTFT target: Lambert W argument (ln)"),
+    out("ttft_rho_max", "fraction", FMT_PCT, *sz.step("ttft_rho_max"),
+        description="largest utilisation of one instance (arrival rate x ttft_ms) at which the TTFT target holds "
+        "(a step of instances_ttft)", label="TTFT target: largest utilisation per instance"),
     out("instances_ttft", "count", FMT_INT, *sz.step("instances_ttft"),
         description="instances the TTFT target needs (open loop, "
         "M/G/1 prefill queue; unreachable: the target is below the request-alone TTFT)",
@@ -328,8 +334,9 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
     # hits under load (issue 16): a hit shortens the prefill, and so the queue in front of it
     out("instances_throughput", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered",
         "target_utilization"),
-    out("instances_ttft", "count", FMT_INT, q.instances_ttft, "demand_rps_open", "ttft_ms", "t_decode_ms",
-        "decode_step_ms", "ttft_slo_ms", "slo_q"),
+    out("ttft_log_x", "", FMT_RATIO, *sz.step("ttft_log_x")),
+    out("ttft_rho_max", "fraction", FMT_PCT, *sz.step("ttft_rho_max")),
+    out("instances_ttft", "count", FMT_INT, *sz.step("instances_ttft")),
     out("instances_tpot", "count", FMT_INT, q.instances_tpot, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
         "step_kv_ms", "t_decode_ms", "decode_step_ms", "tpot_slo_ms"),
     out("instances_hbm", "count", FMT_INT, q.instances_hbm, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",

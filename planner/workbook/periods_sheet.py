@@ -32,7 +32,7 @@ def period_units(cur: str) -> dict[str, str]:
             "instances_baseline": "count", "gpus_baseline": "count", "cost_per_hour_baseline": f"{cur}/h",
             "cost_per_month": f"{cur}/month", "cost_per_month_baseline": f"{cur}/month",
             "cost_saved_per_month": f"{cur}/month", "instances_throughput": "count", "demand_rps": "requests/s",
-            "demand_rps_open": "requests/s", "instances_ttft": "count", "instances_tpot": "count",
+            "demand_rps_open": "requests/s", "ttft_rho_max": "fraction", "instances_ttft": "count", "instances_tpot": "count",
             "instances_hbm": "count", "concurrency_rps": "requests/s", "instances_concurrency": "count",
             "gpus_throughput": "count", "gpus_for_latency": "count", "cost_per_hour_for_latency": f"{cur}/h",
             "cost_per_month_for_latency": f"{cur}/month", "isl": "tokens", "osl": "tokens",
@@ -68,8 +68,10 @@ def _fmt(c: str) -> str | None:
     if c in ("demand_rps", "demand_rps_open", "concurrency_rps", "t_decode_ms", "decode_step_ms", "step_weights_ms",
              "step_kv_ms", "ttft_slo_ms", "tpot_slo_ms"):
         return FMT_MS
-    if c == "slo_q":
+    if c in ("slo_q", "ttft_rho_max"):
         return schema.FMT_PCT
+    if c == "ttft_log_x":
+        return "0.000"
     if c == "binding":
         return None
     if c in ("hourly_cost", "cost_per_hour", "cost_per_hour_baseline", "cost_per_hour_for_latency"):
