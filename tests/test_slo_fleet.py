@@ -322,3 +322,28 @@ def test_live_edit_of_a_period_demand_and_the_ttft_target_matches_a_fresh_run(bu
     before = periods.by_period(plan)["instances"].tolist()
     assert periods.by_period(fresh)["instances"].tolist() != before      # the edit moves the counts
     _compare_sheets(recalc(e_out), fresh, "live edit")
+
+
+def test_ttft_count_in_steps_is_the_one_formula():
+    # the three chain steps give q.instances_ttft's own count (the closed form checked against the
+    # simulation in tests/test_queueing.py) on random rows: mean and quantile targets, unreachable ones
+    import numpy as np
+    from planner.equations import queueing as q
+    rng = np.random.default_rng(16)
+    n = 5000
+    P, D, s = rng.uniform(50, 2000, n), rng.uniform(10, 3000, n), rng.uniform(1, 80, n)
+    slo, qq, lam = P * rng.uniform(0.5, 6, n), rng.choice([0, 0.5, 0.9, 0.95, 0.99], n), rng.uniform(0.1, 300, n)
+    steps = q.instances_for_rho(lam, P, slo, q.ttft_rho_max(P, D, s, slo, qq, q.ttft_log_x(P, D, s, slo, qq)))
+    assert np.array_equal(steps, q.instances_ttft(lam, P, D, s, slo, qq))
+    assert np.isinf(steps).sum() > 0 and np.isfinite(steps).sum() > 0
+
+
+def test_no_formula_exceeds_the_spreadsheet_limit(built):
+    # Excel holds at most 8,192 characters of formula in a cell ("Excel specifications and limits",
+    # https://support.microsoft.com/en-us/office/excel-specifications-and-limits-1672b34d-7043-467e-8e27-269d656771c3)
+    import openpyxl
+    _src, _plan, out = built
+    wb = openpyxl.load_workbook(out)
+    longest = max((len(c.value), ws.title, c.coordinate) for ws in wb for row in ws.iter_rows() for c in row
+                  if isinstance(c.value, str) and c.value.startswith("="))
+    assert longest[0] <= 8192, longest
