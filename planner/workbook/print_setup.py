@@ -92,6 +92,7 @@ RESULTS_GROUPS = (
     ("fleet at the baseline hit", "tpm_delivered_model_baseline"),
     ("decode-step law", "instances_throughput"),
     ("SLO-bound sizing", "demand_rps"),
+    ("SLO-bound counts", "ttft_log_x"),
     ("latency at load", "concurrency_rps"),
     ("decode batch at load", "tpot_load_ms"),
     ("what the latency targets add", "gpus_throughput"),
