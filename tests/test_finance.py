@@ -157,7 +157,7 @@ def test_fleet_sheet_header_and_stored_values(small):
     _src, _plan, out = small
     wb = openpyxl.load_workbook(out, read_only=True)
     ws = wb["Fleet"]
-    header = [c.value for c in next(ws.iter_rows(min_row=1, max_row=1))][:8]
+    header = [c.value for c in next(ws.iter_rows(min_row=1, max_row=1))][:len(fleet.FLEET_COLS)]
     names = [str(h).split(" [")[0] for h in header]
     assert names == list(fleet.FLEET_COLS)
     assert wb.sheetnames[0] == "Summary" and wb.sheetnames[1] == "Fleet"

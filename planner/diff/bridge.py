@@ -26,8 +26,13 @@ Bridge steps, applied in this fixed order (each state is planned in full)::
     hit     : NEW's hit_target and hit_measured for the common workloads
     price   : NEW's hourly_cost for every GPU of the state that NEW has
     other   : everything else: the final state is NEW itself, planned as NEW
+              (of which ``latency``: the price state with NEW's latency targets for the common
+              workloads, ttft_slo_ms, tpot_slo_ms, slo_percentile and concurrency, issue 16; its
+              change over the price state is the part of ``other`` the SLO-bound sizing of
+              Results adds or saves when a target changes, ``Diff.latency``)
 
-Each step is the change of fleet cost per month it makes. The stored costs are rounded to
+Each step is the change of fleet cost per month it makes, and of fleet GPUs (``Diff.gpu_bridge``:
+Σ Results ``gpus_needed`` of each state, so OLD's and NEW's ends are each side's Results and Fleet). The stored costs are rounded to
 a common binary quantum (a power of two about 2^-50 of the largest cost, far below a
 cent), so that ``old + Σ steps == new`` and ``Σ steps == new - old`` hold exactly in
 floating point, in any order of summation.
@@ -52,6 +57,7 @@ from planner.diff.names import align_names
 from planner.inputs.reader import PlanInput, Table
 
 STEPS = ("removed", "added", "demand", "hit", "price", "other")
+LATENCY_COLS = ("ttft_slo_ms", "tpot_slo_ms", "slo_percentile", "concurrency")  # `other`'s latency part
 
 
 # --------------------------------------------------------------------------- fleet cost
@@ -150,7 +156,8 @@ def _by_name(t: Table, key: str) -> dict[str, dict]:
 
 def bridge_states(old: PlanInput, new: PlanInput) -> list[tuple[str, PlanInput]]:
     """The intermediate inputs of the bridge: ``[("removed", s1), ..., ("price", s5)]``
-    (state0 is OLD, the final state is NEW itself)."""
+    (state0 is OLD, the final state is NEW itself), then ``("latency", s)``: the price state with
+    NEW's latency targets (not a step; the part of ``other`` they make)."""
     new_wl = _by_name(new.workloads, "workload")
     old_wl = _by_name(old.workloads, "workload")
     states = []
@@ -203,6 +210,10 @@ def bridge_states(old: PlanInput, new: PlanInput) -> list[tuple[str, PlanInput]]
         if fold(r["gpu"]) in new_gpus:
             r["hourly_cost"] = new_gpus[fold(r["gpu"])].get("hourly_cost")
     states.append(("price", _with_tiers(with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus}), new)))
+    # not a step: the price state with NEW's latency targets, the latency part of `other`
+    wl = [dict(r, **{c: new_wl[fold(r["workload"])].get(c) for c in LATENCY_COLS}) for r in wl]
+    states.append(("latency", _with_tiers(with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus}),
+                                          new)))
     return states
 
 
@@ -241,6 +252,9 @@ class Diff:
     state_costs: dict[str, float] = field(default_factory=dict)  # unrounded cost after each step
     new_warnings: list[str] = field(default_factory=list)
     unpriced: list[str] = field(default_factory=list)  # GPU types with demand but no price
+    gpu_bridge: list[tuple[str, float]] = field(default_factory=list)  # ("old", g0), GPU change per step, ("new", g)
+    # the part of `other` NEW's latency targets make: {"cost_per_month": .., "gpus": ..} (0 when none changes)
+    latency: dict[str, float] = field(default_factory=dict)
 
     @property
     def total_change(self) -> float:
@@ -309,14 +323,28 @@ def gpu_changes(old_plan, new_plan) -> list[dict]:
 
 
 STATE_OF = {"removed": "workload list, removed workloads dropped", "added": "added workloads",
-            "demand": "demand_tpm", "hit": "hit_target and hit_measured", "price": "hourly_cost"}
+            "demand": "demand_tpm", "hit": "hit_target and hit_measured",
+            "latency": "hourly_cost and latency targets (" + ", ".join(LATENCY_COLS) + ")", "price": "hourly_cost"}
 
 
-def bridge(old_plan, new_plan, build) -> tuple[list[tuple[str, float]], dict[str, float]]:
+def fleet_gpus(plan) -> float:
+    """GPUs of the fleet: Σ Results ``gpus_needed`` over the workloads with a demand [count]."""
+    g = plan.results["gpus_needed"].to_numpy(dtype=float)
+    return float(np.nansum(g)) if len(g) else 0.0
+
+
+def bridge(old_plan, new_plan, build, gpus: dict[str, float] | None = None,
+           latency: dict[str, float] | None = None) -> tuple[list[tuple[str, float]], dict[str, float]]:
     """The cost bridge: ``[("old", c0), ("removed", d1), ..., ("other", d6), ("new", c_new)]``
-    and the unrounded fleet cost after each step. ``build`` plans a PlanInput."""
+    and the unrounded fleet cost after each step. ``build`` plans a PlanInput. ``gpus``, when
+    given, receives the fleet GPUs after each state (``old``, each step, ``other`` = NEW);
+    ``latency`` the part of ``other`` NEW's latency targets make (``cost_per_month``, on the
+    bridge's quantum, and ``gpus``)."""
     c_old, c_new = fleet_cost_per_month(old_plan), fleet_cost_per_month(new_plan)
     costs = {"old": c_old}
+    gpus = {} if gpus is None else gpus
+    gpus["old"] = fleet_gpus(old_plan)
+    extra: dict[str, float] = {}
     # an added workload carries all of its NEW cost in the `added` step (issue 17): from that
     # step on it counts at its cost in NEW, and the states re-plan only the common workloads
     # (OLD's rows, OLD's Measurements: each state is OLD changed step by step, and consistent)
@@ -324,6 +352,9 @@ def bridge(old_plan, new_plan, build) -> tuple[list[tuple[str, float]], dict[str
     new_cost = workload_cost_per_month(new_plan)
     added = math.fsum(c for r, c in zip(new_plan.input.workloads.records, new_cost)
                       if fold(r["workload"]) not in old_names and not math.isnan(c))
+    new_gpus = new_plan.results["gpus_needed"].to_numpy(dtype=float)
+    added_gpus = float(np.nansum([g for r, g in zip(new_plan.input.workloads.records, new_gpus)
+                                  if fold(r["workload"]) not in old_names]))
     for step, state in bridge_states(old_plan.input, new_plan.input):
         common = [r for r in state.workloads.records if fold(r["workload"]) in old_names]
         if len(common) != len(state.workloads):
@@ -333,14 +364,26 @@ def bridge(old_plan, new_plan, build) -> tuple[list[tuple[str, float]], dict[str
         try:
             if rows := _row_problems(state):
                 raise InputError(rows)
-            cost = fleet_cost_per_month(build(state)) if len(state.workloads) else 0.0
+            planned = build(state) if len(state.workloads) else None
+            cost = fleet_cost_per_month(planned) if planned is not None else 0.0
         except InputError as err:  # a state nobody wrote: say which step, and what it mixes
+            if step == "latency":  # not a step: without it `other` is simply not split (Diff.latency empty)
+                continue
             raise InputError([Problem(f"NEW {new_plan.input.path}", f"bridge step {step!r} (OLD with NEW's "
                                       f"{STATE_OF[step]}): {x}") for x in err.problems]) from None
-        costs[step] = cost + (added if step != "removed" else 0.0)
+        g = (fleet_gpus(planned) if planned is not None else 0.0) + (added_gpus if step != "removed" else 0.0)
+        c = cost + (added if step != "removed" else 0.0)
+        if step == "latency":
+            extra = {"cost": c, "gpus": g}
+            continue
+        costs[step], gpus[step] = c, g
     costs["other"] = c_new
-    q = exact_quantum(costs.values())
+    gpus["other"] = fleet_gpus(new_plan)
+    q = exact_quantum(list(costs.values()) + [extra.get("cost", 0.0)])
     snapped = [snap(v, q) for v in costs.values()]
+    if latency is not None and extra:
+        latency["cost_per_month"] = snap(extra["cost"], q) - snap(costs["price"], q)
+        latency["gpus"] = extra["gpus"] - gpus["price"]
     steps = [(s, snapped[k + 1] - snapped[k]) for k, s in enumerate(STEPS)]  # exact: multiples of q
     return [("old", snapped[0])] + steps + [("new", snapped[-1])], costs
 
@@ -396,11 +439,15 @@ def diff_plans(old_path: str | Path, new_path: str | Path) -> Diff:
         raise InputError(problems)
     old_plan, new_plan = plans
     changes = respelled + input_changes(old_in, new_in)
-    br, costs = bridge(old_plan, new_plan, build_plan)
+    state_gpus: dict[str, float] = {}
+    lat: dict[str, float] = {}
+    br, costs = bridge(old_plan, new_plan, build_plan, state_gpus, lat)
+    g = list(state_gpus.values())  # whole GPU counts: exact differences
+    gpu_br = [("old", g[0])] + [(s, g[k + 1] - g[k]) for k, s in enumerate(STEPS)] + [("new", g[-1])]
     unpriced = []
     for plan in (old_plan, new_plan):
         for v in gpus_by_type(plan).values():
             if v["gpus"] > 0 and not v["priced"] and v["gpu"] not in unpriced:
                 unpriced.append(v["gpu"])
     return Diff(old_path, new_path, old_plan, new_plan, changes, workload_changes(old_plan, new_plan, changes),
-                gpu_changes(old_plan, new_plan), br, costs, new_warnings(old_plan, new_plan), unpriced)
+                gpu_changes(old_plan, new_plan), br, costs, new_warnings(old_plan, new_plan), unpriced, gpu_br, lat)

@@ -57,15 +57,22 @@ def bridge_sentences(d: Diff, currency: str) -> list[str]:
     """The bridge in words: one sentence per step that changes the cost, in order."""
     out = []
     counts = {s: sum(1 for w in d.workloads if w["status"] == s) for s in ("added", "removed")}
+    lat = d.latency or {}
     for step, value in d.bridge[1:-1]:
-        if value == 0:
+        part = step == "other" and (lat.get("cost_per_month") or lat.get("gpus"))
+        if value == 0 and not part:
             continue
         verb = "adds" if value > 0 else "saves"
         what = STEP_WORDS[step]
         if step in counts:
             n = counts[step]
             what = f"{what} ({n} workload{'s' if n != 1 else ''})"
-        out.append(f"{what[0].upper()}{what[1:]}: {verb} {currency} {_money(abs(value))} per month."
+        tail = ""
+        if part:  # the part of `other` the latency targets make (issue 16)
+            tail = (f", of which the new latency targets (TTFT/TPOT targets, their percentile, fixed concurrency) "
+                    f"{currency} {_money(lat['cost_per_month'], signed=True)} "
+                    f"({num(lat['gpus'], FMT_INT, signed=True)} GPUs)")
+        out.append(f"{what[0].upper()}{what[1:]}: {verb} {currency} {_money(abs(value))} per month{tail}."
                    .replace("  ", " "))
     if not out:
         out.append("No step changes the fleet cost.")

@@ -45,7 +45,9 @@ STEP_TEXT = {
     "hit": "take NEW's hit_target and hit_measured for the workloads in both (and where they come from: "
            "NEW's trace and Tiers, so a change of traffic or of cache capacity shows here)",
     "price": "take NEW's hourly_cost for every GPU type NEW has",
-    "other": "everything else (models, GPUs, tp, lengths, times, settings...): the state is now NEW",
+    "other": "everything else (models, GPUs, tp, lengths, times, settings, latency targets...): the state is now NEW; "
+             "of_which_latency: the part NEW's latency targets (ttft_slo_ms, tpot_slo_ms, slo_percentile, "
+             "concurrency) make, taken first",
     "new": "NEW's fleet cost per month",
 }
 
@@ -54,8 +56,10 @@ def unit_of(name: str, currency: str = "") -> str:
     """Unit of a diff column, printed in its header text (``gpus_old [count]``)."""
     if name.startswith("cost_per_month"):
         return f"{currency or 'currency'}/month"
-    if name.startswith("gpus_"):
+    if name.startswith("gpus_") or name in ("gpus", "of_which_latency_gpus"):
         return "count"
+    if name == "of_which_latency":
+        return f"{currency or 'currency'}/month"
     if name.startswith("ttft_ms"):
         return "ms"
     if name.startswith("tpm_"):
@@ -142,13 +146,20 @@ def write_waterfall(wb, ws, fm: Formats, left: int, labels: list[str], amounts: 
 
 def write_bridge(wb, fm: Formats, d: Diff, currency: str) -> None:
     ws = wb.add_worksheet("Bridge")
-    _header(ws, fm, ["step", "cost_per_month", "description"], [12, 18, 70], currency)
+    _header(ws, fm, ["step", "cost_per_month", "gpus", "of_which_latency", "of_which_latency_gpus", "description"],
+            [12, 18, 10, 18, 12, 70], currency)
     rows = d.bridge
+    gpus = dict(d.gpu_bridge)
     for k, (step, value) in enumerate(rows):
         ws.write_string(k + 1, 0, step)
         ws.write_number(k + 1, 1, value, fm("calc", FMT_MONEY))
-        ws.write_string(k + 1, 2, STEP_TEXT[step], fm("note"))
-    left = 4
+        if step in gpus:
+            ws.write_number(k + 1, 2, gpus[step], fm("calc", FMT_GPUS))
+        if step == "other" and d.latency:
+            ws.write_number(k + 1, 3, d.latency["cost_per_month"], fm("calc", FMT_MONEY))
+            ws.write_number(k + 1, 4, d.latency["gpus"], fm("calc", FMT_GPUS))
+        ws.write_string(k + 1, 5, STEP_TEXT[step], fm("note"))
+    left = 7
     amounts = [(f"={xl_rowcol_to_cell(k + 1, 1)}", v) for k, (_, v) in enumerate(rows)]
     write_waterfall(wb, ws, fm, left, [s for s, _ in rows], amounts,
                     [s in ("old", "new") for s, _ in rows], title="Fleet cost per month, OLD to NEW",
@@ -167,6 +178,9 @@ def write_bridge(wb, fm: Formats, d: Diff, currency: str) -> None:
         "Steps are applied in this fixed order, each re-planning the whole fleet with that category of "
         "changes applied; each row is the change it makes, so old + Σ steps = new exactly.",
         "A GPU type without hourly_cost adds 0 to the cost.",
+        "gpus: OLD's and NEW's fleet GPUs (Σ Results gpus_needed, as each side's Fleet Total) and the change of GPUs "
+        "each step makes. of_which_latency (cost, GPUs): the part of other that NEW's latency targets make, planned "
+        "on the price state (each state is sized SLO-bound, as Results).",
     ]
     if d.unpriced:
         notes.append("GPU types with GPUs but no price (counted at 0): " + ", ".join(d.unpriced))

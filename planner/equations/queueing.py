@@ -704,6 +704,132 @@ def _instances_ttft_open(rate_total, prefill, t_decode, step, slo, q):
             f'({rho}),0),"unreachable"),"")')
 
 
+def ttft_log_x(prefill, t_decode, step, slo, q):
+    r"""First step of :func:`instances_ttft` for a quantile target, kept apart so the spreadsheet
+    formulas stay short: ``ln x`` of the Lambert W argument ``x = aφ(1-q)e^a``.
+
+    .. math:: \ln x = \ln(a \varphi (1-q)) + a, \quad a = 2w/P, \; \varphi = (2w + k)/(2w),
+              \; w = slo - P, \; k = D s / P
+
+    Parameters
+    ----------
+    prefill, t_decode, step : numeric, P, D, s(B) [ms]
+    slo : numeric, TTFT target, NaN when blank [ms]
+    q : numeric, quantile (0: the mean) [fraction]
+
+    Returns
+    -------
+    numeric, ln x [1]; NaN without a quantile target above P
+    """
+    P, w = _f(prefill), _f(slo) - prefill
+    k = _f(t_decode) * _f(step) / P
+    q = _f(q)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        a = 2 * w / P
+        out = np.log(a * ((2 * w + k) / (2 * w)) * (1 - q)) + a
+    return np.where((w > 0) & (q > 0), out, np.nan)
+
+
+@excel_twin(ttft_log_x)
+def _(prefill, t_decode, step, slo, q):
+    P = prefill
+    w = f"({slo}-{P})"
+    k = f"({t_decode}*{step}/{P})"
+    a = f"(2*{w}/{P})"
+    phi = f"((2*{w}+{k})/(2*{w}))"
+    return f'IF(AND(ISNUMBER({slo}),{q}>0),IF({w}>0,LN({a}*{phi}*(1-{q}))+{a},""),"")'
+
+
+def ttft_rho_max(prefill, t_decode, step, slo, q, lnx):
+    r"""Second step of :func:`instances_ttft`: the largest utilisation ``ρ* = λP`` of one instance
+    whose TTFT statistic meets the target (the mean, or quantile q; see :func:`instances_ttft`).
+
+    Parameters
+    ----------
+    prefill, t_decode, step : numeric, P, D, s(B) [ms]
+    slo : numeric, TTFT target, NaN when blank [ms]
+    q : numeric, quantile (0: the mean) [fraction]
+    lnx : numeric, :func:`ttft_log_x` [1]
+
+    Returns
+    -------
+    numeric, ρ* [fraction]; NaN without a target above P
+    """
+    P, D, s, w = _f(prefill), _f(t_decode), _f(step), _f(slo) - prefill
+    k = D * s / P
+    q = _f(q)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        rho_mean = 2 * w / (P + k + 2 * w)
+        rho_low = 2 * w / (k + 2 * w)
+        a, phi, lnx = 2 * w / P, (2 * w + k) / (2 * w), _f(lnx)
+        big = lnx > C.LOG_LIMIT
+        ll = np.where(big, lnx, np.log(1 + np.exp(np.where(big, 0.0, lnx))))
+        wl = ll * (1 - np.log(1 + ll) / (2 + ll))
+        for _ in range(2):
+            wl = wl * (1 + lnx - np.log(wl)) / (1 + wl)
+        rho_tail = np.minimum(1.0, wl / (a * phi))
+        rho = np.where(q > 0, np.where(rho_low <= 1 - q, rho_low, rho_tail), rho_mean)
+    return np.where(w > 0, rho, np.nan)
+
+
+@excel_twin(ttft_rho_max)
+def _(prefill, t_decode, step, slo, q, lnx):
+    P = prefill
+    w = f"({slo}-{P})"
+    k = f"({t_decode}*{step}/{P})"
+    a = f"(2*{w}/{P})"
+    phi = f"((2*{w}+{k})/(2*{w}))"
+    ll = f"IF({lnx}>{N.LOG_LIMIT},{lnx},LN(1+EXP({lnx})))"
+    wl = f"(({ll})*(1-LN(1+{ll})/(2+{ll})))"
+    for _ in range(2):
+        wl = f"({wl}*(1+{lnx}-LN({wl}))/(1+{wl}))"
+    rho_tail = f"MIN(1,{wl}/({a}*{phi}))"
+    rho_low = f"(2*{w}/({k}+2*{w}))"
+    rho_mean = f"(2*{w}/({P}+{k}+2*{w}))"
+    return (f'IF(ISNUMBER({slo}),IF({w}>0,IF({q}>0,IF({rho_low}<=1-{q},{rho_low},{rho_tail}),{rho_mean}),""),"")')
+
+
+def instances_for_rho(rate_total, prefill, slo, rho, q=np.nan, concurrency=np.nan):
+    r"""Last step of :func:`instances_ttft`: the instances that keep each at or below ``ρ*``.
+
+    .. math:: n = \lceil Λ P / ρ^* \rceil
+
+    With a fixed ``concurrency`` c the TTFT does not depend on the count (:func:`ttft_load_ms`, a
+    burst of c), as in :func:`instances_ttft`: ``inf`` when it misses the target there, else NaN.
+
+    Parameters
+    ----------
+    rate_total : numeric, Λ requests/s of the workload
+    prefill : numeric, P [ms]
+    slo : numeric, TTFT target, NaN when blank [ms]
+    rho : numeric, :func:`ttft_rho_max` [fraction]
+    q : numeric, quantile (0: the mean) [fraction]; read only with a fixed concurrency
+    concurrency : numeric, Workloads concurrency, NaN when blank [count]
+
+    Returns
+    -------
+    numeric, instances [count]; NaN without a target or demand, ``inf`` (``unreachable``) when the
+    target is not above the request-alone TTFT, or missed at the fixed concurrency
+    """
+    P, w = _f(prefill), _f(slo) - prefill
+    with np.errstate(divide="ignore", invalid="ignore"):
+        n = np.ceil(_approx(_f(rate_total) / C.MS_PER_S * P / _f(rho)))
+    open_ = np.where(np.isnan(_f(slo)) | np.isnan(_f(rate_total)), np.nan, np.where(w > 0, n, np.inf))
+    c, qq = _f(concurrency), _f(q)
+    at_c = ttft_load_ms(prefill, np.nan, np.where(np.isnan(c), 1.0, c), np.where(np.isnan(qq), 0.0, qq))
+    return np.where(np.isnan(c), open_, np.where(~np.isnan(_f(slo)) & (at_c > _f(slo)), np.inf, np.nan))
+
+
+@excel_twin(instances_for_rho)
+def _(rate_total, prefill, slo, rho, q=None, concurrency=None):
+    open_ = (f'IF(AND(ISNUMBER({slo}),ISNUMBER({rate_total})),IF({slo}-{prefill}>0,ROUNDUP({rate_total}/'
+             f'{N.MS_PER_S}*{prefill}/{rho},0),"unreachable"),"")')
+    if concurrency is None:
+        return open_
+    at_c = f"{prefill}*IF({q}>0,1+{q}*({concurrency}-1),({concurrency}+1)*{N.HALF})"
+    return f'IF(ISNUMBER({concurrency}),IF(AND(ISNUMBER({slo}),{at_c}>{slo}),"unreachable",""),{open_})'
+
+
 def rate_for_tpot(prefill, osl, s0, s1, t_decode, step, slo):
     r"""Largest request rate per instance whose open-loop mean TPOT is at most ``slo`` [requests/ms].
 

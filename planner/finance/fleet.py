@@ -32,6 +32,12 @@ FLEET: tuple[Agg, ...] = (
     Agg("cost_per_year", twin=per_year, args=("cost_per_month",), total="priced"),
     Agg("tpm_capacity", sum_of=("Results", "tpm_capacity")),
     Agg("tpm_demand", sum_of=("Resolved", "demand_tpm")),
+    # what the latency targets add over throughput alone (issue 16; planner.equations.sizing)
+    Agg("instances_throughput", sum_of=("Results", "instances_throughput")),
+    Agg("gpus_throughput", sum_of=("Results", "gpus_throughput")),
+    Agg("gpus_for_latency", sum_of=("Results", "gpus_for_latency")),
+    Agg("cost_per_month_for_latency", sum_of=("Results", "cost_per_hour_for_latency"), priced=True,
+        scale="@hours_per_month", total="priced"),
 )
 FLEET_COLS = tuple(a.name for a in FLEET)
 TOTAL = "Total"
@@ -47,7 +53,10 @@ def fleet_table(plan) -> pd.DataFrame:
     Per type ``g``: ``instances = Σ instances_needed``, ``gpus_needed = Σ gpus_needed``,
     ``cost_per_hour = Σ gpus_needed · hourly_cost`` (NaN without a price),
     ``cost_per_month = cost_per_hour · hours_per_month``, ``cost_per_year = 12 · cost_per_month``,
-    ``tpm_capacity = Σ instances_needed · tpm_delivered_target``, ``tpm_demand = Σ demand_tpm``.
+    ``tpm_capacity = Σ instances_needed · tpm_delivered_target``, ``tpm_demand = Σ demand_tpm``;
+    ``instances_throughput``, ``gpus_throughput``, ``gpus_for_latency`` the sums of those Results columns
+    (the count on throughput alone and the GPUs the latency targets add), ``cost_per_month_for_latency =
+    Σ cost_per_hour_for_latency · hours_per_month`` (NaN without a price).
     ``Total`` sums the types; its costs sum the priced types only (NaN when none is priced).
     """
     wl_gpu = plan.resolved["gpu"].to_numpy()
@@ -84,6 +93,8 @@ class Totals:
     gpus_baseline: float          # the same demand at hit_baseline (blank: hit_measured)
     cost_per_hour_baseline: float
     cost_per_month_baseline: float
+    gpus_for_latency: float = 0.0           # GPUs the latency targets add over throughput alone
+    cost_per_month_for_latency: float = float("nan")  # their cost, priced types only
 
 
 def totals(plan) -> Totals:
@@ -96,7 +107,8 @@ def totals(plan) -> Totals:
         ~np.isnan(_f(plan.resolved["hourly_cost"])) & ~np.isnan(gm)) else float("nan")
     return Totals(float(t["gpus_needed"]), float(t["instances"]), float(t["cost_per_hour"]),
                   float(t["cost_per_month"]), fl.attrs["uncosted_gpus"], float(t["tpm_capacity"]),
-                  float(t["tpm_demand"]), _nansum(gm), cm, float(per_month(cm, hours)))
+                  float(t["tpm_demand"]), _nansum(gm), cm, float(per_month(cm, hours)),
+                  float(t["gpus_for_latency"]), float(t["cost_per_month_for_latency"]))
 
 
 _FLEET_CACHE: dict[int, tuple[weakref.ref, pd.DataFrame]] = {}

@@ -14,7 +14,10 @@ One row of ``Demand_Calc`` per (workload, period):
 Each row is sized as Results sizes its workload, at the row's hit ratio: chip time
 ``C(h_p) = TTFT(h_p, α) + t_decode_ms``, delivered TPM re-hit corrected from ``tpm_measured``
 (``TPM(h_m) · C(h_m) / C(h_p)``) or the model's ``(isl + osl) · 60000 / C(h_p)``, then
-``instances = ceil(demand / (TPM · target_utilization))``. The baseline columns size the same
+``instances_throughput = ceil(demand / (TPM · target_utilization))``; ``instances`` is the SLO-bound count
+of :mod:`planner.equations.sizing` (the chain Results uses: throughput, the TTFT and TPOT targets, the
+HBM fit at load, a fixed concurrency), at the row's demand and its request-alone ``ttft_ms``, so a
+period sized at today's demand and hit ratio gets Results' count. The baseline columns size the same
 demand at ``hit_baseline`` (Results ``tpm_delivered_baseline``); ``saved = baseline - target``.
 
 Each formula is a numpy function with its Excel twin below (:mod:`planner.equations.kvhit` style); the
@@ -28,6 +31,7 @@ import numpy as np
 import pandas as pd
 
 from planner.equations import kvhit as m
+from planner.equations import sizing as sz
 from planner.core import schema
 from planner.finance.aggregations import Agg
 from planner.finance.fleet import _f
@@ -42,7 +46,17 @@ CALC_COLS = ("workload", "period", "period_index", "demand_input", "demand_unit"
              "gpu", "tp", "hit_target", "load_ms", "compute_ms", "ttft_ms", "chip_ms", "tpm_delivered_model",
              "tpm_delivered_target", "target_utilization", "hourly_cost", "instances", "gpus_needed",
              "cost_per_hour", "tpm_delivered_baseline", "instances_baseline", "gpus_baseline",
-             "cost_per_hour_baseline")
+             "cost_per_hour_baseline") + (
+    # the workload's shape and targets the sizing chain reads, copied from Resolved/Results (short
+    # references keep the long closed-form formulas within the length a spreadsheet accepts)
+    "isl", "osl", "concurrency", "t_decode_ms", "decode_step_ms", "step_weights_ms", "step_kv_ms", "ttft_slo_ms",
+    "tpot_slo_ms", "slo_q", "max_batch_fit") + tuple(  # the SLO-bound sizing steps (planner.equations.sizing)
+    c for c in sz.NAMES if c not in ("instances_needed", "gpus_needed"))
+# Demand_Calc's names for two of the sizing steps (the columns the sheet had before issue 16)
+SIZING_AS = {"instances_needed": "instances", "gpus_needed": "gpus_needed"}
+# per-workload inputs of the sizing chain: from Results (the rest from Resolved)
+FROM_RESULTS = ("decode_step_ms", "step_weights_ms", "step_kv_ms", "slo_q", "max_batch_fit")
+COPIED = CALC_COLS[CALC_COLS.index("isl"):CALC_COLS.index("max_batch_fit") + 1]  # copied per row
 
 def span_label(periods: list[str]) -> str:
     """``2027-Q1–Q4`` (quarters of one year), ``2027-Q3–2028-Q2``, ``first–last``, or the one period.
@@ -150,6 +164,12 @@ BY_PERIOD: tuple[Agg, ...] = (
     Agg("cost_per_month_baseline", sum_of=("Demand_Calc", "cost_per_hour_baseline"), priced=True,
         scale="@hours_per_month", total="priced"),
     Agg("cost_saved_per_month", twin=saved, args=("cost_per_month_baseline", "cost_per_month"), total="priced"),
+    # what the latency targets add over throughput alone (issue 16; planner.equations.sizing)
+    Agg("instances_throughput", sum_of=("Demand_Calc", "instances_throughput")),
+    Agg("gpus_throughput", sum_of=("Demand_Calc", "gpus_throughput")),
+    Agg("gpus_for_latency", sum_of=("Demand_Calc", "gpus_for_latency")),
+    Agg("cost_per_month_for_latency", sum_of=("Demand_Calc", "cost_per_hour_for_latency"), priced=True,
+        scale="@hours_per_month", total="priced"),
 )
 PERIOD_COLS = tuple(a.name for a in BY_PERIOD)
 
@@ -220,8 +240,11 @@ def period_calc(plan) -> pd.DataFrame:
     tpm_model = m.tpm_delivered(col(res, "isl"), col(res, "osl"), chip)
     tpm = m.tpm_delivered_target(col(res, "tpm_measured"), col(r, "chip_ms_measured"), chip, tpm_model)
     util, price, tp = col(res, "target_utilization"), col(res, "hourly_cost"), col(res, "tp")
-    inst = m.instances_needed(demand, tpm, util)
-    gpus = m.gpus_needed(inst, tp)
+    row_in = {"demand_tpm": demand, "tpm_delivered_target": tpm, "target_utilization": util, "ttft_ms": ttft}
+    inputs = {name: row_in[name] if name in row_in else col(r if name in FROM_RESULTS else res, name)
+              for name in sz.INPUTS}
+    steps = sz.size(inputs) if n else {name: np.zeros(0) for name in sz.NAMES}
+    inst, gpus = steps["instances_needed"], steps["gpus_needed"]
     tpm_b = col(r, "tpm_delivered_baseline")
     inst_b = m.instances_needed(demand, tpm_b, util)
     gpus_b = m.gpus_needed(inst_b, tp)
@@ -233,7 +256,9 @@ def period_calc(plan) -> pd.DataFrame:
         "tpm_delivered_target": tpm, "target_utilization": util, "hourly_cost": price, "instances": inst,
         "gpus_needed": gpus, "cost_per_hour": cost_per_hour(gpus, price), "tpm_delivered_baseline": tpm_b,
         "instances_baseline": inst_b, "gpus_baseline": gpus_b,
-        "cost_per_hour_baseline": cost_per_hour(gpus_b, price)}, columns=list(CALC_COLS))
+        "cost_per_hour_baseline": cost_per_hour(gpus_b, price),
+        **{c: inputs[c] for c in COPIED}, **{c: steps[c] for c in sz.NAMES if c not in SIZING_AS}},
+        columns=list(CALC_COLS))
     frame["dem"] = [x["dem"] for x in lay]
     return frame
 

@@ -28,7 +28,15 @@ from planner.core.errors import InputError, Problem
 from planner.finance.fleet import fleet_table, plan_fleet
 from planner.inputs.scenario_checks import BASE, Override, _key_of, _new_value, _setting_column, overrides
 
-SCENARIO_COLS = ("scenario", "gpus_needed", "cost_per_month", "tpm_capacity")
+SCENARIO_COLS = ("scenario", "gpus_needed", "cost_per_month", "tpm_capacity",
+                 # issue 16: each scenario is sized by Results' SLO-bound chain (planner.equations.sizing);
+                 # these say what its latency targets add over throughput alone
+                 "gpus_throughput", "gpus_for_latency", "cost_per_month_for_latency")
+
+
+def _row(name: str, total) -> dict:
+    """A Scenario_Compare row from the Total row of a plan's Fleet table."""
+    return {"scenario": name, **{c: float(total[c]) for c in SCENARIO_COLS[1:]}}
 
 
 def scenario_input(p_in, name: str, ovs: list[Override]):
@@ -86,8 +94,7 @@ def scenario_compare(plan) -> pd.DataFrame:
     each scenario re-planned from a copy of the inputs with its overrides (run time, not live)."""
     rows = []
     base = plan_fleet(plan).iloc[-1]
-    rows.append({"scenario": BASE, "gpus_needed": float(base["gpus_needed"]),
-                 "cost_per_month": float(base["cost_per_month"]), "tpm_capacity": float(base["tpm_capacity"])})
+    rows.append(_row(BASE, base))
     scn = plan.input.optional.get(schema.SCN)
     if scn is not None and (checked := cached_totals(plan.input)) is not None:
         rows += checked  # re-planned and checked before anything was written (check_scenarios)
@@ -101,8 +108,7 @@ def scenario_compare(plan) -> pd.DataFrame:
                 names.append(o.scenario)
         for name in names:
             t = fleet_table(_quick_plan(scenario_input(plan.input, name, ovs))).iloc[-1]
-            rows.append({"scenario": name, "gpus_needed": float(t["gpus_needed"]),
-                         "cost_per_month": float(t["cost_per_month"]), "tpm_capacity": float(t["tpm_capacity"])})
+            rows.append(_row(name, t))
     return pd.DataFrame(rows, columns=list(SCENARIO_COLS))
 
 
@@ -179,8 +185,7 @@ def check_scenarios(p_in) -> list[Problem]:
                                                f"would not be a finite number"))
                 continue
             t = fleet_table(lite).iloc[-1]
-        totals[name] = {"scenario": name, "gpus_needed": float(t["gpus_needed"]),
-                        "cost_per_month": float(t["cost_per_month"]), "tpm_capacity": float(t["tpm_capacity"])}
+        totals[name] = _row(name, t)
     assert BASE not in totals
     if not problems:  # kept beside the input (not on it): the last few inputs checked
         _TOTALS[_fingerprint(p_in)] = [totals[n] for n in names]

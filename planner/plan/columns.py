@@ -29,6 +29,7 @@ from planner.equations.kvhit import excel_twin
 from planner.core.refs import defined_name, exact_text, setting_name
 from planner.core.schema import CHOICE, FMT_INT, FMT_PCT, TEXT
 from planner.equations import queueing as q
+from planner.equations import sizing as sz
 
 FMT_MS = "#,##0.00"
 FMT_RATIO = "0.000"
@@ -174,12 +175,11 @@ RESULTS: tuple[Out, ...] = (
     out("tpm_per_gpu", "tokens/min", FMT_INT, m.per_gpu, "tpm_delivered_target", "tp",
         description="delivered TPM at target per GPU",
         label="Delivered tokens/min per GPU at the target hit"),
-    out("instances_needed", "count", FMT_INT, q.instances_slo, "instances_throughput", "instances_ttft",
-        "instances_tpot", "instances_hbm", "instances_concurrency",
+    out("instances_needed", "count", FMT_INT, *sz.step("instances_needed"),
         description="serving instances for demand_tpm: the smallest count meeting throughput at "
         "target_utilization, the TTFT and TPOT targets and the HBM fit of the decode batch (binding says which "
         "set it; blank without demand)", label="Serving instances for the demand"),
-    out("gpus_needed", "count", FMT_INT, m.gpus_needed, "instances_needed", "tp",
+    out("gpus_needed", "count", FMT_INT, *sz.step("gpus_needed"),
         description="GPUs for demand_tpm (blank without demand)",
         label="GPUs for the demand"),
     out("cost_per_mtok_delivered", "currency/Mtok", FMT_COST, m.cost_per_mtok, "hourly_cost", "tp",
@@ -237,8 +237,8 @@ RESULTS: tuple[Out, ...] = (
         description="cost per hour of the GPUs at the baseline hit ratio"),
     # latency at load (issue 16; planner.equations.queueing): ttft_ms above is the service time of a request alone,
     # these are what users see at the row's load
-    out("instances_throughput", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered_target",
-        "target_utilization", description="instances for demand_tpm at target_utilization on throughput alone "
+    out("instances_throughput", "count", FMT_INT, *sz.step("instances_throughput"),
+        description="instances for demand_tpm at target_utilization on throughput alone "
         "(blank without demand)", label="Serving instances on throughput alone"),
     out("step_floor_ms", "ms", FMT_MS, q.step_floor_ms, "t_decode_batch", "isl", "osl", "kv_bytes_per_token_gpu",
         "params_b", "active_params_b", "weight_bytes", "tp", "hbm_tbps",
@@ -254,33 +254,38 @@ RESULTS: tuple[Out, ...] = (
     out("step_kv_ms", "ms", FMT_RATIO, q.step_per_request_ms, "decode_step_ms", "step_weights_ms", "t_decode_batch",
         description="KV-reading part of a decode step per request in decode, s1",
         label="Decode step: KV part per request s1"),
-    out("demand_rps", "requests/s", FMT_MS, q.demand_rate, "demand_tpm", "isl", "osl",
+    out("demand_rps", "requests/s", FMT_MS, *sz.step("demand_rps"),
         description="requests per second of the whole workload (blank without demand)",
         label="Requests per second of the workload"),
-    out("demand_rps_open", "requests/s", FMT_MS, q.open_loop_rate, "demand_rps", "concurrency",
+    out("demand_rps_open", "requests/s", FMT_MS, *sz.step("demand_rps_open"),
         description="the demand rate the latency targets size for (blank with a fixed concurrency)",
         label="Requests per second sized open loop"),
-    out("instances_ttft", "count", FMT_INT, q.instances_ttft, "demand_rps_open", "ttft_ms", "t_decode_ms",
-        "decode_step_ms", "ttft_slo_ms", "slo_q", "concurrency", description="instances the TTFT target needs (open loop, "
-        "M/G/1 prefill queue; unreachable: the target is below the request-alone TTFT, or the TTFT at the fixed "
-        "concurrency misses it)",
+    out("ttft_log_x", "", FMT_RATIO, *sz.step("ttft_log_x"),
+        description="ln of the Lambert W argument of a TTFT quantile target, ln(a phi (1-q)) + a (a step of "
+        "instances_ttft; blank without a quantile target above ttft_ms)", label="TTFT target: Lambert W argument (ln)"),
+    out("ttft_rho_max", "fraction", FMT_PCT, *sz.step("ttft_rho_max"),
+        description="largest utilisation of one instance (arrival rate x ttft_ms) at which the TTFT target holds "
+        "(a step of instances_ttft)", label="TTFT target: largest utilisation per instance"),
+    out("instances_ttft", "count", FMT_INT, *sz.step("instances_ttft"),
+        description="instances the TTFT target needs (open loop, M/G/1 prefill queue; unreachable: the target is "
+        "below the request-alone TTFT, or the TTFT at the fixed concurrency misses it)",
         label="Instances the TTFT target needs"),
-    out("instances_tpot", "count", FMT_INT, q.instances_tpot, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
-        "step_kv_ms", "t_decode_ms", "decode_step_ms", "tpot_slo_ms", "concurrency", description="instances the TPOT target "
-        "needs (unreachable: one request alone is slower, or the TPOT at the fixed concurrency misses it)", label="Instances the TPOT target needs"),
-    out("instances_hbm", "count", FMT_INT, q.instances_hbm, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
-        "step_kv_ms", "t_decode_ms", "decode_step_ms", "max_batch_fit", "ttft_slo_ms", "tpot_slo_ms", description="instances for the decode "
+    out("instances_tpot", "count", FMT_INT, *sz.step("instances_tpot"),
+        description="instances the TPOT target needs (unreachable: one request alone is slower, or the TPOT at the "
+        "fixed concurrency misses it)", label="Instances the TPOT target needs"),
+    out("instances_hbm", "count", FMT_INT, *sz.step("instances_hbm"),
+        description="instances for the decode "
         "batch at load to fit in HBM (with a latency target only: throughput sizing assumes batch)",
         label="Instances for the decode batch to fit in HBM"),
-    out("instances_concurrency", "count", FMT_INT, q.instances_concurrency, "demand_rps", "concurrency_rps",
-        "concurrency", description="instances when each holds Workloads concurrency requests in flight",
+    out("instances_concurrency", "count", FMT_INT, *sz.step("instances_concurrency"),
+        description="instances when each holds Workloads concurrency requests in flight",
         label="Instances at the fixed concurrency"),
-    out("binding", "", None, q.binding, "instances_needed", "instances_throughput", "instances_ttft",
-        "instances_tpot", "instances_hbm", "instances_concurrency", text=True,
+    out("binding", "", None, *sz.step("binding"),
+        text=True,
         description="which constraint set instances_needed: throughput, ttft_slo, tpot_slo, hbm or concurrency",
         label="What sets the instance count"),
-    out("concurrency_rps", "requests/s", FMT_MS, q.closed_loop_rate, "concurrency", "ttft_ms", "osl",
-        "step_weights_ms", "step_kv_ms", description="requests/s one instance completes holding Workloads "
+    out("concurrency_rps", "requests/s", FMT_MS, *sz.step("concurrency_rps"),
+        description="requests/s one instance completes holding Workloads "
         "concurrency requests in flight (blank without concurrency)",
         label="Requests per second per instance at the fixed concurrency"),
     out("load_rps", "requests/s", FMT_MS, q.load_rate, "demand_tpm", "isl", "osl", "instances_needed",
@@ -309,13 +314,13 @@ RESULTS: tuple[Out, ...] = (
     out("hbm_fit", "", None, q.hbm_fits, "decode_batch", "max_batch_fit", text=True,
         description="yes when the decode batch at load fits in HBM (max_batch_fit)",
         label="Decode batch at load fits in HBM"),
-    out("gpus_throughput", "count", FMT_INT, m.gpus_needed, "instances_throughput", "tp",
+    out("gpus_throughput", "count", FMT_INT, *sz.step("gpus_throughput"),
         description="GPUs for demand_tpm on throughput alone (blank without demand)",
         label="GPUs on throughput alone"),
-    out("gpus_for_latency", "count", FMT_INT, q.extra_for_latency, "gpus_needed", "gpus_throughput",
+    out("gpus_for_latency", "count", FMT_INT, *sz.step("gpus_for_latency"),
         description="GPUs the latency targets (TTFT, TPOT, HBM fit at load, concurrency) add over throughput "
         "alone", label="GPUs the latency targets add"),
-    out("cost_per_hour_for_latency", "currency/h", FMT_GIB, fl.cost_per_hour, "gpus_for_latency", "hourly_cost",
+    out("cost_per_hour_for_latency", "currency/h", FMT_GIB, *sz.step("cost_per_hour_for_latency"),
         description="cost per hour of the GPUs the latency targets add (blank without demand or price)",
         label="Cost per hour of the GPUs the latency targets add"),
 )
@@ -334,8 +339,9 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
     # hits under load (issue 16): a hit shortens the prefill, and so the queue in front of it
     out("instances_throughput", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered",
         "target_utilization"),
-    out("instances_ttft", "count", FMT_INT, q.instances_ttft, "demand_rps_open", "ttft_ms", "t_decode_ms",
-        "decode_step_ms", "ttft_slo_ms", "slo_q", "concurrency"),
+    out("ttft_log_x", "", FMT_RATIO, *sz.step("ttft_log_x")),
+    out("ttft_rho_max", "fraction", FMT_PCT, *sz.step("ttft_rho_max")),
+    out("instances_ttft", "count", FMT_INT, *sz.step("instances_ttft")),
     out("instances_tpot", "count", FMT_INT, q.instances_tpot, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
         "step_kv_ms", "t_decode_ms", "decode_step_ms", "tpot_slo_ms", "concurrency"),
     out("instances_hbm", "count", FMT_INT, q.instances_hbm, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",

@@ -147,6 +147,9 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     ws.set_column(visible_right + 1, visible_right + 1, 2)
     chart_cols = [chart_left, chart_left + cols_for(CHART_W + CHART_GAP, DEFAULT_COL_PX)]
     chart_right = chart_cols[1] + cols_for(CHART_W + CHART_GAP, DEFAULT_COL_PX)  # first column after
+    # the print set-up's "charts" column group starts at the first chart (planner.workbook.print_setup
+    # SPECS), so no page break falls inside the charts however wide the hit sweep is
+    layout.pos.setdefault("Explorer", {})["charts"] = chart_cols[0]
     # helper tables, hidden: the sorted tornado's by-driver helpers, the markers, the tornado calc
     helper = chart_right + 1
     tc = plan.sens.table("Tornado_Calc")

@@ -79,14 +79,17 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
     cur = _cur(plan)
     units = {"instances": "count", "gpus_needed": "count", "cost_per_hour": f"{cur}/h",
              "cost_per_month": f"{cur}/month", "cost_per_year": f"{cur}/year", "tpm_capacity": "tokens/min",
-             "tpm_demand": "tokens/min"}
-    _named_header(ws, fm, fl2.FLEET_COLS, units, [22, 12, 12, 16, 18, 18, 18, 18])
+             "tpm_demand": "tokens/min", "instances_throughput": "count", "gpus_throughput": "count",
+             "gpus_for_latency": "count", "cost_per_month_for_latency": f"{cur}/month"}
+    _named_header(ws, fm, fl2.FLEET_COLS, units, [22, 12, 12, 16, 18, 18, 18, 18, 14, 14, 14, 18])
     ws.freeze_panes(1, 1)
     own = {c: j for j, c in enumerate(fl2.FLEET_COLS)}
     fmts = {"instances": fm("calc", FMT_INT), "gpus_needed": fm("calc", FMT_INT),
             "cost_per_hour": fm("calc", FMT_MONEY), "cost_per_month": fm("calc", FMT_MONEY0),
             "cost_per_year": fm("calc", FMT_MONEY0), "tpm_capacity": fm("calc", FMT_INT),
-            "tpm_demand": fm("calc", FMT_INT)}
+            "tpm_demand": fm("calc", FMT_INT), "instances_throughput": fm("calc", FMT_INT),
+            "gpus_throughput": fm("calc", FMT_INT), "gpus_for_latency": fm("calc", FMT_INT),
+            "cost_per_month_for_latency": fm("calc", FMT_MONEY0)}
     n_types = len(frame) - 1
     rows = fleet_cells(n_types)
     for i in range(n_types):
@@ -113,6 +116,10 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
                     fm("note"))
     ws.write_string(2, note_col, "A GPU type without hourly_cost has a blank cost; the Total cost is the total of the "
                                  "priced types only (see the note on the Total row).", fm("note"))
+    ws.write_string(t + 1, note_col, "instances_throughput / gpus_throughput: the count on throughput alone (Results); "
+                                 "gpus_for_latency and cost_per_month_for_latency: what the latency targets (TTFT, "
+                                 "TPOT, HBM fit at load, fixed concurrency) add over it (0 without targets).",
+                    fm("note"))
     ws.autofilter(0, 0, rows["last"], len(fl2.FLEET_COLS) - 1)
 
 
@@ -148,11 +155,14 @@ def write_scenarios(wb, ws, fm, plan, fleet_rows: int) -> None:
     frame = sc.scenario_compare(plan)
     cur = _cur(plan)
     _named_header(ws, fm, sc.SCENARIO_COLS, {"gpus_needed": "count", "cost_per_month": f"{cur}/month",
-                                             "tpm_capacity": "tokens/min"}, [28, 14, 20, 20])
+                                             "tpm_capacity": "tokens/min", "gpus_throughput": "count",
+                                             "gpus_for_latency": "count",
+                                             "cost_per_month_for_latency": f"{cur}/month"}, [28, 14, 20, 20, 14, 14, 20])
     total = fleet_cells(fleet_rows - 1)["total"]
     fleet_col = {c: j for j, c in enumerate(fl2.FLEET_COLS)}
     fmts = {"gpus_needed": fm("calc", FMT_INT), "cost_per_month": fm("calc", FMT_MONEY0),
-            "tpm_capacity": fm("calc", FMT_INT)}
+            "tpm_capacity": fm("calc", FMT_INT), "gpus_throughput": fm("calc", FMT_INT),
+            "gpus_for_latency": fm("calc", FMT_INT), "cost_per_month_for_latency": fm("calc", FMT_MONEY0)}
     for i in range(len(frame)):
         r = i + 1
         rec = frame.iloc[i]
@@ -164,7 +174,7 @@ def write_scenarios(wb, ws, fm, plan, fleet_rows: int) -> None:
             elif isinstance(_v(rec[c]), str):
                 ws.write_blank(r, j, None, fm("const", None))
             else:
-                ws.write_number(r, j, float(rec[c]), fm("const", FMT_MONEY0 if c == "cost_per_month" else FMT_INT))
+                ws.write_number(r, j, float(rec[c]), fm("const", FMT_MONEY0 if c.startswith("cost") else FMT_INT))
     note_col = len(sc.SCENARIO_COLS) + NOTE_GAP
     ws.set_column(note_col, note_col, 90)
     ws.write_string(1, note_col, "Scenario totals are computed at run time (not live): the planner re-plans a copy "
@@ -172,6 +182,10 @@ def write_scenarios(wb, ws, fm, plan, fleet_rows: int) -> None:
                                  "Scenarios and run the planner again to update them.", fm("note"))
     ws.write_string(2, note_col, "The base row is live: it reads the Total row of Fleet. cost_per_month is the "
                                  "total of the priced GPU types.", fm("note"))
+    ws.write_string(3, note_col, "Each scenario is sized as Results sizes the base (the SLO-bound count: throughput, "
+                                 "TTFT/TPOT targets, HBM fit at load, fixed concurrency); gpus_throughput is its "
+                                 "count on throughput alone, gpus_for_latency / cost_per_month_for_latency what its "
+                                 "latency targets add.", fm("note"))
     n = len(frame)
     for j, (c, title, fmt) in enumerate((("gpus_needed", "GPUs by scenario", "#,##0"),
                                          ("cost_per_month", f"Cost per month [{cur}] by scenario", "#,##0"))):

@@ -8,11 +8,12 @@ in the output needs ``planner run`` again (said in the sheet).
 
 from __future__ import annotations
 
-from xlsxwriter.utility import xl_rowcol_to_cell
 
 from planner.equations import fleet as fl
 from planner.workbook.chart_data import add_series
+from planner.workbook.styles import stored_value
 from planner.equations import kvhit as m
+from planner.equations import sizing as sz
 from planner.finance import periods as pr
 from planner.core import schema
 from planner.workbook.fleet_sheets import FMT_INT, FMT_MONEY, FMT_MONEY0, NOTE_GAP, _cur, _header, _v
@@ -30,7 +31,33 @@ def period_units(cur: str) -> dict[str, str]:
             "gpus_needed": "count", "cost_per_hour": f"{cur}/h", "tpm_delivered_baseline": "tokens/min",
             "instances_baseline": "count", "gpus_baseline": "count", "cost_per_hour_baseline": f"{cur}/h",
             "cost_per_month": f"{cur}/month", "cost_per_month_baseline": f"{cur}/month",
-            "cost_saved_per_month": f"{cur}/month"}
+            "cost_saved_per_month": f"{cur}/month", "instances_throughput": "count", "demand_rps": "requests/s",
+            "demand_rps_open": "requests/s", "ttft_rho_max": "fraction", "instances_ttft": "count", "instances_tpot": "count",
+            "instances_hbm": "count", "concurrency_rps": "requests/s", "instances_concurrency": "count",
+            "gpus_throughput": "count", "gpus_for_latency": "count", "cost_per_hour_for_latency": f"{cur}/h",
+            "cost_per_month_for_latency": f"{cur}/month", "isl": "tokens", "osl": "tokens",
+            "concurrency": "requests", "t_decode_ms": "ms", "decode_step_ms": "ms", "step_weights_ms": "ms",
+            "step_kv_ms": "ms", "ttft_slo_ms": "ms", "tpot_slo_ms": "ms", "slo_q": "fraction",
+            "max_batch_fit": "requests"}
+
+
+def sizing_formulas(me, R, Q) -> dict[str, str]:
+    """Demand_Calc's formulas of the sizing chain (:func:`planner.equations.sizing.size_xl`): the
+    row's own columns (demand, TPM, utilisation, ttft_ms at the row's hit, and each step), the
+    workload's shape and targets from Resolved (``R``) and Results (``Q``)."""
+    own = set(pr.CALC_COLS)
+
+    def ref(name: str) -> str:
+        name = pr.SIZING_AS.get(name, name)
+        if name in own:
+            return me(name)
+        return Q(name) if name in pr.FROM_RESULTS else R(name)
+
+    def copy(name: str) -> str:  # a blank stays blank (INDEX of an empty cell would read as 0)
+        x = Q(name) if name in pr.FROM_RESULTS else R(name)
+        return f'IF(ISNUMBER({x}),{x},"")'
+
+    return {**{c: copy(c) for c in pr.COPIED}, **{pr.SIZING_AS.get(k, k): v for k, v in sz.size_xl(ref).items()}}
 
 
 def _fmt(c: str) -> str | None:
@@ -38,7 +65,16 @@ def _fmt(c: str) -> str | None:
         return schema.FMT_PCT
     if c in ("load_ms", "compute_ms", "ttft_ms", "chip_ms"):
         return FMT_MS
-    if c in ("hourly_cost", "cost_per_hour", "cost_per_hour_baseline"):
+    if c in ("demand_rps", "demand_rps_open", "concurrency_rps", "t_decode_ms", "decode_step_ms", "step_weights_ms",
+             "step_kv_ms", "ttft_slo_ms", "tpot_slo_ms"):
+        return FMT_MS
+    if c in ("slo_q", "ttft_rho_max"):
+        return schema.FMT_PCT
+    if c == "ttft_log_x":
+        return "0.000"
+    if c == "binding":
+        return None
+    if c in ("hourly_cost", "cost_per_hour", "cost_per_hour_baseline", "cost_per_hour_for_latency"):
         return FMT_MONEY
     if c.startswith("cost"):
         return FMT_MONEY0
@@ -63,7 +99,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
         r = i + 1
         rec = calc.iloc[i]
         d = None if rec["dem"] is None or rec["dem"] != rec["dem"] else int(rec["dem"])  # NaN: a grown row
-        me = lambda c: xl_rowcol_to_cell(r, own[c], col_abs=True)  # noqa: E731,B023
+        me = lambda c: cell(r, own[c], col_abs=True)  # noqa: E731,B023
         row = me("res_row")
         R = lambda name: f"INDEX({range_name('Resolved', name)},{row})"  # noqa: E731,B023
         Q = lambda name: f"INDEX({range_name('Results', name)},{row})"  # noqa: E731,B023
@@ -81,14 +117,14 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
             "tpm_delivered_target": m.tpm_delivered_target.xl(R("tpm_measured"), Q("chip_ms_measured"),
                                                               me("chip_ms"), me("tpm_delivered_model")),
             "target_utilization": R("target_utilization"), "hourly_cost": R("hourly_cost"),
-            "instances": m.instances_needed.xl(me("demand_tpm"), me("tpm_delivered_target"), me("target_utilization")),
-            "gpus_needed": m.gpus_needed.xl(me("instances"), me("tp")),
             "cost_per_hour": fl.cost_per_hour.xl(me("gpus_needed"), me("hourly_cost")),
             "tpm_delivered_baseline": Q("tpm_delivered_baseline"),
             "instances_baseline": m.instances_needed.xl(me("demand_tpm"), me("tpm_delivered_baseline"),
                                                         me("target_utilization")),
             "gpus_baseline": m.gpus_needed.xl(me("instances_baseline"), me("tp")),
             "cost_per_hour_baseline": fl.cost_per_hour.xl(me("gpus_baseline"), me("hourly_cost")),
+            # the SLO-bound sizing of Results (planner.equations.sizing), at this row's demand and ttft_ms
+            **sizing_formulas(me, R, Q),
         }
         if d is not None:  # a Demand row: its cells, live
             dr = int(d) + 1
@@ -102,7 +138,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
             f["hit_target"] = R("hit_target")
         for c in pr.CALC_COLS:
             style = fm("calc", _fmt(c))
-            v = _v(rec[c])
+            v = stored_value(rec[c], c == "binding") if c in sz.NAMES else _v(rec[c])  # inf: "unreachable"
             if c in f:
                 calc_ws.write_formula(r, own[c], "=" + f[c], style, v)
             elif c in ("workload", "period", "demand_unit"):  # the layout of a grown row
@@ -120,7 +156,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
     # Fleet_By_Period
     p_own = {c: j for j, c in enumerate(pr.PERIOD_COLS)}
     heads = [f"{c} [{units[c]}]" if c in units else c for c in pr.PERIOD_COLS]
-    _header(ws, fm, heads, [12, 18, 14, 14, 18, 14, 18, 18])
+    _header(ws, fm, heads, [12, 18, 14, 14, 18, 14, 18, 18, 14, 14, 14, 18])
     ws.freeze_panes(1, 2)
     periods = pr.plan_periods(plan)
     n_types = len(plan.gpus)
@@ -140,7 +176,11 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
     ws.set_column(note_col, note_col, 80)
     notes = [
         "Each workload is sized per period as in Results, at that period's demand and hit ratio (Demand_Calc), "
-        "summed here per period and GPU type (live).",
+        "summed here per period and GPU type (live): instances is the SLO-bound count (throughput at "
+        "target_utilization, the TTFT and TPOT targets, the HBM fit at load, a fixed concurrency; Demand_Calc "
+        "binding says which), instances_throughput the count on throughput alone.",
+        "gpus_for_latency / cost_per_month_for_latency: the GPUs and money per month the latency targets add over "
+        "throughput alone (gpus_needed - gpus_throughput; 0 without targets).",
         "Demand: a Demand row's demand_tpm in its demand_unit (tokens/min, /hour, /day), else today's demand_tpm "
         "grown by demand_growth per period over Settings periods (first period: today's demand).",
         "Hit ratio: the Demand row's hit_target, else the workload's. Baseline: the same demand at hit_baseline "

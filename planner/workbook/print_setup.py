@@ -92,6 +92,7 @@ RESULTS_GROUPS = (
     ("fleet at the baseline hit", "tpm_delivered_model_baseline"),
     ("decode-step law", "instances_throughput"),
     ("SLO-bound sizing", "demand_rps"),
+    ("SLO-bound counts", "ttft_log_x"),
     ("latency at load", "concurrency_rps"),
     ("decode batch at load", "tpot_load_ms"),
     ("what the latency targets add", "gpus_throughput"),
@@ -102,7 +103,7 @@ SPECS: dict[str, PrintSpec] = {
     "Checks": PrintSpec(header_rows=(4, 4), title_cols=None, gridlines=False),
     # the name/value block, the tables, the charts (the Explorer's columns: see explorer.py)
     "Explorer": PrintSpec(header_rows=(0, 3), title_cols=None, gridlines=False,
-                          groups=(("name/value block", 0), ("hit sweep and tornado", 3), ("charts", 13))),
+                          groups=(("name/value block", 0), ("hit sweep and tornado", 3), ("charts", "charts"))),
     # two of the four charts of a workload side by side (charts start every 8 columns), whole bands
     "Charts": PrintSpec(header_rows=None, title_cols=None, groups=(("TTFT, load", 0), ("TPM, tornado", 16)),
                         row_bands=(1, 18), gridlines=False),

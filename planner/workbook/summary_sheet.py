@@ -238,27 +238,27 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
 
 
 def _latency_block(ws, fm, plan, r: int, cur: str) -> int:
-    """GPUs and money per month the latency targets add over throughput alone (live: sums over
-    Results gpus_for_latency / cost_per_hour_for_latency); only when a workload has a target or a
+    """GPUs and money per month the latency targets add over throughput alone (live: the Fleet Total
+    row's gpus_for_latency / cost_per_month_for_latency, sums over Results); only when a workload has a target or a
     fixed concurrency. Returns the next free row."""
     res = plan.resolved
     has = (~np.isnan(res["ttft_slo_ms"].to_numpy(dtype=float)) | ~np.isnan(res["tpot_slo_ms"].to_numpy(dtype=float))
            | ~np.isnan(res["concurrency"].to_numpy(dtype=float)))
     if not has.any():
         return r
-    extra = plan.results["gpus_for_latency"].to_numpy(dtype=float)
-    cost = plan.results["cost_per_hour_for_latency"].to_numpy(dtype=float)
-    hours = float(plan.settings["hours_per_month"])
     r += 1
     ws.write_string(r, 0, "What the latency targets add (TTFT/TPOT targets, HBM fit at load, fixed concurrency)",
                     fm("title"))
     ws.write_string(r + 1, 0, "GPUs over throughput alone")
-    ws.write_formula(r + 1, 1, f"=SUM({range_name('Results', 'gpus_for_latency')})", fm("calc", FMT_INT),
-                     float(np.nansum(extra)))
+    # the Fleet Total row's latency columns (the same sums, one place: Summary = Fleet by construction)
+    f_own = {c: j for j, c in enumerate(fl2.FLEET_COLS)}
+    total = fleet_cells(len(plan.gpus))["total"]
+    tot = fl2.plan_fleet(plan).iloc[-1]
+    ws.write_formula(r + 1, 1, "=" + sheet_ref("Fleet", total, f_own["gpus_for_latency"], True, True),
+                     fm("calc", FMT_INT), _v(tot["gpus_for_latency"]))
     ws.write_string(r + 2, 0, f"Cost per month of those GPUs [{cur}]")
-    ws.write_formula(r + 2, 1, f"=SUM({range_name('Results', 'cost_per_hour_for_latency')})*"
-                               f"{SETTING_NAMES['hours_per_month']}",
-                     fm("calc", FMT_MONEY0), float(np.nansum(cost)) * hours)
+    ws.write_formula(r + 2, 1, "=" + sheet_ref("Fleet", total, f_own["cost_per_month_for_latency"], True, True),
+                     fm("calc", FMT_MONEY0), _v(tot["cost_per_month_for_latency"]))
     ws.write_string(r + 3, 0, "Per workload: Results instances_throughput, instances_needed and binding", fm("note"))
     return r + 4
 

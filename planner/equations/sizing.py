@@ -1,0 +1,111 @@
+"""SLO-bound sizing, declared once: the chain from a demand to the instance count that meets
+throughput at ``target_utilization``, the TTFT and TPOT targets, the HBM fit of the decode batch at
+load and a fixed concurrency (issue 16), with what the latency targets add over throughput alone.
+
+Every place that sizes a demand uses this chain, with the same numpy functions in Python and the
+same Excel twins in its formulas:
+
+- Results (:data:`planner.plan.columns.RESULTS` takes its sizing columns from :func:`step`);
+- each (workload, period) row of ``Demand_Calc`` (:func:`planner.finance.periods.period_calc` and
+  :mod:`planner.workbook.periods_sheet`), at the period's demand and hit ratio;
+- each scenario and each ``planner diff`` bridge state (re-planned in full, so through Results).
+
+A step is ``(name, func, args)``: its value is ``func(*values of args)`` and its formula
+``func.xl(*references of args)``; an argument is an earlier step or an input of the row
+(:data:`INPUTS`). The closed forms themselves, with their sources, are in
+:mod:`planner.equations.queueing` (M/G/1 prefill queue with non-preemptive priority, Cobham;
+Kleinrock vol. 2 sec. 3.6) and :func:`planner.equations.kvhit.instances_needed`.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+import numpy as np
+
+from planner.equations import kvhit as m
+from planner.equations import queueing as q
+from planner.equations.fleet import cost_per_hour
+
+# what a row supplies: the demand and the row's own service time (both vary per period: demand
+# by growth, ttft_ms and tpm_delivered_target by the period's hit ratio), and the workload's
+# shape and targets (the same for every period of a workload)
+INPUTS = ("demand_tpm", "tpm_delivered_target", "target_utilization", "ttft_ms",      # per row
+          "isl", "osl", "concurrency", "t_decode_ms", "decode_step_ms", "step_weights_ms", "step_kv_ms",
+          "ttft_slo_ms", "tpot_slo_ms", "slo_q", "max_batch_fit", "tp", "hourly_cost")  # per workload
+
+STEPS: tuple[tuple[str, Callable, tuple[str, ...]], ...] = (
+    ("instances_throughput", m.instances_needed, ("demand_tpm", "tpm_delivered_target", "target_utilization")),
+    ("demand_rps", q.demand_rate, ("demand_tpm", "isl", "osl")),
+    ("demand_rps_open", q.open_loop_rate, ("demand_rps", "concurrency")),
+    # the TTFT count (q.instances_ttft) in three steps, so that no formula exceeds the 8,192 characters a
+    # spreadsheet formula may hold (Excel specifications and limits, "Length of formula contents":
+    # https://support.microsoft.com/en-us/office/excel-specifications-and-limits-1672b34d-7043-467e-8e27-269d656771c3);
+    # the one formula inlined the Lambert W argument 27 times (13,839 characters in Results)
+    ("ttft_log_x", q.ttft_log_x, ("ttft_ms", "t_decode_ms", "decode_step_ms", "ttft_slo_ms", "slo_q")),
+    ("ttft_rho_max", q.ttft_rho_max, ("ttft_ms", "t_decode_ms", "decode_step_ms", "ttft_slo_ms", "slo_q",
+                                      "ttft_log_x")),
+    ("instances_ttft", q.instances_for_rho, ("demand_rps_open", "ttft_ms", "ttft_slo_ms", "ttft_rho_max", "slo_q",
+                                             "concurrency")),
+    ("instances_tpot", q.instances_tpot, ("demand_rps_open", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
+                                          "t_decode_ms", "decode_step_ms", "tpot_slo_ms", "concurrency")),
+    ("instances_hbm", q.instances_hbm, ("demand_rps_open", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
+                                        "t_decode_ms", "decode_step_ms", "max_batch_fit", "ttft_slo_ms",
+                                        "tpot_slo_ms")),
+    ("concurrency_rps", q.closed_loop_rate, ("concurrency", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms")),
+    ("instances_concurrency", q.instances_concurrency, ("demand_rps", "concurrency_rps", "concurrency")),
+    ("instances_needed", q.instances_slo, ("instances_throughput", "instances_ttft", "instances_tpot",
+                                           "instances_hbm", "instances_concurrency")),
+    ("binding", q.binding, ("instances_needed", "instances_throughput", "instances_ttft", "instances_tpot",
+                            "instances_hbm", "instances_concurrency")),
+    ("gpus_needed", m.gpus_needed, ("instances_needed", "tp")),
+    ("gpus_throughput", m.gpus_needed, ("instances_throughput", "tp")),
+    ("gpus_for_latency", q.extra_for_latency, ("gpus_needed", "gpus_throughput")),
+    ("cost_per_hour_for_latency", cost_per_hour, ("gpus_for_latency", "hourly_cost")),
+)
+NAMES = tuple(s[0] for s in STEPS)
+_BY_NAME = {s[0]: s for s in STEPS}
+
+
+def step(name: str) -> tuple:
+    """``(func, *args)`` of step ``name``, as :func:`planner.plan.columns.out` takes them."""
+    _n, func, args = _BY_NAME[name]
+    return (func, *args)
+
+
+def size(inputs: Mapping[str, object]) -> dict[str, np.ndarray]:
+    r"""Size demands: every step of :data:`STEPS` from the row inputs, vectorised over rows.
+
+    .. math:: n = \max(n_{throughput}, n_{ttft}, n_{tpot}, n_{hbm}, n_{concurrency}),
+              \quad n_{throughput} = \lceil D / (TPM \cdot u) \rceil
+
+    with each latency count from its closed-form inverse (:mod:`planner.equations.queueing`).
+
+    Parameters
+    ----------
+    inputs : mapping of each name of :data:`INPUTS` to an array over the rows (NaN: blank);
+        demand_tpm [tokens/min], tpm_delivered_target [tokens/min], target_utilization [fraction],
+        ttft_ms (request alone) [ms], isl/osl [tokens], concurrency [requests], t_decode_ms,
+        decode_step_ms, step_weights_ms [ms], step_kv_ms [ms/request], ttft_slo_ms, tpot_slo_ms [ms],
+        slo_q [fraction], max_batch_fit [requests], tp [count], hourly_cost [currency/h]
+
+    Returns
+    -------
+    dict, each step's name to its values: counts [count], rates [requests/s], ``binding`` text,
+    cost_per_hour_for_latency [currency/h]
+    """
+    missing = [n for n in INPUTS if n not in inputs]
+    if missing:
+        raise KeyError(f"size: missing inputs {missing}")
+    vals: dict[str, object] = dict(inputs)
+    out: dict[str, np.ndarray] = {}
+    for name, func, args in STEPS:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[name] = vals[name] = func(*(vals[a] for a in args))
+    return out
+
+
+def size_xl(ref: Callable[[str], str]) -> dict[str, str]:
+    """The Excel formula of every step (without ``=``), ``ref(name)`` giving the cell of an input or
+    of a step's own column in the sheet being written."""
+    return {name: func.xl(*(ref(a) for a in args)) for name, func, args in STEPS}
