@@ -67,6 +67,15 @@ def _check(requests, input_length, block_size, warmup, caps=None):
     got = T.hit_curve(r, caps + [np.inf])
     want = [brute_lru(requests, input_length, block_size, c, warmup) for c in caps + [10**9]]
     assert got.tolist() == want  # exactly: both are sums of the same integers over one total
+    for chunk in (1, 2, 3, 7):  # the chunked pass: chunks of one request up to a few, cut anywhere
+        rc = T.reuse(tr, warmup, chunk=chunk)
+        assert T.hit_curve(rc, caps + [np.inf]).tolist() == want, chunk
+        assert (rc.unique_blocks, rc.warmup_blocks) == (r.unique_blocks, r.warmup_blocks)
+    # distinct blocks (whole prefixes) of the whole trace and of the warm-up, counted directly
+    prefixes = [{tuple(x[:i + 1]) for i in range(len(x))} for x in requests]
+    w = int(len(requests) * warmup)
+    assert r.unique_blocks == len(set().union(*prefixes))
+    assert r.warmup_blocks == len(set().union(*prefixes[:w]))
 
 
 ADVERSARIAL = {
