@@ -101,8 +101,10 @@ def test_tiny_pair_hand_calculated(tiny):
     assert b["added"] == 4_380
     # demand: w1 ⌈1.3M/300k⌉ = 5 inst · 2 = 10 GPUs, +2 GPUs · 2.0 · 730 = +2,920 -> 25,550
     assert b["demand"] == 2_920
-    # hit: w2 at 0.5: tpm 100k · 100/50 = 200k, ⌈250k/200k⌉ = 2 GPUs, -1 · 3.0 · 730 = -2,190 -> 23,360
-    assert b["hit"] == -2_190
+    # traffic: w2 at 0.5: tpm 100k · 100/50 = 200k, ⌈250k/200k⌉ = 2 GPUs, -1 · 3.0 · 730 = -2,190 -> 23,360
+    assert b["traffic"] == -2_190
+    # capacity: no Tiers sheet in either, no trace: 0
+    assert b["capacity"] == 0
     # price: w1's 10 GPUs · (2.5 - 2.0) · 730 = +3,650                             -> 27,010
     assert b["price"] == 3_650
     # other: w2 tp 2: 2 instances · 2 = 4 GPUs, +2 · 3.0 · 730 = +4,380             -> 31,390
@@ -162,8 +164,8 @@ def test_tiny_pair_cli_workbook_and_memo(tiny, tmp_path):
                                         "cost_per_month_new", "cost_per_month_delta"]
     bridge = [(row["step"], row["cost_per_month"]) for row in sheet_values(out, "Bridge")
               if row["step"] is not None]
-    assert bridge == [("old", 19_710), ("removed", -1_460), ("added", 4_380), ("demand", 2_920), ("hit", -2_190),
-                      ("price", 3_650), ("other", 4_380), ("new", 31_390)]
+    assert bridge == [("old", 19_710), ("removed", -1_460), ("added", 4_380), ("demand", 2_920),
+                      ("traffic", -2_190), ("capacity", 0), ("price", 3_650), ("other", 4_380), ("new", 31_390)]
     assert len(wb["Bridge"]._charts) == 1 and len(wb["GPU_Changes"]._charts) == 1
     memo = (tmp_path / "q3-q4-memo.md").read_text()
     assert "USD 31,390.00 per month, against USD 19,710.00 before: +11,680.00" in memo
@@ -214,15 +216,15 @@ def test_price_change_lands_wholly_in_price(example_base):
     assert {w_["status"] for w_ in res.workloads} == {"changed", "same"}
 
 
-def test_hit_change_lands_wholly_in_hit(example_base):
+def test_hit_change_lands_wholly_in_traffic(example_base):
     d, old = example_base
     m, g, w, s = example_records()
     w[1]["hit_target"] = 0.3
     w[4]["hit_measured"] = 0.1
     new = write(d / "hit.xlsx", m, g, w, s)
     b = bridge_map(diff_plans(old, new))
-    assert b["hit"] == b["new"] - b["old"] != 0
-    assert all(b[s] == 0.0 for s in STEPS if s != "hit")
+    assert b["traffic"] == b["new"] - b["old"] != 0
+    assert all(b[s] == 0.0 for s in STEPS if s != "traffic")
 
 
 def test_new_warnings_and_memo(example_base, tmp_path):
@@ -271,7 +273,7 @@ def test_added_and_removed_workloads(example_base):
     i = list(new_plan.results["workload"]).index("brand-new-chat")
     assert b["added"] == pytest.approx(new_plan.results["gpus_needed"].iat[i] * new_plan.resolved["hourly_cost"].iat[i]
                                        * 730, rel=1e-12)
-    assert b["demand"] == b["hit"] == b["price"] == b["other"] == 0.0
+    assert b["demand"] == b["traffic"] == b["capacity"] == b["price"] == b["other"] == 0.0
     assert_exact_sum(res.bridge)
 
 
@@ -285,7 +287,7 @@ def test_added_workload_on_a_new_model_and_gpu(tmp_path):
     b = bridge_map(diff_plans(old, new))
     # hand calc: OLD w1 1 GPU · 2.0 · 730 = 1,460; w9 ⌈350k/100k⌉ = 4 GPUs · 3.0 · 730 = 8,760
     assert (b["old"], b["added"], b["new"]) == (1_460, 8_760, 10_220)
-    assert b["removed"] == b["demand"] == b["hit"] == b["price"] == b["other"] == 0
+    assert b["removed"] == b["demand"] == b["traffic"] == b["capacity"] == b["price"] == b["other"] == 0
 
 
 def test_added_workload_costs_what_it_costs_in_new(tmp_path):
@@ -301,7 +303,7 @@ def test_added_workload_costs_what_it_costs_in_new(tmp_path):
     # hand calc: OLD w1 1 GPU · 2.0 · 730 = 1,460; added w5 ⌈250k/100k⌉ = 3 GPUs · 2.5 (NEW's price) · 730 = 5,475;
     # price: w1 1 GPU · 0.5 · 730 = 365; NEW = 1 · 2.5 · 730 + 5,475 = 7,300
     assert (b["old"], b["added"], b["price"], b["new"]) == (1_460, 5_475, 365, 7_300)
-    assert b["removed"] == b["demand"] == b["hit"] == b["other"] == 0
+    assert b["removed"] == b["demand"] == b["traffic"] == b["capacity"] == b["other"] == 0
     assert {w["workload"]: w["status"] for w in res.workloads} == {"w1": "changed", "w5": "added"}
 
 

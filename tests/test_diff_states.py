@@ -36,7 +36,7 @@ def test_added_calibrated_workload_is_planned_from_new_and_carries_its_cost(tmp_
     # 80,300 + 58,400 per month: Results cost_per_hour of the two rows x 730 h (the NEW plan alone)
     assert b["added"] == pytest.approx(_new_cost(d, vision), rel=1e-12)
     assert b["added"] == pytest.approx(80_300 + 58_400, rel=1e-9)
-    assert all(b[s] == 0 for s in ("removed", "demand", "hit", "price", "other"))
+    assert all(b[s] == 0 for s in ("removed", "demand", "traffic", "capacity", "price", "other"))
 
 
 def test_added_workload_keeps_its_whole_cost_when_settings_change_too(tmp_path):

@@ -128,18 +128,55 @@ def test_without_tiers_the_hbm_headroom_is_the_cache(tmp_path):
     assert p.results["load_ms"].iat[0] < 1e-250
 
 
-def test_diff_puts_a_capacity_change_in_the_hit_step(tmp_path):
-    """OLD with the DRAM tier (4 GPUs), NEW without it (5 GPUs, the hand calculation above), in
-    other folders: the one GPU more (2 USD/h x 730 h = 1,460 per month) is the hit step's."""
+def test_diff_puts_a_capacity_change_in_the_capacity_step(tmp_path):
+    """OLD with the DRAM tier (4 GPUs), NEW without it (5 GPUs, the hand calculation above), same
+    trace, in other folders: the one GPU more (2 USD/h x 730 h = 1,460 per month) is the capacity
+    step's; the traffic step (NEW's trace at OLD's tiers: the same trace) is 0."""
     from planner.diff.bridge import diff_plans
     (tmp_path / "old").mkdir()
     (tmp_path / "new").mkdir()
     old = make(tmp_path / "old")
     new = make(tmp_path / "new", tiers=[dict(TIERS[0]), dict(TIERS[1], capacity_gib=0)])
     steps = dict(diff_plans(old, new).bridge)
-    assert steps["hit"] == pytest.approx(1460)
+    assert steps["capacity"] == pytest.approx(1460)
+    assert steps["traffic"] == 0.0
     assert steps["other"] == pytest.approx(0) and steps["price"] == pytest.approx(0)
     assert steps["new"] - steps["old"] == pytest.approx(1460)
+
+
+NO_REUSE = [json.dumps({"timestamp": i, "input_length": 32, "output_length": 1, "hash_ids": h})
+            for i, h in enumerate([[1, 2], [4, 3], [5, 6]])]
+
+
+def test_diff_puts_a_trace_change_in_the_traffic_step(tmp_path):
+    """Same tiers; NEW's trace shares no prefix ([1 2], [4 3], [5 6]: every first block new), so its
+    hit is 0 at any capacity: compute 10 + 50 = 60 ms, chip 260 ms, TPM 1100 x 60000 / 260 =
+    253,846 -> ceil(1.1e6 / 253,846) = 5 GPUs against OLD's 4. The GPU more (1,460 per month) is
+    the traffic step's; the capacity step (NEW's tiers: the same) is 0."""
+    from planner.diff.bridge import diff_plans
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    old = make(tmp_path / "old")
+    new = make(tmp_path / "new", trace_lines=NO_REUSE)
+    d = diff_plans(old, new)
+    assert d.new.results["gpus_needed"].iat[0] == 5 and d.old.results["gpus_needed"].iat[0] == 4
+    steps = dict(d.bridge)
+    assert steps["traffic"] == pytest.approx(1460)
+    assert steps["capacity"] == 0.0
+    assert steps["other"] == pytest.approx(0) and steps["price"] == pytest.approx(0)
+
+
+def test_diff_with_both_changes_replays_the_new_trace_at_the_old_tiers_first(tmp_path):
+    """NEW drops the DRAM tier and has the no-reuse trace: the traffic step (no-reuse trace at
+    OLD's tiers, hit 0) takes 4 -> 5 GPUs; then no tier can help a trace without reuse, so the
+    capacity step is 0."""
+    from planner.diff.bridge import diff_plans
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    old = make(tmp_path / "old")
+    new = make(tmp_path / "new", tiers=[dict(TIERS[0]), dict(TIERS[1], capacity_gib=0)], trace_lines=NO_REUSE)
+    steps = dict(diff_plans(old, new).bridge)
+    assert (steps["traffic"], steps["capacity"]) == (pytest.approx(1460), 0.0)
 
 
 def test_hbm_only_hits_load_nothing(tmp_path):

@@ -23,7 +23,10 @@ Bridge steps, applied in this fixed order (each state is planned in full)::
               the reader's row checks; the workloads in both keep OLD's definitions until
               ``price``/``other``)
     demand  : NEW's demand_tpm for the common workloads
-    hit     : NEW's hit_target and hit_measured for the common workloads
+    traffic : NEW's hit_target and hit_measured for the common workloads, and where NEW's hits
+              come from: its traces (and trace_block_size), still at OLD's KV tiers (issue 19)
+    capacity: NEW's Tiers sheet (the cache capacity the traces are replayed against; a typed
+              hit_target does not depend on it, so without traces this step is 0)
     price   : NEW's hourly_cost for every GPU of the state that NEW has
     other   : everything else: the final state is NEW itself, planned as NEW
 
@@ -50,7 +53,7 @@ from planner.core.errors import InputError, Problem
 from planner.diff.input_changes import Change, _same_record, fold, input_changes
 from planner.inputs.reader import PlanInput, Table
 
-STEPS = ("removed", "added", "demand", "hit", "price", "other")
+STEPS = ("removed", "added", "demand", "traffic", "capacity", "price", "other")
 
 
 # --------------------------------------------------------------------------- fleet cost
@@ -183,10 +186,10 @@ def bridge_states(old: PlanInput, new: PlanInput) -> list[tuple[str, PlanInput]]
                 rec[col] = aliases[(col, k)]
         wl.append(rec)
     states.append(("added", with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus})))
-    # demand, then hit: NEW's values for the common workloads
-    # (hit also takes where NEW's hit ratios come from: its traces and its KV tiers, issue 19)
+    # demand, then traffic: NEW's values for the common workloads
+    # (traffic also takes where NEW's hit ratios come from, its traces, still at OLD's Tiers, issue 19)
     for step, cols in (("demand", ("demand_tpm",)),
-                       ("hit", ("hit_target", "hit_measured", "trace", "trace_block_size"))):
+                       ("traffic", ("hit_target", "hit_measured", "trace", "trace_block_size"))):
         wl = [dict(r) for r in wl]
         for r in wl:
             src = new_wl[fold(r["workload"])]
@@ -194,8 +197,10 @@ def bridge_states(old: PlanInput, new: PlanInput) -> list[tuple[str, PlanInput]]
                 r[c] = src.get(c)
                 if c == "trace" and r[c]:  # NEW's trace, found beside NEW whichever folder OLD is in
                     r[c] = str(trace_path(new.path, r[c]))
-        states.append((step, _with_tiers(with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus}),
-                                         new if step == "hit" else old)))
+        states.append((step, _with_tiers(with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus}), old)))
+    # capacity: NEW's KV tiers, the traffic already NEW's
+    states.append(("capacity", _with_tiers(with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus}),
+                                           new)))
     # price: NEW's hourly_cost for every GPU NEW has
     gpus = [dict(r) for r in gpus]
     for r in gpus:
@@ -308,7 +313,8 @@ def gpu_changes(old_plan, new_plan) -> list[dict]:
 
 
 STATE_OF = {"removed": "workload list, removed workloads dropped", "added": "added workloads",
-            "demand": "demand_tpm", "hit": "hit_target and hit_measured", "price": "hourly_cost"}
+            "demand": "demand_tpm", "traffic": "hit_target, hit_measured and traces (at OLD's Tiers)",
+            "capacity": "Tiers", "price": "hourly_cost"}
 
 
 def bridge(old_plan, new_plan, build) -> tuple[list[tuple[str, float]], dict[str, float]]:

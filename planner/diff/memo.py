@@ -35,7 +35,9 @@ STEP_WORDS = {
     "removed": "dropping the workloads that are no longer planned",
     "added": "adding the new workloads",
     "demand": "the new demand of the continuing workloads",
-    "hit": "the new hit ratios (target and measured, and their traces and KV tiers)",
+    "traffic": "the new hit ratios from the traffic (typed targets and measurements, and the new traces "
+               "replayed at the old KV tiers)",
+    "capacity": "the new KV-cache tiers (the new traces replayed at the new capacities)",
     "price": "the new GPU prices",
     "other": "everything else (models, GPUs, parallelism, lengths, times, settings)",
 }

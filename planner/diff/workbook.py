@@ -41,8 +41,10 @@ STEP_TEXT = {
     "added": "add the workloads only in NEW, with the models and GPUs they need from NEW (NEW's definitions and "
              "prices for them: they cost what they cost in NEW)",
     "demand": "take NEW's demand_tpm for the workloads in both",
-    "hit": "take NEW's hit_target and hit_measured for the workloads in both (and where they come from: "
-           "NEW's trace and Tiers, so a change of traffic or of cache capacity shows here)",
+    "traffic": "take NEW's hit_target, hit_measured, trace and trace_block_size for the workloads in both, "
+               "at OLD's Tiers: a change of the traffic (or of the typed hit ratios) shows here",
+    "capacity": "take NEW's Tiers sheet: a change of the KV-cache capacity (the traces replayed at NEW's "
+                "tiers) shows here; 0 without traces",
     "price": "take NEW's hourly_cost for every GPU type NEW has",
     "other": "everything else (models, GPUs, tp, lengths, times, settings...): the state is now NEW",
     "new": "NEW's fleet cost per month",
