@@ -239,6 +239,28 @@ def _values(path, sheet):
     return sheet_values(path, sheet)
 
 
+def test_blank_hit_target_of_a_traced_row_is_styled_and_commented_like_a_catalog_fill(tmp_path):
+    """The output's Workloads!hit_target of a traced row stays blank (a typed value would win over
+    the trace on a re-run) but carries the catalog style and a comment naming the trace, the
+    Resolved cell and the value planned (1/2, the hand calculation above); a typed row does not."""
+    from test_catalog import CATALOG_FILL
+    wl2 = dict(WL, workload="typed", hit_target=0.2)
+    src = tmp_path / "in.xlsx"
+    make(tmp_path)
+    write_input_workbook(src, [MODEL], [GPU], [WL, wl2], {"trace_warmup": 0.0}, optional={"Tiers": TIERS})
+    out = tmp_path / "out.xlsx"
+    write_output(build_plan(src), out)
+    ws = openpyxl.load_workbook(out)["Workloads"]
+    col = next(c.column for c in ws[1] if str(c.value).split(" [")[0] == "hit_target")
+    traced, typed = ws.cell(2, col), ws.cell(3, col)
+    assert traced.value is None and traced.fill.fgColor.rgb == CATALOG_FILL and traced.font.i
+    note = traced.comment.text
+    assert "t.jsonl" in note and "0.5 " in note and "Resolved!" in note and "Tier_Hits row 2" in note
+    assert typed.value == 0.2 and typed.comment is None and typed.fill.fgColor.rgb != CATALOG_FILL
+    # and the re-run of the output plans the same hit from the trace (the blank is still blank)
+    assert build_plan(out).resolved["hit_target"].tolist() == pytest.approx([0.5, 0.2], abs=1e-15)
+
+
 @pytest.mark.libreoffice
 def test_recalculated_tier_cells_and_live_edit_equal_a_fresh_run(tmp_path, recalc):
     src = make(tmp_path)
