@@ -228,6 +228,24 @@ def test_trace_is_found_beside_the_workbook_from_any_folder(tmp_path):
     assert not list(elsewhere.glob("*.tmp*"))  # no temporary file left
 
 
+def test_rerun_of_an_output_without_its_trace_says_where_it_looked_and_what_to_do(tmp_path):
+    """An output written to another folder names the trace as its input did (relative to its own
+    folder): re-planning it there without the trace is exit 2, the trace cell located, the path
+    tried and the fix in the message, no traceback, no output left."""
+    src = tmp_path / "plans"
+    src.mkdir()
+    path = make(src)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert run_cli("run", str(path), "-o", str(elsewhere / "out.xlsx"), "--no-memo", cwd=elsewhere).returncode == 0
+    r = run_cli("run", str(elsewhere / "out.xlsx"), "-o", str(elsewhere / "again.xlsx"), "--no-memo", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    msg = r.stderr
+    assert "Workloads!" in msg and "trace 't.jsonl' not found" in msg
+    assert str((elsewhere / "t.jsonl").resolve()) in msg and "copied beside it" in msg and "absolute" in msg
+    assert not (elsewhere / "again.xlsx").exists()
+
+
 def test_blank_hit_target_without_trace_is_still_an_error(tmp_path):
     wl = {k: v for k, v in WL.items() if k not in ("trace", "trace_block_size")}
     path = make(tmp_path, wl=wl)
