@@ -523,9 +523,12 @@ def reuse(tr: Trace, warmup: float = DEFAULT_WARMUP, chunk: int = PASS_CHUNK) ->
         above = len(marks) - np.searchsorted(marks, p, side="right")
         above[p >= s] = 0
         inside = ti.astype(np.int64) + s - np.maximum(s, p + 1)
-        top = int(prev.max())
-        v = np.where(seen, top - prev, top + 1)                # smaller v: larger prev; unseen never smaller
-        moved = count_smaller_before(v)[ti]
+        # #{q in [s, t): prev(q) > p}: only accesses of seen blocks can count, so only they are
+        # ranked (the prevs are distinct: each time is the previous use of one access at most),
+        # largest prev first, and counted: log2(chunk) bit rounds, not log2(trace)
+        v = np.empty(len(ti), dtype=it)
+        v[np.argsort(prev[ti])[::-1]] = np.arange(len(ti), dtype=it)
+        moved = count_smaller_before(v)
         del v, prev
         counted = req[ti] >= w - r0
         ti = ti[counted]
