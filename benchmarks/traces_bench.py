@@ -69,7 +69,9 @@ def _child(path: str, phase: str) -> None:
         h = T.hit_curve(r, caps)
         t2 = time.perf_counter()
         out.update(reuse_curve_s=t2 - t1, ceiling=float(T.hit_curve(r, [np.inf])[0]), points=len(h))
-    out["max_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    out["max_rss_mb"] = ru.ru_maxrss / 1024
+    out["cpu_s"] = ru.ru_utime + ru.ru_stime  # the process's CPU time: what wall time is on an idle core
     print(json.dumps(out))
 
 
@@ -96,6 +98,7 @@ def main(argv=None) -> int:
                 res[phase] = json.loads(p.stdout)
             row = {"requests": n, "blocks": blocks, "file_mb": path.stat().st_size / 2**20, "generate_s": gen,
                    "read_s": res["all"]["read_s"], "reuse_curve_s": res["all"]["reuse_curve_s"],
+                   "cpu_s": res["all"]["cpu_s"],
                    "read_max_rss_mb": res["read"]["max_rss_mb"], "max_rss_mb": res["all"]["max_rss_mb"],
                    "ceiling": res["all"]["ceiling"]}
             rows.append(row)

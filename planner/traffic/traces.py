@@ -38,9 +38,16 @@ tests reproduce):
   (default 0.5, kvcache-ai's simulator: "hit rate is measured over the last 50% of requests").
 - Capacity in blocks = ``floor(capacity_bytes / (block_size * kv_bytes_per_token))``.
 
-The stack distance of each access comes from the count of reuse intervals nested inside its
-own reuse interval (an offline dominance count done bit by bit over the whole array, as in
-a wavelet matrix: ``O(accesses x log accesses)`` numpy work, no Python loop per block).
+The stack distance of an access is the number of distinct blocks used since its block's last
+use: the times still marked as the last use of their block (what a Fenwick tree over time would
+hold, Bennett & Kruskal 1975). The accesses are taken a chunk at a time (``PASS_CHUNK``): the marks
+before the chunk are one sorted array (a ``searchsorted`` per access), the changes inside the
+chunk a dominance count done bit by bit as in a wavelet matrix (``count_smaller_before``). Memory:
+the trace's arrays (4 bytes a block for ids below 2^31, 32 bytes a request), about 16 bytes per
+distinct block (last use, marks, tokens by rank) and one chunk's temporaries; no Python object per
+block. The reader parses ``FAST_CHUNK`` lines at a time into arrays grown in place. A trace whose
+ids are not prefix hashes (an id under two parents, or twice in a request) is first renumbered
+depth by depth (``prefix_nodes``), which holds a few int64 arrays of the whole trace at once.
 """
 
 from __future__ import annotations
@@ -480,7 +487,8 @@ def reuse(tr: Trace, warmup: float = DEFAULT_WARMUP, chunk: int = PASS_CHUNK) ->
     node = prefix_nodes(tr.starts, tr.hashes).astype(it, copy=False)
     width = int(node.max()) + 1 if total else 0
     last = np.full(width, -1, dtype=it)                        # last use of each block, -1: never
-    marks = np.empty(0, dtype=it)                              # sorted: the last use of every block seen
+    bufs = (np.empty(width, dtype=it), np.empty(width, dtype=it))  # two buffers, reused: no churn
+    marks = bufs[0][:0]                                        # sorted: the last use of every block seen
     cum = np.zeros(width + 1, dtype=np.int64)                  # cum[1 + k]: tokens of rank k, cumulated at the end
     warm_blocks = 0
     bs = tr.block_size
@@ -541,10 +549,14 @@ def reuse(tr: Trace, warmup: float = DEFAULT_WARMUP, chunk: int = PASS_CHUNK) ->
         del rank, tokens, rq, ranks, at, ti, req, dfe, blk, p
         keep = np.ones(len(marks), dtype=bool)
         keep[np.searchsorted(marks, old)] = False
-        marks = np.concatenate((marks[keep], (ends + s).astype(it)))
+        other = bufs[1] if marks.base is bufs[0] or marks is bufs[0] else bufs[0]
+        m = len(marks) - len(old)
+        np.compress(keep, marks, out=other[:m])
+        other[m:m + len(ends)] = ends + s
+        marks = other[:m + len(ends)]
         del keep, old, ends
     unique = len(marks)
-    del marks, last
+    del marks, last, bufs
     if n and w == n:
         warm_blocks = unique
     cum = cum[:unique + 1]                                     # ranks are below the distinct blocks
