@@ -487,8 +487,8 @@ def reuse(tr: Trace, warmup: float = DEFAULT_WARMUP, chunk: int = PASS_CHUNK) ->
     node = prefix_nodes(tr.starts, tr.hashes).astype(it, copy=False)
     width = int(node.max()) + 1 if total else 0
     last = np.full(width, -1, dtype=it)                        # last use of each block, -1: never
-    bufs = (np.empty(width, dtype=it), np.empty(width, dtype=it))  # two buffers, reused: no churn
-    marks = bufs[0][:0]                                        # sorted: the last use of every block seen
+    buf = np.empty(width, dtype=it)                            # one buffer, compacted in place
+    marks = buf[:0]                                            # sorted: the last use of every block seen
     cum = np.zeros(width + 1, dtype=np.int64)                  # cum[1 + k]: tokens of rank k, cumulated at the end
     warm_blocks = 0
     bs = tr.block_size
@@ -549,14 +549,16 @@ def reuse(tr: Trace, warmup: float = DEFAULT_WARMUP, chunk: int = PASS_CHUNK) ->
         del rank, tokens, rq, ranks, at, ti, req, dfe, blk, p
         keep = np.ones(len(marks), dtype=bool)
         keep[np.searchsorted(marks, old)] = False
-        other = bufs[1] if marks.base is bufs[0] or marks is bufs[0] else bufs[0]
-        m = len(marks) - len(old)
-        np.compress(keep, marks, out=other[:m])
-        other[m:m + len(ends)] = ends + s
-        marks = other[:m + len(ends)]
+        m = 0
+        for a in range(0, len(marks), chunk):                  # forward, a chunk at a time: the kept
+            kept = marks[a:a + chunk][keep[a:a + chunk]]        # values are copied before their place
+            buf[m:m + len(kept)] = kept                        # (m <= a) is written
+            m += len(kept)
+        buf[m:m + len(ends)] = ends + s
+        marks = buf[:m + len(ends)]
         del keep, old, ends
     unique = len(marks)
-    del marks, last, bufs
+    del marks, last, buf
     if n and w == n:
         warm_blocks = unique
     cum = cum[:unique + 1]                                     # ranks are below the distinct blocks
