@@ -10,22 +10,24 @@ RSS): reading the file (``planner.traffic.traces.read_trace``) and the one pass 
 curve at 64 capacities (``hit_curve``). Prints a table and writes JSON; ``cpu_s`` is the CPU
 time of the second process (read, pass and curve), which is what its wall time is on an idle core.
 
-Measured on the shared 2-core development machine (numpy 2.4, Python 3.11), 2026-12-01, with
-``python benchmarks/traces_bench.py --requests 1000000 3000000``, while other jobs kept the load
-average at 5-7 (so wall times are 2-4 times the CPU times):
+Measured on the shared 2-core development machine (numpy 2.4, Python 3.11), 2026-12-01, on the
+traces this script writes (``make(path, n)``), each read, passed and curved in one process by
+``/usr/bin/time -v python benchmarks/traces_bench.py --child TRACE all``, while other jobs held the
+load average at 5-13 (wall times 3-4 times the CPU times; the CPU time is the wall time on an
+idle core):
 
-=========  ==========  ===========  ============  ======  ==========  =============
-requests   blocks      read [s]     pass+curve    CPU     peak RSS    peak RSS read
-=========  ==========  ===========  ============  ======  ==========  =============
-1,000,000  17,749,746  27.2 (wall)  37.5 (wall)   19.1 s  285 MB      176 MB
-3,000,000  53,249,544  26.6 (wall)  75.7 (wall)   56.6 s  786 MB      448 MB
-=========  ==========  ===========  ============  ======  ==========  =============
+=========  ==========  ================  ==========  ============
+requests   blocks      distinct blocks   CPU [s]     peak RSS
+=========  ==========  ================  ==========  ============
+1,000,000  17,749,746   5,499,912        15.7        268 MB
+3,000,000  53,249,544  16,499,897        55.7        667 MB
+=========  ==========  ================  ==========  ============
 
-Before the chunked pass (the whole-trace dominance count, int64 ids, chunks concatenated at the
-end of reading) the same 1,000,000 requests peaked at 954 MB (reading alone 390 MB). Memory is
-the trace's arrays (4 B a block, 32 B a request), about 20 B per distinct block (5.5 million at
-1 M requests: last use and two buffers of last uses, int32; tokens by rank, int64) and one chunk
-of 262,144 blocks; ``/usr/bin/time -v`` on the same 1 M trace gives 290 MB.
+Reading alone peaks at 176 MB and 448 MB. Before the chunked pass (the whole-trace dominance
+count, int64 ids, chunks concatenated at the end of reading) the same 1,000,000 requests peaked at
+954 MB (reading alone 390 MB). Memory is the trace's arrays (4 B a block, 32 B a request), 16 B
+per distinct block (last use and the sorted last uses, int32; tokens by rank, int64), one chunk of
+262,144 blocks and the interpreter with numpy (about 45 MB).
 """
 
 from __future__ import annotations
