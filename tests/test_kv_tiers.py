@@ -130,18 +130,59 @@ def test_without_tiers_the_hbm_headroom_is_the_cache(tmp_path):
     assert p.results["load_ms"].iat[0] < 1e-250
 
 
-def test_diff_puts_a_capacity_change_in_the_hit_step(tmp_path):
-    """OLD with the DRAM tier (4 GPUs), NEW without it (5 GPUs, the hand calculation above), in
-    other folders: the one GPU more (2 USD/h x 730 h = 1,460 per month) is the hit step's."""
+def test_diff_puts_a_capacity_change_in_the_hit_step_as_capacity(tmp_path):
+    """OLD with the DRAM tier (4 GPUs), NEW without it (5 GPUs, the hand calculation above), same
+    trace, in other folders: the one GPU more (2 USD/h x 730 h = 1,460 per month) is the hit
+    step's (SPEC's steps), all of it its capacity part; the traffic part (NEW's trace at OLD's
+    tiers: the same trace) is 0."""
     from planner.diff.bridge import diff_plans
     (tmp_path / "old").mkdir()
     (tmp_path / "new").mkdir()
     old = make(tmp_path / "old")
     new = make(tmp_path / "new", tiers=[dict(TIERS[0]), dict(TIERS[1], capacity_gib=0)])
-    steps = dict(diff_plans(old, new).bridge)
+    d = diff_plans(old, new)
+    steps = dict(d.bridge)
     assert steps["hit"] == pytest.approx(1460)
+    assert d.hit_split["capacity"] == pytest.approx(1460) and d.hit_split["traffic"] == 0.0
+    assert (d.hit_split["traffic_gpus"], d.hit_split["capacity_gpus"]) == (0, 1)
     assert steps["other"] == pytest.approx(0) and steps["price"] == pytest.approx(0)
     assert steps["new"] - steps["old"] == pytest.approx(1460)
+
+
+NO_REUSE = [json.dumps({"timestamp": i, "input_length": 32, "output_length": 1, "hash_ids": h})
+            for i, h in enumerate([[1, 2], [4, 3], [5, 6]])]
+
+
+def test_diff_puts_a_trace_change_in_the_hit_step_as_traffic(tmp_path):
+    """Same tiers; NEW's trace shares no prefix ([1 2], [4 3], [5 6]: every first block new), so its
+    hit is 0 at any capacity: compute 10 + 50 = 60 ms, chip 260 ms, TPM 1100 x 60000 / 260 =
+    253,846 -> ceil(1.1e6 / 253,846) = 5 GPUs against OLD's 4. The GPU more (1,460 per month) is
+    the hit step's, all of it its traffic part; the capacity part (NEW's tiers: the same) is 0."""
+    from planner.diff.bridge import diff_plans
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    old = make(tmp_path / "old")
+    new = make(tmp_path / "new", trace_lines=NO_REUSE)
+    d = diff_plans(old, new)
+    assert d.new.results["gpus_needed"].iat[0] == 5 and d.old.results["gpus_needed"].iat[0] == 4
+    steps = dict(d.bridge)
+    assert steps["hit"] == pytest.approx(1460)
+    assert d.hit_split["traffic"] == pytest.approx(1460) and d.hit_split["capacity"] == 0.0
+    assert steps["other"] == pytest.approx(0) and steps["price"] == pytest.approx(0)
+
+
+def test_diff_with_both_changes_replays_the_new_trace_at_the_old_tiers_first(tmp_path):
+    """NEW drops the DRAM tier and has the no-reuse trace: the hit step's traffic part (no-reuse
+    trace at OLD's tiers, hit 0) takes 4 -> 5 GPUs; then no tier can help a trace without reuse, so
+    its capacity part is 0; the two parts sum to the step."""
+    from planner.diff.bridge import diff_plans
+    (tmp_path / "old").mkdir()
+    (tmp_path / "new").mkdir()
+    old = make(tmp_path / "old")
+    new = make(tmp_path / "new", tiers=[dict(TIERS[0]), dict(TIERS[1], capacity_gib=0)], trace_lines=NO_REUSE)
+    d = diff_plans(old, new)
+    assert (d.hit_split["traffic"], d.hit_split["capacity"]) == (pytest.approx(1460), 0.0)
+    assert d.hit_split["traffic"] + d.hit_split["capacity"] == dict(d.bridge)["hit"]
 
 
 def test_hbm_only_hits_load_nothing(tmp_path):
@@ -193,6 +234,24 @@ def test_trace_is_found_beside_the_workbook_from_any_folder(tmp_path):
     assert not list(elsewhere.glob("*.tmp*"))  # no temporary file left
 
 
+def test_rerun_of_an_output_without_its_trace_says_where_it_looked_and_what_to_do(tmp_path):
+    """An output written to another folder names the trace as its input did (relative to its own
+    folder): re-planning it there without the trace is exit 2, the trace cell located, the path
+    tried and the fix in the message, no traceback, no output left."""
+    src = tmp_path / "plans"
+    src.mkdir()
+    path = make(src)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    assert run_cli("run", str(path), "-o", str(elsewhere / "out.xlsx"), "--no-memo", cwd=elsewhere).returncode == 0
+    r = run_cli("run", str(elsewhere / "out.xlsx"), "-o", str(elsewhere / "again.xlsx"), "--no-memo", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    msg = r.stderr
+    assert "Workloads!" in msg and "trace 't.jsonl' not found" in msg
+    assert str((elsewhere / "t.jsonl").resolve()) in msg and "copied beside it" in msg and "absolute" in msg
+    assert not (elsewhere / "again.xlsx").exists()
+
+
 def test_blank_hit_target_without_trace_is_still_an_error(tmp_path):
     wl = {k: v for k, v in WL.items() if k not in ("trace", "trace_block_size")}
     path = make(tmp_path, wl=wl)
@@ -202,6 +261,28 @@ def test_blank_hit_target_without_trace_is_still_an_error(tmp_path):
 
 def _values(path, sheet):
     return sheet_values(path, sheet)
+
+
+def test_blank_hit_target_of_a_traced_row_is_styled_and_commented_like_a_catalog_fill(tmp_path):
+    """The output's Workloads!hit_target of a traced row stays blank (a typed value would win over
+    the trace on a re-run) but carries the catalog style and a comment naming the trace, the
+    Resolved cell and the value planned (1/2, the hand calculation above); a typed row does not."""
+    from test_catalog import CATALOG_FILL
+    wl2 = dict(WL, workload="typed", hit_target=0.2)
+    src = tmp_path / "in.xlsx"
+    make(tmp_path)
+    write_input_workbook(src, [MODEL], [GPU], [WL, wl2], {"trace_warmup": 0.0}, optional={"Tiers": TIERS})
+    out = tmp_path / "out.xlsx"
+    write_output(build_plan(src), out)
+    ws = openpyxl.load_workbook(out)["Workloads"]
+    col = next(c.column for c in ws[1] if str(c.value).split(" [")[0] == "hit_target")
+    traced, typed = ws.cell(2, col), ws.cell(3, col)
+    assert traced.value is None and traced.fill.fgColor.rgb == CATALOG_FILL and traced.font.i
+    note = traced.comment.text
+    assert "t.jsonl" in note and "0.5 " in note and "Resolved!" in note and "Tier_Hits row 2" in note
+    assert typed.value == 0.2 and typed.comment is None and typed.fill.fgColor.rgb != CATALOG_FILL
+    # and the re-run of the output plans the same hit from the trace (the blank is still blank)
+    assert build_plan(out).resolved["hit_target"].tolist() == pytest.approx([0.5, 0.2], abs=1e-15)
 
 
 @pytest.mark.libreoffice

@@ -67,6 +67,15 @@ def _check(requests, input_length, block_size, warmup, caps=None):
     got = T.hit_curve(r, caps + [np.inf])
     want = [brute_lru(requests, input_length, block_size, c, warmup) for c in caps + [10**9]]
     assert got.tolist() == want  # exactly: both are sums of the same integers over one total
+    for chunk in (1, 2, 3, 7):  # the chunked pass: chunks of one request up to a few, cut anywhere
+        rc = T.reuse(tr, warmup, chunk=chunk)
+        assert T.hit_curve(rc, caps + [np.inf]).tolist() == want, chunk
+        assert (rc.unique_blocks, rc.warmup_blocks) == (r.unique_blocks, r.warmup_blocks)
+    # distinct blocks (whole prefixes) of the whole trace and of the warm-up, counted directly
+    prefixes = [{tuple(x[:i + 1]) for i in range(len(x))} for x in requests]
+    w = int(len(requests) * warmup)
+    assert r.unique_blocks == len(set().union(*prefixes))
+    assert r.warmup_blocks == len(set().union(*prefixes[:w]))
 
 
 ADVERSARIAL = {
@@ -229,3 +238,42 @@ def test_count_smaller_before_against_quadratic():
         v = rng.integers(0, 50, n)
         want = [int(np.sum(v[:i] < v[i])) for i in range(n)]
         assert T.count_smaller_before(v).tolist() == want
+
+
+def test_mooncake_trace_against_lmcache_cache_simulator():
+    """Against a second simulator: LMCache's cache simulator (LMCache/LMCache, Apache-2.0,
+    ``lmcache/tools/cache_simulator/simulator.py`` at commit 0967a0453c1afb02dd139cf9be674a80f9a2ba4b,
+    ``simulate(..., fast=True)`` over ``lru_cache.LRUCacheFast``), run outside this repository on
+    the shipped trace; its numbers are pasted below.
+
+    Its rules differ from ours in three ways, so it was fed where they coincide:
+    - it hashes full chunks only and counts the tail tokens as a miss: each request was given
+      ``chunk_hashes = hash_ids[:input_length // 512]`` and ``seq_len = 512 * (input_length // 512)``,
+      and ours is computed on the same truncated trace;
+    - it has no warm-up: its second-half ratio is (hits of all - hits of the first half) / (tokens of
+      all - tokens of the first half), two runs of its deterministic replay, our warm-up 0.5;
+    - it touches a request's chunks first to last (the first chunk ends least recently used),
+      ours deepest first (kvcache-ai's trie LRU, and vLLM's prefix cache, which frees a request's
+      blocks in reverse so the tail is evicted first). This one is not removable: when the cache is
+      smaller than a request its LRU evicts the request's own first chunks, and its hit ratio
+      falls (1-64 blocks below); from 256 blocks up the two agree within 0.001, and exactly
+      where no request's chunks straddle the eviction point (256 and 1024 blocks, 8 TiB, infinite).
+    Capacity: 327,680 B/token x 512 tokens a chunk; GiB -> chunks by floor, as ours.
+    """
+    tr = T.read_trace(MOONCAKE)
+    full = tr.input_length // 512
+    reqs = [tr.hashes[tr.starts[i]:tr.starts[i] + full[i]].tolist() for i in range(tr.requests)]
+    r = T.reuse(T.make_trace(reqs, 512, full * 512), 0.5)
+    # capacity [chunks]: (LMCache second-half token hit rate, |ours - LMCache| allowed)
+    lmcache = {819: (0.047594, 1e-4),       # 128 GiB (ours 0.047640)
+               6553: (0.165595, 5e-4),      # 1 TiB (ours 0.165865)
+               13107: (0.263810, 1e-3),     # 2 TiB (ours 0.264767)
+               52428: (0.390081, 1e-6),     # 8 TiB
+               256: (0.046490, 1e-6), 1024: (0.048637, 1e-6),
+               10**9: (0.407488, 1e-6)}     # every chunk fits: the ceiling of full chunks
+    for cap, (rate, tol) in lmcache.items():
+        assert abs(T.hit_curve(r, [cap])[0] - rate) <= tol, cap
+    # below a request's size its first-to-last touch order evicts its own head: it hits less
+    for cap, rate in {1: 0.005290, 2: 0.008904, 16: 0.027631, 64: 0.043686}.items():
+        ours = T.hit_curve(r, [cap])[0]
+        assert abs(ours - 0.046459) < 1e-6 and ours > rate

@@ -23,7 +23,10 @@ Bridge steps, applied in this fixed order (each state is planned in full)::
               the reader's row checks; the workloads in both keep OLD's definitions until
               ``price``/``other``)
     demand  : NEW's demand_tpm for the common workloads
-    hit     : NEW's hit_target and hit_measured for the common workloads
+    traffic : NEW's hit_target and hit_measured for the common workloads, and where NEW's hits
+              come from: its traces (and trace_block_size), still at OLD's KV tiers (issue 19)
+    capacity: NEW's Tiers sheet (the cache capacity the traces are replayed against; a typed
+              hit_target does not depend on it, so without traces this step is 0)
     price   : NEW's hourly_cost for every GPU of the state that NEW has
     other   : everything else: the final state is NEW itself, planned as NEW
               (of which ``latency``: the price state with NEW's latency targets for the common
@@ -58,6 +61,7 @@ from planner.inputs.reader import PlanInput, Table
 
 STEPS = ("removed", "added", "demand", "hit", "price", "other")
 LATENCY_COLS = ("ttft_slo_ms", "tpot_slo_ms", "slo_percentile", "concurrency")  # `other`'s latency part
+SPLITS = ("traffic", "latency")  # states that split a step (hit, other) and are not steps themselves
 
 
 # --------------------------------------------------------------------------- fleet cost
@@ -156,8 +160,10 @@ def _by_name(t: Table, key: str) -> dict[str, dict]:
 
 def bridge_states(old: PlanInput, new: PlanInput) -> list[tuple[str, PlanInput]]:
     """The intermediate inputs of the bridge: ``[("removed", s1), ..., ("price", s5)]``
-    (state0 is OLD, the final state is NEW itself), then ``("latency", s)``: the price state with
-    NEW's latency targets (not a step; the part of ``other`` they make)."""
+    (state0 is OLD, the final state is NEW itself), with ``("traffic", s)`` before ``hit``: NEW's hit
+    ratios and traces at OLD's Tiers (not a step; the part of ``hit`` the traffic makes, the rest
+    being the capacity), and ``("latency", s)`` last: the price state with NEW's latency targets
+    (not a step; the part of ``other`` they make)."""
     new_wl = _by_name(new.workloads, "workload")
     old_wl = _by_name(old.workloads, "workload")
     states = []
@@ -191,10 +197,10 @@ def bridge_states(old: PlanInput, new: PlanInput) -> list[tuple[str, PlanInput]]
                 rec[col] = aliases[(col, k)]
         wl.append(rec)
     states.append(("added", with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus})))
-    # demand, then hit: NEW's values for the common workloads
-    # (hit also takes where NEW's hit ratios come from: its traces and its KV tiers, issue 19)
+    # demand, then traffic: NEW's values for the common workloads (traffic, not a step, is the first
+    # part of `hit`: NEW's hit ratios and where they come from, its traces, still at OLD's Tiers, issue 19)
     for step, cols in (("demand", ("demand_tpm",)),
-                       ("hit", ("hit_target", "hit_measured", "trace", "trace_block_size"))):
+                       ("traffic", ("hit_target", "hit_measured", "trace", "trace_block_size"))):
         wl = [dict(r) for r in wl]
         for r in wl:
             src = new_wl[fold(r["workload"])]
@@ -202,8 +208,9 @@ def bridge_states(old: PlanInput, new: PlanInput) -> list[tuple[str, PlanInput]]
                 r[c] = src.get(c)
                 if c == "trace" and r[c]:  # NEW's trace, found beside NEW whichever folder OLD is in
                     r[c] = str(trace_path(new.path, r[c]))
-        states.append((step, _with_tiers(with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus}),
-                                         new if step == "hit" else old)))
+        states.append((step, _with_tiers(with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus}), old)))
+    # hit: the traffic state with NEW's KV tiers too (the capacity the traces are replayed against)
+    states.append(("hit", _with_tiers(with_records(old, {"Workloads": wl, "Models": models, "GPUs": gpus}), new)))
     # price: NEW's hourly_cost for every GPU NEW has
     gpus = [dict(r) for r in gpus]
     for r in gpus:
@@ -255,6 +262,9 @@ class Diff:
     gpu_bridge: list[tuple[str, float]] = field(default_factory=list)  # ("old", g0), GPU change per step, ("new", g)
     # the part of `other` NEW's latency targets make: {"cost_per_month": .., "gpus": ..} (0 when none changes)
     latency: dict[str, float] = field(default_factory=dict)
+    # the parts of `hit` (issue 19): traffic (NEW's hit ratios and traces at OLD's Tiers) and capacity
+    # (NEW's Tiers): {"traffic": .., "capacity": .., "traffic_gpus": .., "capacity_gpus": ..}
+    hit_split: dict[str, float] = field(default_factory=dict)
 
     @property
     def total_change(self) -> float:
@@ -323,7 +333,8 @@ def gpu_changes(old_plan, new_plan) -> list[dict]:
 
 
 STATE_OF = {"removed": "workload list, removed workloads dropped", "added": "added workloads",
-            "demand": "demand_tpm", "hit": "hit_target and hit_measured",
+            "demand": "demand_tpm", "hit": "hit_target, hit_measured, traces and Tiers",
+            "traffic": "hit_target, hit_measured and traces (at OLD's Tiers)",
             "latency": "hourly_cost and latency targets (" + ", ".join(LATENCY_COLS) + ")", "price": "hourly_cost"}
 
 
@@ -334,17 +345,20 @@ def fleet_gpus(plan) -> float:
 
 
 def bridge(old_plan, new_plan, build, gpus: dict[str, float] | None = None,
-           latency: dict[str, float] | None = None) -> tuple[list[tuple[str, float]], dict[str, float]]:
+           latency: dict[str, float] | None = None,
+           hit_split: dict[str, float] | None = None) -> tuple[list[tuple[str, float]], dict[str, float]]:
     """The cost bridge: ``[("old", c0), ("removed", d1), ..., ("other", d6), ("new", c_new)]``
     and the unrounded fleet cost after each step. ``build`` plans a PlanInput. ``gpus``, when
     given, receives the fleet GPUs after each state (``old``, each step, ``other`` = NEW);
     ``latency`` the part of ``other`` NEW's latency targets make (``cost_per_month``, on the
-    bridge's quantum, and ``gpus``)."""
+    bridge's quantum, and ``gpus``); ``hit_split`` the parts of ``hit`` the traffic (NEW's hit ratios
+    and traces at OLD's Tiers) and the capacity (NEW's Tiers) make: ``traffic``, ``capacity`` [cost
+    per month] and ``traffic_gpus``, ``capacity_gpus``, each pair summing exactly to the step."""
     c_old, c_new = fleet_cost_per_month(old_plan), fleet_cost_per_month(new_plan)
     costs = {"old": c_old}
     gpus = {} if gpus is None else gpus
     gpus["old"] = fleet_gpus(old_plan)
-    extra: dict[str, float] = {}
+    extra: dict[str, dict[str, float]] = {}
     # an added workload carries all of its NEW cost in the `added` step (issue 17): from that
     # step on it counts at its cost in NEW, and the states re-plan only the common workloads
     # (OLD's rows, OLD's Measurements: each state is OLD changed step by step, and consistent)
@@ -367,23 +381,27 @@ def bridge(old_plan, new_plan, build, gpus: dict[str, float] | None = None,
             planned = build(state) if len(state.workloads) else None
             cost = fleet_cost_per_month(planned) if planned is not None else 0.0
         except InputError as err:  # a state nobody wrote: say which step, and what it mixes
-            if step == "latency":  # not a step: without it `other` is simply not split (Diff.latency empty)
+            if step in SPLITS:  # not a step: without it the step is simply not split
                 continue
             raise InputError([Problem(f"NEW {new_plan.input.path}", f"bridge step {step!r} (OLD with NEW's "
                                       f"{STATE_OF[step]}): {x}") for x in err.problems]) from None
         g = (fleet_gpus(planned) if planned is not None else 0.0) + (added_gpus if step != "removed" else 0.0)
         c = cost + (added if step != "removed" else 0.0)
-        if step == "latency":
-            extra = {"cost": c, "gpus": g}
+        if step in SPLITS:
+            extra[step] = {"cost": c, "gpus": g}
             continue
         costs[step], gpus[step] = c, g
     costs["other"] = c_new
     gpus["other"] = fleet_gpus(new_plan)
-    q = exact_quantum(list(costs.values()) + [extra.get("cost", 0.0)])
+    q = exact_quantum(list(costs.values()) + [e["cost"] for e in extra.values()])
     snapped = [snap(v, q) for v in costs.values()]
-    if latency is not None and extra:
-        latency["cost_per_month"] = snap(extra["cost"], q) - snap(costs["price"], q)
-        latency["gpus"] = extra["gpus"] - gpus["price"]
+    if latency is not None and "latency" in extra:
+        latency["cost_per_month"] = snap(extra["latency"]["cost"], q) - snap(costs["price"], q)
+        latency["gpus"] = extra["latency"]["gpus"] - gpus["price"]
+    if hit_split is not None and "traffic" in extra:  # hit = traffic + capacity, exactly (multiples of q)
+        t_cost, t_gpus = snap(extra["traffic"]["cost"], q), extra["traffic"]["gpus"]
+        hit_split.update(traffic=t_cost - snap(costs["demand"], q), capacity=snap(costs["hit"], q) - t_cost,
+                         traffic_gpus=t_gpus - gpus["demand"], capacity_gpus=gpus["hit"] - t_gpus)
     steps = [(s, snapped[k + 1] - snapped[k]) for k, s in enumerate(STEPS)]  # exact: multiples of q
     return [("old", snapped[0])] + steps + [("new", snapped[-1])], costs
 
@@ -441,7 +459,8 @@ def diff_plans(old_path: str | Path, new_path: str | Path) -> Diff:
     changes = respelled + input_changes(old_in, new_in)
     state_gpus: dict[str, float] = {}
     lat: dict[str, float] = {}
-    br, costs = bridge(old_plan, new_plan, build_plan, state_gpus, lat)
+    split: dict[str, float] = {}
+    br, costs = bridge(old_plan, new_plan, build_plan, state_gpus, lat, split)
     g = list(state_gpus.values())  # whole GPU counts: exact differences
     gpu_br = [("old", g[0])] + [(s, g[k + 1] - g[k]) for k, s in enumerate(STEPS)] + [("new", g[-1])]
     unpriced = []
@@ -450,4 +469,5 @@ def diff_plans(old_path: str | Path, new_path: str | Path) -> Diff:
             if v["gpus"] > 0 and not v["priced"] and v["gpu"] not in unpriced:
                 unpriced.append(v["gpu"])
     return Diff(old_path, new_path, old_plan, new_plan, changes, workload_changes(old_plan, new_plan, changes),
-                gpu_changes(old_plan, new_plan), br, costs, new_warnings(old_plan, new_plan), unpriced, gpu_br, lat)
+                gpu_changes(old_plan, new_plan), br, costs, new_warnings(old_plan, new_plan), unpriced, gpu_br, lat,
+                split)

@@ -68,6 +68,12 @@ def bridge_sentences(d: Diff, currency: str) -> list[str]:
             n = counts[step]
             what = f"{what} ({n} workload{'s' if n != 1 else ''})"
         tail = ""
+        split = d.hit_split or {}
+        if step == "hit" and split and (split.get("capacity") or split.get("capacity_gpus")):
+            # where the hit step came from (issue 19): the traffic, or the cache capacity
+            tail = (f", of which the traffic (hit ratios and traces at the old tiers) {currency} "
+                    f"{_money(split['traffic'], signed=True)} and the KV-cache capacity {currency} "
+                    f"{_money(split['capacity'], signed=True)}")
         if part:  # the part of `other` the latency targets make (issue 16)
             tail = (f", of which the new latency targets (TTFT/TPOT targets, their percentile, fixed concurrency) "
                     f"{currency} {_money(lat['cost_per_month'], signed=True)} "

@@ -42,8 +42,9 @@ STEP_TEXT = {
     "added": "add the workloads only in NEW, with the models and GPUs they need from NEW (NEW's definitions and "
              "prices for them: they cost what they cost in NEW)",
     "demand": "take NEW's demand_tpm for the workloads in both",
-    "hit": "take NEW's hit_target and hit_measured for the workloads in both (and where they come from: "
-           "NEW's trace and Tiers, so a change of traffic or of cache capacity shows here)",
+    "hit": "take NEW's hit_target, hit_measured, trace and trace_block_size for the workloads in both, and NEW's "
+           "Tiers; of_which_traffic: the part NEW's hit ratios and traces make at OLD's Tiers (the traffic), "
+           "of_which_capacity: the rest, NEW's KV-cache capacity (0 without traces)",
     "price": "take NEW's hourly_cost for every GPU type NEW has",
     "other": "everything else (models, GPUs, tp, lengths, times, settings, latency targets...): the state is now NEW; "
              "of_which_latency: the part NEW's latency targets (ttft_slo_ms, tpot_slo_ms, slo_percentile, "
@@ -58,7 +59,7 @@ def unit_of(name: str, currency: str = "") -> str:
         return f"{currency or 'currency'}/month"
     if name.startswith("gpus_") or name in ("gpus", "of_which_latency_gpus"):
         return "count"
-    if name == "of_which_latency":
+    if name in ("of_which_latency", "of_which_traffic", "of_which_capacity"):
         return f"{currency or 'currency'}/month"
     if name.startswith("ttft_ms"):
         return "ms"
@@ -146,8 +147,9 @@ def write_waterfall(wb, ws, fm: Formats, left: int, labels: list[str], amounts: 
 
 def write_bridge(wb, fm: Formats, d: Diff, currency: str) -> None:
     ws = wb.add_worksheet("Bridge")
-    _header(ws, fm, ["step", "cost_per_month", "gpus", "of_which_latency", "of_which_latency_gpus", "description"],
-            [12, 18, 10, 18, 12, 70], currency)
+    _header(ws, fm, ["step", "cost_per_month", "gpus", "of_which_latency", "of_which_latency_gpus",
+                     "of_which_traffic", "of_which_capacity", "description"],
+            [12, 18, 10, 18, 12, 18, 18, 70], currency)
     rows = d.bridge
     gpus = dict(d.gpu_bridge)
     for k, (step, value) in enumerate(rows):
@@ -158,8 +160,11 @@ def write_bridge(wb, fm: Formats, d: Diff, currency: str) -> None:
         if step == "other" and d.latency:
             ws.write_number(k + 1, 3, d.latency["cost_per_month"], fm("calc", FMT_MONEY))
             ws.write_number(k + 1, 4, d.latency["gpus"], fm("calc", FMT_GPUS))
-        ws.write_string(k + 1, 5, STEP_TEXT[step], fm("note"))
-    left = 7
+        if step == "hit" and d.hit_split:
+            ws.write_number(k + 1, 5, d.hit_split["traffic"], fm("calc", FMT_MONEY))
+            ws.write_number(k + 1, 6, d.hit_split["capacity"], fm("calc", FMT_MONEY))
+        ws.write_string(k + 1, 7, STEP_TEXT[step], fm("note"))
+    left = 9
     amounts = [(f"={xl_rowcol_to_cell(k + 1, 1)}", v) for k, (_, v) in enumerate(rows)]
     write_waterfall(wb, ws, fm, left, [s for s, _ in rows], amounts,
                     [s in ("old", "new") for s, _ in rows], title="Fleet cost per month, OLD to NEW",
@@ -180,7 +185,8 @@ def write_bridge(wb, fm: Formats, d: Diff, currency: str) -> None:
         "A GPU type without hourly_cost adds 0 to the cost.",
         "gpus: OLD's and NEW's fleet GPUs (Σ Results gpus_needed, as each side's Fleet Total) and the change of GPUs "
         "each step makes. of_which_latency (cost, GPUs): the part of other that NEW's latency targets make, planned "
-        "on the price state (each state is sized SLO-bound, as Results).",
+        "on the price state (each state is sized SLO-bound, as Results). of_which_traffic / of_which_capacity: the "
+        "parts of hit that NEW's hit ratios and traces make at OLD's Tiers, and then NEW's Tiers (they sum to hit).",
     ]
     if d.unpriced:
         notes.append("GPU types with GPUs but no price (counted at 0): " + ", ".join(d.unpriced))

@@ -106,7 +106,11 @@ def check_inputs(path, tiers, workloads, wpos, settings, problems: list[Problem]
         where = _cell(workloads, "trace", i)
         file = trace_path(Path(path), text)
         if not file.is_file():
-            problems.append(Problem(where, f"trace {str(text)!r} not found (looked for {file})"))
+            problems.append(Problem(where, f"trace {str(text)!r} not found: looked for {file} (a trace path is "
+                                           f"relative to the folder of the workbook naming it, "
+                                           f"{Path(path).resolve().parent}; an output workbook planned or diffed "
+                                           f"from another folder needs the trace copied beside it, or an absolute "
+                                           f"path in this cell)"))
             continue
         try:
             _, tnotes = load_reuse(file, rec.get("trace_block_size"), warmup)

@@ -38,9 +38,16 @@ tests reproduce):
   (default 0.5, kvcache-ai's simulator: "hit rate is measured over the last 50% of requests").
 - Capacity in blocks = ``floor(capacity_bytes / (block_size * kv_bytes_per_token))``.
 
-The stack distance of each access comes from the count of reuse intervals nested inside its
-own reuse interval (an offline dominance count done bit by bit over the whole array, as in
-a wavelet matrix: ``O(accesses x log accesses)`` numpy work, no Python loop per block).
+The stack distance of an access is the number of distinct blocks used since its block's last
+use: the times still marked as the last use of their block (what a Fenwick tree over time would
+hold, Bennett & Kruskal 1975). The accesses are taken a chunk at a time (``PASS_CHUNK``): the marks
+before the chunk are one sorted array (a ``searchsorted`` per access), the changes inside the
+chunk a dominance count done bit by bit as in a wavelet matrix (``count_smaller_before``). Memory:
+the trace's arrays (4 bytes a block for ids below 2^31, 32 bytes a request), about 16 bytes per
+distinct block (last use, marks, tokens by rank) and one chunk's temporaries; no Python object per
+block. The reader parses ``FAST_CHUNK`` lines at a time into arrays grown in place. A trace whose
+ids are not prefix hashes (an id under two parents, or twice in a request) is first renumbered
+depth by depth (``prefix_nodes``), which holds a few int64 arrays of the whole trace at once.
 """
 
 from __future__ import annotations
@@ -61,7 +68,8 @@ MOONCAKE, BAILIAN = "mooncake", "bailian"
 DEFAULT_BLOCK = {MOONCAKE: 512, BAILIAN: 16}
 DEFAULT_WARMUP = 0.5  # kvcache-ai simulator: the last 50% of requests are measured
 MAX_LISTED_LINES = 20  # located problems listed per trace file
-FAST_CHUNK = 20000  # lines parsed per json.loads call
+FAST_CHUNK = 5000  # lines parsed per json.loads call (bounded Python objects)
+PASS_CHUNK = 1 << 18  # blocks per chunk of the trie check and the stack-distance pass (bounded temporaries)
 
 
 @dataclass
@@ -149,7 +157,32 @@ def _parse_fast(lines: list[str]):
     if inp_a.min() < 0 or out_a.min() < 0 or not np.all(np.isfinite(ts_a)) or (flat and flat_a.min() < 0):
         return None
     ts_a = ts_a / (1000.0 if fmt == MOONCAKE else 1.0)
+    if not flat or flat_a.max() < 2**31 - 1:
+        flat_a = flat_a.astype(np.int32)  # 4 bytes a block while the whole trace is held
     return fmt, inp_a, out_a, ts_a, np.fromiter(map(len, hs), dtype=np.int64, count=len(hs)), flat_a
+
+
+class _Grow:
+    """A numpy array grown in place (``ndarray.resize``: a ``realloc``, which the C library does
+    by remapping pages for large arrays), so reading never holds the chunks and their
+    concatenation at once."""
+
+    def __init__(self, dtype):
+        self.a = np.empty(1 << 16, dtype=dtype)
+        self.n = 0
+
+    def add(self, x: np.ndarray) -> None:
+        if x.dtype.itemsize > self.a.dtype.itemsize:  # ids past int32: widen once
+            self.a = self.a.astype(x.dtype)
+        need = self.n + len(x)
+        if need > len(self.a):
+            self.a.resize(max(need, len(self.a) + len(self.a) // 2), refcheck=False)
+        self.a[self.n:need] = x
+        self.n = need
+
+    def done(self) -> np.ndarray:
+        self.a.resize(self.n, refcheck=False)
+        return self.a
 
 
 def read_trace(path: str | Path, block_size: int | None = None, place: str | None = None) -> Trace:
@@ -178,17 +211,21 @@ def read_trace(path: str | Path, block_size: int | None = None, place: str | Non
     fmt = None
     fast = None
     try:  # chunk by chunk: the Python objects of one chunk at a time
-        parts: list | None = []
+        cols = [_Grow(d) for d in (np.int64, np.int64, float, np.int64, np.int32)]
+        kind, ok = None, True
         for chunk in _chunks(path):
             part = _parse_fast(chunk)
             if part is None and any(x.strip() for x in chunk):
-                parts = None
+                ok = False
                 break
             if part is not None:
-                parts.append(part)
-        if parts:
-            fast = (parts[0][0],) + tuple(np.concatenate([q[k] for q in parts]) for k in range(1, 6))
-        del parts
+                kind = kind or part[0]
+                for c, x in zip(cols, part[1:]):
+                    c.add(x)
+            del part, chunk
+        if ok and kind is not None:
+            fast = (kind,) + tuple(c.done() for c in cols)
+        del cols
     except UnicodeDecodeError as exc:
         problems.append(Problem(name, f"not UTF-8 text ({exc.reason}): is it a JSONL trace?"))
     except (OSError, EOFError) as exc:  # unreadable, or a damaged gzip stream
@@ -257,9 +294,17 @@ def read_trace(path: str | Path, block_size: int | None = None, place: str | Non
     starts = np.zeros(len(lens) + 1, dtype=np.int64)
     np.cumsum(np.asarray(lens, dtype=np.int64), out=starts[1:])
     tr = Trace(str(path), fmt, bs, np.asarray(inp, dtype=np.int64), np.asarray(outl, dtype=np.int64),
-               np.asarray(ts, dtype=float), starts, np.asarray(flat, dtype=np.int64))
+               np.asarray(ts, dtype=float), starts, _small_ids(flat))
     _check_lengths(tr)
     return tr
+
+
+def _small_ids(flat) -> np.ndarray:
+    """Hash ids as int32 when they fit (half the memory of int64), else int64."""
+    a = np.asarray(flat, dtype=np.int64) if not isinstance(flat, np.ndarray) else flat
+    if a.dtype != np.int32 and (len(a) == 0 or a.max() < 2**31 - 1):
+        a = a.astype(np.int32)
+    return a
 
 
 def _check_lengths(tr: Trace) -> None:
@@ -320,14 +365,21 @@ def prefix_nodes(starts: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     # already names whole prefixes: the node is the id itself. Checked in O(blocks): store one
     # parent per id, then every block's parent must equal its id's.
     it = np.int32 if width < 2**31 - 1 else np.int64
-    parent = np.empty(total, dtype=it)
-    parent[1:] = dense[:-1]
-    heads = starts[:-1][starts[:-1] < total]
-    parent[heads] = -1
     one = np.full(width, -2, dtype=it)
-    one[dense] = parent
-    same = bool(np.all(one[dense] == parent))
-    del parent, one
+    same = True
+    for check in (False, True):  # chunk by chunk: write one parent per id, then compare every block's
+        for a in range(0, total, PASS_CHUNK):
+            b = min(total, a + PASS_CHUNK)
+            parent = np.empty(b - a, dtype=it)
+            parent[1:] = dense[a:b - 1]
+            parent[0] = dense[a - 1] if a else -1
+            heads = starts[np.searchsorted(starts, a):np.searchsorted(starts, b)]
+            parent[heads - a] = -1
+            if check:
+                same = same and bool(np.all(one[dense[a:b]] == parent))
+            else:
+                one[dense[a:b]] = parent
+    del one
     if same:
         return dense
     node = np.empty(total, dtype=np.int64)
@@ -392,10 +444,14 @@ def count_smaller_before(v: np.ndarray) -> np.ndarray:
 
 @dataclass
 class Reuse:
-    """The counted blocks that were seen before: their LRU ranks (sorted) and cumulative tokens."""
+    """Tokens by LRU rank of the counted blocks that were seen before, cumulated.
 
-    rank: np.ndarray       # int64, sorted: blocks more recently used than it just before its request
-    cum_tokens: np.ndarray  # int64, len(rank) + 1: tokens of the blocks of rank below each
+    ``cum_tokens[k]`` are the tokens of the counted blocks whose rank (blocks more recently
+    used than it just before its request) is below ``k``, for ``k = 0 .. unique_blocks``: the
+    hit tokens of a cache of ``k`` blocks.
+    """
+
+    cum_tokens: np.ndarray  # int64, unique_blocks + 1
     total_tokens: int      # input tokens of the counted requests
     warmup_requests: int
     warmup_blocks: int     # distinct blocks seen during the warm-up (a capacity above it never filled)
@@ -404,67 +460,110 @@ class Reuse:
     block_size: int
 
 
-def reuse(tr: Trace, warmup: float = DEFAULT_WARMUP) -> Reuse:
+def reuse(tr: Trace, warmup: float = DEFAULT_WARMUP, chunk: int = PASS_CHUNK) -> Reuse:
     """The one pass: each block's LRU stack rank just before its request is served.
 
-    The accesses are the requests in order, each request's blocks deepest first. For an
-    access at time ``t`` whose block was last used at ``p``, the stack distance is
-    ``t - p - 1`` minus the reuse intervals nested inside ``(p, t)``. Before the request,
-    the block's rank is that distance less the deeper blocks of the same request already
-    touched (none of them was used after ``p``: using a block uses its whole prefix).
+    The accesses are the requests in order, each request's blocks deepest first. The stack
+    distance of an access at time ``t`` whose block was last used at ``p`` is the number of
+    distinct blocks used in ``(p, t)``: the times in ``(p, t)`` that are still the last use
+    of their block at ``t`` (Bennett & Kruskal 1975, "LRU stack processing", the marks a
+    Fenwick tree would hold). Before the request, the block's rank is that distance less the
+    deeper blocks of the same request already touched (none of them was used after ``p``:
+    using a block uses its whole prefix).
+
+    The accesses are taken ``chunk`` at a time, so memory is bounded by the distinct blocks
+    plus one chunk's temporaries. For an access at ``t`` in the chunk starting at ``s``::
+
+        distance = #{marks at s above p} + #{q in [s, t): q > p} - #{q in [s, t): prev(q) > p}
+
+    (the marks at ``s``, a sorted array, less the ones the chunk's earlier accesses moved,
+    plus those accesses): a ``searchsorted`` and a within-chunk dominance count
+    (``count_smaller_before``), exact integers, no Python loop per block.
     """
     n = tr.requests
-    lens = np.diff(tr.starts)
     total = tr.blocks
     w = max(0, min(n, int(math.floor(n * warmup)) if n else 0))
     it = np.int32 if total < 2**31 - 1 else np.int64          # index arrays: half the memory when it fits
     node = prefix_nodes(tr.starts, tr.hashes).astype(it, copy=False)
-    unique = int(node.max()) + 1 if total else 0
-    warm_blocks = _n_unique(node[:tr.starts[w]]) if w else 0
-    starts = tr.starts.astype(it)
-    req = np.repeat(np.arange(n, dtype=it), lens)
-    depth_from_end = np.arange(total, dtype=it)
-    depth_from_end -= starts[req]                             # deeper blocks touched before it
-    blk = starts[req + 1]
-    blk -= 1
-    blk -= depth_from_end                                     # access pos touches this block
-    seq = node[blk]
-    del node
-    order = np.argsort(seq, kind="stable").astype(it, copy=False)
-    same = np.zeros(total, dtype=bool)
-    if total > 1:
+    width = int(node.max()) + 1 if total else 0
+    last = np.full(width, -1, dtype=it)                        # last use of each block, -1: never
+    buf = np.empty(width, dtype=it)                            # one buffer, compacted in place
+    marks = buf[:0]                                            # sorted: the last use of every block seen
+    cum = np.zeros(width + 1, dtype=np.int64)                  # cum[1 + k]: tokens of rank k, cumulated at the end
+    warm_blocks = 0
+    bs = tr.block_size
+    cuts = [0]                                                 # request boundaries of the chunks, one at w
+    for a, b in ((0, w), (w, n)):
+        if b > a:
+            pos = np.arange(int(tr.starts[a]) + chunk, int(tr.starts[b]), chunk)
+            cuts.extend(int(x) for x in np.unique(np.searchsorted(tr.starts, pos, side="right") - 1) if a < x < b)
+            cuts.append(b)
+    for r0, r1 in zip(cuts[:-1], cuts[1:]):
+        if r0 == w:
+            warm_blocks = len(marks)
+        s, e = int(tr.starts[r0]), int(tr.starts[r1])
+        k = e - s
+        if k == 0:
+            continue
+        st = tr.starts[r0:r1 + 1].astype(it)
+        req = np.repeat(np.arange(r1 - r0, dtype=it), np.diff(st))   # request of each access, from r0
+        dfe = np.arange(s, e, dtype=it)
+        dfe -= st[req]                                         # deeper blocks touched before it
+        blk = st[req + 1]
+        blk -= 1
+        blk -= dfe                                             # the block (trace order) access s + i touches
+        seq = node[blk]
+        order = np.argsort(seq, kind="stable").astype(it, copy=False)
+        same = np.zeros(k, dtype=bool)
         same[1:] = seq[order[1:]] == seq[order[:-1]]
-    del seq
-    later, earlier = order[1:][same[1:]], order[:-1][same[1:]]  # reuse intervals (earlier, later)
-    del order, same
-    prev = np.full(total, -1, dtype=it)
-    prev[later] = earlier
-    nxt = np.full(total, -1, dtype=it)
-    nxt[earlier] = later
-    del later, earlier
-    t = np.flatnonzero(prev >= 0).astype(it)                  # right ends, increasing
-    p = prev[t]
-    del prev
-    dfe_t, b, r_of = depth_from_end[t], blk[t], req[t]        # what the end needs, before the count
-    del depth_from_end, blk, req
-    right_in_left_order = nxt[nxt >= 0]                        # intervals by left end: their right ends
-    del nxt
-    idx = np.searchsorted(t, right_in_left_order)             # ... as ranks among the right ends
-    del right_in_left_order
-    nested = np.empty(len(t), dtype=np.int64)
-    nested[idx] = count_smaller_before(idx[::-1])[::-1]        # later-left intervals ending earlier
-    del idx
-    rank = (t.astype(np.int64) - p - 1 - nested) - dfe_t     # b: the block (trace order) of each rank
-    del nested, p, t, dfe_t
-    keep = r_of >= w                                          # counted requests only
-    rank, b, r_of = rank[keep], b[keep], r_of[keep]
-    # tokens of block i of its request: clip(input - i*bs, 0, bs)
-    tokens = np.clip(tr.input_length[r_of] - (b - tr.starts[r_of]) * tr.block_size, 0, tr.block_size)
-    o = np.argsort(rank, kind="stable")
-    rank = rank[o]
-    cum = np.zeros(len(rank) + 1, dtype=np.int64)
-    np.cumsum(tokens[o], out=cum[1:])
-    return Reuse(rank, cum, int(tr.input_length[w:].sum()), w, warm_blocks, unique, n, tr.block_size)
+        prev = np.empty(k, dtype=it)
+        prev[order[~same]] = last[seq[order[~same]]]           # first use in the chunk: the last use before
+        prev[order[1:][same[1:]]] = order[:-1][same[1:]] + s   # later uses: the one before, in the chunk
+        end = np.ones(k, dtype=bool)
+        end[:-1] = ~same[1:]
+        ends = np.sort(order[end])                             # last use in the chunk of each block
+        last[seq[ends]] = ends + s
+        del order, same, end, seq
+        old = prev[(prev >= 0) & (prev < s)]                   # marks moved by this chunk
+        seen = prev >= 0
+        ti = np.flatnonzero(seen).astype(it, copy=False)       # accesses of blocks seen before
+        p = prev[ti].astype(np.int64)
+        above = len(marks) - np.searchsorted(marks, p, side="right")
+        above[p >= s] = 0
+        inside = ti.astype(np.int64) + s - np.maximum(s, p + 1)
+        # #{q in [s, t): prev(q) > p}: only accesses of seen blocks can count, so only they are
+        # ranked (the prevs are distinct: each time is the previous use of one access at most),
+        # largest prev first, and counted: log2(chunk) bit rounds, not log2(trace)
+        v = np.empty(len(ti), dtype=it)
+        v[np.argsort(prev[ti])[::-1]] = np.arange(len(ti), dtype=it)
+        moved = count_smaller_before(v)
+        del v, prev
+        counted = req[ti] >= w - r0
+        ti = ti[counted]
+        rank = (above[counted] + inside[counted] - moved[counted]) - dfe[ti]
+        del above, inside, moved
+        rq = req[ti].astype(np.int64) + r0
+        tokens = np.clip(tr.input_length[rq] - (blk[ti] - tr.starts[rq]) * bs, 0, bs)
+        ranks, at = np.unique(rank, return_inverse=True)        # chunk-sized, not one slot per block
+        cum[1 + ranks] += np.bincount(at.ravel(), weights=tokens, minlength=len(ranks)).round().astype(np.int64)
+        del rank, tokens, rq, ranks, at, ti, req, dfe, blk, p
+        keep = np.ones(len(marks), dtype=bool)
+        keep[np.searchsorted(marks, old)] = False
+        m = 0
+        for a in range(0, len(marks), chunk):                  # forward, a chunk at a time: the kept
+            kept = marks[a:a + chunk][keep[a:a + chunk]]        # values are copied before their place
+            buf[m:m + len(kept)] = kept                        # (m <= a) is written
+            m += len(kept)
+        buf[m:m + len(ends)] = ends + s
+        marks = buf[:m + len(ends)]
+        del keep, old, ends
+    unique = len(marks)
+    del marks, last, buf
+    if n and w == n:
+        warm_blocks = unique
+    cum = cum[:unique + 1]                                     # ranks are below the distinct blocks
+    np.cumsum(cum, out=cum)
+    return Reuse(cum, int(tr.input_length[w:].sum()), w, warm_blocks, unique, n, bs)
 
 
 def hit_curve(r: Reuse, capacity_blocks) -> np.ndarray:
@@ -475,7 +574,7 @@ def hit_curve(r: Reuse, capacity_blocks) -> np.ndarray:
     caps = np.asarray(capacity_blocks, dtype=float)
     if r.total_tokens <= 0:
         return np.zeros(caps.shape)
-    k = np.searchsorted(r.rank, caps, side="left")  # blocks with rank < capacity are cached
+    k = np.minimum(np.ceil(np.maximum(caps, 0.0)), r.unique_blocks).astype(np.int64)  # ranks below cap
     return r.cum_tokens[k] / r.total_tokens
 
 

@@ -101,6 +101,27 @@ def resolved_cells(plan, layout) -> dict[tuple[int, str], tuple[str, float, str]
     return out
 
 
+def input_fills(plan, layout, filled: list[dict[str, str]]) -> list[dict[str, str]]:
+    """The Workloads input sheet's ``filled`` (row -> column -> provenance, as catalog fills) with
+    the blank ``hit_target`` of every traced row added: the cell stays blank (a typed value would
+    win over the trace) but is styled and commented like a catalog-filled cell, saying where the
+    planned value comes from."""
+    tp: TierPlan | None = plan.input.kv_tiers
+    out = [dict(x) for x in filled]
+    if tp is None:
+        return out
+    for k, w in enumerate(tp.workloads):
+        if w.typed_hit:
+            continue
+        while len(out) <= w.i:
+            out.append({})
+        out[w.i]["hit_target"] = (
+            f"hit_target left blank: the plan takes {float(plan.resolved['hit_target'].iat[w.i]):.4g} from the "
+            f"trace {w.trace} and the Tiers ({layout.other('Resolved', 'hit_target', w.i + 1)}, from "
+            f"{TIER_HITS} row {k + 2} and {HIT_CURVE}); type a value here to override it")
+    return out
+
+
 def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
     """Tier_Hits and Hit_Curve, when a workload has a trace."""
     tp: TierPlan | None = plan.input.kv_tiers

@@ -94,7 +94,8 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
 
     for sheet, table in (("Workloads", p_in.workloads), ("Models", p_in.models), ("GPUs", p_in.gpus)):
         frame = {"Workloads": plan.workloads, "Models": plan.models, "GPUs": plan.gpus}[sheet]
-        write_input_sheet(wb, fm, sheet, frame.to_dict("records"), list(table.extras), filled=table.filled,
+        fills = kv_tiers_sheets.input_fills(plan, layout, table.filled) if sheet == "Workloads" else table.filled
+        write_input_sheet(wb, fm, sheet, frame.to_dict("records"), list(table.extras), filled=fills,
                           currency=plan.settings.get("currency"),
                           ref_rows={"Models": len(plan.models), "GPUs": len(plan.gpus), "Workloads": n})
     settings_rows = write_settings_sheet(wb, fm, plan.settings, p_in.settings_extra)
