@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from planner.core import schema
+from planner.core.places import Place
 from planner.inputs.reader import PlanInput, Table
 
 KEY_OF = {"Models": "model", "GPUs": "gpu", "Workloads": "workload"}
@@ -43,11 +44,7 @@ class Change:
 def _cell_place(t: Table | None, i: int | None, col: str) -> str:
     if t is None or i is None:
         return ""
-    if col in t.positions:
-        from openpyxl.utils import get_column_letter
-
-        return f"{t.sheet}!{get_column_letter(t.positions[col] + 1)}{t.rows[i]}"
-    return f"{t.sheet} row {t.rows[i]}"
+    return Place.of_table(t, col, i)
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -39,6 +39,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.core import schema
+from planner.core.places import Place
 from planner.traffic import traces as tr
 from planner.core.errors import Problem
 
@@ -66,11 +67,8 @@ def load_reuse(file: Path, block_size: int | None, warmup: float) -> tuple[tr.Re
     return _CACHE[key]
 
 
-def _cell(table, name: str, i: int) -> str:
-    from openpyxl.utils import get_column_letter
-    if name in table.positions:
-        return f"{table.sheet}!{get_column_letter(table.positions[name] + 1)}{table.rows[i]}"
-    return f"{table.sheet} row {table.rows[i]}"
+def _cell(table, name: str, i: int) -> Place:
+    return Place.of_table(table, name, i)
 
 
 def check_inputs(path, tiers, workloads, wpos, settings, problems: list[Problem], notes: list[str]) -> None:

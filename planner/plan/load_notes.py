@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from planner.core.places import Place
 
 
 def _f(x) -> np.ndarray:
@@ -78,7 +79,7 @@ def warnings(plan) -> list:
     t_slo, p_slo, dem = _f(res["ttft_slo_ms"]), _f(res["tpot_slo_ms"]), _f(res["demand_tpm"])
     s1 = _f(r["step_weights_ms"]) + _f(r["step_kv_ms"])
     for i in range(len(r)):
-        place = f"Workloads row {rows[i]} ({r['workload'].iat[i]})"
+        place = Place.at_row("Workloads", rows[i], r['workload'].iat[i])
         b = str(r["binding"].iat[i])
         if "ttft_slo" in b and b.startswith("unreachable"):
             out.append(Problem(place, f"ttft_slo_ms {t_slo[i]:,.6g} is not above the request-alone TTFT "
