@@ -297,7 +297,7 @@ def _wait_for(cond, proc, timeout=120.0, what="") -> None:
         time.sleep(0.01)
 
 
-# SIGTERM/SIGINT while writing 3,000 workloads: tests/test_hardening.py::test_interrupted_run_leaves_no_partial_file
+# SIGTERM/SIGINT while writing 1,000 workloads: tests/test_hardening.py::test_interrupted_run_leaves_no_partial_file
 # (it checks the output folder, the old memo and $TMPDIR)
 
 
