@@ -110,6 +110,14 @@ def repeat_workloads(wb: openpyxl.Workbook, n: int, name: str = "{name}-{i}",
     return added
 
 
+def trim_workloads(wb: openpyxl.Workbook, n: int) -> None:
+    """Keep only the first ``n`` Workloads rows (a small workbook for a LibreOffice test where
+    the whole example proves nothing more: its recalculation costs ~7.8 s CPU, ~4.9 s with 3)."""
+    ws = wb["Workloads"]
+    if ws.max_row > n + 1:
+        ws.delete_rows(n + 2, ws.max_row - n - 1)
+
+
 def problem_lines(stderr: str) -> list[str]:
     """The problem lines of an input error on stderr (indented by two spaces), without the indent."""
     return [line[2:] for line in stderr.splitlines() if line.startswith("  ")]
