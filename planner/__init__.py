@@ -12,7 +12,7 @@ The library in five calls (the command line is a thin layer over them)::
 (The names are not the subpackages' names: importing ``planner.plan`` binds that attribute to
 the subpackage.)
 
-``InputError.problems`` lists every located problem (``Problem.place``, ``Problem.message``).
+``InputError.problems`` lists every located problem (``Problem.place``, a :class:`Place`, and ``Problem.message``).
 """
 
 from __future__ import annotations
@@ -20,9 +20,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from planner.core.errors import InputError, Problem
+from planner.core.places import Place
 from planner.core.version import __version__
 
-__all__ = ["InputError", "Problem", "__version__", "build_plan", "diff_plans", "read_input", "write_memo",
+__all__ = ["InputError", "Place", "Problem", "__version__", "build_plan", "diff_plans", "read_input", "write_memo",
            "write_workbook"]
 
 

@@ -168,16 +168,22 @@ def test_estimated_times_are_formulas_over_the_settings(example_out):
 
 
 @pytest.mark.libreoffice
-def test_prefill_mfu_edited_in_the_output_recalculates_to_a_fresh_run(example_out, recalc, tmp_path):
+def test_prefill_mfu_edited_in_the_output_recalculates_to_a_fresh_run(recalc, tmp_path):
     """Settings prefill_mfu 0.45 -> 0.30 and decode_mbu 0.6 -> 0.5 in the OUTPUT, recalculated by
-    LibreOffice: Resolved and Results equal a fresh run of the equally edited input."""
+    LibreOffice: Resolved and Results equal a fresh run of the equally edited input.
+    On three of the example's workloads, its first two and the estimated one (sheet row 15)."""
+    from conftest import edited_example, trim_workloads
+
+    small, _ = edited_example(tmp_path / "small.xlsx", lambda wb: trim_workloads(wb, 2, also=(15,)))
+    example_out = tmp_path / "plan.xlsx"
+    write_output(build_plan(small), example_out)
     wb = openpyxl.load_workbook(example_out)
     _set_setting(wb, "prefill_mfu", 0.30)
     _set_setting(wb, "decode_mbu", 0.5)
     edited = tmp_path / "mfu.xlsx"
     wb.save(edited)
     done = recalc(edited)
-    src = openpyxl.load_workbook(example_path())
+    src = openpyxl.load_workbook(small)
     _set_setting(src, "prefill_mfu", 0.30)
     _set_setting(src, "decode_mbu", 0.5)
     src_path = tmp_path / "mfu-in.xlsx"
@@ -191,6 +197,7 @@ def test_prefill_mfu_edited_in_the_output_recalculates_to_a_fresh_run(example_ou
     for i in range(len(fresh.results)):
         for col in ("ttft_ms", "tpm_delivered_target", "gpus_needed"):
             assert same_value(fresh.results[col].iat[i], live[i][col], rel=1e-9), (i, col)
-    old = build_plan(example_path())
+    old = build_plan(small)
+    assert len(old.results) == 3 and est  # the estimated row is kept
     moved = sum(float(fresh.results["gpus_needed"].iat[i]) != float(old.results["gpus_needed"].iat[i]) for i in est)
     assert moved  # the edit moves the fleet, as a fresh run does

@@ -388,6 +388,9 @@ def _assert_nothing_written(out_dir: Path, before: dict[str, bytes]) -> None:
     ("{{ self._TemplateReference__context }}", "unsafe", 1),
 ])
 def test_hostile_or_broken_custom_template_is_refused(tmp_path, template, kind, line):
+    # the first case draws the charts (rendered in memory, then refused: no PNG may be written);
+    # the others are about the template alone, so they skip drawing them (--no-charts)
+    charts = [] if "__mro__" in template else ["--no-charts"]
     tpl = _custom(tmp_path, {"memo.html.j2": template})
     out_dir = tmp_path / "out"
     out_dir.mkdir()
@@ -395,7 +398,7 @@ def test_hostile_or_broken_custom_template_is_refused(tmp_path, template, kind, 
     for name, data in old.items():
         (out_dir / name).write_bytes(data)
     r = planner("run", EXAMPLE, "-o", out_dir / "plan.xlsx", "--templates", tpl, "--eml", out_dir / "p.eml",
-                cwd=tmp_path)
+                *charts, cwd=tmp_path)
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert "Traceback" not in r.stderr
     assert "memo.html.j2" in r.stderr and f"line {line}" in r.stderr and kind in r.stderr, r.stderr
@@ -420,7 +423,7 @@ def test_custom_template_overrides_one_and_extends_the_builtin(tmp_path):
     })
     src, _ = edited_example(tmp_path / "in" / "edited.xlsx", lambda wb: set_workload_names(wb, {1: XSS}))
     out = tmp_path / "out" / "plan.xlsx"
-    r = planner("run", src, "-o", out, "--templates", tpl, cwd=tmp_path)
+    r = planner("run", src, "-o", out, "--templates", tpl, "--no-charts", cwd=tmp_path)  # charts: not this test's
     assert r.returncode == 0, r.stderr
     res = sheet_values(out, "Results")
     md = (tmp_path / "out" / "plan-memo.md").read_text(encoding="utf-8")
@@ -446,6 +449,28 @@ def test_no_memo_writes_only_the_workbook(tmp_path):
     assert r.returncode == 0, r.stderr
     assert os.listdir(tmp_path) == ["p.xlsx"]
     assert "wrote memo" not in r.stdout
+
+
+def test_no_charts_writes_the_memo_without_them(tmp_path, example_run):
+    """``--no-charts`` (build_memo(charts=False)): no PNG, no image in the Markdown, the HTML or
+    the email, and otherwise the same memo as the charted run of the same plan (every line of it
+    is a line of that memo, in the same order; only the chart sections are gone)."""
+    d = tmp_path / "out"
+    r = planner("run", EXAMPLE, "-o", d / "plan.xlsx", "--no-charts", "--eml", d / "plan.eml", "--to",
+                "cap@example.org", "--from", "planner@example.org", *FIXED, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert sorted(os.listdir(d)) == ["plan-memo.html", "plan-memo.md", "plan.eml", "plan.xlsx"]
+    assert f"wrote memo {d / 'plan-memo.md'} and {d / 'plan-memo.html'}, no charts" in r.stdout
+    md = (d / "plan-memo.md").read_text(encoding="utf-8")
+    html = (d / "plan-memo.html").read_text(encoding="utf-8")
+    assert ".png" not in md and "<img" not in html
+    msg = email.message_from_bytes((d / "plan.eml").read_bytes(), policy=email.policy.default)
+    assert not [p for p in msg.walk() if p.get_content_maintype() == "image"]
+    charted = (example_run / "plan-memo.md").read_text(encoding="utf-8").splitlines()
+    it = iter(charted)
+    assert all(any(line == c for c in it) for line in md.splitlines())  # an ordered sub-list
+    gone = [c for c in charted if c not in md.splitlines()]
+    assert any("](plan-ttft.png)" in c for c in gone) and any("](plan-tpm.png)" in c for c in gone)
 
 
 def test_memo_files_follow_the_umask_and_replace_old_ones(tmp_path):

@@ -30,13 +30,16 @@ def _values(path, sheet: str) -> dict:
 def wild_input(path):
     """The example plus a GPU 'H*' and a model 'Qwen2.5-7?B' placed AFTER the names their
     patterns would match ('H100-SXM', 'Qwen2.5-72B'), and a workload named with all three
-    characters that uses both; their own numbers differ, so a wrong match changes results."""
-    models, gpus, wls = (copy.deepcopy(x) for x in (ed.MODELS, ed.GPUS, ed.WORKLOADS))
+    characters that uses both; their own numbers differ, so a wrong match changes results.
+    Of the example's workloads only the first three are kept (they use both names the patterns
+    would match, H100-SXM and Qwen2.5-72B): a small workbook for LibreOffice."""
+    models, gpus, wls = (copy.deepcopy(x) for x in (ed.MODELS, ed.GPUS, ed.WORKLOADS[:3]))
     gpus.append({**gpus[0], "gpu": "H*", "catalog": "H100 SXM", "hourly_cost": 9.99, "pcie_gbps": 7.0})
     models.append({**models[1], "model": "Qwen2.5-7?B", "catalog": "Qwen2.5-7B", "layers": 99})
     wls.append({**wls[0], "workload": "wild-?*~", "gpu": "H*", "model": "Qwen2.5-7?B"})
     wls.append({**wls[1], "workload": "~tilde", "gpu": "H100-SXM"})
-    demand = ed.DEMAND + [{"workload": "wild-?*~", "period": p, "demand_tpm": 1e6} for p in ed.PERIODS]
+    kept = {w["workload"] for w in wls}
+    demand = [d for d in ed.DEMAND if d["workload"] in kept] + [{"workload": "wild-?*~", "period": p, "demand_tpm": 1e6} for p in ed.PERIODS]
     write_input_workbook(path, models, gpus, wls, example._settings(ed.SETTINGS),
                          optional={"Measurements": ed.MEASUREMENTS, "Demand": demand})
 
@@ -54,7 +57,7 @@ def test_wildcard_names_recalculate_to_python(tmp_path, recalc):
     wb["Explorer"]["B3"] = "wild-?*~"
     wb.save(out)
     again = recalc(out)
-    assert compare_all(again, plan) > 10_000
+    assert compare_all(again, plan) > 6_000  # 6,835 cells with these 5 workloads (10,000+ with all 16)
     # the finance sheets' SUMIFS/MATCH over names find the wildcard-named GPU's own rows
     for sheet, before in stored.items():
         after = _values(again, sheet)
@@ -107,9 +110,12 @@ def test_rows_added_to_the_output_fail_the_master_check_and_are_named(tmp_path, 
     """A workload row appended to the output's Workloads sheet, one inserted inside the table
     and a model appended to Models are not planned: after recalculation the master check is
     ERROR and the Checks sheet names the first such row of each sheet (never a silent OK)."""
-    from conftest import EXAMPLE
+    from conftest import edited_example, trim_workloads
 
-    plan = build_plan(EXAMPLE)
+    # three workloads: the checks count rows of any table; the whole example proves nothing more
+    src, _ = edited_example(tmp_path / "in.xlsx", lambda wb: trim_workloads(wb, 3))
+    plan = build_plan(src)
+    assert len(plan.results) == 3
     out = tmp_path / "plan.xlsx"
     write_output(plan, out)
     n = len(plan.results)

@@ -117,7 +117,15 @@ def test_diff_sheets_carry_units_and_the_print_setup(diff_out):
 
 @pytest.mark.libreoffice
 def test_pdf_pages_and_the_readme(example_out, diff_out):
-    pages = pages_per_sheet(to_pdf(example_out))
+    pdf = to_pdf(example_out)
+    # (was tests/test_print.py::test_pdf_pages, which printed the same workbook a second time)
+    # The whole example output printed by LibreOffice: 151 pages before the print set-up (12
+    # workloads), 55 after with 14 workloads and the finance, calibration and optional input
+    # sheets (Summary 1, Results 7, Checks 1, Explorer 6, Charts 14, each long table 1); a bound
+    # with some slack for LibreOffice versions and fonts.
+    total = len(re.findall(rb"/Type\s*/Page[^s]", pdf))
+    assert 20 <= total <= 75, total  # 61 with every chart printed whole before the latency-at-load columns
+    pages = pages_per_sheet(pdf)
     assert pages["Summary"] == 1 and pages["Fleet_By_Period"] == 1 and pages["Scenario_Compare"] == 1
     readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
     assert readme_sentence(pages) in readme, readme_sentence(pages)

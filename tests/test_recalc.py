@@ -270,13 +270,21 @@ def _set_by_header(ws, row: int, name: str, value) -> None:
 def test_live_edit_of_output_matches_fresh_run(tmp_path, recalc):
     """Edit inputs inside the output (workload hit_target and tp, a GPU's bandwidth, a model's
     layers, a workload's isl); after ONE recalculation Results, Resolved, every sensitivity
-    table and the tornado equal a fresh run of the same edit made in the input."""
-    plan = build_plan(EXAMPLE)
+    table and the tornado equal a fresh run of the same edit made in the input.
+    On the example's first five workloads (a smaller workbook for LibreOffice; the whole example
+    is recalculated by the tests above): every edit below still reaches a planned row (GPUs row 3
+    is H200-SXM of the second workload, Models row 2 Qwen2.5-72B of the first two)."""
+    from conftest import edited_example, trim_workloads
+
+    src, _ = edited_example(tmp_path / "in.xlsx", lambda wb: trim_workloads(wb, 5))
+    plan = build_plan(src)
+    assert len(plan.results) == 5
+    assert plan.resolved["gpu"].iat[1] == "H200-SXM" and plan.resolved["model"].iat[0] == "Qwen2.5-72B"
     out = tmp_path / "plan.xlsx"
     write_output(plan, out)
     edits = [("Workloads", 4, "hit_target", 0.33), ("Workloads", 4, "tp", 8), ("Workloads", 6, "hit_target", 0.99),
              ("GPUs", 3, "pcie_gbps", 12.5), ("Models", 2, "layers", 40), ("Workloads", 5, "isl", 20000)]
-    wb_out, wb_in = openpyxl.load_workbook(out), openpyxl.load_workbook(EXAMPLE)
+    wb_out, wb_in = openpyxl.load_workbook(out), openpyxl.load_workbook(src)
     for sheet, row, name, value in edits:
         for wb in (wb_out, wb_in):
             _set_by_header(wb[sheet], row, name, value)

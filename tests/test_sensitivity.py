@@ -191,6 +191,13 @@ def test_no_per_workload_charts_beyond_twenty(tmp_path):
 # ----------------------------------------------------------------------------- sheet size
 @pytest.mark.libreoffice
 def test_tables_continue_on_numbered_sheets(tmp_path, recalc):
+    # five workloads: 105 Sensitivity_Hit rows still take three numbered sheets, and LibreOffice
+    # recalculates a small workbook instead of the whole example
+    from conftest import edited_example, trim_workloads
+
+    src, _ = edited_example(tmp_path / "in.xlsx", lambda wb: trim_workloads(wb, 5))
+    PLAN = build_plan(src)
+    assert len(PLAN.results) == 5
     out = tmp_path / "split.xlsx"
     write_output(PLAN, out, max_rows=50)  # 21 rows per workload: 42 rows a sheet
     wb = openpyxl.load_workbook(out, read_only=True)

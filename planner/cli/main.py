@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
     memo = run.add_argument_group("memo and email")
     memo.add_argument("--no-memo", action="store_true",
                       help="write only the workbook (no <output>-memo.md/.html and charts beside it)")
+    memo.add_argument("--no-charts", action="store_true",
+                      help="write the memo without its two charts (no .png files; quicker)")
     memo.add_argument("--templates", type=Path, metavar="DIR",
                       help="folder whose memo.md.j2, memo.html.j2 and/or memo.txt.j2 replace the built-in "
                            "templates (rendered sandboxed)")
@@ -165,7 +167,7 @@ def cmd_run(args) -> int:
         from planner.memo.render import MemoTemplateError, build_memo
 
         try:  # everything rendered in memory first: a template error writes nothing
-            memo_ = build_memo(plan, out, templates=args.templates)
+            memo_ = build_memo(plan, out, templates=args.templates, charts=not args.no_charts)
         except MemoTemplateError as err:
             raise UsageError(str(err)) from None
     from planner.cli.transaction import write_outputs
@@ -186,8 +188,8 @@ def cmd_run(args) -> int:
         _say(f"planner: the workloads with demand need {gpus:,.0f} GPUs at their target hit ratios", args.quiet)
     if memo_ is not None:
         p = memo_.paths
-        _say(f"planner: wrote memo {p['md']} and {p['html']}, charts {p['ttft'].name} and {p['tpm'].name} beside it",
-             args.quiet)
+        drawn = f"charts {p['ttft'].name} and {p['tpm'].name} beside it" if memo_.charts else "no charts"
+        _say(f"planner: wrote memo {p['md']} and {p['html']}, {drawn}", args.quiet)
     if args.eml:
         to = ", ".join(args.to) if args.to else "no recipient yet"
         _say(f"planner: wrote email {args.eml} ({to}; not sent: use planner send)", args.quiet)

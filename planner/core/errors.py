@@ -4,13 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from planner.core.places import Place, as_place
+
 MAX_LISTED = 200  # a longer list is cut here, with the count of the rest
 
 
 @dataclass(frozen=True)
 class Problem:
-    place: str  # "Workloads!J7", "Workloads row 7" or a sheet or file name
+    place: Place  # a Place (text "Workloads!J7", "Workloads row 7 (name)", ...); other text is a sheet or file name
     message: str
+
+    def __post_init__(self):
+        object.__setattr__(self, "place", as_place(self.place))
 
     def __str__(self) -> str:
         return f"{self.place}: {self.message}"

@@ -52,6 +52,7 @@ from typing import Any, Iterable
 import numpy as np
 
 from planner.equations import fleet
+from planner.core.places import Place
 from planner.core import schema
 from planner.inputs.kv_tiers import trace_path
 from planner.core.errors import InputError, Problem
@@ -412,7 +413,7 @@ def new_warnings(old_plan, new_plan) -> list[str]:
     def keyed(plan):
         out = []
         for w in plan.warnings:
-            name = w.place.split("(", 1)[1].rstrip(")") if "(" in w.place else w.place
+            name = w.place.label if w.place.label is not None else w.place
             out.append((fold(name), w.message, str(w)))
         return out
 
@@ -431,7 +432,7 @@ def read_pair(old_path: Path, new_path: Path) -> tuple[PlanInput, PlanInput]:
         try:
             out.append(read_checked(p))
         except InputError as err:
-            problems += [Problem(f"{role} {p}: {x.place}" if x.place not in (str(p), p.name)
+            problems += [Problem(Place.within(f"{role} {p}", x.place) if x.place not in (str(p), p.name)
                                  else f"{role} {p}", x.message) for x in err.problems]
         except OSError as err:  # not readable (permissions, a device error)
             problems.append(Problem(f"{role} {p}", f"cannot be read ({err.strerror or err})"))
@@ -452,7 +453,7 @@ def diff_plans(old_path: str | Path, new_path: str | Path) -> Diff:
         try:
             plans.append(build_plan(p_in))
         except InputError as err:
-            problems += [Problem(f"{role} {p_in.path}: {x.place}", x.message) for x in err.problems]
+            problems += [Problem(Place.within(f"{role} {p_in.path}", x.place), x.message) for x in err.problems]
     if problems:
         raise InputError(problems)
     old_plan, new_plan = plans

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from planner.core import schema
+from planner.core.places import Place
 from planner.inputs.reader import PlanInput, Table
-from planner.core.refs import place
 
 KEY_OF = {"Models": "model", "GPUs": "gpu", "Workloads": "workload"}
 # Row names of the optional sheets (no unique key column): the columns that identify a row,
@@ -44,9 +44,7 @@ class Change:
 def _cell_place(t: Table | None, i: int | None, col: str) -> str:
     if t is None or i is None:
         return ""
-    if col in t.positions:
-        return place(t.sheet, t.rows[i], t.positions[col])
-    return f"{t.sheet} row {t.rows[i]}"
+    return Place.of_table(t, col, i)
 
 
 def _same(a: Any, b: Any) -> bool:

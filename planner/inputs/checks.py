@@ -15,7 +15,7 @@ from planner.inputs import catalog_fill as catalog
 
 from planner.core import schema
 from planner.core.errors import Problem
-from planner.core.refs import place_at
+from planner.core.places import Place
 from planner.inputs.places import cell_place
 from planner.inputs import typed_text as th
 
@@ -109,10 +109,10 @@ def _check_workloads(t: Table, pos: dict[str, int], canon: dict[str, dict[str, s
         times = [rec.get(k) for k in ("t_attn0_ms", "t_ffn0_ms", "t_other0_ms")]
         total = sum(v or 0 for v in times)
         if all(v is not None for v in times[:2]) and total == 0:
-            problems.append(Problem(f"{t.sheet} row {t.rows[i]}", "t_attn0_ms, t_ffn0_ms and "
+            problems.append(Problem(Place.at_row(t.sheet, t.rows[i]), "t_attn0_ms, t_ffn0_ms and "
                                     "t_other0_ms are all 0: at least one 0-hit time must be positive"))
         elif all(v is not None for v in times[:2]) and total < MIN_PREFILL_MS:
-            problems.append(Problem(f"{t.sheet} row {t.rows[i]}", f"t_attn0_ms + t_ffn0_ms + t_other0_ms is "
+            problems.append(Problem(Place.at_row(t.sheet, t.rows[i]), f"t_attn0_ms + t_ffn0_ms + t_other0_ms is "
                                     f"{total:g} ms: below {MIN_PREFILL_MS:g} ms, too small to plan with "
                                     f"(the times are in milliseconds)"))
     if fuzzy:
@@ -128,7 +128,7 @@ def _check_optional_refs(optional: dict, canon: dict[str, dict[str, str]], probl
     Demand checks its own ``workload`` references (:mod:`planner.finance.demand`). A referenced sheet
     with problems of its own is skipped (a renamed or refused row would only echo here)."""
     broken = {s for s in (schema.M, schema.G)
-              if any(p.place == s or p.place.startswith((place_at(s, ""), f"{s} row")) for p in problems)}
+              if any(p.place.is_on((s,)) for p in problems)}
     for sheet, t in optional.items():
         if sheet == schema.DEM:
             continue

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+from planner.core.places import Place
 from planner.core.schema import NUMBER, Column
 
 # quantity of each unit the planner knows, and its size in the quantity's base unit
@@ -131,7 +132,7 @@ def near_miss_headers(title: str, cols, col_of: dict[str, int], extras: list[tup
     Required columns are left to the reader's "required column is missing" message, which
     already names the near-miss header. Returns ``(place, message)`` pairs.
     """
-    from planner.core.refs import place
+
     from planner.inputs import typed_text as th
     from planner.inputs.cells import normalise_header
 
@@ -140,7 +141,7 @@ def near_miss_headers(title: str, cols, col_of: dict[str, int], extras: list[tup
     for c in cols:
         if c.name in col_of or c.required in (True, "catalog"):
             continue
-        cand = [(normalise_header(h), h, place(title, 1, j)) for j, h in extras
+        cand = [(normalise_header(h), h, Place.cell(title, j + 1, 1)) for j, h in extras
                 if j not in taken]
         found = th.header_hint(c.name, cand)
         if found is None:

@@ -39,9 +39,9 @@ from pathlib import Path
 import numpy as np
 
 from planner.core import schema
+from planner.core.places import Place
 from planner.traffic import traces as tr
 from planner.core.errors import Problem
-from planner.inputs.places import cell_place
 
 KIND_ORDER = {"hbm": 0, "dram": 1, "ssd": 2, "remote": 3}
 POINTS_PER_DOUBLING = 8
@@ -67,8 +67,8 @@ def load_reuse(file: Path, block_size: int | None, warmup: float) -> tuple[tr.Re
     return _CACHE[key]
 
 
-def _cell(table, name: str, i: int) -> str:
-    return cell_place(table, name, i)
+def _cell(table, name: str, i: int) -> Place:
+    return Place.of_table(table, name, i)
 
 
 def check_inputs(path, tiers, workloads, wpos, settings, problems: list[Problem], notes: list[str]) -> None:

@@ -41,6 +41,7 @@ from typing import Any
 from planner.catalog.lookup import GPU, MODEL
 from planner.core import schema
 from planner.core.errors import Problem
+from planner.core.places import Place
 from planner.inputs.places import cell_place
 from planner.loadtests import LoadTestError, load
 from planner.loadtests.rows import Options, build_rows, resolve
@@ -96,7 +97,7 @@ def missing_columns(title: str, cols, col_of: dict[str, int], rows: list[int], r
     if not bare:
         return []
     why = f" (row {bare[0]} names no load-test file to take it from)"
-    return [Problem(f"{title} row 1", f"required column {c.name!r} is missing{why}")
+    return [Problem(Place.at_row(title, 1), f"required column {c.name!r} is missing{why}")
             for c in cols if c.required is True and c.name not in col_of]
 
 

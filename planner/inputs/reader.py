@@ -13,19 +13,19 @@ import errno
 import hashlib
 import io
 import os
-import re
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import openpyxl
-from openpyxl.utils import get_column_letter
+from openpyxl.utils import get_column_letter, range_boundaries
 
 from planner.inputs import catalog_fill as catalog
 
 from planner.core import schema
 from planner.core.errors import InputError, Problem
+from planner.core.places import Place
 from planner.inputs.container import SheetScan, check_container, require_defusedxml, scan_sheet, sheet_xml_paths
 from planner.inputs.cells import _parse_numbers, cell_value, normalise_header, parse_cell
 from planner.inputs.checks import (_check_gpus, _check_keys, _check_models, _check_optional_refs, _check_required,
@@ -33,7 +33,6 @@ from planner.inputs.checks import (_check_gpus, _check_keys, _check_models, _che
 from planner.core.schema import Column
 from planner.inputs import typed_text as th
 from planner.inputs import header_units
-from planner.core.refs import place, place_at
 
 
 @dataclass
@@ -100,7 +99,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
     by_name = {c.name: c for c in cols}
     header = next(ws.iter_rows(min_row=1, max_row=1), None)
     if header is None or all(getattr(c, "value", None) in (None, "") for c in header):
-        problems.append(Problem(place_at(ws.title, "A1"), f"the sheet is empty: it needs a header row "
+        problems.append(Problem(Place.cell(ws.title, "A", 1), f"the sheet is empty: it needs a header row "
                                                   f"({', '.join(c.name for c in cols)})"))
         return None
     col_of: dict[str, int] = {}
@@ -112,22 +111,22 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         if raw is None or str(raw).strip() == "":
             continue
         key = normalise_header(raw)
-        coord = f"{get_column_letter(j + 1)}1"
+        coord = Place.cell(ws.title, j + 1, 1)
         key = HEADER_ALIASES.get((sheet, key), key)
         if key in seen:
-            problems.append(Problem(place_at(ws.title, coord), f"column {key!r} appears twice "
+            problems.append(Problem(coord, f"column {key!r} appears twice "
                                                            f"(also {seen[key]})"))
             continue
-        seen[key] = coord
+        seen[key] = f"{coord.column}{coord.row}"
         if key in by_name:
             col_of[key] = j
             factor, said, wrong = header_units.conversion(str(raw), by_name[key])
             if wrong:
-                problems.append(Problem(place_at(ws.title, coord), wrong))
+                problems.append(Problem(coord, wrong))
             elif factor != 1.0:
                 factors[key] = factor
                 if notes is not None:
-                    notes.append(f"{place_at(ws.title, coord)}: {said}")
+                    notes.append(f"{coord}: {said}")
         else:
             extras.append((j, str(raw).strip()))
     for where, msg in header_units.near_miss_headers(ws.title, cols, col_of, extras):
@@ -135,15 +134,15 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
     for c in cols:
         if c.required is True and c.name not in col_of and not (c.name == "hit_target" and "trace" in col_of) \
                 and not (sheet == schema.MEAS and "file" in col_of):  # the load-test files fill them (below)
-            problems.append(Problem(f"{ws.title} row 1", f"required column {c.name!r} is missing"
+            problems.append(Problem(Place.at_row(ws.title, 1), f"required column {c.name!r} is missing"
                                     + _header_hint(ws.title, c, extras)))
         elif c.required == "catalog" and c.name not in col_of and (hint := _header_hint(ws.title, c, extras)):
             # the catalog could fill the column, but the values typed under a near-miss header
             # would be silently replaced: say so instead
-            problems.append(Problem(f"{ws.title} row 1", f"column {c.name!r} is missing{hint}; rename the header, "
+            problems.append(Problem(Place.at_row(ws.title, 1), f"column {c.name!r} is missing{hint}; rename the header, "
                                     f"or remove that column to take {c.name} from the catalog"))
     for rng in (scan.merged if scan else ()):
-        problems.append(Problem(place_at(ws.title, rng), "merged cells in the table: unmerge them (a merge keeps "
+        problems.append(Problem(Place.cell_range(ws.title, *range_boundaries(rng)), "merged cells in the table: unmerge them (a merge keeps "
                                                      "only its first cell's value)"))
     uncalculated = scan.uncalculated if scan else set()
     # only the rows that hold values and the columns under a header: formatting that
@@ -165,7 +164,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
             gap = bool(records)
             continue
         if key in col_of and col_of[key] < len(values) and th.is_totals_label(values[col_of[key]]):
-            where = place(ws.title, excel_row, col_of[key])
+            where = Place.cell(ws.title, col_of[key] + 1, excel_row)
             if gap:  # a blank row, then a totals row: the table ends here
                 (notes if notes is not None else []).append(f"{where}: {str(values[col_of[key]]).strip()!r} below a blank row is read as a "
                              f"totals row: the table ends above it (row {excel_row} and below ignored)")
@@ -177,7 +176,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         for name, j in col_of.items():
             cell = cells[j] if j < len(cells) else None
             raw = getattr(cell, "value", None)
-            where = place(ws.title, excel_row, j)
+            where = Place.cell(ws.title, j + 1, excel_row)
             if raw is None and j in pending:
                 problems.append(Problem(where, f"{name} holds a formula that was never calculated: open and "
                                                f"save it in Excel, or type the value"))
@@ -205,12 +204,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
     if "hit_target" in by_name and "hit_target" not in col_of and "trace" in col_of and untraced:
         # without hit_target, every row must take its hit ratio from a trace (issue 19)
         why = "" if len(untraced) == len(records) else f" (row {untraced[0]} has no trace to take it from)"
-        problems.append(Problem(f"{ws.title} row 1", f"required column 'hit_target' is missing{why}"))
-    if sheet == schema.MEAS and "file" in col_of:
-        # a row naming a load-test file takes the missing columns from it; the other rows need them
-        from planner.inputs.measurement_files import missing_columns
-
-        problems += missing_columns(ws.title, cols, col_of, rows, records)
+        problems.append(Problem(Place.at_row(ws.title, 1), f"required column 'hit_target' is missing{why}"))
     if readings and notes is not None:
         more = f" (and {len(readings) - 3} more)" if len(readings) > 3 else ""
         notes.append(f"{ws.title}: {len(readings)} number(s) typed as text with separators were read: "
@@ -220,7 +214,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
 
 def _header_hint(title: str, c: Column, extras: list[tuple[int, str]]) -> str:
     """``; found 'hbm (GB)' in GPUs!B1, ignored: the column is hbm_gib, in GiB (2^30 bytes)``."""
-    found = th.header_hint(c.name, [(normalise_header(h), h, place(title, 1, j))
+    found = th.header_hint(c.name, [(normalise_header(h), h, Place.cell(title, j + 1, 1))
                                     for j, h in extras])
     if found is None:
         return ""
@@ -228,18 +222,9 @@ def _header_hint(title: str, c: Column, extras: list[tuple[int, str]]) -> str:
     return f"; found {found[0]!r} in {found[1]}, ignored: the column is {c.name}, {what}"
 
 
-_PLACE = re.compile(r"^(?P<sheet>[^!]+?)(?:!(?P<col>[A-Z]+)(?P<row>\d+)| row (?P<row2>\d+))?$")
-
-
 def _place_order(p: Problem) -> tuple:
-    """Problems in reading order: sheet (Models, GPUs, Workloads, Settings), row, column."""
-    m = _PLACE.match(p.place)
-    order = {s.lower(): i for i, s in enumerate(schema.SHEET_ORDER)}
-    if not m:
-        return (-1, 0, "", p.place)
-    row = int(m.group("row") or m.group("row2") or 0)
-    col = m.group("col") or ""
-    return (order.get(m.group("sheet").lower(), len(order)), row, (len(col), col), "")
+    """Problems in reading order: sheet (Models, GPUs, Workloads, Settings, ...), row, column."""
+    return p.place.order(schema.SHEET_ORDER)
 
 
 @dataclass
@@ -257,11 +242,7 @@ class BoundaryState:
 
 def problems_touch(problems, sheets) -> bool:
     """Whether any problem lies on one of ``sheets`` (lower-case names)."""
-    for p in problems:
-        m = _PLACE.match(p.place)
-        if m and m.group("sheet").strip().lower() in sheets:
-            return True
-    return False
+    return any(p.place.is_on(sheets) for p in problems)
 
 
 def read_input(path: str | Path, *, checks: Sequence[Callable[[BoundaryState], list]] = (),
@@ -310,7 +291,7 @@ def read_input(path: str | Path, *, checks: Sequence[Callable[[BoundaryState], l
                 continue
             t = _read_table(ws, sheet, problems, scans.get(sheet.lower()), notes)
             if t is not None and not t.records:
-                problems.append(Problem(f"{ws.title} row 2", f"no {sheet.lower()} rows: add at least one"))
+                problems.append(Problem(Place.at_row(ws.title, 2), f"no {sheet.lower()} rows: add at least one"))
             tables[sheet] = t
             positions[sheet] = t.positions if t is not None else {}
         setting_places: dict[str, str] = {}
@@ -432,7 +413,7 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
     header = next(rows, None)
     heads = [normalise_header(getattr(c, "value", None)) for c in (header or ())]
     if "key" not in heads or "value" not in heads:
-        problems.append(Problem(f"{ws.title} row 1", "needs the two columns 'key' and 'value'"))
+        problems.append(Problem(Place.at_row(ws.title, 1), "needs the two columns 'key' and 'value'"))
         return values, extra
     jk, jv = heads.index("key"), heads.index("value")
     for cells in rows:
@@ -446,7 +427,7 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
             extra.append((getattr(kcell, "value", None), raw))
             continue
         s = spec[key]
-        where = place(ws.title, kcell.row, jv)
+        where = Place.cell(ws.title, jv + 1, kcell.row)
         if places is not None:
             places[key] = where
         if s.kind == schema.NUMBERS:

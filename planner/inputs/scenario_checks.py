@@ -7,7 +7,6 @@ records, every problem at its cell (re-planning each scenario is :mod:`planner.f
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,7 +52,7 @@ def check_optional(optional: dict, tables: dict, settings: dict, problems: list[
     # references are checked against Models/GPUs/Workloads that read without a problem: a
     # duplicate, renamed or missing column there would only echo here as unknown names
     base_ok = all(tables.get(s) is not None for s in schema.SHEETS) and not any(
-        re.match(r"(models|gpus|workloads)( row |!|$)", p.place.strip().lower()) for p in problems)
+        p.place.is_on(schema.SHEETS) for p in problems)
     w = tables.get(schema.W)
     dem = optional.get(schema.DEM)
     if dem is not None:

@@ -332,7 +332,7 @@ def memo_paths(output: Path) -> dict[str, Path]:
             "tpm": output.with_name(f"{output.stem}-tpm.png")}
 
 
-def build_memo(plan, output: str | Path, *, templates: str | Path | None = None) -> Memo:
+def build_memo(plan, output: str | Path, *, templates: str | Path | None = None, charts: bool = True) -> Memo:
     """Render the whole memo of ``plan`` in memory (nothing is written).
 
     Parameters
@@ -344,6 +344,10 @@ def build_memo(plan, output: str | Path, *, templates: str | Path | None = None)
     templates : path, optional
         A folder whose ``memo.md.j2``, ``memo.html.j2``, ``memo.txt.j2`` replace the
         built-in ones.
+    charts : bool, default True
+        Draw the two charts. False renders the memo without them (no chart files, no chart
+        sections, as for a plan with no workloads): quicker, drawing them is about 1.7 s of a
+        4 s run of the example (``planner run --no-charts``).
 
     Returns
     -------
@@ -357,7 +361,7 @@ def build_memo(plan, output: str | Path, *, templates: str | Path | None = None)
     output = Path(output)
     user_dir = Path(templates) if templates else None
     paths = memo_paths(output)
-    charts = make_charts(plan)
+    charts = make_charts(plan) if charts else []
     token = plan.input.sha256[:12]
     for c in charts:
         c.filename = paths[c.key].name

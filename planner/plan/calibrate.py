@@ -28,12 +28,12 @@ import numpy as np
 import pandas as pd
 
 from planner.equations import kvhit as m
+from planner.core.places import Place
 from planner.equations.ttft_fit import fit_points, ttft_law
 from planner.equations.constants import PCIE_GEN_GBPS
 from planner.plan import columns as sheets
 from planner.plan import load_tests
 from planner.catalog.lookup import catalog_raw
-from planner.core import refs
 
 
 @dataclass
@@ -140,8 +140,7 @@ def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], 
                             "alpha": [float(r.get("alpha") or 0.0) for r in recs]})
         pts["load_factor"] = load["factor"]
         fit = Fit(model, gpu, tp, s_kv, pts)
-        place = f"Measurements rows {rows[0]}-{rows[-1]} ({fit.label})" if len(rows) > 1 else \
-            f"Measurements row {rows[0]} ({fit.label})"
+        place = Place.at_rows("Measurements", rows[0], rows[-1], fit.label)
         for w in load_tests.read_warnings(recs, rows, load):
             warns.append((w[0], w[1]))
         distinct = {(a, b) for a, b in zip(pts["isl"], pts["hit"])}
@@ -224,6 +223,7 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
     problem (unknown model/GPU in Measurements, rows that can be neither calibrated nor
     estimated).
     """
+
     from planner.equations import roofline as estimate
     from planner.core.errors import InputError, Problem
 
@@ -239,9 +239,7 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
         cm, cg = _canon(model_recs), _canon(gpu_recs)
 
         def cell(name, i):
-            j = meas.positions.get(name)
-            return refs.place(meas.sheet, meas.rows[i], j) if j is not None else \
-                f"{meas.sheet} row {meas.rows[i]}"
+            return Place.of_table(meas, name, i)
 
         for i, rec in enumerate(meas.records):
             for col, canon, sheet in (("model", cm, "Models"), ("gpu", cg, "GPUs")):
@@ -273,7 +271,7 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                 _decode_for_typed(i, rec, p_in, fits, by_key, model_recs, gpu_recs, mbu, filled, prov, warns,
                                   problems)
             continue
-        place = f"Workloads row {wl_rows[i]} ({rec.get('workload')})"
+        place = Place.at_row("Workloads", wl_rows[i], rec.get('workload'))
         key = (rec["model"], rec["gpu"], int(rec["tp"]))
         k = by_key.get(key)
         isl, osl = float(rec["isl"]), float(rec["osl"])
@@ -306,8 +304,7 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                     f"there are no Measurements for {rec['model']} on {int(rec['tp'])}x {rec['gpu']}"
                 wt = p_in.workloads
                 col = "t_attn0_ms" if blank["t_attn0_ms"] else "t_ffn0_ms"
-                where = (refs.place(wt.sheet, wl_rows[i], wt.positions[col])
-                         if col in wt.positions else f"{wt.sheet} row {wl_rows[i]}")
+                where = Place.of_table(wt, col, i)
                 problems.append(Problem(where, f"workload {rec.get('workload')!r}: t_attn0_ms/t_ffn0_ms are blank, "
                                                f"{why}, and the roofline estimate lacks {', '.join(missing)}: "
                                                f"type the times, add load-test points to Measurements, or fill "
@@ -438,8 +435,7 @@ def _decode_problem(p_in, i: int, missing: list[str], why: str = ""):
     from planner.core.errors import Problem
 
     wt = p_in.workloads
-    where = (refs.place(wt.sheet, wt.rows[i], wt.positions['t_decode_ms'])
-             if "t_decode_ms" in wt.positions else f"{wt.sheet} row {wt.rows[i]}")
+    where = Place.of_table(wt, "t_decode_ms", i)
     because = f"{why}, and " if why else ""
     return Problem(where, f"workload {wt.records[i].get('workload')!r}: t_decode_ms is blank, {because}its roofline "
                           f"estimate lacks {', '.join(missing)}: type t_decode_ms (0 leaves decode out of chip time "
@@ -452,7 +448,7 @@ def _decode_for_typed(i, rec, p_in, fits, by_key, model_recs, gpu_recs, mbu, fil
     neither: an error naming the missing column (never a silent 0)."""
     from planner.equations import roofline as estimate
 
-    place = f"Workloads row {p_in.workloads.rows[i]} ({rec.get('workload')})"
+    place = Place.at_row("Workloads", p_in.workloads.rows[i], rec.get('workload'))
     k = by_key.get((rec["model"], rec["gpu"], int(rec["tp"])))
     if k is not None and fits[k].ok and not math.isnan(fits[k].tpot_per_token_ms):
         value = float(rec["osl"]) * fits[k].tpot_per_token_ms

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from planner.core.errors import Problem
+from planner.core.places import Place
 from planner.equations.kvhit import uneven_heads
 
 
@@ -59,7 +60,7 @@ def warnings_of(plan) -> list[Problem]:
     out: list[Problem] = []
     rows = (fl.hbm_no_fit, fl.beyond_h_star, fl.uneven_heads, fl.tpm_without_hit)
     for i in np.flatnonzero(np.logical_or.reduce(rows)):
-        place = f"Workloads row {wl_rows[i]} ({names[i]})"
+        place = Place.at_row("Workloads", wl_rows[i], names[i])
         r = results.iloc[i]
         if fl.hbm_no_fit[i]:
             out.append(Problem(place, f"KV does not fit in HBM: weights {r['weights_gib_per_gpu']:,.1f} GiB + "
@@ -75,6 +76,6 @@ def warnings_of(plan) -> list[Problem]:
         if fl.tpm_without_hit[i]:
             out.append(Problem(place, "tpm_measured is given without hit_measured: taken as measured at 0 hit"))
     for j in np.flatnonzero(fl.params_missing):
-        out.append(Problem(f"Models row {p_in.models.rows[j]} ({p_in.models.records[j].get('model')})",
+        out.append(Problem(Place.at_row("Models", p_in.models.rows[j], p_in.models.records[j].get('model')),
                            "params_b is blank: weights taken as 0 GiB in the HBM check"))
     return out

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from planner.core.places import Place
 
 
 def _f(x) -> np.ndarray:
@@ -96,7 +97,7 @@ def warnings(plan) -> list:
     with np.errstate(divide="ignore", invalid="ignore"):
         raw_step = np.where(_f(res["osl"]) > 0, _f(res["t_decode_ms"]) * bref / _f(res["osl"]), np.inf)
     for i in range(len(r)):
-        place = f"Workloads row {rows[i]} ({r['workload'].iat[i]})"
+        place = Place.at_row("Workloads", rows[i], r['workload'].iat[i])
         b = str(r["binding"].iat[i])
         if "ttft_slo" in b and b.startswith("unreachable") and np.isnan(conc[i]):
             out.append(Problem(place, f"ttft_slo_ms {t_slo[i]:,.6g} is not above the request-alone TTFT "

@@ -21,6 +21,7 @@ import math
 import numpy as np
 
 from planner.equations import queueing
+from planner.core.places import Place
 
 
 def _num(rec, name):
@@ -46,7 +47,7 @@ def read_warnings(recs: list[dict], rows: list[int], load: dict) -> list[tuple[s
     for rec, row, c, n, f in zip(recs, rows, load["concurrency"], load["num_requests"], load["factor"]):
         if c <= 1:
             continue
-        place = f"Measurements row {row}"
+        place = Place.at_row("Measurements", row)
         what = f"TTFT {rec['ttft_ms']:,.1f} ms ({load['stat'][rows.index(row)]}) at concurrency {int(c)}"
         if math.isnan(n):
             out.append((place, f"{what} is read as one wave of {int(c)} requests whose prefills queue (request-alone "
@@ -108,7 +109,7 @@ def decode_per_token(recs: list[dict], rows: list[int], fitted) -> tuple[float, 
             if d > 0:
                 d_tp.append(d)
             else:
-                warns.append((f"Measurements row {row}", f"the measured throughput ({x:,.4g} requests/s, "
+                warns.append((Place.at_row("Measurements", row), f"the measured throughput ({x:,.4g} requests/s, "
                               f"{1000 / x:,.1f} ms of chip time per request) leaves no time for decode after "
                               f"the fitted prefill ({p:,.1f} ms): not used for the decode time"))
         if rec.get("tpot_ms") is not None and c == top_t:

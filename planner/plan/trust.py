@@ -23,8 +23,8 @@ import dataclasses
 import numpy as np
 
 from planner.equations import kvhit as m
+from planner.core.places import Place
 from planner.core.errors import Problem
-from planner.core.refs import place
 
 # plausibility bounds
 B_LOW, B_HIGH = 0.1, 1.2   # fitted B_eff outside [B_LOW, B_HIGH] x the GPU's host link: warned
@@ -38,10 +38,8 @@ def _f(x) -> float:
     return v
 
 
-def _cell(table, col: str, i: int) -> str:
-    j = table.positions.get(col)
-    return place(table.sheet, table.rows[i], j) if j is not None else \
-        f"{table.sheet} row {table.rows[i]}"
+def _cell(table, col: str, i: int) -> Place:
+    return Place.of_table(table, col, i)
 
 
 # --------------------------------------------------------------------------- item 1: filled blanks
@@ -221,8 +219,7 @@ def plausibility_warnings(plan) -> list[Problem]:
             link = _link_gbps(gpus.get(f.gpu, {}))
             if not (B_LOW * link <= f.b_gbps <= B_HIGH * link):
                 rows = f.points["row"].tolist()
-                where = f"Measurements rows {rows[0]}-{rows[-1]} ({f.label})" if len(rows) > 1 else \
-                    f"Measurements row {rows[0]} ({f.label})"
+                where = Place.at_rows("Measurements", rows[0], rows[-1], f.label)
                 if f.b_gbps < B_LOW * link:
                     why = ("below a tenth of it: either the hits were not loaded over that link (then the hit "
                            "column is wrong), or the stack overlaps loading with compute and alpha is wrong (leave "

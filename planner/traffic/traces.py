@@ -63,6 +63,7 @@ from pathlib import Path
 import numpy as np
 
 from planner.core.errors import InputError, Problem
+from planner.core.places import Place
 
 MOONCAKE, BAILIAN = "mooncake", "bailian"
 DEFAULT_BLOCK = {MOONCAKE: 512, BAILIAN: 16}
@@ -239,7 +240,7 @@ def read_trace(path: str | Path, block_size: int | None = None, place: str | Non
                     s = line.strip()
                     if not s:
                         continue
-                    where = f"{name}:{lineno}"
+                    where = Place.file_line(name, lineno)
                     try:
                         rec = json.loads(s)
                     except ValueError as exc:
