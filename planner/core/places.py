@@ -28,6 +28,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from planner.core.refs import place_at
+
 
 def column_letter(j: int) -> str:
     """Excel column letters of 1-based column ``j`` (1 -> A, 27 -> AA).
@@ -66,9 +68,9 @@ class Place(str):
         sheet = str(sheet)
         label = None if label is None else str(label)
         if column is not None and row is not None:
-            text = f"{sheet}!{column}{row}"
-            if last_column is not None and last_row is not None:
-                text += f":{last_column}{last_row}"
+            coord = f"{column}{row}" + (f":{last_column}{last_row}" if last_column is not None and last_row is not None
+                                         else "")
+            text = place_at(sheet, coord)  # the one maker of Sheet!A1 texts (planner.core.refs)
         elif row is not None:
             text = f"{sheet} rows {row}-{last_row}" if last_row is not None and last_row != row else \
                 f"{sheet} row {row}"

@@ -205,6 +205,11 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         # without hit_target, every row must take its hit ratio from a trace (issue 19)
         why = "" if len(untraced) == len(records) else f" (row {untraced[0]} has no trace to take it from)"
         problems.append(Problem(Place.at_row(ws.title, 1), f"required column 'hit_target' is missing{why}"))
+    if sheet == schema.MEAS and "file" in col_of:
+        # a row naming a load-test file takes the missing columns from it; the other rows need them
+        from planner.inputs.measurement_files import missing_columns
+
+        problems += missing_columns(ws.title, cols, col_of, rows, records)
     if readings and notes is not None:
         more = f" (and {len(readings) - 3} more)" if len(readings) > 3 else ""
         notes.append(f"{ws.title}: {len(readings)} number(s) typed as text with separators were read: "
