@@ -180,7 +180,10 @@ COLUMNS: tuple[Column, ...] = (
            "Settings target_utilization)", minimum=0, min_open=True, maximum=1, fmt=FMT_PCT),
     Column(W, "concurrency", "count", INT, "requests in flight per instance, fixed (a load tester's or a server's "
            "concurrency limit: a burst of this many per instance); blank: the load demand_tpm implies, open loop",
-           minimum=1, maximum=1e9, fmt=FMT_INT),
+           minimum=1, maximum=65536, fmt=FMT_INT),
+    Column(W, "max_num_batched_tokens", "tokens", INT, "new prompt tokens the server packs into one forward pass "
+           "(vLLM --max-num-batched-tokens; a burst at Workloads concurrency is packed into passes of this many; "
+           "blank: Settings max_num_batched_tokens)", minimum=1, maximum=1e9, fmt=FMT_INT),
     Column(W, "ttft_slo_ms", "ms", NUMBER, "time-to-first-token target at the planned load, on the statistic "
            "slo_percentile names (blank: none)", minimum=0, min_open=True, maximum=1e9, fmt=FMT_NUM),
     Column(W, "tpot_slo_ms", "ms", NUMBER, "time-per-output-token target at the planned load, on the mean "
@@ -221,6 +224,9 @@ COLUMNS: tuple[Column, ...] = (
     Column(MEAS, "request_rate", "requests/s", NUMBER, "open-loop arrival rate of the test (blank: a closed loop "
            "at concurrency)", minimum=0, min_open=True, maximum=1e9, fmt=FMT_NUM),
     Column(MEAS, "num_requests", "count", INT, "requests completed in the test", minimum=1, maximum=1e12,
+           fmt=FMT_INT),
+    Column(MEAS, "max_num_batched_tokens", "tokens", INT, "the tested server's new prompt tokens per forward pass "
+           "(vLLM --max-num-batched-tokens; blank: Settings max_num_batched_tokens)", minimum=1, maximum=1e9,
            fmt=FMT_INT),
     Column(MEAS, "duration_s", "s", NUMBER, "wall-clock duration of the test", minimum=0, min_open=True,
            maximum=1e9, fmt=FMT_NUM),
@@ -319,6 +325,10 @@ SETTING_KEYS: tuple[Setting, ...] = (
             "workload and period wins; blank: periods only from the Demand sheet)"),
     Setting("demand_growth", FRACTION, 0.0, "growth of every workload's demand_tpm per period over Settings "
             "periods, compounded (Workloads demand_growth overrides per row; 0.1 = +10% a period)", -1, 10),
+    Setting("max_num_batched_tokens", NUMBER, 8192.0, "new prompt tokens a server packs into one forward pass "
+            "(chunked prefill), for bursts at Workloads concurrency and for load tests at concurrency > 1 "
+            "(8192: vLLM's default for its OpenAI server on GPUs of 70 GiB or more, H100/H200/H20; 2048 on "
+            "smaller GPUs; vllm-project/vllm vllm/engine/arg_utils.py EngineArgs.get_batch_defaults)", 1, 1e9),
     Setting("hours_per_month", NUMBER, 730.0, "hours billed per month for the fleet cost per month "
             "(730 = 8,760 h a year / 12)", 0, 744, True),
 )

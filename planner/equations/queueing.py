@@ -65,6 +65,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.equations.constants import C, N
+from planner.equations import prefill_passes as pp
 from planner.equations.kvhit import _approx, excel_twin
 
 BINDINGS = ("throughput", "ttft_slo", "tpot_slo", "hbm", "concurrency")
@@ -288,18 +289,26 @@ def _(rate, prefill, t_decode, step, q):
     return f'IF({rho}<1,{r}+IF({rho}>1-{q},{tail},0),"")'
 
 
-def ttft_load_ms(prefill, wait, concurrency=np.nan, q=np.nan):
+def ttft_load_ms(prefill, wait, concurrency=np.nan, t_fixed=np.nan, isl=np.nan, hit=np.nan, budget=np.nan,
+                 q=np.nan):
     r"""TTFT users see at the load: the prefill plus the wait for it.
 
     .. math::
         TTFT = P + W \ \text{(open loop)}, \qquad
-        TTFT_{mean} = P (c+1)/2,\ TTFT_q = P (1 + q (c-1)) \ \text{(a burst of c, Workloads concurrency)}
+        TTFT_{mean} = P (c+1)/2,\ TTFT_q = P (1 + q (c-1)) \ \text{(a serial burst of c, Workloads concurrency)}
+
+    With the pass budget ``M`` (``max_num_batched_tokens``) and the per-pass fixed cost ``F`` the
+    burst is packed into forward passes: :func:`planner.equations.prefill_passes.burst_ttft_ms`
+    (blank ``M``: the serial burst above).
 
     Parameters
     ----------
     prefill : numeric, P [ms]
     wait : numeric, the wait statistic (mean or quantile) [ms], NaN when saturated
     concurrency : numeric, requests in flight per instance, NaN when blank [count]
+    t_fixed : numeric, fixed cost per forward pass F [ms] (NaN: 0)
+    isl : numeric, input length [tokens]; hit : numeric, hit ratio [fraction]
+    budget : numeric, new tokens per forward pass M [tokens] (NaN: one request per pass)
     q : numeric, the quantile of ``wait`` (NaN or 0: the mean) [fraction]
 
     Returns
@@ -307,17 +316,23 @@ def ttft_load_ms(prefill, wait, concurrency=np.nan, q=np.nan):
     numeric, TTFT at the load [ms]
     """
     c, q = _f(concurrency), _f(q)
-    burst = np.where((q > 0), _f(prefill) * (1 + q * (c - 1)), _f(prefill) * (c + 1) * C.HALF)
+    f0 = np.where(np.isnan(_f(t_fixed)), 0.0, _f(t_fixed))
+    n0 = np.where(np.isnan(_f(isl)), 1.0, _f(isl))
+    h0 = np.where(np.isnan(_f(hit)), 0.0, _f(hit))
+    burst = pp.burst_ttft_ms(prefill, f0, n0, h0, c, budget, q)
     return np.where(np.isnan(c), _f(prefill) + wait, burst)
 
 
 @excel_twin(ttft_load_ms)
-def _(prefill, wait, concurrency=None, q=None):
+def _(prefill, wait, concurrency=None, t_fixed=None, isl=None, hit=None, budget=None, q=None):
     open_ = f'IF(ISNUMBER({wait}),{prefill}+{wait},"")'
     if concurrency is None:
         return open_
-    burst = (f"{prefill}*({concurrency}+1)*{N.HALF}" if q is None else
-             f"{prefill}*(1+{q}*({concurrency}-1))")
+    if budget is not None:
+        burst = pp.burst_ttft_ms.xl(prefill, t_fixed, isl, hit, concurrency, budget, q)
+    else:
+        burst = (f"{prefill}*({concurrency}+1)*{N.HALF}" if q is None else
+                 f"{prefill}*(1+{q}*({concurrency}-1))")
     return f"IF(ISNUMBER({concurrency}),{burst},{open_})"
 
 
@@ -341,7 +356,8 @@ def _(rate, prefill, t_decode, step):
     return wait_quantile_ms.xl(rate, prefill, t_decode, step, N.Q_P90)
 
 
-def ttft_load_p90_ms(prefill, wait_p90, concurrency=np.nan):
+def ttft_load_p90_ms(prefill, wait_p90, concurrency=np.nan, t_fixed=np.nan, isl=np.nan, hit=np.nan,
+                     budget=np.nan):
     """The 90th percentile TTFT at the load: :func:`ttft_load_ms` with the p90 wait (burst: q = 0.9).
 
     Parameters
@@ -349,17 +365,18 @@ def ttft_load_p90_ms(prefill, wait_p90, concurrency=np.nan):
     prefill : numeric, P [ms]
     wait_p90 : numeric, p90 of the wait [ms]
     concurrency : numeric, NaN when blank [count]
+    t_fixed, isl, hit, budget : as :func:`ttft_load_ms`
 
     Returns
     -------
     numeric, TTFT p90 [ms]
     """
-    return ttft_load_ms(prefill, wait_p90, concurrency, C.Q_P90)
+    return ttft_load_ms(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget, C.Q_P90)
 
 
 @excel_twin(ttft_load_p90_ms)
-def _(prefill, wait_p90, concurrency=None):
-    return ttft_load_ms.xl(prefill, wait_p90, concurrency, N.Q_P90)
+def _(prefill, wait_p90, concurrency=None, t_fixed=None, isl=None, hit=None, budget=None):
+    return ttft_load_ms.xl(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget, q=N.Q_P90)
 
 
 def tpot_load_ms(rate, prefill, osl, s0, s1, wait, concurrency=np.nan):

@@ -288,13 +288,13 @@ RESULTS: tuple[Out, ...] = (
         description="mean wait for the prefill at the load (M/G/1, prefills before decode steps)",
         label="Mean wait for the prefill at the planned load"),
     out("ttft_load_ms", "ms", FMT_MS, q.ttft_load_ms, "ttft_ms", "prefill_wait_ms", "concurrency",
-        description="mean TTFT users see at the row's load: wait + the request-alone ttft_ms",
+        "t_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", description="mean TTFT users see at the row's load: wait + the request-alone ttft_ms",
         label="Time to first token at the planned load (mean)"),
     out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms",
         "decode_step_ms", description="90th percentile of the wait for the prefill (exponential tail)",
         label="Wait for the prefill at the planned load, p90"),
     out("ttft_load_p90_ms", "ms", FMT_MS, q.ttft_load_p90_ms, "ttft_ms", "prefill_wait_p90_ms", "concurrency",
-        description="90th percentile TTFT at the row's load", label="Time to first token at the planned load, p90"),
+        "t_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", description="90th percentile TTFT at the row's load", label="Time to first token at the planned load, p90"),
     out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
         "prefill_wait_ms", "concurrency", description="mean time per output token at the row's load (decode-step law, prefills "
         "interleaved)", label="Time per output token at the planned load"),
@@ -345,9 +345,10 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
         "target_utilization", "concurrency_rps"),
     out("prefill_wait_ms", "ms", FMT_MS, q.wait_mean_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms"),
     out("ttft_load_ms", "ms", FMT_MS, q.ttft_load_ms, "ttft_ms", "prefill_wait_ms", "concurrency",
-        description="mean TTFT at the load this hit plans for"),
+        "t_fixed_ms", "isl", "hit", "max_num_batched_tokens", description="mean TTFT at the load this hit plans for"),
     out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms"),
-    out("ttft_load_p90_ms", "ms", FMT_MS, q.ttft_load_p90_ms, "ttft_ms", "prefill_wait_p90_ms", "concurrency"),
+    out("ttft_load_p90_ms", "ms", FMT_MS, q.ttft_load_p90_ms, "ttft_ms", "prefill_wait_p90_ms", "concurrency",
+        "t_fixed_ms", "isl", "hit", "max_num_batched_tokens"),
     out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
         "prefill_wait_ms", "concurrency"),
 )
@@ -459,7 +460,8 @@ def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame,
 
 
 # Workloads columns whose blank takes a Settings value (the named Settings cell s_<key>).
-SETTING_DEFAULTS = {"target_utilization": "s_target_utilization", "demand_growth": "s_demand_growth"}
+SETTING_DEFAULTS = {"target_utilization": "s_target_utilization", "demand_growth": "s_demand_growth",
+                    "max_num_batched_tokens": "s_max_num_batched_tokens"}
 
 
 def schema_setting(key: str) -> schema.Setting:

@@ -22,7 +22,8 @@ from planner.core.refs import exact_criteria
 from planner.workbook.chart_data import add_series
 
 SETTING_NAMES = {"target_utilization": "s_target_utilization", "hours_per_month": "s_hours_per_month",
-                 "demand_growth": "s_demand_growth", "prefill_mfu": "s_prefill_mfu", "decode_mbu": "s_decode_mbu"}
+                 "demand_growth": "s_demand_growth", "prefill_mfu": "s_prefill_mfu", "decode_mbu": "s_decode_mbu",
+                 "max_num_batched_tokens": "s_max_num_batched_tokens"}
 FMT_INT = schema.FMT_INT
 FMT_MONEY = "#,##0.00"
 FMT_MONEY0 = "#,##0"
