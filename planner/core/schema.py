@@ -164,6 +164,10 @@ COLUMNS: tuple[Column, ...] = (
            "quadratic (1-h^2)", default="const", choices=("const", "linear", "quadratic")),
     Column(W, "t_fixed_ms", "ms", NUMBER, "non-scaling prefill overhead (dispatch, communication)",
            default=0, minimum=0, maximum=1e9, fmt=FMT_NUM),
+    Column(W, "pass_fixed_ms", "ms", NUMBER, "part of t_fixed_ms paid once per forward pass, shared by the "
+           "requests a burst packs into one pass (blank: t_fixed_ms; calibrated from load tests at concurrency "
+           "> 1 only: 0, the fixed cost read per request, as those tests cannot tell the two apart)",
+           minimum=0, maximum=1e9, fmt=FMT_NUM),
     Column(W, "t_decode_ms", "ms", NUMBER, "decode chip time per request (unaffected by hits; blank: "
            "calibrated from Measurements tpot_ms, else estimated by the roofline; 0 leaves decode out)",
            default=0, minimum=0, maximum=1e9, fmt=FMT_NUM),
@@ -218,7 +222,7 @@ COLUMNS: tuple[Column, ...] = (
     Column(MEAS, "tpot_ms", "ms", NUMBER, "measured mean time per output token", minimum=0, min_open=True,
            maximum=1e9, fmt=FMT_NUM),
     Column(MEAS, "concurrency", "count", INT, "requests in flight during the test: a closed loop of this many "
-           "clients (the old header batch is read as concurrency)", default=1, minimum=1, maximum=1e9, fmt=FMT_INT),
+           "clients (the old header batch is read as concurrency)", default=1, minimum=1, maximum=65536, fmt=FMT_INT),
     Column(MEAS, "ttft_stat", "", CHOICE, "which statistic ttft_ms is: mean, median, p90 or p99", default="mean",
            choices=("mean", "median", "p90", "p99")),
     Column(MEAS, "request_rate", "requests/s", NUMBER, "open-loop arrival rate of the test (blank: a closed loop "

@@ -13,17 +13,20 @@ The model of one burst of ``c`` requests sent together (a closed-loop load test'
 Workloads ``concurrency``), each with ``u = N (1 - h)`` new tokens:
 
 * the engine is idle when the burst arrives and starts a pass as soon as the first request is
-  there, so the first request runs **alone**: its TTFT is the request-alone prefill ``P``;
-* the other ``n = c - 1`` requests wait for that pass and are then packed, in order, into passes
-  of ``M`` new tokens; request ``j`` (``j = 1..n``) ends in pass ``p_j = ceil(j u / M)``;
-* a pass costs a fixed ``F`` (``t_fixed_ms`` of the calibrated law: launch, scheduling,
-  sampling, paid once per pass, not once per request) plus the variable prefill work of the
-  tokens it holds; a request alone takes ``K = ceil(u / M)`` passes, so its variable work is
-  ``V = P - K F`` (floored at 0);
-* so pass ``p`` ends at ``P + p F + min(p M / u, n) V``, and
+  there, so the first pass holds only the first request's first ``min(u, M)`` tokens (a short
+  prompt runs alone: its TTFT is the request-alone prefill ``P``);
+* the others arrive during that pass; from then on every pass takes the next ``M`` prompt tokens
+  of the queue in order (the rest of the first prompt, then the others), splitting prompts across
+  passes; request ``j`` (0-based) ends in pass ``p_j = 1 + ceil(((j+1) u - min(u, M)) / M)``
+  (pass 1 when that is not positive), with ``D_j = min(min(u, M) + (p_j - 1) M, c u)`` prompt
+  tokens done by then;
+* a pass costs a fixed ``F`` (``pass_fixed_ms``, by default ``t_fixed_ms`` of the calibrated law:
+  launch, scheduling, sampling, paid once per pass, not once per request) plus the variable
+  prefill work of the tokens it holds, ``V / u`` per token; a request alone takes
+  ``K = ceil(u / M)`` passes, so ``V = P - K F`` (floored at 0);
 
 .. math::
-    TTFT_0 = P, \qquad TTFT_j = P + p_j F + \min(p_j M/u,\ n)\, V \quad (j = 1..n)
+    TTFT_j = p_j F + D_j V / u \quad (j = 0..c-1)
 
   the mean TTFT is their average over the ``c`` requests, a quantile their linear interpolation
   (numpy's default, as ``vllm bench serve`` computes percentiles).
@@ -48,7 +51,7 @@ import numpy as np
 from planner.equations.kvhit import excel_twin
 
 EPS = 1e-9            # tolerance of CEILING on a whole number of passes (j u / M = 2 exactly is 2 passes)
-MAX_CONCURRENCY = 65536   # enumerated per request; Workloads concurrency is capped at this in the schema
+MAX_CONCURRENCY = 65536   # enumerated per request; Workloads and Measurements concurrency are capped at this
 
 
 def _f(x):
@@ -64,8 +67,23 @@ def _tokens(isl, hit):
     return np.maximum(_f(isl) * (1 - _f(hit)), 1.0)
 
 
+def _passes(j, u, m_tok, c):
+    """Pass in which request ``j`` (0-based) gets its first token, and the prompt tokens done by the
+    end of that pass: the first pass holds the first request's first ``min(u, M)`` tokens alone,
+    then every pass takes ``M`` tokens of the stream in order."""
+    t1 = np.minimum(u, m_tok)
+    s = (j + 1) * u - t1                       # the request's last token, counted after the first pass
+    p = 1 + np.where(s > EPS, _ceil(np.maximum(s, 0.0) / m_tok), 0.0)
+    done = np.minimum(t1 + (p - 1) * m_tok, c * u)
+    return p, done
+
+
 def burst_values(new_tokens: float, concurrency: int, budget: float) -> tuple[np.ndarray, np.ndarray]:
     """Per request of one burst, the coefficients ``(a_j, b_j)`` of ``TTFT_j = a_j P + b_j F``.
+
+    Request ``j`` ends in pass ``p_j`` with ``D_j`` prompt tokens done by then:
+    ``TTFT_j = p_j F + D_j V / u`` with ``V = P - K F`` (``K`` passes alone), so
+    ``a_j = D_j / u`` and ``b_j = p_j - K D_j / u``.
 
     Parameters
     ----------
@@ -82,15 +100,9 @@ def burst_values(new_tokens: float, concurrency: int, budget: float) -> tuple[np
         raise ValueError(f"concurrency {concurrency} is outside [1, {MAX_CONCURRENCY}]")
     u = max(float(new_tokens), 1.0)
     m_tok = u if not np.isfinite(budget) else float(budget)
-    n = c - 1
     k_alone = float(_ceil(u / m_tok))
-    j = np.arange(1, n + 1, dtype=float)
-    p = _ceil(j * u / m_tok)
-    done = np.minimum(p * m_tok / u, n)
-    # TTFT_j = P + p F + done (P - K F) = (1 + done) P + (p - K done) F
-    a = np.concatenate([[1.0], 1.0 + done])
-    b = np.concatenate([[0.0], p - k_alone * done])
-    return a, b
+    p, done = _passes(np.arange(c, dtype=float), u, m_tok, c)
+    return done / u, p - k_alone * done / u
 
 
 def burst_coefficients(new_tokens, concurrency, budget, num_requests=np.nan, stat="mean"):
@@ -117,24 +129,24 @@ def burst_coefficients(new_tokens, concurrency, budget, num_requests=np.nan, sta
     c = max(1, min(c, r_tot))
     waves, rest = divmod(r_tot, c)
     a_full, b_full = burst_values(new_tokens, c, budget)
-    parts_a, parts_b = [np.tile(a_full, waves)], [np.tile(b_full, waves)]
-    if rest:
-        a_r, b_r = burst_values(new_tokens, rest, budget)
-        parts_a.append(a_r)
-        parts_b.append(b_r)
-    a, b = np.concatenate(parts_a), np.concatenate(parts_b)
+    a_r, b_r = burst_values(new_tokens, rest, budget) if rest else (np.zeros(0), np.zeros(0))
     if stat == "mean":
-        return float(a.mean()), float(b.mean())
+        return (float((waves * a_full.sum() + a_r.sum()) / r_tot),
+                float((waves * b_full.sum() + b_r.sum()) / r_tot))
     q = {"median": 0.5, "p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}[stat]
-    # order statistics: within a burst TTFT is non-decreasing in j; across bursts sort by a value
-    # at a representative F/P (the order is the same for every F, P >= 0 within a burst, and the
-    # bursts are copies of one another but for the last)
+    # order statistics without listing R values: each value of the full burst occurs `waves`
+    # times, each of the last burst once; within a burst TTFT = a P + b F is non-decreasing in j
+    # (for P >= K F, F >= 0); across bursts the values are ordered by a, then b
+    a = np.concatenate([a_full, a_r])
+    b = np.concatenate([b_full, b_r])
+    count = np.concatenate([np.full(len(a_full), waves), np.ones(len(a_r), dtype=int)])
     order = np.lexsort((b, a))
-    a, b = a[order], b[order]
-    x = q * (len(a) - 1)
-    i0 = int(np.floor(x))
-    i1 = min(i0 + 1, len(a) - 1)
-    fr = x - i0
+    a, b, cum = a[order], b[order], np.cumsum(count[order])
+    x = q * (r_tot - 1)
+    k0 = int(np.floor(x))
+    k1 = min(k0 + 1, r_tot - 1)
+    i0, i1 = (int(np.searchsorted(cum, k, side="right")) for k in (k0, k1))
+    fr = x - k0
     return float(a[i0] + fr * (a[i1] - a[i0])), float(b[i0] + fr * (b[i1] - b[i0]))
 
 
@@ -142,9 +154,10 @@ def burst_ttft_ms(prefill, t_fixed, isl, hit, concurrency, budget, q=np.nan):
     r"""TTFT of a burst of ``c`` requests packed into forward passes of ``M`` new tokens.
 
     .. math::
-        \overline{TTFT} = \frac{1}{c}\Big(cP + F \sum_{j=1}^{c-1} p_j + V \sum_{j=1}^{c-1}
-        \min(p_j M/u,\ c-1)\Big),\quad p_j = \lceil j u / M \rceil,\ V = \max(P - \lceil u/M \rceil F, 0)
+        \overline{TTFT} = \frac{1}{c} \sum_{j=0}^{c-1} \big(p_j F + D_j V / u\big),\quad
+        V = \max(P - \lceil u/M \rceil F,\ 0)
 
+    with ``p_j``, ``D_j`` the pass and tokens done of request ``j`` (module docstring);
     a quantile ``q`` the linear interpolation of the ordered ``TTFT_j`` at position ``q (c-1)``.
 
     Parameters
@@ -168,41 +181,38 @@ def burst_ttft_ms(prefill, t_fixed, isl, hit, concurrency, budget, q=np.nan):
         if not (np.isfinite(c[i]) and np.isfinite(P[i])):
             continue
         u = float(_tokens(N[i], H[i]))
-        a, b = burst_values(u, c[i], M[i])
-        k_alone = float(_ceil(u / (u if not np.isfinite(M[i]) else M[i])))
-        v = P[i] - k_alone * F[i]
-        if v < 0:   # the fit's fixed cost exceeds the request's own passes: no variable work left
-            vals = np.concatenate([[P[i]], P[i] + (b[1:] + k_alone * (a[1:] - 1)) * F[i]])
-        else:
-            vals = a * P[i] + b * F[i]
+        m_tok = u if not np.isfinite(M[i]) else float(M[i])
+        k_alone = float(_ceil(u / m_tok))
+        p, done = _passes(np.arange(int(round(c[i])), dtype=float), u, m_tok, c[i])
+        v = max(P[i] - k_alone * F[i], 0.0)   # floored: the fit's fixed cost may exceed the request's passes
+        vals = p * F[i] + done * v / u
         qq = Q[i] if np.isfinite(Q[i]) else 0.0
         out[i] = vals.mean() if qq <= 0 else np.quantile(vals, qq)
     return out
 
 
-def _xl_value(j, prefill, t_fixed, u, budget, n, v):
-    """Excel text of TTFT_j (j a number or an expression; 0: the first request)."""
-    p = f"CEILING(MAX({j},1)*{u}/{budget}-{EPS:g},1)"
-    return f"({prefill}+({j}>0)*({p}*{t_fixed}+MIN({p}*{budget}/{u},{n})*{v}))"
+def _xl_value(j, t_fixed, u, budget, c, v):
+    """Excel text of TTFT_j, request ``j`` (0-based; a number, a cell or an array expression)."""
+    t1 = f"MIN({u},{budget})"
+    sj = f"(({j}+1)*{u}-{t1})"
+    p = f"(1+({sj}>{EPS:g})*CEILING(ABS({sj})/{budget}-{EPS:g},1))"   # ABS: element-wise (MAX is not)
+    done = f"(({t1}+({p}-1)*{budget}<{c}*{u})*({t1}+({p}-1)*{budget})+({t1}+({p}-1)*{budget}>={c}*{u})*{c}*{u})"
+    return f"({p}*{t_fixed}+{done}*{v}/{u})"
 
 
 @excel_twin(burst_ttft_ms)
 def _(prefill, t_fixed, isl, hit, concurrency, budget, q=None):
     u = f"MAX({isl}*(1-{hit}),1)"
     m = f"IF(ISNUMBER({budget}),{budget},{u})"
-    n = f"({concurrency}-1)"
+    c = concurrency
     v = f"MAX({prefill}-CEILING({u}/{m}-{EPS:g},1)*{t_fixed},0)"
     if q is None:
-        j = f'ROW(INDIRECT("1:"&MAX(1,{n})))'
-        p = f"CEILING({j}*{u}/{m}-{EPS:g},1)"
-        d = f"({p}*{m}/{u})"
-        sums = (f"({concurrency}>1)*(SUMPRODUCT({p})*{t_fixed}"
-                f"+SUMPRODUCT(({d}<{n})*{d}+({d}>={n})*{n})*{v})")
-        body = f"({concurrency}*{prefill}+{sums})/{concurrency}"
+        j = f'(ROW(INDIRECT("1:"&{c}))-1)'
+        body = f"SUMPRODUCT({_xl_value(j, t_fixed, u, m, c, v)})/{c}"
     else:
-        x = f"({q}*{n})"
+        x = f"({q}*({c}-1))"
         i0 = f"INT({x})"
-        lo = _xl_value(i0, prefill, t_fixed, u, m, n, v)
-        hi = _xl_value(f"MIN({i0}+1,{n})", prefill, t_fixed, u, m, n, v)
+        lo = _xl_value(i0, t_fixed, u, m, c, v)
+        hi = _xl_value(f"MIN({i0}+1,{c}-1)", t_fixed, u, m, c, v)
         body = f"{lo}+({x}-{i0})*({hi}-{lo})"
-    return f'IF(ISNUMBER({concurrency}),{body},"")'
+    return f'IF(ISNUMBER({c}),{body},"")'

@@ -288,13 +288,13 @@ RESULTS: tuple[Out, ...] = (
         description="mean wait for the prefill at the load (M/G/1, prefills before decode steps)",
         label="Mean wait for the prefill at the planned load"),
     out("ttft_load_ms", "ms", FMT_MS, q.ttft_load_ms, "ttft_ms", "prefill_wait_ms", "concurrency",
-        "t_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", description="mean TTFT users see at the row's load: wait + the request-alone ttft_ms",
+        "pass_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", description="mean TTFT users see at the row's load: wait + the request-alone ttft_ms",
         label="Time to first token at the planned load (mean)"),
     out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms",
         "decode_step_ms", description="90th percentile of the wait for the prefill (exponential tail)",
         label="Wait for the prefill at the planned load, p90"),
     out("ttft_load_p90_ms", "ms", FMT_MS, q.ttft_load_p90_ms, "ttft_ms", "prefill_wait_p90_ms", "concurrency",
-        "t_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", description="90th percentile TTFT at the row's load", label="Time to first token at the planned load, p90"),
+        "pass_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", description="90th percentile TTFT at the row's load", label="Time to first token at the planned load, p90"),
     out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
         "prefill_wait_ms", "concurrency", description="mean time per output token at the row's load (decode-step law, prefills "
         "interleaved)", label="Time per output token at the planned load"),
@@ -345,10 +345,10 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
         "target_utilization", "concurrency_rps"),
     out("prefill_wait_ms", "ms", FMT_MS, q.wait_mean_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms"),
     out("ttft_load_ms", "ms", FMT_MS, q.ttft_load_ms, "ttft_ms", "prefill_wait_ms", "concurrency",
-        "t_fixed_ms", "isl", "hit", "max_num_batched_tokens", description="mean TTFT at the load this hit plans for"),
+        "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens", description="mean TTFT at the load this hit plans for"),
     out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms"),
     out("ttft_load_p90_ms", "ms", FMT_MS, q.ttft_load_p90_ms, "ttft_ms", "prefill_wait_p90_ms", "concurrency",
-        "t_fixed_ms", "isl", "hit", "max_num_batched_tokens"),
+        "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens"),
     out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
         "prefill_wait_ms", "concurrency"),
 )
@@ -434,6 +434,9 @@ def resolve(models: pd.DataFrame, gpus: pd.DataFrame, workloads: pd.DataFrame,
             gen = gpus["pcie_gen"].to_numpy(dtype=object)[idx] if "pcie_gen" in gpus else np.full(len(idx), None)
             by_gen = np.array([PCIE_GEN_GBPS[5] if g == 5 else PCIE_GEN_GBPS[4] for g in gen], dtype=float)
             values = np.where(blank, by_gen, pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
+        elif rc.name == "pass_fixed_ms":  # the fixed cost per forward pass: typed (or calibrated), else t_fixed_ms
+            values = np.where(blank, out["t_fixed_ms"].to_numpy(dtype=float),
+                              pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
         elif rc.name == "kv_gbps":  # effective KV load bandwidth: typed (or calibrated), else pcie_gbps
             values = np.where(blank, out["pcie_gbps"].to_numpy(dtype=float),
                               pd.to_numeric(pd.Series(raw), errors="coerce").to_numpy())
@@ -502,6 +505,8 @@ def resolved_formula(rc: ResolvedCol, ref: Callable[[str], str], wl: Callable[[s
         return f"IF(ISNUMBER({x}),{x},{ref('hit_measured')})"
     if rc.name == "kv_gbps":
         return f"IF(ISNUMBER({x}),{x},{ref('pcie_gbps')})"
+    if rc.name == "pass_fixed_ms":
+        return f"IF(ISNUMBER({x}),{x},{ref('t_fixed_ms')})"
     test = "ISTEXT" if rc.text else "ISNUMBER"
     if rc.name in SETTING_DEFAULTS:
         return f"IF({test}({x}),{x},{SETTING_DEFAULTS[rc.name]})"
