@@ -244,8 +244,11 @@ def test_located_warnings_for_targets_no_count_meets(tmp_path):
     assert any("tpot_slo_ms 2 is not above one request's decode step" in t for t in text)
     assert any("Workloads row 3 (no-demand-slo): latency targets without demand_tpm" in t for t in text)
     assert any("Workloads row 4 (huge-conc): concurrency 500 exceeds the 126 full-length requests" in t for t in text)
-    # fixed concurrency 8: TTFT p90 = 400 x (1 + 0.9 x 7) = 2,920 ms > 2,000; TPOT = s0 + 8 s1 + 7 ms > 20 ms;
-    # the count is throughput or concurrency, never the open-loop targets
-    assert any("(conc-slo): at concurrency 8 the TTFT (p90) is 2,920 ms, above ttft_slo_ms 2,000" in t for t in text)
+    # fixed concurrency 8: TTFT p90 = 2,960 ms > 2,000 (the packed burst of "fixed-conc" above: 2857.6 +
+    # 0.3 x 342.4); TPOT = s0 + 8 s1 + 7 ms > 20 ms; the count is throughput or concurrency, never the
+    # open-loop targets
+    assert any("(conc-slo): at concurrency 8 the TTFT (p90) is 2,960 ms, above ttft_slo_ms 2,000" in t for t in text)
+    assert any("(conc-slo): TTFT at concurrency 8 packs the burst's prefills into passes of 8,192 new tokens" in t
+               for t in text)
     assert any("(conc-slo): at concurrency 8 the TPOT is" in t and "above tpot_slo_ms 20" in t for t in text)
     assert r.loc["conc-slo", "binding"] == "concurrency" and np.isnan(r.loc["conc-slo", "instances_ttft"])

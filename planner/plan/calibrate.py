@@ -163,6 +163,14 @@ def fit_deployments(measurements, models: dict, gpus: dict,
             with_c1 = bool(np.any(load["concurrency"] <= 1))
             if not with_c1 and np.any(load["fixed_coef"] != 0):
                 fit.pass_fixed = 0.0
+                fit.notes.append("every point is at concurrency > 1: a fixed cost per forward pass cannot be told "
+                                 "from per-request work, so t_fixed is read per request (pass_fixed_ms 0); add "
+                                 "points at concurrency 1 to tell them apart")
+            if np.any(load["concurrency"] > 1):
+                fit.notes.append(f"load tests at concurrency > 1 are read with the prefills of each wave packed into "
+                                 f"forward passes of {', '.join(f'{b:,.0f}' for b in sorted(set(load['budget'])))} new "
+                                 f"tokens (max_num_batched_tokens: the row's, else Settings; 8192 is vLLM's default "
+                                 f"on GPUs of 70 GiB or more)")
             for _ in range(100 if with_c1 and np.any(load["fixed_coef"] != 0) else 0):
                 p_new = load_tests.prefill_given_fixed(load, r["t_fixed"])
                 if np.max(np.abs(p_new - pts["ttft_ms"].to_numpy()) / p_new) < 1e-12:
