@@ -39,6 +39,18 @@ def test_closed_forms_match_the_simulated_scheduler(P, F, u, c, R):
             float(np.quantile(ttft[:c], 0.9)), rel=1e-8)
 
 
+@pytest.mark.parametrize("P,F,u,c,R", [x for x in CASES if x[4] % x[3] == 0])
+def test_wave_time_and_closed_loop_rate_match_the_simulation(P, F, u, c, R):
+    s0, s1, osl = 10.0, 0.2, 50
+    ttft, _tpot, _b = simulate(P, s0, s1, osl, clients=c, n=R, budget=8192.0, tokens=u, pass_fixed=F, stagger=1e-7)
+    # the wave's prefills hold the GPU until its last first token; then osl steps over c requests
+    assert float(pp.wave_prefill_ms(P, F, u, 0.0, c, 8192.0)) == pytest.approx(max(ttft[:c]), rel=1e-8)
+    end = R / c * (max(ttft[:c]) + osl * (s0 + s1 * c))          # the waves follow one another
+    assert float(q.closed_loop_rate(c, P, osl, s0, s1, F, u, 0.0, 8192.0)) == pytest.approx(R * 1000 / end, rel=1e-8)
+    # a budget of one prompt per pass: the serial wave c P
+    assert float(pp.wave_prefill_ms(P, F, u, 0.0, c, u)) == pytest.approx(c * P, rel=1e-12)
+
+
 def test_hand_calculated_burst():
     # P = 223 ms, F = 106.8 ms (QwQ-32B on 4x H100 at 4000 tokens, the c = 1 fit of
     # tests/test_published_load.py), c = 16, M = 8192. V = 223 - 106.8 = 116.2 ms, 0.02905 ms/token.
@@ -46,6 +58,8 @@ def test_hand_calculated_burst():
     # tokens done D = min(4000 + (p-1) 8192, 64000): 4000, 12192, 20384, ..., 61344, 64000;
     # TTFT = p F + D V/u: 223.0; 567.7776, 912.5552, 1257.3328, 1602.1104, 1946.888, 2291.6656,
     # 2636.4432 (two each); 2820.4. Sum 25472.9456, mean / 16 = 1592.0591 ms (serial: 223 x 8.5 = 1895.5).
+    # The wave holds the GPU until the last first token: 9 passes x 106.8 + 16 x 116.2 = 2820.4 ms.
+    assert float(pp.wave_prefill_ms(223.0, 106.8, 4000, 0.0, 16, 8192)) == pytest.approx(2820.4, rel=1e-12)
     assert float(pp.burst_ttft_ms(223.0, 106.8, 4000, 0.0, 16, 8192)) == pytest.approx(1592.0591, rel=1e-12)
     # p90: sorted, indices 13 and 14 are the two 2636.4432 (index 0: 223, 1-2: 567.7776, ..., 15: 2820.4);
     # position 0.9 x 15 = 13.5 lies between them: 2636.4432
@@ -91,9 +105,11 @@ def test_excel_twin_recalculates_in_libreoffice(tmp_path, recalc):
         cells = [f"{'ABCDEF'[k]}{r + 1}" for k in range(6)]
         ws.write_formula(r, 6, "=" + pp.burst_ttft_ms.xl(*cells), None, 0)
         ws.write_formula(r, 7, "=" + pp.burst_ttft_ms.xl(*cells, q="0.9"), None, 0)
+        ws.write_formula(r, 8, "=" + pp.wave_prefill_ms.xl(*cells), None, 0)
     wb.close()
     got = openpyxl.load_workbook(recalc(path), data_only=True)["T"]
     for r, (P, F, n, h, c, m) in enumerate(rows):
         m = np.nan if m == "" else m
         assert got.cell(r + 1, 7).value == pytest.approx(float(pp.burst_ttft_ms(P, F, n, h, c, m)), rel=1e-9)
         assert got.cell(r + 1, 8).value == pytest.approx(float(pp.burst_ttft_ms(P, F, n, h, c, m, 0.9)), rel=1e-9)
+        assert got.cell(r + 1, 9).value == pytest.approx(float(pp.wave_prefill_ms(P, F, n, h, c, m)), rel=1e-9)

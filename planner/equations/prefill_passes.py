@@ -216,3 +216,37 @@ def _(prefill, t_fixed, isl, hit, concurrency, budget, q=None):
         hi = _xl_value(f"MIN({i0}+1,{c}-1)", t_fixed, u, m, c, v)
         body = f"{lo}+({x}-{i0})*({hi}-{lo})"
     return f'IF(ISNUMBER({c}),{body},"")'
+
+
+def wave_prefill_ms(prefill, t_fixed, isl, hit, concurrency, budget):
+    r"""GPU time the prefills of one burst of ``c`` hold the instance: until the last first token.
+
+    .. math:: T = p_{c-1} F + c V, \quad p_{c-1} = 1 + \lceil (c u - \min(u, M)) / M \rceil
+
+    (the last request's pass; ``c V`` the variable work of all ``c`` prompts). A budget of one
+    prompt per pass gives ``c P``, the serial wave.
+
+    Parameters
+    ----------
+    prefill, t_fixed, isl, hit, concurrency, budget : as :func:`burst_ttft_ms`
+
+    Returns
+    -------
+    numeric, T [ms] (NaN without concurrency)
+    """
+    P, F, N, H, c, M = np.broadcast_arrays(_f(prefill), _f(t_fixed), _f(isl), _f(hit), _f(concurrency), _f(budget))
+    u = _tokens(N, H)
+    m_tok = np.where(np.isfinite(M), M, u)
+    v = np.maximum(P - _ceil(u / m_tok) * F, 0.0)
+    p_last, _done = _passes(c - 1, u, m_tok, c)
+    return np.where(np.isfinite(c), p_last * F + c * v, np.nan)
+
+
+@excel_twin(wave_prefill_ms)
+def _(prefill, t_fixed, isl, hit, concurrency, budget):
+    u = f"MAX({isl}*(1-{hit}),1)"
+    m = f"IF(ISNUMBER({budget}),{budget},{u})"
+    v = f"MAX({prefill}-CEILING({u}/{m}-{EPS:g},1)*{t_fixed},0)"
+    s_last = f"({concurrency}*{u}-MIN({u},{m}))"
+    p_last = f"(1+({s_last}>{EPS:g})*CEILING(ABS({s_last})/{m}-{EPS:g},1))"
+    return f'IF(ISNUMBER({concurrency}),{p_last}*{t_fixed}+{concurrency}*{v},"")'

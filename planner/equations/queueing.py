@@ -161,11 +161,14 @@ def _(step, step_fixed, batch):
 
 
 # --------------------------------------------------------------------------- the load
-def closed_loop_rate(concurrency, prefill, osl, s0, s1):
+def closed_loop_rate(concurrency, prefill, osl, s0, s1, t_fixed=np.nan, isl=np.nan, hit=np.nan, budget=np.nan):
     r"""Requests/s one instance completes holding ``c`` requests in flight (Workloads concurrency).
 
-    Every cycle of a client holds the other clients' prefills and ``osl`` decode steps over the
-    batch, and the GPU is never idle: ``X(c) = c / (cP + OSL\, s(c))``.
+    Every cycle of a client holds the wave's prefills and ``osl`` decode steps over the batch, and
+    the GPU is never idle: ``X(c) = c / (T + OSL\, s(c))`` with ``T`` the wave's prefill time,
+    ``cP`` for prefills one after another, and with batched prefill (``budget``, the pass budget
+    ``max_num_batched_tokens``, and ``t_fixed`` the fixed cost per pass)
+    :func:`planner.equations.prefill_passes.wave_prefill_ms`.
 
     Parameters
     ----------
@@ -173,18 +176,28 @@ def closed_loop_rate(concurrency, prefill, osl, s0, s1):
     prefill : numeric, P [ms]
     osl : numeric, output length [tokens]
     s0, s1 : numeric, decode-step law [ms], [ms per request]
+    t_fixed : numeric, fixed cost per forward pass [ms]; isl [tokens]; hit [fraction]
+    budget : numeric, new tokens per forward pass (NaN: one request per pass) [tokens]
 
     Returns
     -------
     numeric, requests/s per instance (NaN without concurrency)
     """
     c = _f(concurrency)
-    return _div(c * C.MS_PER_S, c * _f(prefill) + _f(osl) * (_f(s0) + _f(s1) * c))
+    if np.all(np.isnan(_f(budget))):
+        wave = c * _f(prefill)
+    else:
+        f0 = np.where(np.isnan(_f(t_fixed)), 0.0, _f(t_fixed))
+        wave = pp.wave_prefill_ms(prefill, f0, np.where(np.isnan(_f(isl)), 1.0, _f(isl)),
+                                  np.where(np.isnan(_f(hit)), 0.0, _f(hit)), c, budget)
+    return _div(c * C.MS_PER_S, wave + _f(osl) * (_f(s0) + _f(s1) * c))
 
 
 @excel_twin(closed_loop_rate)
-def _(concurrency, prefill, osl, s0, s1):
-    return (f'IF(ISNUMBER({concurrency}),{concurrency}*{N.MS_PER_S}/({concurrency}*{prefill}+{osl}*({s0}+{s1}*'
+def _(concurrency, prefill, osl, s0, s1, t_fixed=None, isl=None, hit=None, budget=None):
+    wave = (f"{concurrency}*{prefill}" if budget is None else
+            pp.wave_prefill_ms.xl(prefill, t_fixed, isl, hit, concurrency, budget))
+    return (f'IF(ISNUMBER({concurrency}),{concurrency}*{N.MS_PER_S}/({wave}+{osl}*({s0}+{s1}*'
             f'{concurrency})),"")')
 
 

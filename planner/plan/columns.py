@@ -274,7 +274,7 @@ RESULTS: tuple[Out, ...] = (
         description="which constraint set instances_needed: throughput, ttft_slo, tpot_slo, hbm or concurrency",
         label="What sets the instance count"),
     out("concurrency_rps", "requests/s", FMT_MS, q.closed_loop_rate, "concurrency", "ttft_ms", "osl",
-        "step_weights_ms", "step_kv_ms", description="requests/s one instance completes holding Workloads "
+        "step_weights_ms", "step_kv_ms", "pass_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", description="requests/s one instance completes holding Workloads "
         "concurrency requests in flight (blank without concurrency)",
         label="Requests per second per instance at the fixed concurrency"),
     out("load_rps", "requests/s", FMT_MS, q.load_rate, "demand_tpm", "isl", "osl", "instances_needed",
@@ -335,7 +335,7 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
     out("instances_hbm", "count", FMT_INT, q.instances_hbm, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
         "step_kv_ms", "t_decode_ms", "decode_step_ms", "max_batch_fit", "ttft_slo_ms", "tpot_slo_ms"),
     out("concurrency_rps", "requests/s", FMT_MS, q.closed_loop_rate, "concurrency", "ttft_ms", "osl",
-        "step_weights_ms", "step_kv_ms"),
+        "step_weights_ms", "step_kv_ms", "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens"),
     out("instances_concurrency", "count", FMT_INT, q.instances_concurrency, "demand_rps", "concurrency_rps",
         "concurrency"),
     out("instances_needed", "count", FMT_INT, q.instances_slo, "instances_throughput", "instances_ttft",
