@@ -164,10 +164,6 @@ COLUMNS: tuple[Column, ...] = (
            "quadratic (1-h^2)", default="const", choices=("const", "linear", "quadratic")),
     Column(W, "t_fixed_ms", "ms", NUMBER, "non-scaling prefill overhead (dispatch, communication)",
            default=0, minimum=0, maximum=1e9, fmt=FMT_NUM),
-    Column(W, "pass_fixed_ms", "ms", NUMBER, "part of t_fixed_ms paid once per forward pass, shared by the "
-           "requests a burst packs into one pass (blank: t_fixed_ms; calibrated from load tests at concurrency "
-           "> 1 only: 0, the fixed cost read per request, as those tests cannot tell the two apart)",
-           minimum=0, maximum=1e9, fmt=FMT_NUM),
     Column(W, "t_decode_ms", "ms", NUMBER, "decode chip time per request (unaffected by hits; blank: "
            "calibrated from Measurements tpot_ms, else estimated by the roofline; 0 leaves decode out)",
            default=0, minimum=0, maximum=1e9, fmt=FMT_NUM),
@@ -185,9 +181,6 @@ COLUMNS: tuple[Column, ...] = (
     Column(W, "concurrency", "count", INT, "requests in flight per instance, fixed (a load tester's or a server's "
            "concurrency limit: a burst of this many per instance); blank: the load demand_tpm implies, open loop",
            minimum=1, maximum=65536, fmt=FMT_INT),
-    Column(W, "max_num_batched_tokens", "tokens", INT, "new prompt tokens the server packs into one forward pass "
-           "(vLLM --max-num-batched-tokens; a burst at Workloads concurrency is packed into passes of this many; "
-           "blank: Settings max_num_batched_tokens)", minimum=1, maximum=1e9, fmt=FMT_INT),
     Column(W, "ttft_slo_ms", "ms", NUMBER, "time-to-first-token target at the planned load, on the statistic "
            "slo_percentile names (blank: none)", minimum=0, min_open=True, maximum=1e9, fmt=FMT_NUM),
     Column(W, "tpot_slo_ms", "ms", NUMBER, "time-per-output-token target at the planned load, on the mean "
@@ -206,6 +199,13 @@ COLUMNS: tuple[Column, ...] = (
            "compounded over Settings periods (blank: Settings demand_growth)", minimum=-1, maximum=10,
            fmt=FMT_PCT),
     # ---------------------------------------------------------------- Measurements (optional)
+    Column(W, "pass_fixed_ms", "ms", NUMBER, "part of t_fixed_ms paid once per forward pass, shared by the "
+           "requests a burst packs into one pass (blank: t_fixed_ms; calibrated from load tests at concurrency "
+           "> 1 only: 0, the fixed cost read per request, as those tests cannot tell the two apart)",
+           minimum=0, maximum=1e9, fmt=FMT_NUM),
+    Column(W, "max_num_batched_tokens", "tokens", INT, "new prompt tokens the server packs into one forward pass "
+           "(vLLM --max-num-batched-tokens; a burst at Workloads concurrency is packed into passes of this many; "
+           "blank: Settings max_num_batched_tokens)", minimum=1, maximum=1e9, fmt=FMT_INT),
     Column(MEAS, "model", "", TEXT, "a model of the Models sheet (or the model catalog)", True, ref=M),
     Column(MEAS, "gpu", "", TEXT, "a GPU of the GPUs sheet (or the GPU catalog)", True, ref=G),
     Column(MEAS, "tp", "count", INT, "tensor-parallel size of the measured deployment", True,
@@ -229,9 +229,6 @@ COLUMNS: tuple[Column, ...] = (
            "at concurrency)", minimum=0, min_open=True, maximum=1e9, fmt=FMT_NUM),
     Column(MEAS, "num_requests", "count", INT, "requests completed in the test", minimum=1, maximum=1e12,
            fmt=FMT_INT),
-    Column(MEAS, "max_num_batched_tokens", "tokens", INT, "the tested server's new prompt tokens per forward pass "
-           "(vLLM --max-num-batched-tokens; blank: Settings max_num_batched_tokens)", minimum=1, maximum=1e9,
-           fmt=FMT_INT),
     Column(MEAS, "duration_s", "s", NUMBER, "wall-clock duration of the test", minimum=0, min_open=True,
            maximum=1e9, fmt=FMT_NUM),
     Column(MEAS, "ttft_p50_ms", "ms", NUMBER, "median time to first token", minimum=0, min_open=True,
@@ -249,6 +246,9 @@ COLUMNS: tuple[Column, ...] = (
     Column(MEAS, "total_throughput", "tokens/s", NUMBER, "measured input + output tokens per second",
            minimum=0, min_open=True, maximum=1e15, fmt=FMT_NUM),
     Column(MEAS, "source", "", TEXT, "where the row came from: the result file and the run in it"),
+    Column(MEAS, "max_num_batched_tokens", "tokens", INT, "the tested server's new prompt tokens per forward pass "
+           "(vLLM --max-num-batched-tokens; blank: Settings max_num_batched_tokens)", minimum=1, maximum=1e9,
+           fmt=FMT_INT),
     # ---------------------------------------------------------------- Demand (optional)
     Column(DEM, "workload", "", TEXT, "a workload of the Workloads sheet", True, ref=W),
     Column(DEM, "period", "", TEXT, "planning period, e.g. 2027-Q1", True),
