@@ -11,6 +11,15 @@ Written for the tests of :mod:`planner.equations.queueing` and sharing no code w
 
 Arrivals: open loop (Poisson at ``rate`` per ms) or closed loop (``c`` clients started together,
 each sending its next request the moment the previous one completes, ``num_requests`` in all).
+
+Batched prefill (``budget`` given, issue 16 "under load"): instead of one prefill per step, a step
+is one forward pass over up to ``budget`` new prompt tokens taken from the waiting requests in
+order, a prompt of ``tokens`` new tokens split across passes when it does not fit (chunked
+prefill, as vLLM's scheduler fills ``max_num_batched_tokens``); a request's first token comes at
+the end of the pass that holds its last prompt token. A pass costs ``pass_fixed`` plus the
+variable work of its tokens, ``(prefill - passes_alone * pass_fixed) / tokens`` per token, so a
+request alone still takes ``prefill``. Requests sent at the same instant reach the server
+``stagger`` ms apart (the engine starts a pass as soon as one request is there).
 """
 
 from __future__ import annotations
@@ -20,7 +29,8 @@ from collections import deque
 
 
 def simulate(prefill: float, s0: float, s1: float, osl: int, *, rate: float | None = None,
-             n: int = 10_000, clients: int | None = None, seed: int = 1):
+             n: int = 10_000, clients: int | None = None, seed: int = 1, budget: float | None = None,
+             tokens: float = 1.0, pass_fixed: float = 0.0, stagger: float = 0.0):
     """Run the instance; returns (ttft list, tpot list, time-average decode batch), per request in
     order of arrival (ttft: arrival to first token; tpot: first token to last / osl)."""
     rng = random.Random(seed)
@@ -31,7 +41,11 @@ def simulate(prefill: float, s0: float, s1: float, osl: int, *, rate: float | No
             arrivals.append(t)
         pending = deque(arrivals)           # not yet arrived
     else:
-        pending = deque([0.0] * min(clients, n))
+        pending = deque([k * stagger for k in range(min(clients, n))])
+    alone = 1
+    while budget is not None and alone * budget < tokens - 1e-9:
+        alone += 1                           # passes a prompt takes alone
+    per_token = (prefill - alone * pass_fixed) / tokens
     sent = len(pending)
     waiting: deque = deque()                # (request id, arrival) in the prefill queue
     decoding: list = []                     # [request id, tokens left, first-token time]
@@ -46,10 +60,27 @@ def simulate(prefill: float, s0: float, s1: float, osl: int, *, rate: float | No
         while pending and pending[0] <= t:
             a = pending.popleft()
             arrival_of[next_id] = a
-            waiting.append((next_id, a))
+            waiting.append([next_id, a, 0.0])   # request id, arrival, prompt tokens done
             next_id += 1
+        if waiting and budget is not None:
+            room, finished = budget, []
+            while waiting and room > 1e-9:
+                head = waiting[0]
+                left = tokens - head[2]
+                take = min(left, room)
+                room -= take
+                head[2] += take
+                if head[2] >= tokens - 1e-9:
+                    finished.append(waiting.popleft())
+            step = pass_fixed + (budget - room) * per_token
+            batch_area += len(decoding) * step
+            t += step
+            for rid, a, _ in finished:
+                ttft[rid] = t - a
+                decoding.append([rid, osl, t])
+            continue
         if waiting:
-            rid, a = waiting.popleft()
+            rid, a, _ = waiting.popleft()
             t0 = max(t, a)
             batch_area += len(decoding) * (t0 + prefill - t)
             t = t0 + prefill
@@ -60,15 +91,16 @@ def simulate(prefill: float, s0: float, s1: float, osl: int, *, rate: float | No
             step = s0 + s1 * len(decoding)
             batch_area += len(decoding) * step
             t += step
-            still = []
+            still, k = [], 0
             for r in decoding:
                 r[1] -= 1
                 if r[1] <= 0:
                     tpot[r[0]] = (t - r[2]) / osl
                     done += 1
                     if clients is not None and sent < n:   # the client sends its next request now
-                        pending.append(t)
+                        pending.append(t + k * stagger)
                         sent += 1
+                        k += 1
                 else:
                     still.append(r)
             decoding = still

@@ -57,6 +57,9 @@ from sim_instance import simulate  # noqa: E402
 S_8B = 131_072.0                       # hand calc: 2*32*8*128*2 (Llama-3.1-8B, BF16, tp 1)
 T_FIXED, K_ATTN, K_FFN, B_EFF = 15.0, 1.5e-6, 0.06, 18.0   # the deployment the load tests come from
 S0, S1, OSL = 10.0, 0.2, 100           # its decode-step law [ms], [ms/request] and output length
+# the simulated server packs prefills into passes of 8192 new tokens (Settings max_num_batched_tokens,
+# default); tests at c > 1 alone read the fixed cost per request (pass_fixed 0), so it is simulated so
+SIM = dict(budget=8192.0, pass_fixed=0.0, stagger=1e-7)
 PTS = [(1024, 0.0), (4096, 0.0), (8192, 0.0), (16384, 0.0), (8192, 0.8), (16384, 0.5)]
 WL = [{"workload": "chat", "model": "Llama-3.1-8B", "gpu": "H100", "tp": 1, "isl": 6000, "osl": OSL,
        "hit_target": 0.3, "batch": 8}]
@@ -73,7 +76,7 @@ def _sim_rows(c, R, stat="mean", with_throughput=False):
     out = []
     for isl, hit in PTS:
         p = float(ttft_law(isl, hit, T_FIXED, K_ATTN, K_FFN, S_8B, B_EFF))
-        ttft, _tpot, _b = simulate(p, S0, S1, OSL, clients=c, n=R)
+        ttft, _tpot, _b = simulate(p, S0, S1, OSL, clients=c, n=R, tokens=isl * (1 - hit), **SIM)
         value = float(np.mean(ttft)) if stat == "mean" else float(np.quantile(ttft, 0.9))
         row = {"model": "Llama-3.1-8B", "gpu": "H100", "tp": 1, "isl": isl, "hit": hit, "ttft_ms": value,
                "concurrency": c, "num_requests": R, "ttft_stat": stat, "osl": OSL}
@@ -113,10 +116,13 @@ def test_old_way_row_at_concurrency_is_read_with_the_model_and_warned(tmp_path):
         del row["num_requests"], row["ttft_stat"], row["osl"]
     plan = _plan(tmp_path, rows)
     r = plan.resolved.iloc[0]
-    assert r["t_ffn0_ms"] == pytest.approx(360.0, rel=1e-4)     # one wave of 16: TTFT / 8.5
+    assert r["t_ffn0_ms"] == pytest.approx(360.0, rel=1e-4)     # one wave of 16, packed
+    # hand calc, row 2 (1024 tokens, 16 requests, passes of 8192): the first request alone (1024
+    # tokens done), requests 2-9 end in pass 2 (9216 done), 10-16 in pass 3 (16384 done): TTFT =
+    # done / 1024 prefills at F = 0, mean (1 + 8 x 9 + 7 x 16) / 16 = 185 / 16 = 11.5625
     warns = [w for w in plan.warnings if "num_requests is blank" in str(w)]
     assert len(warns) == len(PTS) and "Measurements row 2" in str(warns[0])
-    assert "one wave of 16 requests" in str(warns[0]) and "TTFT / 8.5" in str(warns[0])
+    assert "one wave of 16 requests" in str(warns[0]) and "TTFT = 11.6 request-alone prefills" in str(warns[0])
 
 
 def test_measured_throughput_feeds_the_re_hit_correction(tmp_path):
@@ -125,7 +131,7 @@ def test_measured_throughput_feeds_the_re_hit_correction(tmp_path):
     shape = []
     for hit in (0.0, 0.75):
         p = float(ttft_law(6000, hit, T_FIXED, K_ATTN, K_FFN, S_8B, B_EFF))
-        ttft, _t, _b = simulate(p, S0, S1, OSL, clients=8, n=16)
+        ttft, _t, _b = simulate(p, S0, S1, OSL, clients=8, n=16, tokens=6000 * (1 - hit), **SIM)
         x = 8 * 1000 / (8 * p + OSL * (S0 + S1 * 8))
         shape.append({"model": "Llama-3.1-8B", "gpu": "H100", "tp": 1, "isl": 6000, "hit": hit,
                       "ttft_ms": float(np.mean(ttft)), "concurrency": 8, "num_requests": 16, "osl": OSL,

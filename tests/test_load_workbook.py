@@ -95,8 +95,14 @@ EXPECTED = {
                      binding="tpot_slo" if N_TPOT > N_TP else "throughput", **_open_row(max(N_TP, N_TPOT))),
     "fixed-conc": dict(instances_concurrency=N_CONC, instances_needed=max(N_TP, N_CONC),
                        binding="concurrency" if N_CONC > N_TP else "throughput", load_rps=X_CONC,
-                       ttft_load_ms=P * 9 / 2,                  # waits 0, P, ..., 7P: mean P(8+1)/2 = 1800
-                       ttft_load_p90_ms=P * (1 + 0.9 * 7),      # linear interpolation: 2920 ms
+                       # batched prefill (Settings max_num_batched_tokens 8192, t_fixed 0): the first request
+                       # runs alone (400 ms); the other 7 x 4000 tokens fill passes of 8192 tokens, each
+                       # 8192/4000 = 2.048 prefills long (819.2 ms): requests 2-3 end pass 1 at 400 + 819.2 =
+                       # 1219.2, 4-5 at 2038.4, 6-7 at 2857.6, 8 in the partial last pass at 400 + 7 x 400 = 3200;
+                       # mean (400 + 2 x 1219.2 + 2 x 2038.4 + 2 x 2857.6 + 3200) / 8 = 15830.4 / 8 = 1978.8
+                       ttft_load_ms=1978.8,
+                       # p90: position 0.9 x 7 = 6.3 of the 8 sorted values: 2857.6 + 0.3 x (3200 - 2857.6)
+                       ttft_load_p90_ms=2960.32,
                        tpot_load_ms=S0 + 8 * S1 + 7 * P / (2 * OSL), decode_batch=8.0),
     "no-demand": dict(instances_needed=None, binding="", load_rps=1000 / 800,     # u = 1 / C
                       ttft_load_ms=400 + 0.00125 * (160000 + 400 * 32) / (2 * 0.5),   # 400 + 216 = 616 ms
@@ -238,10 +244,13 @@ def test_located_warnings_for_targets_no_count_meets(tmp_path):
     assert any("tpot_slo_ms 2 is not above one request's decode step" in t for t in text)
     assert any("Workloads row 3 (no-demand-slo): latency targets without demand_tpm" in t for t in text)
     assert any("Workloads row 4 (huge-conc): concurrency 500 exceeds the 126 full-length requests" in t for t in text)
-    # fixed concurrency 8: TTFT p90 = 400 x (1 + 0.9 x 7) = 2,920 ms > 2,000; TPOT = s0 + 8 s1 + 7 ms > 20 ms;
-    # the count is throughput or concurrency, and binding says no count meets the targets (slofix item 2:
-    # it said "concurrency" before, with the misses only in a warning)
-    assert any("(conc-slo): at concurrency 8 the TTFT (p90) is 2,920 ms, above ttft_slo_ms 2,000" in t for t in text)
+    # fixed concurrency 8: TTFT p90 = 2,960 ms > 2,000 (the packed burst of "fixed-conc" above: 2857.6 +
+    # 0.3 x 342.4); TPOT = s0 + 8 s1 + 7 ms > 20 ms; the count is throughput or concurrency, and binding
+    # says no count meets the targets (slofix item 2: it said "concurrency" before, with the misses only
+    # in a warning)
+    assert any("(conc-slo): at concurrency 8 the TTFT (p90) is 2,960 ms, above ttft_slo_ms 2,000" in t for t in text)
+    assert any("(conc-slo): TTFT at concurrency 8 packs the burst's prefills into passes of 8,192 new tokens" in t
+               for t in text)
     assert any("(conc-slo): at concurrency 8 the TPOT is" in t and "above tpot_slo_ms 20" in t for t in text)
     assert r.loc["conc-slo", "binding"] == "unreachable: ttft_slo, tpot_slo"
     assert np.isinf(r.loc["conc-slo", "instances_ttft"]) and r.loc["conc-slo", "instances_needed"] == max(N_TP, N_CONC)

@@ -183,7 +183,7 @@ COLUMNS: tuple[Column, ...] = (
            "Settings target_utilization)", minimum=0, min_open=True, maximum=1, fmt=FMT_PCT),
     Column(W, "concurrency", "count", INT, "requests in flight per instance, fixed (a load tester's or a server's "
            "concurrency limit: a burst of this many per instance); blank: the load demand_tpm implies, open loop",
-           minimum=1, maximum=1e9, fmt=FMT_INT),
+           minimum=1, maximum=65536, fmt=FMT_INT),
     Column(W, "ttft_slo_ms", "ms", NUMBER, "time-to-first-token target at the planned load, on the statistic "
            "slo_percentile names (blank: none)", minimum=0, min_open=True, maximum=1e9, fmt=FMT_NUM),
     Column(W, "tpot_slo_ms", "ms", NUMBER, "time-per-output-token target at the planned load, on the mean "
@@ -205,6 +205,13 @@ COLUMNS: tuple[Column, ...] = (
            "calibrated from a load test: the test's concurrency): the decode step is t_decode_ms x t_decode_batch / "
            "osl, at least the HBM roofline of that batch", minimum=1, maximum=1e9, fmt=FMT_INT),
     # ---------------------------------------------------------------- Measurements (optional)
+    Column(W, "pass_fixed_ms", "ms", NUMBER, "part of t_fixed_ms paid once per forward pass, shared by the "
+           "requests a burst packs into one pass (blank: t_fixed_ms; calibrated from load tests at concurrency "
+           "> 1 only: 0, the fixed cost read per request, as those tests cannot tell the two apart)",
+           minimum=0, maximum=1e9, fmt=FMT_NUM),
+    Column(W, "max_num_batched_tokens", "tokens", INT, "new prompt tokens the server packs into one forward pass "
+           "(vLLM --max-num-batched-tokens; a burst at Workloads concurrency is packed into passes of this many; "
+           "blank: Settings max_num_batched_tokens)", minimum=1, maximum=1e9, fmt=FMT_INT),
     Column(MEAS, "model", "", TEXT, "a model of the Models sheet (or the model catalog)", True, ref=M),
     Column(MEAS, "gpu", "", TEXT, "a GPU of the GPUs sheet (or the GPU catalog)", True, ref=G),
     Column(MEAS, "tp", "count", INT, "tensor-parallel size of the measured deployment", True,
@@ -221,7 +228,7 @@ COLUMNS: tuple[Column, ...] = (
     Column(MEAS, "tpot_ms", "ms", NUMBER, "measured mean time per output token", minimum=0, min_open=True,
            maximum=1e9, fmt=FMT_NUM),
     Column(MEAS, "concurrency", "count", INT, "requests in flight during the test: a closed loop of this many "
-           "clients (the old header batch is read as concurrency)", default=1, minimum=1, maximum=1e9, fmt=FMT_INT),
+           "clients (the old header batch is read as concurrency)", default=1, minimum=1, maximum=65536, fmt=FMT_INT),
     Column(MEAS, "ttft_stat", "", CHOICE, "which statistic ttft_ms is: mean, median, p90 or p99", default="mean",
            choices=("mean", "median", "p90", "p99")),
     Column(MEAS, "request_rate", "requests/s", NUMBER, "open-loop arrival rate of the test (blank: a closed loop "
@@ -250,6 +257,9 @@ COLUMNS: tuple[Column, ...] = (
            "its two /metrics scrapes separated by ';'): blank cells are taken from the file, a typed cell wins "
            "(warned when the file differs); a file of several runs stands for one row per run, or for the one "
            "run a typed source names", calc=False),
+    Column(MEAS, "max_num_batched_tokens", "tokens", INT, "the tested server's new prompt tokens per forward pass "
+           "(vLLM --max-num-batched-tokens; blank: Settings max_num_batched_tokens)", minimum=1, maximum=1e9,
+           fmt=FMT_INT),
     # ---------------------------------------------------------------- Demand (optional)
     Column(DEM, "workload", "", TEXT, "a workload of the Workloads sheet", True, ref=W),
     Column(DEM, "period", "", TEXT, "planning period, e.g. 2027-Q1", True),
@@ -342,6 +352,10 @@ SETTING_KEYS: tuple[Setting, ...] = (
             "workload and period wins; blank: periods only from the Demand sheet)"),
     Setting("demand_growth", FRACTION, 0.0, "growth of every workload's demand_tpm per period over Settings "
             "periods, compounded (Workloads demand_growth overrides per row; 0.1 = +10% a period)", -1, 10),
+    Setting("max_num_batched_tokens", NUMBER, 8192.0, "new prompt tokens a server packs into one forward pass "
+            "(chunked prefill), for bursts at Workloads concurrency and for load tests at concurrency > 1 "
+            "(8192: vLLM's default for its OpenAI server on GPUs of 70 GiB or more, H100/H200/H20; 2048 on "
+            "smaller GPUs; vllm-project/vllm vllm/engine/arg_utils.py EngineArgs.get_batch_defaults)", 1, 1e9),
     Setting("hours_per_month", NUMBER, 730.0, "hours billed per month for the fleet cost per month "
             "(730 = 8,760 h a year / 12)", 0, 744, True),
 )

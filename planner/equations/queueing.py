@@ -65,6 +65,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.equations.constants import C, N
+from planner.equations import prefill_passes as pp
 from planner.equations.kvhit import _approx, excel_twin
 
 BINDINGS = ("throughput", "ttft_slo", "tpot_slo", "hbm", "concurrency")
@@ -254,11 +255,14 @@ def _(step, step_fixed, batch):
 
 
 # --------------------------------------------------------------------------- the load
-def closed_loop_rate(concurrency, prefill, osl, s0, s1):
+def closed_loop_rate(concurrency, prefill, osl, s0, s1, t_fixed=np.nan, isl=np.nan, hit=np.nan, budget=np.nan):
     r"""Requests/s one instance completes holding ``c`` requests in flight (Workloads concurrency).
 
-    Every cycle of a client holds the other clients' prefills and ``osl`` decode steps over the
-    batch, and the GPU is never idle: ``X(c) = c / (cP + OSL\, s(c))``.
+    Every cycle of a client holds the wave's prefills and ``osl`` decode steps over the batch, and
+    the GPU is never idle: ``X(c) = c / (T + OSL\, s(c))`` with ``T`` the wave's prefill time,
+    ``cP`` for prefills one after another, and with batched prefill (``budget``, the pass budget
+    ``max_num_batched_tokens``, and ``t_fixed`` the fixed cost per pass)
+    :func:`planner.equations.prefill_passes.wave_prefill_ms`.
 
     Parameters
     ----------
@@ -266,18 +270,28 @@ def closed_loop_rate(concurrency, prefill, osl, s0, s1):
     prefill : numeric, P [ms]
     osl : numeric, output length [tokens]
     s0, s1 : numeric, decode-step law [ms], [ms per request]
+    t_fixed : numeric, fixed cost per forward pass [ms]; isl [tokens]; hit [fraction]
+    budget : numeric, new tokens per forward pass (NaN: one request per pass) [tokens]
 
     Returns
     -------
     numeric, requests/s per instance (NaN without concurrency)
     """
     c = _f(concurrency)
-    return _div(c * C.MS_PER_S, c * _f(prefill) + _f(osl) * (_f(s0) + _f(s1) * c))
+    if np.all(np.isnan(_f(budget))):
+        wave = c * _f(prefill)
+    else:
+        f0 = np.where(np.isnan(_f(t_fixed)), 0.0, _f(t_fixed))
+        wave = pp.wave_prefill_ms(prefill, f0, np.where(np.isnan(_f(isl)), 1.0, _f(isl)),
+                                  np.where(np.isnan(_f(hit)), 0.0, _f(hit)), c, budget)
+    return _div(c * C.MS_PER_S, wave + _f(osl) * (_f(s0) + _f(s1) * c))
 
 
 @excel_twin(closed_loop_rate)
-def _(concurrency, prefill, osl, s0, s1):
-    return (f'IF(ISNUMBER({concurrency}),{concurrency}*{N.MS_PER_S}/({concurrency}*{prefill}+{osl}*({s0}+{s1}*'
+def _(concurrency, prefill, osl, s0, s1, t_fixed=None, isl=None, hit=None, budget=None):
+    wave = (f"{concurrency}*{prefill}" if budget is None else
+            pp.wave_prefill_ms.xl(prefill, t_fixed, isl, hit, concurrency, budget))
+    return (f'IF(ISNUMBER({concurrency}),{concurrency}*{N.MS_PER_S}/({wave}+{osl}*({s0}+{s1}*'
             f'{concurrency})),"")')
 
 
@@ -382,18 +396,26 @@ def _(rate, prefill, t_decode, step, q):
     return f'IF({rho}<1,{r}+IF({rho}>1-{q},{tail},0),"")'
 
 
-def ttft_load_ms(prefill, wait, concurrency=np.nan, q=np.nan):
+def ttft_load_ms(prefill, wait, concurrency=np.nan, t_fixed=np.nan, isl=np.nan, hit=np.nan, budget=np.nan,
+                 q=np.nan):
     r"""TTFT users see at the load: the prefill plus the wait for it.
 
     .. math::
         TTFT = P + W \ \text{(open loop)}, \qquad
-        TTFT_{mean} = P (c+1)/2,\ TTFT_q = P (1 + q (c-1)) \ \text{(a burst of c, Workloads concurrency)}
+        TTFT_{mean} = P (c+1)/2,\ TTFT_q = P (1 + q (c-1)) \ \text{(a serial burst of c, Workloads concurrency)}
+
+    With the pass budget ``M`` (``max_num_batched_tokens``) and the per-pass fixed cost ``F`` the
+    burst is packed into forward passes: :func:`planner.equations.prefill_passes.burst_ttft_ms`
+    (blank ``M``: the serial burst above).
 
     Parameters
     ----------
     prefill : numeric, P [ms]
     wait : numeric, the wait statistic (mean or quantile) [ms], NaN when saturated
     concurrency : numeric, requests in flight per instance, NaN when blank [count]
+    t_fixed : numeric, fixed cost per forward pass F [ms] (NaN: 0)
+    isl : numeric, input length [tokens]; hit : numeric, hit ratio [fraction]
+    budget : numeric, new tokens per forward pass M [tokens] (NaN: one request per pass)
     q : numeric, the quantile of ``wait`` (NaN or 0: the mean) [fraction]
 
     Returns
@@ -401,17 +423,23 @@ def ttft_load_ms(prefill, wait, concurrency=np.nan, q=np.nan):
     numeric, TTFT at the load [ms]
     """
     c, q = _f(concurrency), _f(q)
-    burst = np.where((q > 0), _f(prefill) * (1 + q * (c - 1)), _f(prefill) * (c + 1) * C.HALF)
+    f0 = np.where(np.isnan(_f(t_fixed)), 0.0, _f(t_fixed))
+    n0 = np.where(np.isnan(_f(isl)), 1.0, _f(isl))
+    h0 = np.where(np.isnan(_f(hit)), 0.0, _f(hit))
+    burst = pp.burst_ttft_ms(prefill, f0, n0, h0, c, budget, q)
     return np.where(np.isnan(c), _f(prefill) + wait, burst)
 
 
 @excel_twin(ttft_load_ms)
-def _(prefill, wait, concurrency=None, q=None):
+def _(prefill, wait, concurrency=None, t_fixed=None, isl=None, hit=None, budget=None, q=None):
     open_ = f'IF(ISNUMBER({wait}),{prefill}+{wait},"")'
     if concurrency is None:
         return open_
-    burst = (f"{prefill}*({concurrency}+1)*{N.HALF}" if q is None else
-             f"{prefill}*(1+{q}*({concurrency}-1))")
+    if budget is not None:
+        burst = pp.burst_ttft_ms.xl(prefill, t_fixed, isl, hit, concurrency, budget, q)
+    else:
+        burst = (f"{prefill}*({concurrency}+1)*{N.HALF}" if q is None else
+                 f"{prefill}*(1+{q}*({concurrency}-1))")
     return f"IF(ISNUMBER({concurrency}),{burst},{open_})"
 
 
@@ -435,7 +463,8 @@ def _(rate, prefill, t_decode, step):
     return wait_quantile_ms.xl(rate, prefill, t_decode, step, N.Q_P90)
 
 
-def ttft_load_p90_ms(prefill, wait_p90, concurrency=np.nan):
+def ttft_load_p90_ms(prefill, wait_p90, concurrency=np.nan, t_fixed=np.nan, isl=np.nan, hit=np.nan,
+                     budget=np.nan):
     """The 90th percentile TTFT at the load: :func:`ttft_load_ms` with the p90 wait (burst: q = 0.9).
 
     Parameters
@@ -443,17 +472,18 @@ def ttft_load_p90_ms(prefill, wait_p90, concurrency=np.nan):
     prefill : numeric, P [ms]
     wait_p90 : numeric, p90 of the wait [ms]
     concurrency : numeric, NaN when blank [count]
+    t_fixed, isl, hit, budget : as :func:`ttft_load_ms`
 
     Returns
     -------
     numeric, TTFT p90 [ms]
     """
-    return ttft_load_ms(prefill, wait_p90, concurrency, C.Q_P90)
+    return ttft_load_ms(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget, C.Q_P90)
 
 
 @excel_twin(ttft_load_p90_ms)
-def _(prefill, wait_p90, concurrency=None):
-    return ttft_load_ms.xl(prefill, wait_p90, concurrency, N.Q_P90)
+def _(prefill, wait_p90, concurrency=None, t_fixed=None, isl=None, hit=None, budget=None):
+    return ttft_load_ms.xl(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget, q=N.Q_P90)
 
 
 def tpot_load_ms(rate, prefill, osl, s0, s1, wait, concurrency=np.nan):
@@ -631,7 +661,8 @@ def _lambert_u(a, phi, q):
         return np.minimum(1.0, w / (a * phi))
 
 
-def instances_ttft(rate_total, prefill, t_decode, step, slo, q, concurrency=np.nan):
+def instances_ttft(rate_total, prefill, t_decode, step, slo, q, concurrency=np.nan, t_fixed=np.nan, isl=np.nan,
+                   hit=np.nan, budget=np.nan):
     r"""Smallest instance count whose TTFT statistic meets the target, open loop.
 
     With ``w = slo - P``, ``k = D s / P`` and ``ρ = λP``:
@@ -672,16 +703,25 @@ def instances_ttft(rate_total, prefill, t_decode, step, slo, q, concurrency=np.n
         n = np.ceil(_approx(_f(rate_total) / C.MS_PER_S * P / rho))
     open_ = np.where(np.isnan(_f(slo)) | np.isnan(_f(rate_total)), np.nan, np.where(w > 0, n, np.inf))
     c = _f(concurrency)
-    at_c = ttft_load_ms(prefill, np.nan, np.where(np.isnan(c), 1.0, c), q)
+    at_c = ttft_load_ms(prefill, np.nan, np.where(np.isnan(c), 1.0, c), t_fixed=t_fixed, isl=isl, hit=hit,
+                        budget=budget, q=q)
     return np.where(np.isnan(c), open_, np.where(~np.isnan(_f(slo)) & (at_c > _f(slo)), np.inf, np.nan))
 
 
+def _ttft_at_concurrency_xl(prefill, q, concurrency, t_fixed, isl, hit, budget) -> str:
+    """Excel: the TTFT statistic (mean, or quantile q) of a burst at a fixed concurrency, as
+    :func:`ttft_load_ms` gives it (packed into passes when ``budget`` is given)."""
+    if budget is not None:
+        return pp.burst_ttft_ms.xl(prefill, t_fixed, isl, hit, concurrency, budget, q)
+    return f"{prefill}*IF({q}>0,1+{q}*({concurrency}-1),({concurrency}+1)*{N.HALF})"
+
+
 @excel_twin(instances_ttft)
-def _(rate_total, prefill, t_decode, step, slo, q, concurrency=None):
+def _(rate_total, prefill, t_decode, step, slo, q, concurrency=None, t_fixed=None, isl=None, hit=None, budget=None):
     open_ = _instances_ttft_open(rate_total, prefill, t_decode, step, slo, q)
     if concurrency is None:
         return open_
-    at_c = f"{prefill}*IF({q}>0,1+{q}*({concurrency}-1),({concurrency}+1)*{N.HALF})"
+    at_c = _ttft_at_concurrency_xl(prefill, q, concurrency, t_fixed, isl, hit, budget)
     return f'IF(ISNUMBER({concurrency}),IF(AND(ISNUMBER({slo}),{at_c}>{slo}),"unreachable",""),{open_})'
 
 
@@ -789,7 +829,8 @@ def _(prefill, t_decode, step, slo, q, lnx):
     return (f'IF(ISNUMBER({slo}),IF({w}>0,IF({q}>0,IF({rho_low}<=1-{q},{rho_low},{rho_tail}),{rho_mean}),""),"")')
 
 
-def instances_for_rho(rate_total, prefill, slo, rho, q=np.nan, concurrency=np.nan):
+def instances_for_rho(rate_total, prefill, slo, rho, q=np.nan, concurrency=np.nan, t_fixed=np.nan, isl=np.nan,
+                      hit=np.nan, budget=np.nan):
     r"""Last step of :func:`instances_ttft`: the instances that keep each at or below ``ρ*``.
 
     .. math:: n = \lceil Λ P / ρ^* \rceil
@@ -805,6 +846,9 @@ def instances_for_rho(rate_total, prefill, slo, rho, q=np.nan, concurrency=np.na
     rho : numeric, :func:`ttft_rho_max` [fraction]
     q : numeric, quantile (0: the mean) [fraction]; read only with a fixed concurrency
     concurrency : numeric, Workloads concurrency, NaN when blank [count]
+    t_fixed, isl, hit, budget : numeric, the burst's packing into forward passes, as :func:`ttft_load_ms`
+        takes them: fixed cost per pass [ms], input length [tokens], hit ratio [fraction], new tokens
+        per pass [tokens]
 
     Returns
     -------
@@ -816,17 +860,18 @@ def instances_for_rho(rate_total, prefill, slo, rho, q=np.nan, concurrency=np.na
         n = np.ceil(_approx(_f(rate_total) / C.MS_PER_S * P / _f(rho)))
     open_ = np.where(np.isnan(_f(slo)) | np.isnan(_f(rate_total)), np.nan, np.where(w > 0, n, np.inf))
     c, qq = _f(concurrency), _f(q)
-    at_c = ttft_load_ms(prefill, np.nan, np.where(np.isnan(c), 1.0, c), np.where(np.isnan(qq), 0.0, qq))
+    at_c = ttft_load_ms(prefill, np.nan, np.where(np.isnan(c), 1.0, c), t_fixed=t_fixed, isl=isl, hit=hit,
+                        budget=budget, q=np.where(np.isnan(qq), 0.0, qq))
     return np.where(np.isnan(c), open_, np.where(~np.isnan(_f(slo)) & (at_c > _f(slo)), np.inf, np.nan))
 
 
 @excel_twin(instances_for_rho)
-def _(rate_total, prefill, slo, rho, q=None, concurrency=None):
+def _(rate_total, prefill, slo, rho, q=None, concurrency=None, t_fixed=None, isl=None, hit=None, budget=None):
     open_ = (f'IF(AND(ISNUMBER({slo}),ISNUMBER({rate_total})),IF({slo}-{prefill}>0,ROUNDUP({rate_total}/'
              f'{N.MS_PER_S}*{prefill}/{rho},0),"unreachable"),"")')
     if concurrency is None:
         return open_
-    at_c = f"{prefill}*IF({q}>0,1+{q}*({concurrency}-1),({concurrency}+1)*{N.HALF})"
+    at_c = _ttft_at_concurrency_xl(prefill, q, concurrency, t_fixed, isl, hit, budget)
     return f'IF(ISNUMBER({concurrency}),IF(AND(ISNUMBER({slo}),{at_c}>{slo}),"unreachable",""),{open_})'
 
 

@@ -32,7 +32,8 @@ from planner.equations.fleet import cost_per_hour
 # shape and targets (the same for every period of a workload)
 INPUTS = ("demand_tpm", "tpm_delivered_target", "target_utilization", "ttft_ms",      # per row
           "isl", "osl", "concurrency", "t_decode_ms", "decode_step_ms", "step_weights_ms", "step_kv_ms",
-          "ttft_slo_ms", "tpot_slo_ms", "slo_q", "max_batch_fit", "tp", "hourly_cost")  # per workload
+          "ttft_slo_ms", "tpot_slo_ms", "slo_q", "max_batch_fit", "tp", "hourly_cost",
+          "pass_fixed_ms", "hit_target", "max_num_batched_tokens")  # per workload (hit_target: per row)
 
 STEPS: tuple[tuple[str, Callable, tuple[str, ...]], ...] = (
     ("instances_throughput", m.instances_needed, ("demand_tpm", "tpm_delivered_target", "target_utilization")),
@@ -46,13 +47,17 @@ STEPS: tuple[tuple[str, Callable, tuple[str, ...]], ...] = (
     ("ttft_rho_max", q.ttft_rho_max, ("ttft_ms", "t_decode_ms", "decode_step_ms", "ttft_slo_ms", "slo_q",
                                       "ttft_log_x")),
     ("instances_ttft", q.instances_for_rho, ("demand_rps_open", "ttft_ms", "ttft_slo_ms", "ttft_rho_max", "slo_q",
-                                             "concurrency")),
+                                             "concurrency", "pass_fixed_ms", "isl", "hit_target",
+                                             "max_num_batched_tokens")),
     ("instances_tpot", q.instances_tpot, ("demand_rps_open", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
                                           "t_decode_ms", "decode_step_ms", "tpot_slo_ms", "concurrency")),
     ("instances_hbm", q.instances_hbm, ("demand_rps_open", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
                                         "t_decode_ms", "decode_step_ms", "max_batch_fit", "ttft_slo_ms",
                                         "tpot_slo_ms")),
-    ("concurrency_rps", q.closed_loop_rate, ("concurrency", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms")),
+    # a closed loop of Workloads concurrency requests, their prefills batched in passes of
+    # max_num_batched_tokens new tokens (planner.equations.prefill_passes)
+    ("concurrency_rps", q.closed_loop_rate, ("concurrency", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
+                                             "pass_fixed_ms", "isl", "hit_target", "max_num_batched_tokens")),
     ("instances_concurrency", q.instances_concurrency, ("demand_rps", "concurrency_rps", "concurrency")),
     ("instances_needed", q.instances_slo, ("instances_throughput", "instances_ttft", "instances_tpot",
                                            "instances_hbm", "instances_concurrency")),

@@ -50,7 +50,7 @@ CALC_COLS = ("workload", "period", "period_index", "demand_input", "demand_unit"
     # the workload's shape and targets the sizing chain reads, copied from Resolved/Results (short
     # references keep the long closed-form formulas within the length a spreadsheet accepts)
     "isl", "osl", "concurrency", "t_decode_ms", "decode_step_ms", "step_weights_ms", "step_kv_ms", "ttft_slo_ms",
-    "tpot_slo_ms", "slo_q", "max_batch_fit") + tuple(  # the SLO-bound sizing steps (planner.equations.sizing)
+    "tpot_slo_ms", "slo_q", "pass_fixed_ms", "max_num_batched_tokens", "max_batch_fit") + tuple(  # the SLO-bound sizing steps (planner.equations.sizing)
     c for c in sz.NAMES if c not in ("instances_needed", "gpus_needed"))
 # Demand_Calc's names for two of the sizing steps (the columns the sheet had before issue 16)
 SIZING_AS = {"instances_needed": "instances", "gpus_needed": "gpus_needed"}
@@ -240,7 +240,8 @@ def period_calc(plan) -> pd.DataFrame:
     tpm_model = m.tpm_delivered(col(res, "isl"), col(res, "osl"), chip)
     tpm = m.tpm_delivered_target(col(res, "tpm_measured"), col(r, "chip_ms_measured"), chip, tpm_model)
     util, price, tp = col(res, "target_utilization"), col(res, "hourly_cost"), col(res, "tp")
-    row_in = {"demand_tpm": demand, "tpm_delivered_target": tpm, "target_utilization": util, "ttft_ms": ttft}
+    row_in = {"demand_tpm": demand, "tpm_delivered_target": tpm, "target_utilization": util, "ttft_ms": ttft,
+              "hit_target": hit}
     inputs = {name: row_in[name] if name in row_in else col(r if name in FROM_RESULTS else res, name)
               for name in sz.INPUTS}
     steps = sz.size(inputs) if n else {name: np.zeros(0) for name in sz.NAMES}

@@ -61,6 +61,7 @@ class Fit:
     efficiency: float = math.nan      # roofline-scaled: fraction of the dense peak achieved
     alpha_fit: dict | None = None     # alpha fitted (alpha, lo, hi, identified, ...)
     c_hit_ms: float = 0.0             # per-request cost of a hit, when selected [ms]
+    pass_fixed: float = math.nan      # fixed cost per forward pass of a packed burst (NaN: t_fixed) [ms]
     notes: list[str] = field(default_factory=list)  # what was fitted beyond the law, said once
 
     @property
@@ -110,13 +111,15 @@ def s_kv_of(model_rec: dict, tp: int) -> float:
                                           float(model_rec["kv_bytes"]), float(tp)))
 
 
-def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], list[tuple[str, str]]]:
+def fit_deployments(measurements, models: dict, gpus: dict,
+                    budget: float = 8192.0) -> tuple[list[Fit], list[tuple[str, str]]]:
     """Fit every deployment of the Measurements table.
 
     Parameters
     ----------
     measurements : reader.Table of the Measurements sheet
     models, gpus : dict name -> record (the Models / GPUs rows)
+    budget : Settings max_num_batched_tokens, for rows at concurrency > 1 that do not give theirs
 
     Returns
     -------
@@ -131,7 +134,7 @@ def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], 
         recs = [measurements.records[i] for i in idx]
         rows = [measurements.rows[i] for i in idx]
         s_kv = s_kv_of(models[model], tp)
-        load = load_tests.read_rows(recs)   # the load-test model: request-alone prefill from TTFT at c
+        load = load_tests.read_rows(recs, budget)   # the load-test model: request-alone prefill from TTFT at c
         pts = pd.DataFrame({"row": rows,
                             "record": idx,  # the record: rows repeat when a row's load-test file holds several runs
                             "isl": [float(r["isl"]) for r in recs],
@@ -154,6 +157,30 @@ def fit_deployments(measurements, models: dict, gpus: dict) -> tuple[list[Fit], 
             one_hit = len(hits) == 1 and next(iter(hits)) > 0  # e.g. a load test at the production hit only
             r = fit_points(pts["isl"], pts["hit"], pts["ttft_ms"], s_kv, _gpu_pcie(gpus[gpu]), pts["alpha"],
                            fit_b=not one_hit)
+            # load tests at c > 1: their TTFT holds the per-pass fixed cost F of the packed passes
+            # (factor P + fixed_coef F); refit on P = (TTFT - fixed_coef F) / factor until F settles
+            # (a contraction: |fixed_coef / factor| < 1). Concurrency 1 only: nothing changes.
+            # Only with points at concurrency 1, which pin F as the request-alone intercept; points at
+            # c > 1 alone cannot tell a per-pass F from per-request work (the fit trades F against
+            # B_eff and k_ffn), so there F is read per request: P = TTFT / factor, pass_fixed 0.
+            with_c1 = bool(np.any(load["concurrency"] <= 1))
+            if not with_c1 and np.any(load["fixed_coef"] != 0):
+                fit.pass_fixed = 0.0
+                fit.notes.append("every point is at concurrency > 1: a fixed cost per forward pass cannot be told "
+                                 "from per-request work, so t_fixed is read per request (pass_fixed_ms 0); add "
+                                 "points at concurrency 1 to tell them apart")
+            if np.any(load["concurrency"] > 1):
+                fit.notes.append(f"load tests at concurrency > 1 are read with the prefills of each wave packed into "
+                                 f"forward passes of {', '.join(f'{b:,.0f}' for b in sorted(set(load['budget'])))} new "
+                                 f"tokens (max_num_batched_tokens: the row's, else Settings; 8192 is vLLM's default "
+                                 f"on GPUs of 70 GiB or more)")
+            for _ in range(100 if with_c1 and np.any(load["fixed_coef"] != 0) else 0):
+                p_new = load_tests.prefill_given_fixed(load, r["t_fixed"])
+                if np.max(np.abs(p_new - pts["ttft_ms"].to_numpy()) / p_new) < 1e-12:
+                    break
+                pts["ttft_ms"] = p_new
+                r = fit_points(pts["isl"], pts["hit"], pts["ttft_ms"], s_kv, _gpu_pcie(gpus[gpu]), pts["alpha"],
+                               fit_b=not one_hit)
             if one_hit:
                 n_par = 3
                 fit.warnings.append(f"every point is at hit {next(iter(hits)):.0%}: B_eff cannot be told apart from "
@@ -191,7 +218,7 @@ BREAKDOWN = ("t_attn0_ms", "t_ffn0_ms")
 BATCH_FILLED = "_batch_filled"  # key of a record copy whose batch is the default (planner.equations.queueing.default_batch)
 
 FILLED_COLUMNS = ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps", "tpm_measured", "hit_measured",
-                  "t_decode_batch")
+                  "t_decode_batch", "pass_fixed_ms")
 
 
 @dataclass
@@ -253,7 +280,8 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                     rec[col] = target
         if problems:  # the rows of unknown deployments would only add follow-on errors
             raise InputError(problems)
-        fits, warns = fit_deployments(meas, model_recs, gpu_recs)
+        fits, warns = fit_deployments(meas, model_recs, gpu_recs,
+                                      float(settings.get("max_num_batched_tokens", 8192.0)))
     by_key = {f.key: k for k, f in enumerate(fits)}
     filled = workloads.copy()
     n = len(workloads)
@@ -284,6 +312,8 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
             vals = {"t_attn0_ms": f.k_attn * isl**2, "t_ffn0_ms": f.k_ffn * isl, "t_fixed_ms": f.t_fixed}
             if f.b_fitted:
                 vals["kv_gbps"] = f.b_gbps
+            if not math.isnan(f.pass_fixed):   # fitted from load tests at c > 1 only (fit_deployments)
+                vals["pass_fixed_ms"] = f.pass_fixed
             if f.c_hit_ms and float(rec["hit_target"]) > 0:  # the per-request hit cost rides on t_fixed
                 vals["t_fixed_ms"] = f.t_fixed + f.c_hit_ms
             if not math.isnan(f.tpot_per_token_ms):

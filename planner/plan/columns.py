@@ -299,13 +299,13 @@ RESULTS: tuple[Out, ...] = (
         description="mean wait for the prefill at the load (M/G/1, prefills before decode steps)",
         label="Mean wait for the prefill at the planned load"),
     out("ttft_load_ms", "ms", FMT_MS, q.ttft_load_ms, "ttft_ms", "prefill_wait_ms", "concurrency",
-        description="mean TTFT users see at the row's load: wait + the request-alone ttft_ms",
+        "pass_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", description="mean TTFT users see at the row's load: wait + the request-alone ttft_ms",
         label="Time to first token at the planned load (mean)"),
     out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms",
         "decode_step_ms", description="90th percentile of the wait for the prefill (exponential tail)",
         label="Wait for the prefill at the planned load, p90"),
     out("ttft_load_p90_ms", "ms", FMT_MS, q.ttft_load_p90_ms, "ttft_ms", "prefill_wait_p90_ms", "concurrency",
-        description="90th percentile TTFT at the row's load", label="Time to first token at the planned load, p90"),
+        "pass_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", description="90th percentile TTFT at the row's load", label="Time to first token at the planned load, p90"),
     out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
         "prefill_wait_ms", "concurrency", description="mean time per output token at the row's load (decode-step law, prefills "
         "interleaved)", label="Time per output token at the planned load"),
@@ -341,13 +341,15 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
         "target_utilization"),
     out("ttft_log_x", "", FMT_RATIO, *sz.step("ttft_log_x")),
     out("ttft_rho_max", "fraction", FMT_PCT, *sz.step("ttft_rho_max")),
-    out("instances_ttft", "count", FMT_INT, *sz.step("instances_ttft")),
+    # the sizing chain's step with the sweep's own hit (not the planned hit_target)
+    out("instances_ttft", "count", FMT_INT, q.instances_for_rho, "demand_rps_open", "ttft_ms", "ttft_slo_ms",
+        "ttft_rho_max", "slo_q", "concurrency", "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens"),
     out("instances_tpot", "count", FMT_INT, q.instances_tpot, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
         "step_kv_ms", "t_decode_ms", "decode_step_ms", "tpot_slo_ms", "concurrency"),
     out("instances_hbm", "count", FMT_INT, q.instances_hbm, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
         "step_kv_ms", "t_decode_ms", "decode_step_ms", "max_batch_fit", "ttft_slo_ms", "tpot_slo_ms"),
     out("concurrency_rps", "requests/s", FMT_MS, q.closed_loop_rate, "concurrency", "ttft_ms", "osl",
-        "step_weights_ms", "step_kv_ms"),
+        "step_weights_ms", "step_kv_ms", "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens"),
     out("instances_concurrency", "count", FMT_INT, q.instances_concurrency, "demand_rps", "concurrency_rps",
         "concurrency"),
     out("instances_needed", "count", FMT_INT, q.instances_slo, "instances_throughput", "instances_ttft",
@@ -357,9 +359,10 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
         "target_utilization", "concurrency_rps"),
     out("prefill_wait_ms", "ms", FMT_MS, q.wait_mean_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms"),
     out("ttft_load_ms", "ms", FMT_MS, q.ttft_load_ms, "ttft_ms", "prefill_wait_ms", "concurrency",
-        description="mean TTFT at the load this hit plans for"),
+        "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens", description="mean TTFT at the load this hit plans for"),
     out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms"),
-    out("ttft_load_p90_ms", "ms", FMT_MS, q.ttft_load_p90_ms, "ttft_ms", "prefill_wait_p90_ms", "concurrency"),
+    out("ttft_load_p90_ms", "ms", FMT_MS, q.ttft_load_p90_ms, "ttft_ms", "prefill_wait_p90_ms", "concurrency",
+        "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens"),
     out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
         "prefill_wait_ms", "concurrency"),
 )
@@ -441,7 +444,8 @@ def batch_formula(ref: Callable[[str], str], x: str) -> str:
 
 
 # Workloads columns whose blank takes a Settings value (the named Settings cell s_<key>).
-SETTING_DEFAULTS = {key: setting_name(key) for key in ("target_utilization", "demand_growth")}
+SETTING_DEFAULTS = {key: setting_name(key) for key in ("target_utilization", "demand_growth",
+                                                       "max_num_batched_tokens")}
 
 
 def schema_setting(key: str) -> schema.Setting:
@@ -564,6 +568,9 @@ RESOLVED_RULES: tuple[ResolvedRule, ...] = (
     ResolvedRule("t_decode_batch, the batch t_decode_ms holds at: typed (or calibrated), else batch",
                  _named("t_decode_batch"), lambda r: r.typed_else(r.out["batch"].to_numpy(dtype=float)),
                  lambda k: k.typed_else(k.ref("batch"))),
+    ResolvedRule("pass_fixed_ms, the fixed cost of a forward pass: typed (or calibrated), else t_fixed_ms",
+                 _named("pass_fixed_ms"), lambda r: r.typed_else(r.out["t_fixed_ms"].to_numpy(dtype=float)),
+                 lambda k: k.typed_else(k.ref("t_fixed_ms"))),
     ResolvedRule("hit_baseline, the planning baseline: typed, else the load test's hit ratio", _named("hit_baseline"),
                  lambda r: r.typed_else(r.out["hit_measured"].to_numpy(dtype=float)),
                  lambda k: k.typed_else(k.ref("hit_measured"))),

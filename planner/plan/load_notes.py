@@ -85,6 +85,7 @@ def warnings(plan) -> list:
     prefills that saturate an instance at the planned load, a fixed concurrency whose KV does not
     fit, targets without a demand to size."""
     from planner.core.errors import Problem
+    from planner.equations.prefill_passes import burst_ttft_ms
 
     r, res = plan.results, plan.resolved
     rows = plan.input.workloads.rows
@@ -122,7 +123,14 @@ def warnings(plan) -> list:
                                       f"whose KV fits in HBM"))
         if not np.isnan(conc[i]):   # a fixed concurrency: the targets are met or not, whatever the count
             qq = float(r["slo_q"].iat[i])
-            ttft_c = alone[i] * ((conc[i] + 1) / 2 if qq == 0 else 1 + qq * (conc[i] - 1))
+            ttft_c = float(burst_ttft_ms(alone[i], float(res["pass_fixed_ms"].iat[i]), float(res["isl"].iat[i]),
+                                         float(res["hit_target"].iat[i]), conc[i],
+                                         float(res["max_num_batched_tokens"].iat[i]), qq if qq > 0 else np.nan))
+            if plan.input.workloads.records[i].get("max_num_batched_tokens") is None:
+                out.append(Problem(place, f"TTFT at concurrency {conc[i]:,.0f} packs the burst's prefills into passes "
+                                          f"of {float(res['max_num_batched_tokens'].iat[i]):,.0f} new tokens (Settings "
+                                          f"max_num_batched_tokens; 8192 is vLLM's default on GPUs of 70 GiB or "
+                                          f"more): type the server's --max-num-batched-tokens if it differs"))
             if ttft_c > t_slo[i]:
                 out.append(Problem(place, f"at concurrency {conc[i]:,.0f} the TTFT ({res['slo_percentile'].iat[i]}) "
                                           f"is {ttft_c:,.0f} ms, above ttft_slo_ms {t_slo[i]:,.6g}: more instances do "

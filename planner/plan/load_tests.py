@@ -2,9 +2,13 @@
 
 A row is a closed-loop load test of ``concurrency`` clients and ``num_requests`` requests (the way
 ``vllm bench serve --max-concurrency c`` runs). Its TTFT (the statistic ``ttft_stat`` names) is read
-through :func:`planner.equations.queueing.closed_loop_ttft`: waves of ``c`` requests whose prefills
-serialise, so the request-alone prefill is ``P = ttft / factor`` with ``factor`` fixed by
-(c, R, stat); at concurrency 1 the factor is 1 and the row is read exactly as before.
+through :mod:`planner.equations.prefill_passes`: waves of ``c`` requests, the first prefilled alone
+on the idle server and the others packed into forward passes of ``max_num_batched_tokens`` new
+tokens, each pass paying the fixed cost ``F`` once; the statistic is ``factor P + fixed_coef F``
+with both numbers fixed by (c, R, stat, new tokens, budget), so the request-alone prefill is
+``P = (ttft - fixed_coef F) / factor`` once F is fitted (:mod:`planner.plan.calibrate` iterates
+the fit to a fixed point). At concurrency 1 the factor is 1 and fixed_coef 0: the row is read
+exactly as before.
 
 Its measured throughput pins the chip time per request: ``C = 1000 / X`` ms for ``X`` completed
 requests/s (``request_throughput``, else ``output_throughput / osl``, else ``total_throughput /
@@ -20,8 +24,8 @@ import math
 
 import numpy as np
 
-from planner.equations import queueing
 from planner.core.places import Place
+from planner.equations import prefill_passes
 
 
 def _num(rec, name):
@@ -29,16 +33,31 @@ def _num(rec, name):
     return math.nan if v is None else float(v)
 
 
-def read_rows(recs: list[dict]) -> dict:
-    """Per row: ``factor`` (TTFT statistic / request-alone prefill) and ``prefill_ms``."""
+def read_rows(recs: list[dict], budget: float = math.nan) -> dict:
+    """Per row: the load-test model's coefficients, TTFT statistic ``= factor P + fixed_coef F``
+    (:func:`planner.equations.prefill_passes.burst_coefficients`: waves of ``c`` requests, the
+    first alone, the others packed into passes of ``max_num_batched_tokens`` new tokens, the row's
+    own or ``budget``, the Settings value), and ``prefill_ms`` at ``F = 0`` (``ttft / factor``;
+    :func:`prefill_given_fixed` for the fitted F). Concurrency 1: factor 1, fixed_coef 0."""
     conc = np.array([_num(r, "concurrency") if r.get("concurrency") is not None else 1.0 for r in recs])
     nreq = np.array([_num(r, "num_requests") for r in recs])
     stats = [str(r.get("ttft_stat") or "mean") for r in recs]
-    factor = np.array([float(queueing.closed_loop_ttft(1.0, c, n, st)) if c > 1 else 1.0
-                       for c, n, st in zip(conc, nreq, stats)])
+    tokens = np.array([max(float(r["isl"]) * (1 - float(r["hit"])), 1.0) for r in recs])
+    budgets = np.array([_num(r, "max_num_batched_tokens") if r.get("max_num_batched_tokens") is not None
+                        else float(budget) for r in recs])
+    coef = [prefill_passes.burst_coefficients(u, c, m_tok, n, st) if c > 1 else (1.0, 0.0)
+            for u, c, m_tok, n, st in zip(tokens, conc, budgets, nreq, stats)]
+    factor = np.array([a for a, _ in coef])
+    fixed_coef = np.array([b for _, b in coef])
     ttft = np.array([float(r["ttft_ms"]) for r in recs])
-    return {"factor": factor, "prefill_ms": ttft / factor, "concurrency": conc, "num_requests": nreq,
-            "stat": stats}
+    return {"factor": factor, "fixed_coef": fixed_coef, "ttft_ms": ttft, "prefill_ms": ttft / factor,
+            "concurrency": conc, "num_requests": nreq, "stat": stats, "budget": budgets}
+
+
+def prefill_given_fixed(load: dict, t_fixed: float) -> np.ndarray:
+    """Request-alone prefill of each row once the per-pass fixed cost F is known:
+    ``P = (ttft - fixed_coef F) / factor`` (exact at concurrency 1: P = ttft)."""
+    return (load["ttft_ms"] - load["fixed_coef"] * float(t_fixed)) / load["factor"]
 
 
 def read_warnings(recs: list[dict], rows: list[int], load: dict) -> list[tuple[str, str]]:
@@ -50,13 +69,14 @@ def read_warnings(recs: list[dict], rows: list[int], load: dict) -> list[tuple[s
         place = Place.at_row("Measurements", row)
         what = f"TTFT {rec['ttft_ms']:,.1f} ms ({load['stat'][rows.index(row)]}) at concurrency {int(c)}"
         if math.isnan(n):
-            out.append((place, f"{what} is read as one wave of {int(c)} requests whose prefills queue (request-alone "
-                               f"prefill = TTFT / {f:.3g}); num_requests is blank: type it (and osl, tpot_ms or "
+            out.append((place, f"{what} is read as one wave of {int(c)} requests whose prefills queue, packed "
+                               f"into passes of {load['budget'][rows.index(row)]:,.0f} new tokens (TTFT = "
+                               f"{f:.3g} request-alone prefills before the per-pass fixed cost); num_requests is blank: type it (and osl, tpot_ms or "
                                f"request_throughput) so the load test is read as run"))
         elif rec.get("request_throughput") is None and rec.get("output_throughput") is None \
                 and rec.get("total_throughput") is None and rec.get("tpot_ms") is None:
-            out.append((place, f"{what} is read as waves of {int(c)} requests (request-alone prefill = TTFT / "
-                               f"{f:.3g}); the decode is not measured (no tpot_ms or throughput)"))
+            out.append((place, f"{what} is read as waves of {int(c)} requests (TTFT = {f:.3g} request-alone "
+                               f"prefills before the per-pass fixed cost); the decode is not measured (no tpot_ms or throughput)"))
     return out
 
 
