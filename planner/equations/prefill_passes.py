@@ -49,6 +49,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.equations.kvhit import excel_twin
+from planner.equations.constants import N
 
 EPS = 1e-9            # tolerance of CEILING on a whole number of passes (j u / M = 2 exactly is 2 passes)
 MAX_CONCURRENCY = 65536   # enumerated per request; Workloads and Measurements concurrency are capped at this
@@ -150,6 +151,26 @@ def burst_coefficients(new_tokens, concurrency, budget, num_requests=np.nan, sta
     return float(a[i0] + fr * (a[i1] - a[i0])), float(b[i0] + fr * (b[i1] - b[i0]))
 
 
+def new_tokens(isl, hit):
+    """New prompt tokens of a request, at least one (a full hit still needs its last token).
+
+    Parameters
+    ----------
+    isl : numeric, input length N [tokens]
+    hit : numeric, prefix-cache hit ratio h [fraction]
+
+    Returns
+    -------
+    numeric, u = max(N (1 - h), 1) [tokens]
+    """
+    return _tokens(isl, hit)
+
+
+@excel_twin(new_tokens)
+def _(isl, hit):
+    return f"MAX({isl}*(1-{hit}),1)"
+
+
 def burst_ttft_ms(prefill, t_fixed, isl, hit, concurrency, budget, q=np.nan):
     r"""TTFT of a burst of ``c`` requests packed into forward passes of ``M`` new tokens.
 
@@ -159,6 +180,7 @@ def burst_ttft_ms(prefill, t_fixed, isl, hit, concurrency, budget, q=np.nan):
 
     with ``p_j``, ``D_j`` the pass and tokens done of request ``j`` (module docstring);
     a quantile ``q`` the linear interpolation of the ordered ``TTFT_j`` at position ``q (c-1)``.
+    :func:`burst_ttft_u` with ``u`` = :func:`new_tokens`.
 
     Parameters
     ----------
@@ -174,21 +196,38 @@ def burst_ttft_ms(prefill, t_fixed, isl, hit, concurrency, budget, q=np.nan):
     -------
     numeric, TTFT [ms] (NaN without concurrency)
     """
-    P, F, N, H, c, M, Q = np.broadcast_arrays(_f(prefill), _f(t_fixed), _f(isl), _f(hit), _f(concurrency),
-                                              _f(budget), _f(q))
+    return burst_ttft_u(prefill, t_fixed, _tokens(isl, hit), concurrency, budget, q)
+
+
+def burst_ttft_u(prefill, t_fixed, u, concurrency, budget, q=np.nan):
+    """:func:`burst_ttft_ms` from the new tokens per request ``u`` [tokens] (:func:`new_tokens`),
+    a column of its own where the formula would otherwise repeat it (a spreadsheet formula holds at
+    most 8,192 characters). Other parameters and the result as :func:`burst_ttft_ms`."""
+    P, F, U, c, M, Q = np.broadcast_arrays(_f(prefill), _f(t_fixed), _f(u), _f(concurrency), _f(budget), _f(q))
     out = np.full(P.shape, np.nan)
     for i in np.ndindex(P.shape):
         if not (np.isfinite(c[i]) and np.isfinite(P[i])):
             continue
-        u = float(_tokens(N[i], H[i]))
-        m_tok = u if not np.isfinite(M[i]) else float(M[i])
-        k_alone = float(_ceil(u / m_tok))
-        p, done = _passes(np.arange(int(round(c[i])), dtype=float), u, m_tok, c[i])
+        u_i = float(U[i])
+        m_tok = u_i if not np.isfinite(M[i]) else float(M[i])
+        k_alone = float(_ceil(u_i / m_tok))
+        p, done = _passes(np.arange(int(round(c[i])), dtype=float), u_i, m_tok, c[i])
         v = max(P[i] - k_alone * F[i], 0.0)   # floored: the fit's fixed cost may exceed the request's passes
-        vals = p * F[i] + done * v / u
+        vals = p * F[i] + done * v / u_i
         qq = Q[i] if np.isfinite(Q[i]) else 0.0
         out[i] = vals.mean() if qq <= 0 else np.quantile(vals, qq)
     return out
+
+
+def _xl_value_scalar(j, t_fixed, u, budget, c, v):
+    """Excel text of TTFT_j for one request ``j`` (a number or a scalar expression, not an array):
+    MAX and MIN may then take the place of the element-wise forms of :func:`_xl_value`, which keeps
+    the quantile formulas short (a spreadsheet formula holds at most 8,192 characters)."""
+    t1 = f"MIN({u},{budget})"
+    sj = f"(({j}+1)*{u}-{t1})"
+    p = f"(1+({sj}>{EPS:g})*CEILING(MAX({sj},0)/{budget}-{EPS:g},1))"
+    done = f"MIN({t1}+({p}-1)*{budget},{c}*{u})"
+    return f"({p}*{t_fixed}+{done}*{v}/{u})"
 
 
 def _xl_value(j, t_fixed, u, budget, c, v):
@@ -202,19 +241,30 @@ def _xl_value(j, t_fixed, u, budget, c, v):
 
 @excel_twin(burst_ttft_ms)
 def _(prefill, t_fixed, isl, hit, concurrency, budget, q=None):
-    u = f"MAX({isl}*(1-{hit}),1)"
+    return burst_ttft_u.xl(prefill, t_fixed, new_tokens.xl(isl, hit), concurrency, budget, q)
+
+
+# the quantile constants of slo_percentile: known above 0, so their formulas need no mean branch
+_POSITIVE_Q = (N.Q_P50, N.Q_P90, N.Q_P95, N.Q_P99)
+
+
+@excel_twin(burst_ttft_u)
+def _(prefill, t_fixed, u, concurrency, budget, q=None):
     m = f"IF(ISNUMBER({budget}),{budget},{u})"
     c = concurrency
     v = f"MAX({prefill}-CEILING({u}/{m}-{EPS:g},1)*{t_fixed},0)"
+    j = f'(ROW(INDIRECT("1:"&{c}))-1)'
+    mean = f"SUMPRODUCT({_xl_value(j, t_fixed, u, m, c, v)})/{c}"
     if q is None:
-        j = f'(ROW(INDIRECT("1:"&{c}))-1)'
-        body = f"SUMPRODUCT({_xl_value(j, t_fixed, u, m, c, v)})/{c}"
+        body = mean
     else:
         x = f"({q}*({c}-1))"
         i0 = f"INT({x})"
-        lo = _xl_value(i0, t_fixed, u, m, c, v)
-        hi = _xl_value(f"MIN({i0}+1,{c}-1)", t_fixed, u, m, c, v)
-        body = f"{lo}+({x}-{i0})*({hi}-{lo})"
+        lo = _xl_value_scalar(i0, t_fixed, u, m, c, v)
+        hi = _xl_value_scalar(f"MIN({i0}+1,{c}-1)", t_fixed, u, m, c, v)
+        quantile = f"{lo}+({x}-{i0})*({hi}-{lo})"
+        # q 0 (the mean target) or blank: the mean, as in Python
+        body = quantile if q in _POSITIVE_Q else f"IF({q}>0,{quantile},{mean})"
     return f'IF(ISNUMBER({c}),{body},"")'
 
 

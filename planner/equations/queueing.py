@@ -829,14 +829,15 @@ def _(prefill, t_decode, step, slo, q, lnx):
     return (f'IF(ISNUMBER({slo}),IF({w}>0,IF({q}>0,IF({rho_low}<=1-{q},{rho_low},{rho_tail}),{rho_mean}),""),"")')
 
 
-def instances_for_rho(rate_total, prefill, slo, rho, q=np.nan, concurrency=np.nan, t_fixed=np.nan, isl=np.nan,
-                      hit=np.nan, budget=np.nan):
+def instances_for_rho(rate_total, prefill, slo, rho, concurrency=np.nan, ttft_at_c=np.nan):
     r"""Last step of :func:`instances_ttft`: the instances that keep each at or below ``ρ*``.
 
     .. math:: n = \lceil Λ P / ρ^* \rceil
 
-    With a fixed ``concurrency`` c the TTFT does not depend on the count (:func:`ttft_load_ms`, a
-    burst of c), as in :func:`instances_ttft`: ``inf`` when it misses the target there, else NaN.
+    With a fixed ``concurrency`` c the TTFT does not depend on the count, as in
+    :func:`instances_ttft`: ``inf`` when the TTFT statistic at c (``ttft_at_c``, the burst of
+    :func:`planner.equations.prefill_passes.burst_ttft_ms` at the target's quantile) misses the
+    target, else NaN.
 
     Parameters
     ----------
@@ -844,11 +845,8 @@ def instances_for_rho(rate_total, prefill, slo, rho, q=np.nan, concurrency=np.na
     prefill : numeric, P [ms]
     slo : numeric, TTFT target, NaN when blank [ms]
     rho : numeric, :func:`ttft_rho_max` [fraction]
-    q : numeric, quantile (0: the mean) [fraction]; read only with a fixed concurrency
     concurrency : numeric, Workloads concurrency, NaN when blank [count]
-    t_fixed, isl, hit, budget : numeric, the burst's packing into forward passes, as :func:`ttft_load_ms`
-        takes them: fixed cost per pass [ms], input length [tokens], hit ratio [fraction], new tokens
-        per pass [tokens]
+    ttft_at_c : numeric, the TTFT statistic the target applies to at that concurrency [ms]
 
     Returns
     -------
@@ -859,20 +857,17 @@ def instances_for_rho(rate_total, prefill, slo, rho, q=np.nan, concurrency=np.na
     with np.errstate(divide="ignore", invalid="ignore"):
         n = np.ceil(_approx(_f(rate_total) / C.MS_PER_S * P / _f(rho)))
     open_ = np.where(np.isnan(_f(slo)) | np.isnan(_f(rate_total)), np.nan, np.where(w > 0, n, np.inf))
-    c, qq = _f(concurrency), _f(q)
-    at_c = ttft_load_ms(prefill, np.nan, np.where(np.isnan(c), 1.0, c), t_fixed=t_fixed, isl=isl, hit=hit,
-                        budget=budget, q=np.where(np.isnan(qq), 0.0, qq))
+    c, at_c = _f(concurrency), _f(ttft_at_c)
     return np.where(np.isnan(c), open_, np.where(~np.isnan(_f(slo)) & (at_c > _f(slo)), np.inf, np.nan))
 
 
 @excel_twin(instances_for_rho)
-def _(rate_total, prefill, slo, rho, q=None, concurrency=None, t_fixed=None, isl=None, hit=None, budget=None):
+def _(rate_total, prefill, slo, rho, concurrency=None, ttft_at_c=None):
     open_ = (f'IF(AND(ISNUMBER({slo}),ISNUMBER({rate_total})),IF({slo}-{prefill}>0,ROUNDUP({rate_total}/'
              f'{N.MS_PER_S}*{prefill}/{rho},0),"unreachable"),"")')
     if concurrency is None:
         return open_
-    at_c = _ttft_at_concurrency_xl(prefill, q, concurrency, t_fixed, isl, hit, budget)
-    return f'IF(ISNUMBER({concurrency}),IF(AND(ISNUMBER({slo}),{at_c}>{slo}),"unreachable",""),{open_})'
+    return f'IF(ISNUMBER({concurrency}),IF(AND(ISNUMBER({slo}),{ttft_at_c}>{slo}),"unreachable",""),{open_})'
 
 
 def rate_for_tpot(prefill, osl, s0, s1, t_decode, step, slo):

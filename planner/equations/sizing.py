@@ -24,6 +24,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from planner.equations import kvhit as m
+from planner.equations import prefill_passes as pp
 from planner.equations import queueing as q
 from planner.equations.fleet import cost_per_hour
 
@@ -46,9 +47,13 @@ STEPS: tuple[tuple[str, Callable, tuple[str, ...]], ...] = (
     ("ttft_log_x", q.ttft_log_x, ("ttft_ms", "t_decode_ms", "decode_step_ms", "ttft_slo_ms", "slo_q")),
     ("ttft_rho_max", q.ttft_rho_max, ("ttft_ms", "t_decode_ms", "decode_step_ms", "ttft_slo_ms", "slo_q",
                                       "ttft_log_x")),
-    ("instances_ttft", q.instances_for_rho, ("demand_rps_open", "ttft_ms", "ttft_slo_ms", "ttft_rho_max", "slo_q",
-                                             "concurrency", "pass_fixed_ms", "isl", "hit_target",
-                                             "max_num_batched_tokens")),
+    # at a fixed concurrency: the TTFT statistic of the target (slo_percentile) of the burst, its prefills
+    # packed into passes of max_num_batched_tokens (blank without concurrency)
+    ("burst_new_tokens", pp.new_tokens, ("isl", "hit_target")),
+    ("ttft_burst_slo_ms", pp.burst_ttft_u, ("ttft_ms", "pass_fixed_ms", "burst_new_tokens", "concurrency",
+                                            "max_num_batched_tokens", "slo_q")),
+    ("instances_ttft", q.instances_for_rho, ("demand_rps_open", "ttft_ms", "ttft_slo_ms", "ttft_rho_max",
+                                             "concurrency", "ttft_burst_slo_ms")),
     ("instances_tpot", q.instances_tpot, ("demand_rps_open", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
                                           "t_decode_ms", "decode_step_ms", "tpot_slo_ms", "concurrency")),
     ("instances_hbm", q.instances_hbm, ("demand_rps_open", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",

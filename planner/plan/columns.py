@@ -28,6 +28,7 @@ from planner.equations.constants import PCIE_GEN_GBPS, N
 from planner.equations.kvhit import excel_twin
 from planner.core.refs import defined_name, exact_text, setting_name
 from planner.core.schema import CHOICE, FMT_INT, FMT_PCT, TEXT
+from planner.equations import prefill_passes as pp
 from planner.equations import queueing as q
 from planner.equations import sizing as sz
 
@@ -266,6 +267,13 @@ RESULTS: tuple[Out, ...] = (
     out("ttft_rho_max", "fraction", FMT_PCT, *sz.step("ttft_rho_max"),
         description="largest utilisation of one instance (arrival rate x ttft_ms) at which the TTFT target holds "
         "(a step of instances_ttft)", label="TTFT target: largest utilisation per instance"),
+    out("burst_new_tokens", "tokens", FMT_INT, *sz.step("burst_new_tokens"),
+        description="new prompt tokens of a request, isl x (1 - hit_target), at least 1 (a step of "
+        "ttft_burst_slo_ms)", label="New prompt tokens per request"),
+    out("ttft_burst_slo_ms", "ms", FMT_MS, *sz.step("ttft_burst_slo_ms"),
+        description="at a fixed concurrency: the TTFT statistic the target applies to (slo_percentile; mean: "
+        "the mean) of the burst, its prefills packed into passes of max_num_batched_tokens (blank without "
+        "concurrency; a step of instances_ttft)", label="TTFT at the fixed concurrency, at the target's percentile"),
     out("instances_ttft", "count", FMT_INT, *sz.step("instances_ttft"),
         description="instances the TTFT target needs (open loop, M/G/1 prefill queue; unreachable: the target is "
         "below the request-alone TTFT, or the TTFT at the fixed concurrency misses it)",
@@ -342,8 +350,11 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
     out("ttft_log_x", "", FMT_RATIO, *sz.step("ttft_log_x")),
     out("ttft_rho_max", "fraction", FMT_PCT, *sz.step("ttft_rho_max")),
     # the sizing chain's step with the sweep's own hit (not the planned hit_target)
+    out("burst_new_tokens", "tokens", FMT_INT, pp.new_tokens, "isl", "hit"),
+    out("ttft_burst_slo_ms", "ms", FMT_MS, pp.burst_ttft_u, "ttft_ms", "pass_fixed_ms", "burst_new_tokens",
+        "concurrency", "max_num_batched_tokens", "slo_q"),
     out("instances_ttft", "count", FMT_INT, q.instances_for_rho, "demand_rps_open", "ttft_ms", "ttft_slo_ms",
-        "ttft_rho_max", "slo_q", "concurrency", "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens"),
+        "ttft_rho_max", "concurrency", "ttft_burst_slo_ms"),
     out("instances_tpot", "count", FMT_INT, q.instances_tpot, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
         "step_kv_ms", "t_decode_ms", "decode_step_ms", "tpot_slo_ms", "concurrency"),
     out("instances_hbm", "count", FMT_INT, q.instances_hbm, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
