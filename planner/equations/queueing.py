@@ -725,13 +725,12 @@ def _(rate_total, prefill, t_decode, step, slo, q, concurrency=None, t_fixed=Non
     return f'IF(ISNUMBER({concurrency}),IF(AND(ISNUMBER({slo}),{at_c}>{slo}),"unreachable",""),{open_})'
 
 
-def _instances_ttft_open(rate_total, prefill, t_decode, step, slo, q):
-    P = prefill
+def _rho_xl(P, t_decode, step, slo, q, lnx) -> str:
+    """Excel text of ``ρ*`` (:func:`instances_ttft`), from ``ln x`` of the Lambert W argument."""
     w = f"({slo}-{P})"
     k = f"({t_decode}*{step}/{P})"
     a = f"(2*{w}/{P})"
     phi = f"((2*{w}+{k})/(2*{w}))"
-    lnx = f"(LN({a}*{phi}*(1-{q}))+{a})"
     ll = f"IF({lnx}>{N.LOG_LIMIT},{lnx},LN(1+EXP({lnx})))"
     wl = f"(({ll})*(1-LN(1+{ll})/(2+{ll})))"
     for _ in range(2):
@@ -739,7 +738,22 @@ def _instances_ttft_open(rate_total, prefill, t_decode, step, slo, q):
     rho_tail = f"MIN(1,{wl}/({a}*{phi}))"
     rho_low = f"(2*{w}/({k}+2*{w}))"
     rho_mean = f"(2*{w}/({P}+{k}+2*{w}))"
-    rho = f"IF({q}>0,IF({rho_low}<=1-{q},{rho_low},{rho_tail}),{rho_mean})"
+    return f"IF({q}>0,IF({rho_low}<=1-{q},{rho_low},{rho_tail}),{rho_mean})"
+
+
+def _lnx_xl(P, t_decode, step, slo, q) -> str:
+    """Excel text of ``ln x = ln(aφ(1-q)) + a`` (:func:`ttft_log_x`), without its guards."""
+    w = f"({slo}-{P})"
+    k = f"({t_decode}*{step}/{P})"
+    a = f"(2*{w}/{P})"
+    phi = f"((2*{w}+{k})/(2*{w}))"
+    return f"(LN({a}*{phi}*(1-{q}))+{a})"
+
+
+def _instances_ttft_open(rate_total, prefill, t_decode, step, slo, q):
+    P = prefill
+    w = f"({slo}-{P})"
+    rho = _rho_xl(P, t_decode, step, slo, q, _lnx_xl(P, t_decode, step, slo, q))
     return (f'IF(AND(ISNUMBER({slo}),ISNUMBER({rate_total})),IF({w}>0,ROUNDUP({rate_total}/{N.MS_PER_S}*{P}/'
             f'({rho}),0),"unreachable"),"")')
 
@@ -772,12 +786,8 @@ def ttft_log_x(prefill, t_decode, step, slo, q):
 
 @excel_twin(ttft_log_x)
 def _(prefill, t_decode, step, slo, q):
-    P = prefill
-    w = f"({slo}-{P})"
-    k = f"({t_decode}*{step}/{P})"
-    a = f"(2*{w}/{P})"
-    phi = f"((2*{w}+{k})/(2*{w}))"
-    return f'IF(AND(ISNUMBER({slo}),{q}>0),IF({w}>0,LN({a}*{phi}*(1-{q}))+{a},""),"")'
+    w = f"({slo}-{prefill})"
+    return f'IF(AND(ISNUMBER({slo}),{q}>0),IF({w}>0,{_lnx_xl(prefill, t_decode, step, slo, q)[1:-1]},""),"")'
 
 
 def ttft_rho_max(prefill, t_decode, step, slo, q, lnx):
@@ -814,19 +824,8 @@ def ttft_rho_max(prefill, t_decode, step, slo, q, lnx):
 
 @excel_twin(ttft_rho_max)
 def _(prefill, t_decode, step, slo, q, lnx):
-    P = prefill
-    w = f"({slo}-{P})"
-    k = f"({t_decode}*{step}/{P})"
-    a = f"(2*{w}/{P})"
-    phi = f"((2*{w}+{k})/(2*{w}))"
-    ll = f"IF({lnx}>{N.LOG_LIMIT},{lnx},LN(1+EXP({lnx})))"
-    wl = f"(({ll})*(1-LN(1+{ll})/(2+{ll})))"
-    for _ in range(2):
-        wl = f"({wl}*(1+{lnx}-LN({wl}))/(1+{wl}))"
-    rho_tail = f"MIN(1,{wl}/({a}*{phi}))"
-    rho_low = f"(2*{w}/({k}+2*{w}))"
-    rho_mean = f"(2*{w}/({P}+{k}+2*{w}))"
-    return (f'IF(ISNUMBER({slo}),IF({w}>0,IF({q}>0,IF({rho_low}<=1-{q},{rho_low},{rho_tail}),{rho_mean}),""),"")')
+    w = f"({slo}-{prefill})"
+    return f'IF(ISNUMBER({slo}),IF({w}>0,{_rho_xl(prefill, t_decode, step, slo, q, lnx)},""),"")'
 
 
 def instances_for_rho(rate_total, prefill, slo, rho, concurrency=np.nan, ttft_at_c=np.nan):
