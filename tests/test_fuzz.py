@@ -35,7 +35,10 @@ BLANK_OK = {"instances_needed", "gpus_needed", "cost_per_mtok_delivered", "cost_
             # prefills saturate the instance at the planned load
             "instances_throughput", "demand_rps", "demand_rps_open", "instances_ttft", "instances_tpot", "instances_hbm",
             "instances_concurrency", "concurrency_rps", "prefill_wait_ms", "ttft_load_ms", "prefill_wait_p90_ms",
-            "ttft_load_p90_ms", "tpot_load_ms", "gpus_throughput", "gpus_for_latency", "cost_per_hour_for_latency"}
+            "ttft_load_p90_ms", "tpot_load_ms", "gpus_throughput", "gpus_for_latency", "cost_per_hour_for_latency",
+            # steps of the TTFT count: blank without a TTFT target (ttft_log_x: without a quantile one), or
+            # without a fixed concurrency (ttft_burst_slo_ms)
+            "ttft_log_x", "ttft_rho_max", "ttft_burst_slo_ms"}
 # a target no instance count meets is inf ("unreachable" in the workbook); the sweep's load columns likewise
 UNREACHABLE_OK = {"instances_ttft", "instances_tpot", "instances_hbm"}
 SWEEP_LOAD = BLANK_OK & {"instances_throughput", "instances_ttft", "instances_tpot", "instances_hbm",

@@ -26,12 +26,15 @@ def _plan(tmp_path, ttft, name):
 
 
 def test_a_point_faster_than_the_peak_is_refused(tmp_path):
-    # hand: a burst of 8 has mean TTFT P (8+1)/2, so TTFT 100 ms is a request-alone prefill of 22.2 ms;
+    # hand: a burst of 8 of 2,000 new tokens packed into passes of 8,192 (Settings max_num_batched_tokens,
+    # no fixed cost read from a c > 1 point): request 1 alone ends at P; pass 2 (8,192 tokens, 4.096 P)
+    # ends requests 2-5 at 5.096 P; the last pass (5,808 tokens) ends requests 6-8 at 8 P; mean
+    # (1 + 4 x 5.096 + 3 x 8) / 8 = 5.673 P, so TTFT 100 ms is a request-alone prefill of 17.6 ms;
     # at 100% of 4 x 989.4 TFLOPS the linear layers alone (70e9 params less at most 2 x 128,256 x 8,192
-    # = 2.1e9 of embedding and head) take 2 x 67.9e9 x 2000 / 3.9576e15 s = 68.6 ms > 22.2 ms: > 300%
+    # = 2.1e9 of embedding and head) take 2 x 67.9e9 x 2000 / 3.9576e15 s = 68.6 ms > 17.6 ms: > 300%
     plan = _plan(tmp_path, 100.0, "fast")
     f = plan.calibration.fits[0]
-    assert f.method == "refused" and not f.ok and f.efficiency > 68.6 / (100 / 4.5)
+    assert f.method == "refused" and not f.ok and f.efficiency > 68.6 / (100 / 5.673)
     assert plan.results["breakdown_source"].iat[0] == "estimated"
     alone = tmp_path / "alone.xlsx"               # the same workload with no Measurements: the roofline
     write_input_workbook(alone, MODELS, GPUS, [WL], {})
@@ -41,7 +44,7 @@ def test_a_point_faster_than_the_peak_is_refused(tmp_path):
     assert plan.results["gpus_needed"].iat[0] == ref.results["gpus_needed"].iat[0]
     text = [str(w) for w in plan.warnings]
     hit = [t for t in text if t.startswith("Measurements row 2 (L70 on 4x H100)") and "which no GPU reaches" in t]
-    assert hit and "read as a load test at concurrency 8 (request-alone prefill = TTFT / 4.5)" in hit[0]
+    assert hit and "read as a load test at concurrency 8 (request-alone prefill = TTFT / 5.67)" in hit[0]
     assert f"{f.efficiency:.0%} of the dense peak" in hit[0]
 
 

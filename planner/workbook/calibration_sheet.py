@@ -137,7 +137,7 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
             out[(i, col)] = (None, value, prov)  # the fitted alpha: a value (issue 20)
         elif calib.source[i] == "calibrated" and k is not None:
             x = wl_cell(col, i)
-            expr = {"tpm_measured": None, "hit_measured": None, "t_decode_batch": None,
+            expr = {"tpm_measured": None, "hit_measured": None, "t_decode_batch": None, "pass_fixed_ms": None,
                     "t_attn0_ms": f"{lay.param(k, 'k_attn_ms_per_tok2')}*{res_cell('isl', i)}^2",
                     "t_ffn0_ms": f"{lay.param(k, 'k_ffn_ms_per_tok')}*{res_cell('isl', i)}",
                     "t_fixed_ms": (_fixed_with_hit_cost(lay, k, res_cell("hit_target", i)) if calib.fits[k].c_hit_ms
