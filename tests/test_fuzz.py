@@ -43,7 +43,10 @@ BLANK_OK = {"instances_needed", "gpus_needed", "cost_per_mtok_delivered", "cost_
 UNREACHABLE_OK = {"instances_ttft", "instances_tpot", "instances_hbm"}
 SWEEP_LOAD = BLANK_OK & {"instances_throughput", "instances_ttft", "instances_tpot", "instances_hbm",
                          "instances_concurrency", "concurrency_rps", "prefill_wait_ms", "ttft_load_ms",
-                         "prefill_wait_p90_ms", "ttft_load_p90_ms", "tpot_load_ms"} | {"instances_needed", "load_rps"}
+                         "prefill_wait_p90_ms", "ttft_load_p90_ms", "tpot_load_ms", "ttft_log_x", "ttft_rho_max",
+                         "ttft_burst_slo_ms"} | {"instances_needed", "load_rps",
+                                                 # the tornado's TTFT at the planned load: blank without demand
+                                                 "ttft_load_base", "ttft_load_low", "ttft_load_high"}
 
 MODELS = [["model", "layers", "kv_heads", "head_dim", "kv_bytes", "attention", "mla_kv_dim", "params_b"],
           ["M-gqa", 80, 8, 128, 2, "gqa", None, 70],
