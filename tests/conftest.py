@@ -163,6 +163,20 @@ def header_index(ws) -> dict[str, int]:
     return out
 
 
+def edit_output_and_input(out: Path, src: Path, edits, tmp_path: Path) -> tuple[Path, Path]:
+    """The same cell edits, ``(sheet, row, column name, value)``, made in an output workbook and
+    in its input, saved as copies: the output to be recalculated, the input to be planned afresh."""
+    wb_out, wb_in = openpyxl.load_workbook(out), openpyxl.load_workbook(src)
+    for sheet, row, name, value in edits:
+        for wb in (wb_out, wb_in):
+            ws = wb[sheet]
+            ws.cell(row, header_index(ws)[name]).value = value
+    e_out, e_in = tmp_path / "out-edited.xlsx", tmp_path / "in-edited.xlsx"
+    wb_out.save(e_out)
+    wb_in.save(e_in)
+    return e_out, e_in
+
+
 def sheet_values(path: Path, sheet: str) -> list[dict]:
     """Rows of a table sheet (header row 1) as dicts of cached values. Read-only mode: only
     that sheet's XML is parsed (a full load parses every sheet of a large output each call)."""

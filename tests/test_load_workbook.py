@@ -15,7 +15,7 @@ import numpy as np
 import openpyxl
 import pytest
 
-from conftest import header_index
+from conftest import edit_output_and_input, header_index
 from planner.plan.build import build_plan
 from planner.workbook.writer import write_output
 from test_hand_calc import write_input
@@ -177,14 +177,7 @@ def test_libreoffice_recalculates_every_new_cell(built, recalc):
 def test_live_edit_of_demand_and_slo_matches_fresh_run(built, recalc, tmp_path):
     src, _plan, out = built
     edits = [("Workloads", 2, "demand_tpm", 9_000_000), ("Workloads", 3, "tpot_slo_ms", 60)]
-    wb_out, wb_in = openpyxl.load_workbook(out), openpyxl.load_workbook(src)
-    for sheet, row, name, value in edits:
-        for wb in (wb_out, wb_in):
-            ws = wb[sheet]
-            ws.cell(row, header_index(ws)[name]).value = value
-    e_out, e_in = tmp_path / "out-edited.xlsx", tmp_path / "in-edited.xlsx"
-    wb_out.save(e_out)
-    wb_in.save(e_in)
+    e_out, e_in = edit_output_and_input(out, src, edits, tmp_path)
     fresh = build_plan(e_in)
     assert list(fresh.results["instances_needed"][:2]) != list(_plan.results["instances_needed"][:2])
     again = openpyxl.load_workbook(recalc(e_out), data_only=True)

@@ -19,7 +19,7 @@ import math
 
 import pytest
 
-from conftest import header_index, same_value, sheet_values
+from conftest import edit_output_and_input, same_value, sheet_values
 from planner.equations import sizing as sz
 from planner.finance import fleet, periods, scenarios
 from planner.plan.build import build_plan
@@ -306,18 +306,10 @@ def test_libreoffice_recalculates_the_new_cells(built, recalc):
 
 @pytest.mark.libreoffice
 def test_live_edit_of_a_period_demand_and_the_ttft_target_matches_a_fresh_run(built, recalc, tmp_path):
-    import openpyxl
     src, plan, out = built
     # Demand row 2 (chat 2027-Q2): 9,000,000 -> 12,000,000; Workloads row 2 (chat): ttft_slo_ms 1000 -> 800
     edits = [("Demand", 2, "demand_tpm", 12_000_000), ("Workloads", 2, "ttft_slo_ms", 800)]
-    wb_out, wb_in = openpyxl.load_workbook(out), openpyxl.load_workbook(src)
-    for sheet, row, name, value in edits:
-        for wb in (wb_out, wb_in):
-            ws = wb[sheet]
-            ws.cell(row, header_index(ws)[name]).value = value
-    e_out, e_in = tmp_path / "out-edited.xlsx", tmp_path / "in-edited.xlsx"
-    wb_out.save(e_out)
-    wb_in.save(e_in)
+    e_out, e_in = edit_output_and_input(out, src, edits, tmp_path)
     fresh = build_plan(e_in)
     before = periods.by_period(plan)["instances"].tolist()
     assert periods.by_period(fresh)["instances"].tolist() != before      # the edit moves the counts
