@@ -168,7 +168,9 @@ def test_aicc_by_hand():
     assert ce.aicc(0.01, 4, 3) == float("inf")
 
 
-def test_hit_cost_in_a_workbook_rides_on_t_fixed(tmp_path):
+def _hit_cost_plan(tmp_path):
+    """A workbook whose Measurements carry a simulated per-request hit cost of 15 ms (alpha 0.6),
+    planned: (its path, the plan)."""
     models = [{"model": "Llama-3.1-70B", "kv_bytes": 2}]
     gpus = [{"gpu": "H100 SXM"}]
     y = _simulated(3, noise=0.003, hit_cost=15.0)
@@ -178,7 +180,11 @@ def test_hit_cost_in_a_workbook_rides_on_t_fixed(tmp_path):
            "hit_target": 0.5, "t_decode_ms": 0, "alpha": 0.6}]
     path = tmp_path / "c.xlsx"
     write_input_workbook(path, models, gpus, wl, {}, optional={"Measurements": meas})
-    plan = build_plan(path)
+    return path, build_plan(path)
+
+
+def test_hit_cost_in_a_workbook_rides_on_t_fixed(tmp_path):
+    path, plan = _hit_cost_plan(tmp_path)
     fit = plan.calibration.fits[0]
     assert fit.c_hit_ms == pytest.approx(15.0, rel=0.1)
     assert plan.resolved["t_fixed_ms"].iat[0] == pytest.approx(fit.t_fixed + fit.c_hit_ms)
@@ -197,16 +203,7 @@ def test_hit_cost_in_the_calibration_sheet_and_resolved_is_live(tmp_path, recalc
     from planner.workbook import calibration_sheet as cs
     from planner.workbook.writer import write_output
 
-    models = [{"model": "Llama-3.1-70B", "kv_bytes": 2}]
-    gpus = [{"gpu": "H100 SXM"}]
-    y = _simulated(3, noise=0.003, hit_cost=15.0)
-    meas = [{"model": "Llama-3.1-70B", "gpu": "H100 SXM", "tp": 4, "isl": int(n), "hit": float(h), "ttft_ms": float(t),
-             "alpha": 0.6} for n, h, t in zip(N, H, y)]
-    wl = [{"workload": "w", "model": "Llama-3.1-70B", "gpu": "H100 SXM", "tp": 4, "isl": 8000, "osl": 100,
-           "hit_target": 0.5, "t_decode_ms": 0, "alpha": 0.6}]
-    path = tmp_path / "c.xlsx"
-    write_input_workbook(path, models, gpus, wl, {}, optional={"Measurements": meas})
-    plan = build_plan(path)
+    path, plan = _hit_cost_plan(tmp_path)
     fit = plan.calibration.fits[0]
     assert fit.c_hit_ms > 0
     out = tmp_path / "out.xlsx"
