@@ -1,0 +1,298 @@
+"""Table-level equations of the finance and diff sheets, each a small numpy function with its Excel
+twin right below (as in :mod:`planner.equations.kvhit`): counts and sums over a column, a lookup
+by name, a difference, headroom, and the helpers of a waterfall chart.
+
+The Summary (:mod:`planner.workbook.summary_sheet`), Demand_Calc
+(:mod:`planner.workbook.periods_sheet`) and the diff workbook (:mod:`planner.diff.workbook`) declare
+each derived cell as one of these applied to declared arguments
+(:class:`planner.finance.cells.Both`): the numpy function gives the stored value, the twin the
+formula, so the writers hold no formula text of their own (tests/test_one_maker.py).
+
+A blank spreadsheet result is NaN here (``""`` in Excel); a count is an ``int``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.core.refs import exact_criteria, exact_text
+from planner.equations.kvhit import excel_twin
+
+
+def _floats(x) -> np.ndarray:
+    return np.asarray(x, dtype=float).ravel()
+
+
+# --------------------------------------------------------------------------- counts and sums
+def count_numbers(x):
+    """How many cells of a column hold a number (Excel ``COUNT``; a blank is NaN).
+
+    Parameters
+    ----------
+    x : array of numeric, NaN when blank [any unit]
+
+    Returns
+    -------
+    int [count]
+    """
+    return int(np.sum(~np.isnan(_floats(x))))
+
+
+@excel_twin(count_numbers)
+def _(x):
+    return f"COUNT({x})"
+
+
+def count_filled(x):
+    """How many cells of a column are not blank (Excel ``COUNTA``; here: the column's length, a
+    name column has no blank row).
+
+    Parameters
+    ----------
+    x : array [any]
+
+    Returns
+    -------
+    int [count]
+    """
+    return len(x)
+
+
+@excel_twin(count_filled)
+def _(x):
+    return f"COUNTA({x})"
+
+
+def total(x):
+    """Sum of a column, blanks skipped (Excel ``SUM``; 0 for none).
+
+    Parameters
+    ----------
+    x : array of numeric, NaN when blank [any unit]
+
+    Returns
+    -------
+    float [same unit]
+    """
+    x = _floats(x)
+    return float(np.nansum(x)) if len(x) else 0.0
+
+
+@excel_twin(total)
+def _(x):
+    return f"SUM({x})"
+
+
+def priced_total_per_month(cost_per_hour, hours_per_month):
+    r"""A column of costs per hour summed over a month; blank when no cell is priced (a blank, not a 0).
+
+    .. math:: cost_m = \sum_i cost_{h,i} \cdot hours\_per\_month
+
+    Parameters
+    ----------
+    cost_per_hour : array of numeric, NaN when unpriced [currency/h]
+    hours_per_month : numeric [h/month]
+
+    Returns
+    -------
+    float, NaN when none is priced [currency/month]
+    """
+    x = _floats(cost_per_hour)
+    if not np.any(~np.isnan(x)):
+        return float("nan")
+    return float(np.nansum(x)) * float(hours_per_month)
+
+
+@excel_twin(priced_total_per_month)
+def _(cost_per_hour, hours_per_month):
+    return f'IF(COUNT({cost_per_hour})=0,"",SUM({cost_per_hour})*{hours_per_month})'
+
+
+def uncosted(gpus, cost):
+    r"""GPUs of the rows whose cost is blank (no price): all GPUs less those of the priced rows.
+
+    .. math:: u = \sum_i g_i - \sum_{i:\, cost_i \ge 0} g_i
+
+    Parameters
+    ----------
+    gpus : array of numeric [count]
+    cost : array of numeric, NaN when unpriced [currency/h]
+
+    Returns
+    -------
+    float [count]
+    """
+    g, c = _floats(gpus), _floats(cost)
+    return float(np.nansum(g) - np.nansum(np.where(c >= 0, g, 0.0)))
+
+
+@excel_twin(uncosted)
+def _(gpus, cost):
+    return f'(SUM({gpus})-SUMIFS({gpus},{cost},">=0"))'
+
+
+# --------------------------------------------------------------------------- lookups
+def lookup(values, keys, key):
+    """The entry of ``values`` in the row whose ``keys`` entry is ``key`` (names compared as
+    Excel's MATCH does: exact text, case ignored; the first such row).
+
+    Parameters
+    ----------
+    values : array [any]
+    keys : array of str
+    key : str
+
+    Returns
+    -------
+    the entry [unit of values]
+    """
+    folded = [str(k).casefold() for k in keys]
+    return np.asarray(values, dtype=object)[folded.index(str(key).casefold())]
+
+
+@excel_twin(lookup)
+def _(values, keys, key):
+    return f"INDEX({values},MATCH({exact_text(key)},{keys},0))"
+
+
+def saved(baseline, target):
+    r"""What the target saves against the baseline (blank when either is blank).
+
+    .. math:: saved = baseline - target
+
+    Parameters
+    ----------
+    baseline, target : numeric, NaN when blank [count or currency/month]
+
+    Returns
+    -------
+    numeric [same unit]
+    """
+    return np.asarray(baseline, dtype=float) - np.asarray(target, dtype=float)
+
+
+@excel_twin(saved)
+def _(baseline, target):
+    return f'IF(AND(ISNUMBER({baseline}),ISNUMBER({target})),{baseline}-{target},"")'
+
+
+def headroom(capacity, demand):
+    r"""Capacity over demand, less one; blank without a demand.
+
+    .. math:: headroom = capacity / demand - 1
+
+    Parameters
+    ----------
+    capacity : numeric [tokens/min]
+    demand : numeric, NaN or 0 without demand [tokens/min]
+
+    Returns
+    -------
+    float, NaN without demand [fraction]
+    """
+    capacity, demand = float(capacity), float(demand)
+    return capacity / demand - 1 if demand > 0 else float("nan")
+
+
+@excel_twin(headroom)
+def _(capacity, demand):
+    return f'IF(IF(ISNUMBER({demand}),{demand},0)>0,{capacity}/{demand}-1,"")'
+
+
+def demand_warning(with_demand, workloads):
+    """The Summary's warning when workloads have no demand_tpm (issue 20: an absent demand is a
+    warning, not a silent 0 GPUs); empty when every workload has one.
+
+    Parameters
+    ----------
+    with_demand : int, workloads with a demand [count]
+    workloads : int, all workloads [count]
+
+    Returns
+    -------
+    str
+    """
+    if with_demand == 0:
+        return "WARNING: no workload has a demand_tpm: the fleet is sized for nothing"
+    if with_demand < workloads:
+        return f"WARNING: {workloads - with_demand} workload(s) without demand_tpm are left out of the fleet"
+    return ""
+
+
+@excel_twin(demand_warning)
+def _(with_demand, workloads):
+    return (f'IF({with_demand}=0,"WARNING: no workload has a demand_tpm: the fleet is sized for nothing",'
+            f'IF({with_demand}<{workloads},"WARNING: "&({workloads}-{with_demand})&" workload(s) without '
+            'demand_tpm are left out of the fleet",""))')
+
+
+def sum_where(values, keys, key):
+    """Sum of ``values`` over the rows whose ``keys`` entry is ``key`` (Excel ``SUMIFS`` with an
+    exact-text criterion: case ignored, no wildcards).
+
+    Parameters
+    ----------
+    values : array of numeric, NaN when blank [any unit]
+    keys : array of str
+    key : str
+
+    Returns
+    -------
+    float [unit of values]
+    """
+    on = np.array([str(k).casefold() == str(key).casefold() for k in keys], dtype=bool)
+    return total(_floats(values)[on])
+
+
+@excel_twin(sum_where)
+def _(values, keys, key):
+    return f"SUMIFS({values},{keys},{exact_criteria(key)})"
+
+
+def priced_sum_where(values, keys, key):
+    """:func:`sum_where` of a cost column, blank when no row of ``key`` holds a number (no type of
+    the period is priced: a blank, not a 0).
+
+    Parameters
+    ----------
+    values : array of numeric, NaN when unpriced [currency/month]
+    keys : array of str
+    key : str
+
+    Returns
+    -------
+    float, NaN when none is priced [currency/month]
+    """
+    on = np.array([str(k).casefold() == str(key).casefold() for k in keys], dtype=bool)
+    x = _floats(values)[on]
+    return float(np.nansum(x)) if np.any(~np.isnan(x)) else float("nan")
+
+
+@excel_twin(priced_sum_where)
+def _(values, keys, key):
+    return (f'IF(SUMPRODUCT(({keys}={key})*ISNUMBER({values}))=0,"",'
+            f"SUMIFS({values},{keys},{exact_criteria(key)}))")
+
+
+def uncosted_note(gpus):
+    """The Fleet Total row's note: whether every GPU of the plan is priced.
+
+    Parameters
+    ----------
+    gpus : numeric, GPUs of types without hourly_cost (:func:`uncosted`) [count]
+
+    Returns
+    -------
+    str
+    """
+    if gpus > 0:
+        return (f"Total cost covers the priced GPU types only: {gpus:,.0f} GPUs of types without hourly_cost "
+                f"are not costed")
+    return "Every GPU in the plan is priced: the total cost is complete"
+
+
+@excel_twin(uncosted_note)
+def _(gpus):
+    return (f'IF({gpus}>0,"Total cost covers the priced GPU types only: "&TEXT({gpus},"#,##0")&'
+            f'" GPUs of types without hourly_cost are not costed","Every GPU in the plan is priced: the total '
+            f'cost is complete")')
