@@ -296,3 +296,132 @@ def _(gpus):
     return (f'IF({gpus}>0,"Total cost covers the priced GPU types only: "&TEXT({gpus},"#,##0")&'
             f'" GPUs of types without hourly_cost are not costed","Every GPU in the plan is priced: the total '
             f'cost is complete")')
+
+
+# --------------------------------------------------------------------------- changes and waterfalls
+# A waterfall chart is a stacked column chart over helper columns (planner.diff.workbook): each
+# step floats on an invisible base, its rise or fall drawn on top. ``max``/``min`` below keep
+# Python's order of arguments (the first when equal), so a step of 0 stores what it always did.
+def change(new, old):
+    r"""The change from ``old`` to ``new`` (a blank counts 0, as in an Excel subtraction).
+
+    .. math:: \Delta = new - old
+
+    Parameters
+    ----------
+    new, old : numeric, NaN when blank [any unit]
+
+    Returns
+    -------
+    numeric [same unit]
+    """
+    return np.nan_to_num(np.asarray(new, dtype=float)) - np.nan_to_num(np.asarray(old, dtype=float))
+
+
+@excel_twin(change)
+def _(new, old):
+    return f"{new}-{old}"
+
+
+def running_total(previous, amount):
+    """The waterfall's running total after a step.
+
+    Parameters
+    ----------
+    previous : numeric, the running total before the step [any unit]
+    amount : numeric, the step [same unit]
+
+    Returns
+    -------
+    numeric [same unit]
+    """
+    return np.asarray(previous, dtype=float) + np.asarray(amount, dtype=float)
+
+
+@excel_twin(running_total)
+def _(previous, amount):
+    return f"{previous}+{amount}"
+
+
+def floating_base(previous, running):
+    """The invisible bar a step floats on: the lower of the running totals before and after it.
+
+    Parameters
+    ----------
+    previous, running : numeric [any unit]
+
+    Returns
+    -------
+    numeric [same unit]
+    """
+    a, b = np.asarray(previous, dtype=float), np.asarray(running, dtype=float)
+    return np.where(b < a, b, a)
+
+
+@excel_twin(floating_base)
+def _(previous, running):
+    return f"MIN({previous},{running})"
+
+
+def rise(amount):
+    """The part of a step drawn as an increase: ``max(amount, 0)``.
+
+    Parameters
+    ----------
+    amount : numeric [any unit]
+
+    Returns
+    -------
+    numeric [same unit]
+    """
+    a = np.asarray(amount, dtype=float)
+    return np.where(0.0 > a, 0.0, a)
+
+
+@excel_twin(rise)
+def _(amount):
+    return f"MAX({amount},0)"
+
+
+def fall(amount):
+    """The part of a step drawn as a decrease: ``max(-amount, 0)``.
+
+    Parameters
+    ----------
+    amount : numeric [any unit]
+
+    Returns
+    -------
+    numeric [same unit]
+    """
+    a = -np.asarray(amount, dtype=float)
+    return np.where(0.0 > a, 0.0, a)
+
+
+@excel_twin(fall)
+def _(amount):
+    return f"MAX(-{amount},0)"
+
+
+def bridge_check(old, steps, new):
+    r"""A bridge's closing check: the first total plus the steps less the last total (0 when the
+    steps account for the whole change).
+
+    .. math:: check = old + \sum_k step_k - new
+
+    Parameters
+    ----------
+    old : numeric [any unit]
+    steps : array of numeric [same unit]
+    new : numeric [same unit]
+
+    Returns
+    -------
+    float [same unit]
+    """
+    return float(old) + sum(float(v) for v in np.asarray(steps, dtype=float).ravel()) - float(new)
+
+
+@excel_twin(bridge_check)
+def _(old, steps, new):
+    return f"{old}+SUM({steps})-{new}"
