@@ -425,3 +425,87 @@ def bridge_check(old, steps, new):
 @excel_twin(bridge_check)
 def _(old, steps, new):
     return f"{old}+SUM({steps})-{new}"
+
+
+# --------------------------------------------------------------------------- one row of a table
+def same(x):
+    """A value as it is: a cell that shows another cell (Excel: the reference itself).
+
+    Parameters
+    ----------
+    x : any
+
+    Returns
+    -------
+    x
+    """
+    return x
+
+
+@excel_twin(same)
+def _(x):
+    return f"{x}"
+
+
+def number_or_blank(x):
+    """A number as it is, a blank (or text) as a blank: a copy of a cell that may be empty
+    (``INDEX`` of an empty cell would read as 0).
+
+    Parameters
+    ----------
+    x : numeric, NaN when blank [any unit]
+
+    Returns
+    -------
+    numeric, NaN when blank [same unit]
+    """
+    return np.asarray(x, dtype=float)
+
+
+@excel_twin(number_or_blank)
+def _(x):
+    return f'IF(ISNUMBER({x}),{x},"")'
+
+
+def at_row(values, row):
+    """The entries of a column at 1-based row numbers (Excel ``INDEX``).
+
+    Parameters
+    ----------
+    values : array [any]
+    row : array of int, 1-based [row]
+
+    Returns
+    -------
+    array [unit of values]
+    """
+    return np.asarray(values)[np.asarray(row, dtype=int) - 1]
+
+
+@excel_twin(at_row)
+def _(values, row):
+    return f"INDEX({values},{row})"
+
+
+def position(keys, key):
+    """1-based row numbers of names in a name column (Excel ``MATCH(..., 0)``: exact text, case
+    ignored; the first such row).
+
+    Parameters
+    ----------
+    keys : array of str, the name column
+    key : array of str, the names looked up
+
+    Returns
+    -------
+    array of int [row]
+    """
+    first: dict[str, int] = {}
+    for i, k in enumerate(keys):
+        first.setdefault(str(k).strip().lower(), i + 1)
+    return np.array([first[str(k).strip().lower()] for k in np.asarray(key, dtype=object).ravel()], dtype=int)
+
+
+@excel_twin(position)
+def _(keys, key):
+    return f"MATCH({exact_text(key)},{keys},0)"

@@ -15,7 +15,7 @@ import math
 from planner.finance import fleet as fl2
 from planner.finance import scenarios as sc
 from planner.core import schema
-from planner.core.refs import cell, cell_range, setting_name, sheet_range, sheet_ref
+from planner.core.refs import cell, cell_range, setting_name, sheet_ref
 from planner.equations import tables as tb
 from planner.finance.aggregations import GroupCell
 from planner.finance.cells import Both, of, ref

@@ -13,7 +13,6 @@ Hooks in :func:`planner.workbook.writer.write_output`: :func:`add_sheets` before
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
