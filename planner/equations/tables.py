@@ -412,14 +412,15 @@ def bridge_check(old, steps, new):
     Parameters
     ----------
     old : numeric [any unit]
-    steps : array of numeric [same unit]
+    steps : array of numeric, a blank (NaN) skipped as Excel's SUM skips it [same unit]
     new : numeric [same unit]
 
     Returns
     -------
     float [same unit]
     """
-    return float(old) + sum(float(v) for v in np.asarray(steps, dtype=float).ravel()) - float(new)
+    s = sum(float(v) for v in np.asarray(steps, dtype=float).ravel() if not np.isnan(v))  # in order, as before
+    return float(old) + s - float(new)
 
 
 @excel_twin(bridge_check)
@@ -489,7 +490,8 @@ def _(values, row):
 
 def position(keys, key):
     """1-based row numbers of names in a name column (Excel ``MATCH(..., 0)``: exact text, case
-    ignored; the first such row).
+    ignored; the first such row; here surrounding spaces are ignored too, as the reader matches
+    names, and a name column has none).
 
     Parameters
     ----------
