@@ -511,3 +511,64 @@ def position(keys, key):
 @excel_twin(position)
 def _(keys, key):
     return f"MATCH({exact_text(key)},{keys},0)"
+
+
+def largest(x):
+    """The largest entry (Excel ``MAX``; blanks skipped).
+
+    Parameters
+    ----------
+    x : array of numeric [any unit]
+
+    Returns
+    -------
+    float [same unit]
+    """
+    return float(np.nanmax(np.asarray(x, dtype=float)))
+
+
+@excel_twin(largest)
+def _(x):
+    return f"MAX({x})"
+
+
+def row_of(keys, key):
+    """1-based row of a number in a column of distinct numbers (Excel ``MATCH(key, keys, 0)``), e.g.
+    of a rank.
+
+    Parameters
+    ----------
+    keys : array of numeric
+    key : numeric
+
+    Returns
+    -------
+    int [row]
+    """
+    return int(np.flatnonzero(np.asarray(keys, dtype=float) == float(key))[0]) + 1
+
+
+@excel_twin(row_of)
+def _(keys, key):
+    return f"MATCH({key},{keys},0)"
+
+
+def both_typed_or(a, b, source):
+    """``input`` when both cells hold a number (typed), else ``source``: the provenance of a pair
+    of input cells a planner fills (the time breakdown t_attn0_ms and t_ffn0_ms).
+
+    Parameters
+    ----------
+    a, b : numeric, NaN when blank
+    source : str, where the planner's values come from
+
+    Returns
+    -------
+    str
+    """
+    return "input" if not (np.isnan(float(a)) or np.isnan(float(b))) else source
+
+
+@excel_twin(both_typed_or)
+def _(a, b, source):
+    return f'IF(AND(ISNUMBER({a}),ISNUMBER({b})),"input",{source})'
