@@ -41,7 +41,8 @@ PKG = Path(planner.__file__).resolve().parent
 MAKERS = {PKG / "core" / "refs.py"}
 # writers built from declarations only (issue 21 item 3): no formula text of their own
 DECLARED = {PKG / p for p in ("workbook/summary_sheet.py", "workbook/fleet_sheets.py", "workbook/periods_sheet.py",
-                              "finance/periods.py", "finance/cells.py", "diff/workbook.py", "diff/bridge.py")}
+                              "finance/periods.py", "finance/cells.py", "finance/aggregations.py", "diff/workbook.py",
+                              "diff/bridge.py")}
 _XL_FUNCTIONS = ("IF", "IFS", "IFERROR", "SUM", "SUMIF", "SUMIFS", "SUMPRODUCT", "COUNT", "COUNTA", "COUNTIF",
                  "COUNTIFS", "INDEX", "MATCH", "LOOKUP", "VLOOKUP", "HLOOKUP", "XLOOKUP", "CHOOSE", "INDIRECT",
                  "OFFSET", "ISNUMBER", "ISTEXT", "ISBLANK", "ISERROR", "AND", "OR", "NOT", "MIN", "MAX", "AVERAGE",

@@ -572,3 +572,109 @@ def both_typed_or(a, b, source):
 @excel_twin(both_typed_or)
 def _(a, b, source):
     return f'IF(AND(ISNUMBER({a}),ISNUMBER({b})),"input",{source})'
+
+
+# --------------------------------------------------------------------------- group sums (planner.finance.aggregations)
+def sum_where_all(values, *keys_and_keys):
+    """Sum of ``values`` over the rows matching every criterion, given as pairs ``keys, key``
+    (Excel ``SUMIFS`` with exact-text criteria: case ignored, no wildcards).
+
+    Parameters
+    ----------
+    values : array of numeric, NaN when blank [any unit]
+    *keys_and_keys : array of str, str, ... (a name column and the name, per criterion)
+
+    Returns
+    -------
+    float [unit of values]
+    """
+    on = np.ones(len(np.asarray(values, dtype=object).ravel()), dtype=bool)
+    for keys, key in zip(keys_and_keys[::2], keys_and_keys[1::2]):
+        on &= np.array([str(k).casefold() == str(key).casefold() for k in keys], dtype=bool)
+    return total(_floats(values)[on])
+
+
+@excel_twin(sum_where_all)
+def _(values, *keys_and_keys):
+    pairs = ",".join(f"{keys},{exact_criteria(key)}" for keys, key in zip(keys_and_keys[::2], keys_and_keys[1::2]))
+    return f"SUMIFS({values},{pairs})"
+
+
+def priced(price, x):
+    """``x`` for a priced group, blank when ``price`` is blank (a GPU type without hourly_cost).
+
+    Parameters
+    ----------
+    price : numeric, NaN when blank [currency/h]
+    x : numeric [currency/h or currency/month]
+
+    Returns
+    -------
+    numeric, NaN without a price [unit of x]
+    """
+    return np.where(np.isnan(np.asarray(price, dtype=float)), np.nan, np.asarray(x, dtype=float))
+
+
+@excel_twin(priced)
+def _(price, x):
+    return f'IF(ISNUMBER({price}),{x},"")'
+
+
+def priced_scaled(price, x, factor):
+    """``x · factor`` for a priced group (a cost per hour summed, per month), blank without a price.
+
+    Parameters
+    ----------
+    price : numeric, NaN when blank [currency/h]
+    x : numeric [currency/h]
+    factor : numeric [h/month]
+
+    Returns
+    -------
+    numeric, NaN without a price [currency/month]
+    """
+    return priced(price, np.asarray(x, dtype=float) * np.asarray(factor, dtype=float))
+
+
+@excel_twin(priced_scaled)
+def _(price, x, factor):
+    return f'IF(ISNUMBER({price}),{x}*{factor},"")'
+
+
+def times(x, factor):
+    """``x · factor``.
+
+    Parameters
+    ----------
+    x, factor : numeric
+
+    Returns
+    -------
+    numeric
+    """
+    return np.asarray(x, dtype=float) * np.asarray(factor, dtype=float)
+
+
+@excel_twin(times)
+def _(x, factor):
+    return f"{x}*{factor}"
+
+
+def priced_total(x):
+    """Sum of the priced entries of a column; blank when none is priced (a blank, not a 0).
+
+    Parameters
+    ----------
+    x : array of numeric, NaN when unpriced [any unit]
+
+    Returns
+    -------
+    float, NaN when none is priced [same unit]
+    """
+    x = _floats(x)
+    return float(np.nansum(x)) if np.any(~np.isnan(x)) else float("nan")
+
+
+@excel_twin(priced_total)
+def _(x):
+    return f'IF(COUNT({x})=0,"",SUM({x}))'

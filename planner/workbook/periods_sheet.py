@@ -18,7 +18,7 @@ from planner.equations import sizing as sz
 from planner.finance import periods as pr
 from planner.core import schema
 from planner.workbook.fleet_sheets import FMT_INT, FMT_MONEY, FMT_MONEY0, NOTE_GAP, _cur, _header, _v
-from planner.core.refs import cell, exact_criteria, range_name, sheet_range, sheet_ref
+from planner.core.refs import cell, range_name, sheet_range, sheet_ref
 from planner.finance.aggregations import GroupCell
 
 FMT_MS = "#,##0.00"
@@ -146,7 +146,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
         me = lambda c: cell(r, p_own[c], col_abs=True)  # noqa: E731,B023
         at = GroupCell(key=me("gpu"), key_source=layout.other("GPUs", "gpu", gi + 1),
                        price=layout.other("GPUs", "hourly_cost", gi + 1), me=me, source=lambda _s, c: dc(c),
-                       criteria=f"{dc('period')},{exact_criteria(me('period'))},{dc('gpu')},{exact_criteria(me('gpu'))}")
+                       criteria=((dc("period"), me("period")), (dc("gpu"), me("gpu"))))
         ws.write_string(r, p_own["period"], periods[pi], fm("const", None))
         for a in pr.BY_PERIOD[1:]:  # each column declared once: its formula and, in rec, its Python value
             fmt = None if a.name == "gpu" else fm("calc", _fmt(a.name))
