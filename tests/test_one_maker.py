@@ -14,8 +14,8 @@ does) and rejects, outside the maker:
   declarations and the constants, as a whole word of a string; or glued from its prefix
   (``f"INDEX(res_{name},{row})"``);
 - a positional placeholder ``{0}`` in a string (the old ``str.format`` row protocol);
-- in the declared writers (:data:`DECLARED`: the Summary, Fleet, Demand_Calc and the diff
-  workbook, whose cells are :class:`planner.finance.cells.Both` declarations over the twins of
+- in the declared writers (:data:`DECLARED`: the Summary, Fleet, Demand_Calc, the diff
+  workbook, the KV tiers sheets and the chart helpers, whose cells are :class:`planner.finance.cells.Both` declarations over the twins of
   planner/equations), formula text written by hand: a string with an Excel function call
   (``f'=IF({a}>0,{a},"")'``); the formula comes from a twin or a declaration (on main at
   172bb87 this rule found 46 such strings in those modules).
@@ -42,7 +42,8 @@ MAKERS = {PKG / "core" / "refs.py"}
 # writers built from declarations only (issue 21 item 3): no formula text of their own
 DECLARED = {PKG / p for p in ("workbook/summary_sheet.py", "workbook/fleet_sheets.py", "workbook/periods_sheet.py",
                               "finance/periods.py", "finance/cells.py", "finance/aggregations.py", "diff/workbook.py",
-                              "diff/bridge.py")}
+                              "diff/bridge.py", "workbook/tier_worth.py", "workbook/kv_tiers_sheets.py",
+                              "workbook/charts.py")}
 _XL_FUNCTIONS = ("IF", "IFS", "IFERROR", "SUM", "SUMIF", "SUMIFS", "SUMPRODUCT", "COUNT", "COUNTA", "COUNTIF",
                  "COUNTIFS", "INDEX", "MATCH", "LOOKUP", "VLOOKUP", "HLOOKUP", "XLOOKUP", "CHOOSE", "INDIRECT",
                  "OFFSET", "ISNUMBER", "ISTEXT", "ISBLANK", "ISERROR", "AND", "OR", "NOT", "MIN", "MAX", "AVERAGE",

@@ -311,3 +311,22 @@ def hbm_free_gib(headroom_gib, tp):
 @excel_twin(hbm_free_gib)
 def _(headroom_gib, tp):
     return f"MAX(0,{headroom_gib})*{tp}"
+
+
+def hits_text(without, with_):
+    """The Summary's ``hit without / with`` text of a tier: two whole percentages.
+
+    Parameters
+    ----------
+    without, with_ : numeric, hit ratios without and with the tier [fraction]
+
+    Returns
+    -------
+    str
+    """
+    return f"{100 * float(without):.0f}% / {100 * float(with_):.0f}%"
+
+
+@excel_twin(hits_text)
+def _(without, with_):
+    return f'TEXT({without},"0%")&" / "&TEXT({with_},"0%")'

@@ -332,8 +332,8 @@ def summary_lines(wb, ws, fm, plan, r: int) -> int:
         rr = r + 2 + b
         V = lambda c: sheet_ref(TIER_VALUE, b + 1, VALUE_COLS.index(c), row_abs=True)
         ws.write_string(rr, 0, w.workload)
-        ws.write_formula(rr, 1, f'=TEXT({V("hit_without")},"0%")&" / "&TEXT({V("hit_with")},"0%")', fm("calc"),
-                         f"{_pct(val['hit_without'])} / {_pct(val['hit_with'])}")
+        ws.write_formula(rr, 1, "=" + tiers.hits_text.xl(V("hit_without"), V("hit_with")), fm("calc"),
+                         tiers.hits_text(val["hit_without"], val["hit_with"]))
         ws.write_formula(rr, 2, f"={V('gpus_saved')}", fm("calc", "#,##0"), float(np.nan_to_num(val["gpus_saved"])))
         ws.write_formula(rr, 3, f"={V('net_saving_per_month')}", fm("calc", "#,##0"), float(val["net_saving_per_month"]))
         be = val["break_even_cost_per_gib_month"]
