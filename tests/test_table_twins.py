@@ -7,6 +7,8 @@ The data (sheet T, rows 2-5)::
     A gpus   3, blank, 5, 2          B cost  2.0, blank, 1.5, blank
     C name   H100, a100, L40S, h100  (H100 twice, in two cases: MATCH takes the first, SUMIFS both)
     E2 730 (hours)  E3 0  E4 120 (capacity)  E5 100 (demand)   F2 -4  F3 7   G2 " Tokens/Hour "  G3 blank
+    H group  x, y, x, y
+    J curve capacity 0, 1, 2, 4 [GiB]   K curve hit 0, 0.2, 0.5, 0.6   L2 3, L3 5, L4 0.5 (capacities looked up)
 """
 
 from __future__ import annotations
@@ -20,6 +22,8 @@ import xlsxwriter
 
 from planner.core.refs import cell, cell_range
 from planner.equations import demand as dm
+from planner.equations import fleet as fl
+from planner.equations import tiers
 from planner.equations import tables as tb
 from planner.finance.cells import of, ref
 
@@ -33,6 +37,13 @@ F2, F3 = ref(-4.0, cell(1, 5)), ref(7.0, cell(2, 5))
 A2, A3 = ref(3.0, cell(1, 0)), ref(NAN, cell(2, 0))
 key = lambda text, row: ref(text, cell(row, 3))  # noqa: E731 (D column: the looked-up names)
 KEYS = {"h100": 1, "a100": 2, "L40S": 3}   # D2, D3, D4
+GROUP = ["x", "y", "x", "y"]
+CAPS, HITS, LOOKED = [0.0, 1.0, 2.0, 4.0], [0.0, 0.2, 0.5, 0.6], [3.0, 5.0, 0.5]
+H = ref(GROUP, cell_range(1, 7, 4, 7))
+J, K = ref(CAPS, cell_range(1, 9, 4, 9)), ref(HITS, cell_range(1, 10, 4, 10))
+L = [ref(v, cell(1 + i, 11)) for i, v in enumerate(LOOKED)]
+B2, K3, K4 = ref(2.0, cell(1, 1)), ref(0.2, cell(2, 10)), ref(0.5, cell(3, 10))
+n = lambda v: ref(v, repr(v))  # noqa: E731 (a number typed into the formula)
 
 # (label, declared cell, hand value with its derivation); "" is a blank result
 CASES = [
@@ -74,6 +85,45 @@ CASES = [
     ("position", of(tb.position, C, key(["L40S"], KEYS["L40S"])), 3),
     ("unit", of(dm.unit_or_default, ref(" Tokens/Hour ", cell(1, 6))), "tokens/hour"),
     ("unit, blank", of(dm.unit_or_default, ref(None, cell(2, 6))), "tokens/min"),
+    # group sums of the Fleet tables
+    ("sum where all", of(tb.sum_where_all, A, C, key("h100", KEYS["h100"]), H, ref("y", '"y"')), 2.0),  # row 5 only
+    ("priced", of(tb.priced, B2, E[4]), 120.0),
+    ("priced, no price", of(tb.priced, ref(NAN, cell(2, 1)), E[4]), ""),
+    ("priced scaled", of(tb.priced_scaled, B2, F3, E[2]), 5110.0),           # 7 x 730
+    ("times", of(tb.times, F3, F2), -28.0),
+    ("priced total", of(tb.priced_total, B), 3.5),                           # 2.0 + 1.5
+    ("priced total, none", of(tb.priced_total, ref([NAN], cell(2, 1))), ""),
+    ("largest", of(tb.largest, A), 5.0),
+    ("row of", of(tb.row_of, A, n(5.0)), 3),                                 # 5 is the 3rd entry
+    ("both typed", of(tb.both_typed_or, A2, F2, ref("catalog", '"catalog"')), "input"),
+    ("one blank", of(tb.both_typed_or, A3, F2, ref("catalog", '"catalog"')), "catalog"),
+    ("gpu cost per month", of(fl.gpu_cost_per_month, A2, B2, E[2]), 4380.0),  # 3 x 2.0 x 730
+    ("gpu cost, no demand", of(fl.gpu_cost_per_month, A3, B2, E[2]), ""),
+    # the KV tiers' equations
+    ("curve between", of(tiers.curve_hit, L[0], J, K, n(4)), 0.55),          # 0.5 + (3 - 2)(0.6 - 0.5)/(4 - 2)
+    ("curve beyond", of(tiers.curve_hit, L[1], J, K, n(4)), 0.6),            # flat after the last point
+    ("curve first step", of(tiers.curve_hit, L[2], J, K, n(4)), 0.1),        # 0 + 0.5 x 0.2 / 1
+    ("effective bandwidth", of(tiers.effective_kv_gbps, K4, n(0.05), n(25.0)), 10.0),  # 0.5 / 0.05
+    ("all in HBM", of(tiers.effective_kv_gbps, K4, n(0.0), n(25.0)), 1e290),
+    ("no hit", of(tiers.effective_kv_gbps, n(0.0), n(0.0), n(25.0)), 25.0),
+    ("units per instance", of(tiers.units_per_instance, A2), 3.0),
+    ("units, no demand", of(tiers.units_per_instance, A3), 0.0),
+    ("units per node", of(tiers.units_per_node, n(9.0), n(8.0)), 2.0),      # ceil(9 / 8)
+    ("units, a full node", of(tiers.units_per_node, n(8.0), n(8.0)), 1.0),
+    ("declared", of(tiers.declared_or_ceiling, B2, n(4.0)), 2.0),
+    ("ceiling", of(tiers.declared_or_ceiling, E[3], n(4.0)), 4.0),
+    ("curve last", of(tiers.curve_last, ref([NAN] + CAPS, "$J:$J"), n(2), n(4)), 4.0),  # J5: row 2 + 4 - 1
+    ("break-even", of(tiers.break_even_price, E[4], B2, n(3.0)), 20.0),     # 120 / (2 x 3)
+    ("break-even, none bought", of(tiers.break_even_price, E[4], E[3], n(3.0)), ""),
+    ("per unit bought", of(tiers.per_unit_bought, E[4], ref(6.0, "2*3")), 20.0),
+    ("minimum", of(tiers.minimum, A), 2.0),
+    ("at minimum", of(tiers.at_minimum, C, A), "h100"),                      # A's lowest, 2, is row 5
+    ("traced, tiers", of(tiers.kv_gbps_of_trace, A3, F3, E[4], E[5]), 100.0),
+    ("typed hit and bandwidth", of(tiers.kv_gbps_of_trace, A2, F3, E[4], E[5]), 7.0),
+    ("typed hit, PCIe", of(tiers.kv_gbps_of_trace, A2, A3, E[4], E[5]), 120.0),
+    ("HBM free, none", of(tiers.hbm_free_gib, F2, F3), 0.0),                 # max(0, -4) x 7
+    ("HBM free", of(tiers.hbm_free_gib, A2, F3), 21.0),                      # 3 x 7
+    ("hits text", of(tiers.hits_text, K3, K4), "20% / 50%"),
 ]
 
 
@@ -119,12 +169,18 @@ def test_twins_recalculated_by_libreoffice_are_the_hand_values(tmp_path, recalc)
     ws.write_number(1, 5, F2.value)
     ws.write_number(2, 5, F3.value)
     ws.write_string(1, 6, " Tokens/Hour ")
+    for r, (g, c, h) in enumerate(zip(GROUP, CAPS, HITS), start=1):
+        ws.write_string(r, 7, g)
+        ws.write_number(r, 9, c)
+        ws.write_number(r, 10, h)
+    for i, v in enumerate(LOOKED):
+        ws.write_number(1 + i, 11, v)
     for i, (_label, both, _hand) in enumerate(CASES):
-        ws.write_formula(i, 8, both.formula, None, "")  # no stored value: LibreOffice's own
+        ws.write_formula(i, 13, both.formula, None, "")  # no stored value: LibreOffice's own (column N)
     wb.close()
     out = openpyxl.load_workbook(recalc(path), data_only=True)["T"]
     for i, (label, _both, hand) in enumerate(CASES):
-        got = out.cell(i + 1, 9).value
+        got = out.cell(i + 1, 14).value
         got = "" if got is None else got
         if isinstance(hand, str):
             assert got == hand, label
