@@ -43,7 +43,7 @@ MAKERS = {PKG / "core" / "refs.py"}
 DECLARED = {PKG / p for p in ("workbook/summary_sheet.py", "workbook/fleet_sheets.py", "workbook/periods_sheet.py",
                               "finance/periods.py", "finance/cells.py", "finance/aggregations.py", "diff/workbook.py",
                               "diff/bridge.py", "workbook/tier_worth.py", "workbook/kv_tiers_sheets.py",
-                              "workbook/charts.py")}
+                              "workbook/charts.py", "workbook/explorer.py", "workbook/checks_sheet.py")}
 _XL_FUNCTIONS = ("IF", "IFS", "IFERROR", "SUM", "SUMIF", "SUMIFS", "SUMPRODUCT", "COUNT", "COUNTA", "COUNTIF",
                  "COUNTIFS", "INDEX", "MATCH", "LOOKUP", "VLOOKUP", "HLOOKUP", "XLOOKUP", "CHOOSE", "INDIRECT",
                  "OFFSET", "ISNUMBER", "ISTEXT", "ISBLANK", "ISERROR", "AND", "OR", "NOT", "MIN", "MAX", "AVERAGE",

@@ -124,6 +124,15 @@ CASES = [
     ("HBM free, none", of(tiers.hbm_free_gib, F2, F3), 0.0),                 # max(0, -4) x 7
     ("HBM free", of(tiers.hbm_free_gib, A2, F3), 21.0),                      # 3 x 7
     ("hits text", of(tiers.hits_text, K3, K4), "20% / 50%"),
+    # the Explorer and the Checks sheet (kinds: H, the counts: A)
+    ("shown", of(tb.shown_when, ref("x", cell(1, 7)), ref("x", '"x"'), E[4]), 120.0),
+    ("not shown", of(tb.shown_when, ref("y", cell(2, 7)), ref("x", '"x"'), E[4]), ""),
+    ("kind total", of(tb.kind_total, H, A, ref("y", '"y"')), 2.0),           # rows 3 (blank) and 5 (2)
+    ("master status", of(tb.master_status, ref(["error", "warning"], '{"error","warning"}'),
+                         ref([0.0, 3.0], "{0,3}")), "OK"),                 # 3 rows found by a warning only
+    ("check ok", of(tb.check_status, E[3], ref("error", '"error"')), "OK"),
+    ("check fails", of(tb.check_status, F3, ref("error", '"error"')), "FAIL"),
+    ("check warns", of(tb.check_status, F3, ref("warning", '"warning"')), "WARN"),
 ]
 
 

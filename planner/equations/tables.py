@@ -678,3 +678,87 @@ def priced_total(x):
 @excel_twin(priced_total)
 def _(x):
     return f'IF(COUNT({x})=0,"",SUM({x}))'
+
+
+# --------------------------------------------------------------------------- the Explorer and the Checks sheet
+def shown_when(selector, kind, x):
+    """``x`` when ``selector`` is ``kind``, else blank (a quantity of the other attention kind).
+
+    Parameters
+    ----------
+    selector : str, e.g. the chosen model's attention
+    kind : str
+    x : any
+
+    Returns
+    -------
+    x, or NaN
+    """
+    return x if str(selector) == str(kind) else float("nan")
+
+
+@excel_twin(shown_when)
+def _(selector, kind, x):
+    return f'IF({selector}={kind},{x},"")'
+
+
+def kind_total(kinds, counts, kind):
+    """Sum of the counts of the checks of one kind (Excel ``SUMIF``).
+
+    Parameters
+    ----------
+    kinds : array of str, ``error`` or ``warning`` per check
+    counts : array of numeric, rows found per check, NaN when blank [count]
+    kind : str
+
+    Returns
+    -------
+    float [count]
+    """
+    return float(sum(float(c) for k, c in zip(kinds, counts)
+                     if str(k) == str(kind) and not np.isnan(float(c))))  # a blank count skipped, as SUMIF
+
+
+@excel_twin(kind_total)
+def _(kinds, counts, kind):
+    return f"SUMIF({kinds},{kind},{counts})"
+
+
+def master_status(kinds, counts):
+    """``OK`` when every error check finds 0 rows, else ``ERROR`` (also when a count is an error value).
+
+    Parameters
+    ----------
+    kinds : array of str
+    counts : array of numeric [count]
+
+    Returns
+    -------
+    str
+    """
+    return "OK" if kind_total(kinds, counts, "error") == 0 else "ERROR"
+
+
+@excel_twin(master_status)
+def _(kinds, counts):
+    return f'IF(IFERROR(SUMIF({kinds},"error",{counts}),1)=0,"OK","ERROR")'
+
+
+def check_status(count, kind):
+    """One check's status: ``OK`` at 0 rows, else ``FAIL`` (an error check) or ``WARN``.
+
+    Parameters
+    ----------
+    count : numeric, rows found [count]
+    kind : str, ``error`` or ``warning``
+
+    Returns
+    -------
+    str
+    """
+    return "OK" if count == 0 else ("FAIL" if kind == "error" else "WARN")
+
+
+@excel_twin(check_status)
+def _(count, kind):
+    return f'IF({count}=0,"OK",IF({kind}="error","FAIL","WARN"))'
