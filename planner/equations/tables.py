@@ -134,7 +134,7 @@ def _(gpus, cost):
 # --------------------------------------------------------------------------- lookups
 def lookup(values, keys, key):
     """The entry of ``values`` in the row whose ``keys`` entry is ``key`` (names compared as
-    Excel's MATCH does: exact text, case ignored; the first such row).
+    :func:`position` compares them: exact text, case ignored; the first such row).
 
     Parameters
     ----------
@@ -146,8 +146,7 @@ def lookup(values, keys, key):
     -------
     the entry [unit of values]
     """
-    folded = [str(k).casefold() for k in keys]
-    return np.asarray(values, dtype=object)[folded.index(str(key).casefold())]
+    return np.asarray(values, dtype=object)[int(position(keys, [key])[0]) - 1]  # names folded as position folds them
 
 
 @excel_twin(lookup)
