@@ -13,7 +13,13 @@ does) and rejects, outside the maker:
   ``"master_check"``): every name the maker can build from the schema, the column
   declarations and the constants, as a whole word of a string; or glued from its prefix
   (``f"INDEX(res_{name},{row})"``);
-- a positional placeholder ``{0}`` in a string (the old ``str.format`` row protocol).
+- a positional placeholder ``{0}`` in a string (the old ``str.format`` row protocol);
+- in the declared writers (:data:`DECLARED`: the Summary, Fleet, Demand_Calc, the diff
+  workbook, the KV tiers sheets, the Explorer, the Checks sheet and the chart helpers, whose
+  cells are declarations (:class:`planner.finance.cells.Both`, ``Agg``, ``periods.ROW_EQUATIONS``)
+  over the twins of planner/equations), formula text written by hand: a string with an Excel function call
+  (``f'=IF({a}>0,{a},"")'``); the formula comes from a twin or a declaration (on main at
+  172bb87 this rule found 99 such strings in those 13 modules).
 
 The planted examples at the bottom show each rule failing on a small source string; on the
 sources of main before this change (d7b7b87) the rules found 148 offences.
@@ -34,6 +40,17 @@ from planner.plan import columns
 
 PKG = Path(planner.__file__).resolve().parent
 MAKERS = {PKG / "core" / "refs.py"}
+# writers built from declarations only (issue 21 item 3): no formula text of their own
+DECLARED = {PKG / p for p in ("workbook/summary_sheet.py", "workbook/fleet_sheets.py", "workbook/periods_sheet.py",
+                              "finance/periods.py", "finance/cells.py", "finance/aggregations.py", "diff/workbook.py",
+                              "diff/bridge.py", "workbook/tier_worth.py", "workbook/kv_tiers_sheets.py",
+                              "workbook/charts.py", "workbook/explorer.py", "workbook/checks_sheet.py")}
+_XL_FUNCTIONS = ("IF", "IFS", "IFERROR", "SUM", "SUMIF", "SUMIFS", "SUMPRODUCT", "COUNT", "COUNTA", "COUNTIF",
+                 "COUNTIFS", "INDEX", "MATCH", "LOOKUP", "VLOOKUP", "HLOOKUP", "XLOOKUP", "CHOOSE", "INDIRECT",
+                 "OFFSET", "ISNUMBER", "ISTEXT", "ISBLANK", "ISERROR", "AND", "OR", "NOT", "MIN", "MAX", "AVERAGE",
+                 "ROUND", "ROUNDUP", "ROUNDDOWN", "CEILING", "FLOOR", "INT", "ABS", "SQRT", "EXP", "LN", "LOG",
+                 "POWER", "TEXT", "LOWER", "UPPER", "TRIM", "SUBSTITUTE", "CONCATENATE", "LEN", "FORECAST")
+_XL_CALL = re.compile(r"(?<![A-Za-z0-9_.])(?:%s)\(" % "|".join(_XL_FUNCTIONS))
 
 _SHEET = r"(?:'[^']+'|[A-Za-z_][A-Za-z0-9_.]*)"
 _CELL = r"\$?[A-Z]{1,3}\$?[0-9]+"
@@ -88,8 +105,9 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return out
 
 
-def offences(source: str, where: str = "<planted>") -> list[str]:
-    """Every place in ``source`` that makes a reference, a defined name or a row hole by hand."""
+def offences(source: str, where: str = "<planted>", declared: bool = False) -> list[str]:
+    """Every place in ``source`` that makes a reference, a defined name or a row hole by hand
+    (``declared``: a declared writer, where formula text by hand is an offence too)."""
     tree = ast.parse(source)
     docs = _docstrings(tree)
     doc_lines = {n.lineno for n in ast.walk(tree) if id(n) in docs}
@@ -117,6 +135,9 @@ def offences(source: str, where: str = "<planted>") -> list[str]:
                 found.append(f"{where}:{line}: defined name {w!r} typed as a literal (use planner.core.refs)")
         if _POSITIONAL.search(text):
             found.append(f"{where}:{line}: positional placeholder in {text[:60]!r} (use refs.RowSlot)")
+        if declared and _XL_CALL.search(text):
+            found.append(f"{where}:{line}: formula text written by hand in a declared writer: {text[:60]!r} "
+                         "(declare the cell: planner.finance.cells.of over a twin of planner.equations)")
     return found
 
 
@@ -125,8 +146,36 @@ def test_no_reference_is_made_by_hand_outside_the_maker():
     for path in sorted(PKG.rglob("*.py")):
         if path in MAKERS:
             continue
-        problems += offences(path.read_text(encoding="utf-8"), str(path.relative_to(PKG.parent)))
+        problems += offences(path.read_text(encoding="utf-8"), str(path.relative_to(PKG.parent)), path in DECLARED)
     assert problems == [], "\n".join(problems)
+
+
+def test_the_declared_writers_exist():
+    """The list is not stale: every declared writer is a module of the package."""
+    assert all(p.is_file() for p in DECLARED), sorted(str(p) for p in DECLARED if not p.is_file())
+
+
+@pytest.mark.parametrize("source", [
+    'ws.write_formula(r, 3, f\'=IF(AND(ISNUMBER({a}),ISNUMBER({b})),{a}-{b},"")\', fmt, v)',
+    'f = f"=COUNT({inst})"',
+    'crit = "SUMIFS(" + rng + "," + key + ")"',
+    'R = lambda name: f"INDEX({range_name(\'Resolved\', name)},{row})"',
+    'x = f\'IF(ISTEXT({u}),LOWER(TRIM({u})),"tokens/min")\'',
+])
+def test_hand_formula_text_fails_in_a_declared_writer(source):
+    found = offences(source, declared=True)
+    assert any("formula text written by hand" in f for f in found), (source, found)
+    assert not any("formula text written by hand" in f for f in offences(source)), "only declared writers are held"
+
+
+@pytest.mark.parametrize("source", [
+    'ws.write_formula(r, 3, of(tb.saved, a, b).formula, fmt, v)',
+    'ws.write_string(r, 0, "Headroom (capacity / demand - 1)")',
+    'note = "MAX_BATCH(x) is a name, not a call"',
+    'def f():\n    """Stored with IF(ISNUMBER(x),x,"") as the formula (prose)."""',
+])
+def test_declarations_pass_in_a_declared_writer(source):
+    assert offences(source, declared=True) == []
 
 
 def test_the_known_names_are_the_workbooks_names():

@@ -50,7 +50,8 @@ def test_expression_arguments_stay_whole(name, xl):
 
 def test_atoms_are_left_alone():
     for atom in ("A1", "$B$2", "Resolved!$C$3", "'My sheet'!D4", "s_prefill_mfu", "0.5", "1E-3", '"gqa"',
-                 "SUM(A1:A3)", "(A1+B1)", cell(ROW, 7), sheet_ref("Resolved", WL_ROW, 2)):
+                 "SUM(A1:A3)", "(A1+B1)", cell(ROW, 7), sheet_ref("Resolved", WL_ROW, 2),
+                 "Hit_Curve!$C:$C", "$C:$C", "'My sheet'!A:B"):  # whole columns too (tier_worth's INDEX)
         assert xl_arg(atom) == atom  # cell(ROW, 7): H with a template's row hole (planner.core.refs.RowSlot)
-    for expr in ("A1+B1", "-2", "A1*B1", "SUM(A1)+1", "(A1)+(B1)"):
+    for expr in ("A1+B1", "-2", "A1*B1", "SUM(A1)+1", "(A1)+(B1)", "A:B+1", "$C:$C*2"):
         assert xl_arg(expr) == f"({expr})"

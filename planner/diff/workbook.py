@@ -21,14 +21,15 @@ from planner.workbook.chart_text import install as names_are_text
 from planner.workbook.chart_text import install as _names_are_text
 
 _names_are_text()  # chart titles and series names stay text (planner.workbook.chart_text)
-from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 
 from planner.core.version import __version__
 
 from planner.core import schema
 from planner.diff.bridge import Diff, hours_per_month
 from planner.workbook.styles import WB_OPTIONS, Formats, write_cell
-from planner.core.refs import sheet_range
+from planner.core.refs import cell, cell_range, sheet_range
+from planner.equations import tables as tb
+from planner.finance.cells import Both, of, ref
 
 FMT_MONEY = "#,##0.00"
 FMT_GPUS = schema.FMT_INT
@@ -86,7 +87,7 @@ def write_waterfall(wb, ws, fm: Formats, left: int, labels: list[str], amounts: 
     """A waterfall chart as a stacked column chart (works in every Excel and LibreOffice)
     over a helper block at column ``left``: ``label, amount, running, base, up, down, total``.
 
-    ``amounts`` are ``(formula, value)`` pairs; a ``totals`` row is a bar from 0 (its
+    ``amounts`` are declared cells (:class:`~planner.finance.cells.Both`); a ``totals`` row is a bar from 0 (its
     running total restarts at its amount), any other row floats on an invisible base:
     ``base = MIN(previous running, running)``, ``up = MAX(amount, 0)``, ``down = MAX(-amount, 0)``.
     """
@@ -94,28 +95,25 @@ def write_waterfall(wb, ws, fm: Formats, left: int, labels: list[str], amounts: 
     for j, h in enumerate(heads):
         ws.write_string(0, left + j, h, fm("header"))
         ws.set_column(left + j, left + j, 16 if j else 22)
-    running = 0.0
-    cell = lambda r, j: xl_rowcol_to_cell(r, left + j)  # noqa: E731
+    helper = lambda r, j, value: ref(value, cell(r, left + j))  # noqa: E731
     n = len(labels)
-    for k, (label, (formula, value), is_total) in enumerate(zip(labels, amounts, totals)):
+    running = helper(0, 2, 0.0)  # before the first row (a total, in every chart of the diff)
+    for k, (label, amount, is_total) in enumerate(zip(labels, amounts, totals)):
         r = k + 1
         ws.write_string(r, left, label)
-        ws.write_formula(r, left + 1, formula, fm("calc", num_fmt), value)
-        prev = running
-        if is_total:
-            running = value
-            ws.write_formula(r, left + 2, f"={cell(r, 1)}", fm("calc", num_fmt), running)
-            ws.write_number(r, left + 3, 0, fm("calc", num_fmt))
-            ws.write_number(r, left + 4, 0, fm("calc", num_fmt))
-            ws.write_number(r, left + 5, 0, fm("calc", num_fmt))
-            ws.write_formula(r, left + 6, f"={cell(r, 1)}", fm("calc", num_fmt), value)
+        _put(ws, r, left + 1, amount, fm("calc", num_fmt))
+        step = helper(r, 1, amount.value)
+        if is_total:  # a bar from 0: the running total restarts at its amount
+            running = _put(ws, r, left + 2, step, fm("calc", num_fmt))
+            for j in (3, 4, 5):
+                ws.write_number(r, left + j, 0, fm("calc", num_fmt))
+            _put(ws, r, left + 6, step, fm("calc", num_fmt))
         else:
-            running = prev + value
-            ws.write_formula(r, left + 2, f"={cell(r - 1, 2)}+{cell(r, 1)}", fm("calc", num_fmt), running)
-            ws.write_formula(r, left + 3, f"=MIN({cell(r - 1, 2)},{cell(r, 2)})", fm("calc", num_fmt),
-                             min(prev, running))
-            ws.write_formula(r, left + 4, f"=MAX({cell(r, 1)},0)", fm("calc", num_fmt), max(value, 0.0))
-            ws.write_formula(r, left + 5, f"=MAX(-{cell(r, 1)},0)", fm("calc", num_fmt), max(-value, 0.0))
+            previous = running
+            running = _put(ws, r, left + 2, of(tb.running_total, previous, step), fm("calc", num_fmt))
+            _put(ws, r, left + 3, of(tb.floating_base, previous, running), fm("calc", num_fmt))
+            _put(ws, r, left + 4, of(tb.rise, step), fm("calc", num_fmt))
+            _put(ws, r, left + 5, of(tb.fall, step), fm("calc", num_fmt))
             ws.write_number(r, left + 6, 0, fm("calc", num_fmt))
     sheet = ws.get_name()
     cats = "=" + sheet_range(sheet, 1, left, n, left)
@@ -133,8 +131,8 @@ def write_waterfall(wb, ws, fm: Formats, left: int, labels: list[str], amounts: 
         chart.add_series(series)
     chart.set_title({"name": title})
     running, lowest = 0.0, 0.0
-    for (_f, v), is_total in zip(amounts, totals):
-        running = v if is_total else running + v
+    for amount, is_total in zip(amounts, totals):
+        running = amount.value if is_total else running + amount.value
         lowest = min(lowest, running)
     y_axis = {"name": y_title, "num_format": num_fmt, "major_gridlines": {"visible": True}}
     if lowest >= 0:  # money and GPU counts from zero: the floating bars are read against 0
@@ -143,6 +141,14 @@ def write_waterfall(wb, ws, fm: Formats, left: int, labels: list[str], amounts: 
     chart.set_legend({"position": "bottom", "delete_series": [0]})
     chart.set_size({"width": 760, "height": 380})
     ws.insert_chart(at[0], at[1], chart)
+
+
+def _put(ws, row: int, col: int, b: Both, style) -> Both:
+    """Write a declared cell (its formula and its Python value); returns it as a reference to
+    where it now is, for the cells that read it."""
+    value = b.value.item() if hasattr(b.value, "item") else b.value  # a numpy scalar as a float
+    ws.write_formula(row, col, b.formula, style, value)
+    return ref(value, cell(row, col))
 
 
 def write_bridge(wb, fm: Formats, d: Diff, currency: str) -> None:
@@ -165,7 +171,7 @@ def write_bridge(wb, fm: Formats, d: Diff, currency: str) -> None:
             ws.write_number(k + 1, 6, d.hit_split["capacity"], fm("calc", FMT_MONEY))
         ws.write_string(k + 1, 7, STEP_TEXT[step], fm("note"))
     left = 9
-    amounts = [(f"={xl_rowcol_to_cell(k + 1, 1)}", v) for k, (_, v) in enumerate(rows)]
+    amounts = [ref(v, cell(k + 1, 1)) for k, (_, v) in enumerate(rows)]
     write_waterfall(wb, ws, fm, left, [s for s, _ in rows], amounts,
                     [s in ("old", "new") for s, _ in rows], title="Fleet cost per month, OLD to NEW",
                     y_title=f"{currency} per month".strip(), num_fmt="#,##0", at=(len(rows) + 3, 0))
@@ -174,9 +180,9 @@ def write_bridge(wb, fm: Formats, d: Diff, currency: str) -> None:
     n = len(rows)
     ws.write_string(0, c, "check: old + Σ steps − new", fm("header"))
     ws.set_column(c, c, 28)
-    check = rows[0][1] + sum(v for _, v in rows[1:-1]) - rows[-1][1]
-    ws.write_formula(1, c, f"={xl_rowcol_to_cell(1, 1)}+SUM({xl_range_abs(2, 1, n - 1, 1)})-"
-                           f"{xl_rowcol_to_cell(n, 1)}", fm("calc", FMT_MONEY), check)
+    cost = lambda k: ref(rows[k][1], cell(k + 1, 1))  # noqa: E731
+    steps = ref([v for _, v in rows[1:-1]], cell_range(2, 1, n - 1, 1))
+    _put(ws, 1, c, of(tb.bridge_check, cost(0), steps, cost(n - 1)), fm("calc", FMT_MONEY))
     notes = [
         f"cost_per_month in {currency or 'the currency of hourly_cost'}: values from planning OLD, NEW and the "
         "intermediate states in Python (re-planning is not an Excel formula); chart helpers and the check are formulas.",
@@ -212,8 +218,8 @@ def write_workload_changes(wb, fm: Formats, d: Diff, currency: str = "") -> None
             write_cell(ws, r, j[c], w[c], fm("calc", fmts.get(c)))
         for c, a, b, f in (("gpus_delta", "gpus_old", "gpus_new", FMT_GPUS),
                            ("cost_per_month_delta", "cost_per_month_old", "cost_per_month_new", FMT_MONEY)):
-            ws.write_formula(r, j[c], f"={xl_rowcol_to_cell(r, j[b])}-{xl_rowcol_to_cell(r, j[a])}",
-                             fm("calc", f), _n(w[b]) - _n(w[a]))
+            _put(ws, r, j[c], of(tb.change, ref(_n(w[b]), cell(r, j[b])), ref(_n(w[a]), cell(r, j[a]))),
+                 fm("calc", f))
     ws.autofilter(0, 0, max(len(d.workloads), 1), len(cols) - 1)
     ws.write_string(0, len(cols) + 1, "note", fm("header"))
     ws.write_string(1, len(cols) + 1, "old/new values from planning each file; deltas are formulas (blank = 0). "
@@ -232,18 +238,17 @@ def write_gpu_changes(wb, fm: Formats, d: Diff, currency: str = "") -> None:
         ws.write_string(r, 0, str(g["gpu"]))
         ws.write_number(r, 1, g["gpus_old"], fm("calc", FMT_GPUS))
         ws.write_number(r, 2, g["gpus_new"], fm("calc", FMT_GPUS))
-        ws.write_formula(r, 3, f"={xl_rowcol_to_cell(r, 2)}-{xl_rowcol_to_cell(r, 1)}", fm("calc", FMT_GPUS),
-                         g["gpus_new"] - g["gpus_old"])
+        _put(ws, r, 3, of(tb.change, ref(g["gpus_new"], cell(r, 2)), ref(g["gpus_old"], cell(r, 1))),
+             fm("calc", FMT_GPUS))
         ws.write_number(r, 4, g["cost_per_month_old"], fm("calc", FMT_MONEY))
         ws.write_number(r, 5, g["cost_per_month_new"], fm("calc", FMT_MONEY))
-        ws.write_formula(r, 6, f"={xl_rowcol_to_cell(r, 5)}-{xl_rowcol_to_cell(r, 4)}", fm("calc", FMT_MONEY),
-                         g["cost_per_month_new"] - g["cost_per_month_old"])
+        _put(ws, r, 6, of(tb.change, ref(g["cost_per_month_new"], cell(r, 5)),
+                          ref(g["cost_per_month_old"], cell(r, 4))), fm("calc", FMT_MONEY))
     left = len(cols) + 1
-    old_total = sum(g["gpus_old"] for g in d.gpus)
-    new_total = sum(g["gpus_new"] for g in d.gpus)
-    amounts = [(f"=SUM({xl_range_abs(1, 1, max(n, 1), 1)})", old_total)]
-    amounts += [(f"={xl_rowcol_to_cell(k + 1, 3)}", g["gpus_new"] - g["gpus_old"]) for k, g in enumerate(d.gpus)]
-    amounts += [(f"=SUM({xl_range_abs(1, 2, max(n, 1), 2)})", new_total)]
+    column = lambda key, j: ref([g[key] for g in d.gpus], cell_range(1, j, max(n, 1), j))  # noqa: E731
+    amounts = [of(tb.total, column("gpus_old", 1), value=sum(g["gpus_old"] for g in d.gpus))]
+    amounts += [ref(g["gpus_new"] - g["gpus_old"], cell(k + 1, 3)) for k, g in enumerate(d.gpus)]
+    amounts += [of(tb.total, column("gpus_new", 2), value=sum(g["gpus_new"] for g in d.gpus))]
     labels = ["OLD total"] + [str(g["gpu"]) for g in d.gpus] + ["NEW total"]
     write_waterfall(wb, ws, fm, left, labels, amounts, [True] + [False] * n + [True],
                     title="GPUs needed by type, OLD to NEW", y_title="GPUs", num_fmt=FMT_GPUS, at=(n + 3, 0))

@@ -107,3 +107,26 @@ def per_year(per_month_, months_per_year=C.MONTHS_PER_YEAR):
 @excel_twin(per_year)
 def _(per_month_, months_per_year=N.MONTHS_PER_YEAR):
     return f'IF(ISNUMBER({per_month_}),{per_month_}*{months_per_year},"")'
+
+
+def gpu_cost_per_month(gpus, hourly_cost, hours_per_month):
+    r"""Cost of GPUs over a month, blank without demand or price.
+
+    .. math:: cost_m = gpus \cdot hourly\_cost \cdot hours\_per\_month
+
+    Parameters
+    ----------
+    gpus : numeric, NaN without demand [count]
+    hourly_cost : numeric, price of one GPU-hour, NaN when blank [currency/h]
+    hours_per_month : numeric [h/month]
+
+    Returns
+    -------
+    numeric [currency/month]
+    """
+    return np.asarray(gpus, dtype=float) * np.asarray(hourly_cost, dtype=float) * hours_per_month
+
+
+@excel_twin(gpu_cost_per_month)
+def _(gpus, hourly_cost, hours_per_month):
+    return f'IF(AND(ISNUMBER({gpus}),ISNUMBER({hourly_cost})),{gpus}*{hourly_cost}*{hours_per_month},"")'

@@ -39,6 +39,7 @@ from planner.equations.constants import C, N
 _ATOM = re.compile(r"""(?x)^(
       \$?[A-Za-z]{1,3}\$?(\d+|HOLE)(:\$?[A-Za-z]{1,3}\$?(\d+|HOLE))?      # a cell or range: A1, $B$2:$B$9, H<slot> (a row hole)
     | ('[^']+'|[A-Za-z_][\w.]*)!\$?[A-Za-z]{1,3}\$?(\d+|HOLE)(:\$?[A-Za-z]{1,3}\$?(\d+|HOLE))?  # on a sheet
+    | (('[^']+'|[A-Za-z_][\w.]*)!)?\$?[A-Za-z]{1,3}:\$?[A-Za-z]{1,3}   # a whole column: Hit_Curve!$C:$C
     | [A-Za-z_][\w.]*                                      # a defined name, TRUE/FALSE
     | \d+(\.\d*)?([Ee][+-]?\d+)?                            # an unsigned number
     | "([^"]|"")*"                                         # a text literal

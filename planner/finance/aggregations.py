@@ -25,7 +25,8 @@ from typing import Callable
 import numpy as np
 import pandas as pd
 
-from planner.core.refs import exact_criteria, range_name, setting_name
+from planner.core.refs import range_name, setting_name
+from planner.equations import tables as tb
 
 
 def _f(x) -> np.ndarray:
@@ -36,15 +37,7 @@ def _nansum(x: np.ndarray) -> float:
     return float(np.nansum(x)) if len(x) else 0.0
 
 
-def priced_sum(x) -> float:
-    """Sum of the priced entries; NaN when none is priced (a blank, not a 0)."""
-    x = np.asarray(x, dtype=float)
-    return float(np.nansum(x)) if np.any(~np.isnan(x)) else float("nan")
-
-
-def nonblank_xl(rng: str, expr: str) -> str:
-    """``expr`` unless ``rng`` holds no number (a blank, not a 0)."""
-    return f'IF(COUNT({rng})=0,"",{expr})'
+priced_sum = tb.priced_total  # sum of the priced entries; NaN when none is priced (a blank, not a 0)
 
 
 @dataclass(frozen=True)
@@ -53,14 +46,14 @@ class GroupCell:
     key cell (its GPU name), ``key_source`` the input cell the key is read from, ``price`` the
     group's hourly_cost cell, ``me(name)`` the row's own cell of column ``name``; ``source(sheet,
     column)`` the range summed (default: the column's defined name) and ``criteria`` the SUMIFS
-    criteria pairs (default: the ``by`` column's defined name equal to ``key``)."""
+    criteria, pairs ``(range, key cell)`` (default: the ``by`` column's defined name equal to ``key``)."""
 
     key: str
     key_source: str
     price: str
     me: Callable[[str], str]
     source: Callable[[str, str], str] | None = None
-    criteria: str | None = None
+    criteria: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,19 +88,21 @@ class Agg:
 
     # ----------------------------------------------------------------- Excel
     def formula(self, at: GroupCell) -> str:
-        """The formula (without ``=``) of this column in a group row."""
+        """The formula (without ``=``) of this column in a group row (the twins of
+        :mod:`planner.equations.tables`)."""
         if self.total is None:
             return at.key_source
         if self.sum_of is not None:
             sheet, col = self.sum_of
             rng = at.source(sheet, col) if at.source else range_name(sheet, col)
-            crit = at.criteria or f"{range_name(sheet, self.by)},{exact_criteria(at.key)}"
-            f = f"SUMIFS({rng},{crit})"
-            if self.scale is not None:
-                f += "*" + setting_name(self.scale[1:])
-            return f'IF(ISNUMBER({at.price}),{f},"")' if self.priced else f
+            pairs = at.criteria or ((range_name(sheet, self.by), at.key),)
+            f = tb.sum_where_all.xl(rng, *(x for pair in pairs for x in pair))
+            factor = setting_name(self.scale[1:]) if self.scale is not None else None
+            if self.priced:
+                return tb.priced.xl(at.price, f) if factor is None else tb.priced_scaled.xl(at.price, f, factor)
+            return f if factor is None else tb.times.xl(f, factor)
         return self.twin.xl(*(setting_name(a[1:]) if a.startswith("@") else at.me(a) for a in self.args))
 
     def total_formula(self, rng: str) -> str:
         """The formula of the Total row over the group rows ``rng``."""
-        return nonblank_xl(rng, f"SUM({rng})") if self.total == "priced" else f"SUM({rng})"
+        return tb.priced_total.xl(rng) if self.total == "priced" else tb.total.xl(rng)

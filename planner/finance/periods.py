@@ -26,21 +26,22 @@ sheets are written by :mod:`planner.workbook.periods_sheet`.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 import pandas as pd
 
 from planner.equations import kvhit as m
 from planner.equations import sizing as sz
+from planner.equations import tables as tb
 from planner.core import schema
 from planner.finance.aggregations import Agg
 from planner.finance.fleet import _f
 from planner.equations.fleet import cost_per_hour
-from planner.equations.kvhit import excel_twin
+from planner.equations.demand import DEFAULT_UNIT, MINUTES_PER, demand_per_minute, grown_demand, saved  # noqa: F401 (importable from here)
 from planner.inputs.period_labels import _QUARTER, parse_periods  # noqa: F401 (the Settings periods, read at the boundary)
 
-# minutes per unit of the Demand sheet's demand_unit
-MINUTES_PER = {"tokens/min": 1.0, "tokens/hour": 60.0, "tokens/day": 1440.0}
 
 CALC_COLS = ("workload", "period", "period_index", "demand_input", "demand_unit", "demand_tpm", "res_row",
              "gpu", "tp", "hit_target", "load_ms", "compute_ms", "ttft_ms", "chip_ms", "tpm_delivered_model",
@@ -57,6 +58,77 @@ SIZING_AS = {"instances_needed": "instances", "gpus_needed": "gpus_needed"}
 # per-workload inputs of the sizing chain: from Results (the rest from Resolved)
 FROM_RESULTS = ("decode_step_ms", "step_weights_ms", "step_kv_ms", "slo_q", "max_batch_fit")
 COPIED = CALC_COLS[CALC_COLS.index("isl"):CALC_COLS.index("max_batch_fit") + 1]  # copied per row
+
+# --------------------------------------------------------------------------- Demand_Calc, declared once
+@dataclass(frozen=True)
+class Col:
+    """One Demand_Calc column declared once: ``twin`` (an equation with an Excel twin) applied to
+    ``args``, each the name of one of the row's own columns, ``R.name`` / ``Q.name`` the value of
+    Resolved's / Results' column ``name`` at the row's workload (Excel: ``INDEX`` at the row's
+    ``res_row``), or a nested ``(twin, *args)``. The Python value (:func:`period_calc`) is the
+    numpy function over the columns, the formula (:mod:`planner.workbook.periods_sheet`) its
+    twin over the cells."""
+
+    name: str
+    twin: Callable
+    args: tuple
+
+
+SIZING = "sizing"  # the place of the SLO-bound sizing chain (planner.equations.sizing) among the columns
+
+# in the order they are computed (each reads only columns before it); the layout columns
+# (workload, period, period_index, demand_input, demand_unit, res_row, hit_target) come from the rows
+ROW_EQUATIONS: tuple = (
+    Col("demand_tpm", grown_demand, ((demand_per_minute, "demand_input", "demand_unit"), "R.demand_tpm",
+                                     "R.demand_growth", "period_index")),
+    Col("gpu", tb.same, ("R.gpu",)),
+    Col("tp", tb.same, ("R.tp",)),
+    Col("load_ms", m.kv_load_ms, ("hit_target", "R.isl", "Q.kv_bytes_per_token_gpu", "R.kv_gbps")),
+    Col("compute_ms", m.compute_ms, ("hit_target", "R.t_attn0_ms", "R.t_ffn0_ms", "R.t_other0_ms", "R.other_scaling")),
+    Col("ttft_ms", m.ttft_ms, ("R.t_fixed_ms", "load_ms", "compute_ms", "R.alpha")),
+    Col("chip_ms", m.chip_ms, ("ttft_ms", "R.t_decode_ms")),
+    Col("tpm_delivered_model", m.tpm_delivered, ("R.isl", "R.osl", "chip_ms")),
+    Col("tpm_delivered_target", m.tpm_delivered_target, ("R.tpm_measured", "Q.chip_ms_measured", "chip_ms",
+                                                         "tpm_delivered_model")),
+    Col("target_utilization", tb.same, ("R.target_utilization",)),
+    Col("hourly_cost", tb.same, ("R.hourly_cost",)),
+    Col("tpm_delivered_baseline", tb.same, ("Q.tpm_delivered_baseline",)),
+    # the workload's shape and targets, copied (a blank stays blank)
+    *(Col(c, tb.number_or_blank, (("Q." if c in FROM_RESULTS else "R.") + c,)) for c in COPIED),
+    SIZING,
+    Col("cost_per_hour", cost_per_hour, ("gpus_needed", "hourly_cost")),
+    Col("instances_baseline", m.instances_needed, ("demand_tpm", "tpm_delivered_baseline", "target_utilization")),
+    Col("gpus_baseline", m.gpus_needed, ("instances_baseline", "tp")),
+    Col("cost_per_hour_baseline", cost_per_hour, ("gpus_baseline", "hourly_cost")),
+)
+_TEXT = ("gpu", "workload", "other_scaling")  # Resolved columns read as objects, not numbers
+
+
+def sizing_input(name: str) -> str:
+    """The argument an input of the sizing chain is: the row's own column, else the workload's."""
+    name = SIZING_AS.get(name, name)
+    if name in CALC_COLS:
+        return name
+    return ("Q." if name in FROM_RESULTS else "R.") + name
+
+
+def evaluate(cols, own: dict, at: Callable[[str, str], object]) -> None:
+    """The Python values of declared columns, into ``own`` in order: ``at(sheet, name)`` gives a
+    Resolved (``R``) or Results (``Q``) column at the rows' workloads."""
+    def arg(a):
+        if isinstance(a, tuple):
+            return a[0](*(arg(x) for x in a[1:]))
+        if a[:2] in ("R.", "Q."):
+            return at(a[0], a[2:])
+        return own[a]
+
+    for c in cols:
+        if c == SIZING:
+            steps = sz.size({name: arg(sizing_input(name)) for name in sz.INPUTS})
+            own.update({SIZING_AS.get(k, k): v for k, v in steps.items()})
+        else:
+            own[c.name] = c.twin(*(arg(a) for a in c.args))
+
 
 def span_label(periods: list[str]) -> str:
     """``2027-Q1–Q4`` (quarters of one year), ``2027-Q3–2028-Q2``, ``first–last``, or the one period.
@@ -78,76 +150,8 @@ def span_label(periods: list[str]) -> str:
 
 
 # --------------------------------------------------------------------------- formulas
-def demand_per_minute(value, unit):
-    r"""A demand typed in tokens per minute, hour or day, in tokens per minute.
-
-    .. math:: D_{min} = D / u, \quad u = 1, 60, 1440 \text{ for min, hour, day}
-
-    Parameters
-    ----------
-    value : numeric, NaN when blank [tokens/unit]
-    unit : str or array of str, ``tokens/min``, ``tokens/hour`` or ``tokens/day``
-
-    Returns
-    -------
-    numeric [tokens/min]
-    """
-    u = np.vectorize(lambda x: MINUTES_PER.get(str(x), 1.0), otypes=[float])(np.asarray(unit, dtype=object))
-    return np.asarray(value, dtype=float) / u
-
-
-@excel_twin(demand_per_minute)
-def _(value, unit):
-    return (f'IF(ISNUMBER({value}),{value}/IF({unit}="tokens/day",1440,IF({unit}="tokens/hour",60,1)),"")')
-
-
-def grown_demand(typed, base, growth, k):
-    r"""The period's demand: typed when given, else today's demand grown ``k`` periods.
-
-    .. math:: D_k = D_0 \cdot (1 + g)^k
-
-    Parameters
-    ----------
-    typed : numeric, the Demand row's demand, NaN when blank [tokens/min]
-    base : numeric, Workloads demand_tpm, NaN when blank [tokens/min]
-    growth : numeric, demand_growth per period [fraction/period]
-    k : numeric, index of the period in Settings periods, NaN when not one of them [count]
-
-    Returns
-    -------
-    numeric, NaN when neither is given [tokens/min]
-    """
-    typed, k = np.asarray(typed, dtype=float), np.asarray(k, dtype=float)
-    grown = np.asarray(base, dtype=float) * (1.0 + np.asarray(growth, dtype=float)) ** k
-    grown = np.where(np.isnan(k), np.nan, grown)  # 1 ** NaN is 1 in numpy: not one of the periods
-    return np.where(np.isnan(typed), grown, typed)
-
-
-@excel_twin(grown_demand)
-def _(typed, base, growth, k):
-    return (f'IF(ISNUMBER({typed}),{typed},IF(AND(ISNUMBER({base}),ISNUMBER({k})),'
-            f'{base}*(1+{growth})^{k},""))')
-
-
-def saved(baseline, target):
-    r"""What the target saves against the baseline (blank when either is blank).
-
-    .. math:: saved = baseline - target
-
-    Parameters
-    ----------
-    baseline, target : numeric, NaN when blank [count or currency/month]
-
-    Returns
-    -------
-    numeric [same unit]
-    """
-    return np.asarray(baseline, dtype=float) - np.asarray(target, dtype=float)
-
-
-@excel_twin(saved)
-def _(baseline, target):
-    return f'IF(AND(ISNUMBER({baseline}),ISNUMBER({target})),{baseline}-{target},"")'
+# The period equations (demand per minute, grown demand, saved) are in planner.equations.demand,
+# with their Excel twins; their names stay importable from here.
 
 
 # The Fleet_By_Period sheet, declared once (planner.finance.aggregations): per period and GPU
@@ -215,51 +219,38 @@ def _layout(plan) -> list[dict]:
 
 def period_calc(plan) -> pd.DataFrame:
     """``Demand_Calc``: one row per (workload, period), columns :data:`CALC_COLS` (``res_row``
-    1-based in Resolved) plus ``dem`` (the Demand record index, None for a grown row)."""
+    1-based in Resolved) plus ``dem`` (the Demand record index, None for a grown row). The
+    layout columns come from the rows; every other column is :data:`ROW_EQUATIONS` evaluated."""
     lay = _layout(plan)
     res, r = plan.resolved, plan.results
     recs = demand_records(plan)
-    idx_of = {str(w).strip().lower(): i for i, w in enumerate(res["workload"])}
-    idx = np.array([idx_of[x["workload"].strip().lower()] for x in lay], dtype=int)
     n = len(lay)
     rec_of = lambda x: recs[x["dem"]] if x["dem"] is not None else {}  # noqa: E731
     typed = np.array([np.nan if rec_of(x).get("demand_tpm") is None else float(rec_of(x)["demand_tpm"]) for x in lay])
-    unit = np.array([rec_of(x).get("demand_unit") or "tokens/min" for x in lay], dtype=object)
-    k = np.array([np.nan if x["k"] is None else float(x["k"]) for x in lay])
-    col = lambda frame, c: _f(frame[c])[idx] if n else np.zeros(0)  # noqa: E731
-    typed_min = demand_per_minute(typed, unit) if n else np.zeros(0)
-    demand = grown_demand(typed_min, col(res, "demand_tpm"), col(res, "demand_growth"), k)
     hit_row = np.array([np.nan if rec_of(x).get("hit_target") is None else float(rec_of(x)["hit_target"])
                         for x in lay])
-    hit = np.where(np.isnan(hit_row), col(res, "hit_target"), hit_row)
-    load = m.kv_load_ms(hit, col(res, "isl"), col(r, "kv_bytes_per_token_gpu"), col(res, "kv_gbps"))
-    scaling = res["other_scaling"].to_numpy(dtype=object)[idx] if n else np.zeros(0, dtype=object)
-    comp = m.compute_ms(hit, col(res, "t_attn0_ms"), col(res, "t_ffn0_ms"), col(res, "t_other0_ms"), scaling)
-    ttft = m.ttft_ms(col(res, "t_fixed_ms"), load, comp, col(res, "alpha"))
-    chip = m.chip_ms(ttft, col(res, "t_decode_ms"))
-    tpm_model = m.tpm_delivered(col(res, "isl"), col(res, "osl"), chip)
-    tpm = m.tpm_delivered_target(col(res, "tpm_measured"), col(r, "chip_ms_measured"), chip, tpm_model)
-    util, price, tp = col(res, "target_utilization"), col(res, "hourly_cost"), col(res, "tp")
-    row_in = {"demand_tpm": demand, "tpm_delivered_target": tpm, "target_utilization": util, "ttft_ms": ttft,
-              "hit_target": hit}
-    inputs = {name: row_in[name] if name in row_in else col(r if name in FROM_RESULTS else res, name)
-              for name in sz.INPUTS}
-    steps = sz.size(inputs) if n else {name: np.zeros(0) for name in sz.NAMES}
-    inst, gpus = steps["instances_needed"], steps["gpus_needed"]
-    tpm_b = col(r, "tpm_delivered_baseline")
-    inst_b = m.instances_needed(demand, tpm_b, util)
-    gpus_b = m.gpus_needed(inst_b, tp)
-    frame = pd.DataFrame({
-        "workload": res["workload"].to_numpy()[idx] if n else [], "period": [x["period"] for x in lay],
-        "period_index": k, "demand_input": typed, "demand_unit": unit, "demand_tpm": demand,
-        "res_row": idx + 1, "gpu": res["gpu"].to_numpy()[idx] if n else [], "tp": tp, "hit_target": hit,
-        "load_ms": load, "compute_ms": comp, "ttft_ms": ttft, "chip_ms": chip, "tpm_delivered_model": tpm_model,
-        "tpm_delivered_target": tpm, "target_utilization": util, "hourly_cost": price, "instances": inst,
-        "gpus_needed": gpus, "cost_per_hour": cost_per_hour(gpus, price), "tpm_delivered_baseline": tpm_b,
-        "instances_baseline": inst_b, "gpus_baseline": gpus_b,
-        "cost_per_hour_baseline": cost_per_hour(gpus_b, price),
-        **{c: inputs[c] for c in COPIED}, **{c: steps[c] for c in sz.NAMES if c not in SIZING_AS}},
-        columns=list(CALC_COLS))
+    own: dict[str, object] = {
+        "workload": np.array([x["workload"] for x in lay], dtype=object), "period": [x["period"] for x in lay],
+        "period_index": np.array([np.nan if x["k"] is None else float(x["k"]) for x in lay]),
+        "demand_input": typed,
+        "demand_unit": np.array([rec_of(x).get("demand_unit") or DEFAULT_UNIT for x in lay], dtype=object)}
+    own["res_row"] = tb.position(res["workload"].to_numpy(), own["workload"]) if n else np.zeros(0, dtype=int)
+    idx = own["res_row"] - 1
+    own["workload"] = res["workload"].to_numpy()[idx] if n else []  # the workload's name as Resolved has it
+
+    def at(sheet: str, name: str):
+        frame = res if sheet == "R" else r
+        if name in _TEXT:
+            return frame[name].to_numpy(dtype=object)[idx] if n else np.zeros(0, dtype=object)
+        return _f(frame[name])[idx] if n else np.zeros(0)
+
+    own["hit_target"] = np.where(np.isnan(hit_row), at("R", "hit_target"), hit_row)  # the Demand row's, else R's
+    if n:
+        evaluate(ROW_EQUATIONS, own, at)
+    else:
+        own.update({c.name: np.zeros(0) for c in ROW_EQUATIONS if isinstance(c, Col)})
+        own.update({SIZING_AS.get(k, k): np.zeros(0) for k in sz.NAMES})
+    frame = pd.DataFrame({c: own[c] for c in CALC_COLS}, columns=list(CALC_COLS))
     frame["dem"] = [x["dem"] for x in lay]
     return frame
 

@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 
+from planner.equations.tiers import NO_LOAD_GBPS, curve_hit, effective_kv_gbps, hbm_free_gib  # noqa: F401 (NO_LOAD_GBPS importable from here)
 from planner.core import schema
 from planner.core.places import Place
 from planner.traffic import traces as tr
@@ -45,7 +46,7 @@ from planner.core.errors import Problem
 
 KIND_ORDER = {"hbm": 0, "dram": 1, "ssd": 2, "remote": 3}
 POINTS_PER_DOUBLING = 8
-NO_LOAD_GBPS = 1e290  # effective bandwidth when every hit is served from HBM (nothing to load; x 1e9 stays finite in Excel)
+# NO_LOAD_GBPS (every hit served from HBM: nothing to load) is planner.equations.tiers's, importable from here
 GIB = 2.0 ** 30
 
 _CACHE: dict[tuple, tuple[tr.Reuse, list[str]]] = {}
@@ -158,23 +159,9 @@ def grid_blocks(unique_blocks: int) -> np.ndarray:
 
 
 def interp(x, xs: np.ndarray, ys: np.ndarray):
-    r"""Linear interpolation in a stored curve, flat beyond its ends (the workbook's twin:
-    ``INDEX(H,i) + (x - INDEX(C,i)) * (INDEX(H,i+1) - INDEX(H,i)) / (INDEX(C,i+1) - INDEX(C,i))``
-    with ``i = MATCH(x, C, 1)``; same order of operations).
-
-    Parameters
-    ----------
-    x : numeric, capacity [GiB]
-    xs : increasing capacities of the curve [GiB], xs[0] = 0
-    ys : hit ratios at them [fraction]
-    """
-    x = np.asarray(x, dtype=float)
-    i = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, len(xs) - 1)
-    last = i >= len(xs) - 1
-    j = np.minimum(i + 1, len(xs) - 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mid = ys[i] + (x - xs[i]) * (ys[j] - ys[i]) / (xs[j] - xs[i])
-    return np.where(last, ys[-1], mid)
+    """Linear interpolation in a stored curve, flat beyond its ends: :func:`planner.equations.tiers.curve_hit`
+    (the workbook's twin), at capacity ``x`` [GiB] in capacities ``xs`` [GiB] with hit ratios ``ys``."""
+    return curve_hit(x, xs, ys, len(xs))
 
 
 @dataclass
@@ -212,8 +199,7 @@ class WorkloadTiers:
 
     @property
     def kv_gbps_eff(self) -> float:
-        lp = self.load_per_gbps
-        return self.hit / lp if lp > 0 else (NO_LOAD_GBPS if self.hit > 0 else self.base_kv_gbps)
+        return float(effective_kv_gbps(self.hit, self.load_per_gbps, self.base_kv_gbps))
 
 
 @dataclass
@@ -243,7 +229,7 @@ def apply(p_in, resolved, results) -> TierPlan | None:
         rec = wl.records[i]
         r, _ = load_reuse(trace_path(p_in.path, rec["trace"]), rec.get("trace_block_size"), warmup)
         s_inst = float(results["kv_bytes_per_token_gpu"].iat[i]) * float(resolved["tp"].iat[i])
-        hbm_free = max(0.0, float(results["hbm_headroom_gib"].iat[i])) * float(resolved["tp"].iat[i])
+        hbm_free = float(hbm_free_gib(float(results["hbm_headroom_gib"].iat[i]), float(resolved["tp"].iat[i])))
         g = grid_blocks(r.unique_blocks)
         g_gib = g * r.block_size * s_inst / GIB
         g_hit = tr.hit_curve(r, g)

@@ -23,10 +23,11 @@ import pandas as pd
 
 from planner.equations import fleet as fl
 from planner.equations import kvhit as m
+from planner.equations import tables as tb
 from planner.core import schema
 from planner.equations.constants import PCIE_GEN_GBPS, N
 from planner.equations.kvhit import excel_twin
-from planner.core.refs import defined_name, exact_text, setting_name
+from planner.core.refs import defined_name, setting_name
 from planner.core.schema import CHOICE, FMT_INT, FMT_PCT, TEXT
 from planner.equations import prefill_passes as pp
 from planner.equations import queueing as q
@@ -505,7 +506,7 @@ class _Cell:
         elif rc.source == "Workloads":
             self.x = wl(rc.name)
         else:
-            self.x = f"INDEX({table(rc.source, rc.name)},{ref('model_row' if rc.source == 'Models' else 'gpu_row')})"
+            self.x = tb.at_row.xl(table(rc.source, rc.name), ref("model_row" if rc.source == "Models" else "gpu_row"))
 
     def typed_else(self, fallback: str, test: str = "ISNUMBER") -> str:
         return f"IF({test}({self.x}),{self.x},{fallback})"
@@ -538,7 +539,7 @@ def _pcie_py(r: _Row) -> np.ndarray:
 
 
 def _pcie_xl(k: _Cell) -> str:
-    gen = f"INDEX({k.table('GPUs', 'pcie_gen')},{k.ref('gpu_row')})"
+    gen = tb.at_row.xl(k.table("GPUs", "pcie_gen"), k.ref("gpu_row"))
     return f"IF(ISNUMBER({k.x}),{k.x},IF({gen}=5,{N.PCIE_GEN5_GBPS},{N.PCIE_GEN4_GBPS}))"
 
 
@@ -560,11 +561,11 @@ RESOLVED_RULES: tuple[ResolvedRule, ...] = (
                  lambda r: r.workloads[r.rc.name].to_numpy(), lambda k: k.wl(k.rc.name)),
     ResolvedRule("the row of the model / GPU in its table (1-based)", _named("model_row", "gpu_row"),
                  lambda r: r.idx["Models" if r.rc.name == "model_row" else "GPUs"] + 1,
-                 lambda k: (f"MATCH({exact_text(k.wl(k.rc.name[:-4]))},"
-                            f"{k.table('Models' if k.rc.name == 'model_row' else 'GPUs', k.rc.name[:-4])},0)")),
+                 lambda k: tb.position.xl(k.table("Models" if k.rc.name == "model_row" else "GPUs", k.rc.name[:-4]),
+                                          k.wl(k.rc.name[:-4]))),
     ResolvedRule("where the prefill times come from: input or missing (calibration fills its own)",
                  _named("breakdown_source"), _breakdown_py,
-                 lambda k: f'IF(AND(ISNUMBER({k.wl("t_attn0_ms")}),ISNUMBER({k.wl("t_ffn0_ms")})),"input","missing")'),
+                 lambda k: tb.both_typed_or.xl(k.wl("t_attn0_ms"), k.wl("t_ffn0_ms"), '"missing"')),
     ResolvedRule("pcie_gbps: typed, else by PCIe generation (the Gen5 / Gen4 bandwidth of the Constants sheet)",
                  _named("pcie_gbps"), _pcie_py, _pcie_xl),
     ResolvedRule("kv_gbps, the effective KV load bandwidth: typed (or calibrated), else pcie_gbps",

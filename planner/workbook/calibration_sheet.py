@@ -15,6 +15,8 @@ import math
 import numpy as np
 from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 
+from planner.equations import fleet as fl
+from planner.equations import tables as tb
 from planner.equations import kvhit as m
 from planner.core import schema
 from planner.workbook.chart_data import add_series
@@ -155,8 +157,7 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
             out[(i, col)] = (None, value, prov)
     for i, src in enumerate(calib.source):
         if src != "input":
-            f = (f'IF(AND(ISNUMBER({wl_cell("t_attn0_ms", i)}),ISNUMBER({wl_cell("t_ffn0_ms", i)})),'
-                 f'"input","{src}")')
+            f = tb.both_typed_or.xl(wl_cell("t_attn0_ms", i), wl_cell("t_ffn0_ms", i), f'"{src}"')
             out[(i, "breakdown_source")] = (f, src, "")
     return out
 
@@ -183,9 +184,9 @@ def _row_ref(res_cell, i: int):
         if sheet == "Resolved":
             return res_cell(name, i)
         if sheet == "Results":
-            return f"INDEX({range_name('Results', name)},{i + 1})"
+            return tb.at_row.xl(range_name("Results", name), i + 1)
         row = res_cell("model_row" if sheet == "Models" else "gpu_row", i)
-        return f"INDEX({range_name(sheet, name)},{row})"
+        return tb.at_row.xl(range_name(sheet, name), row)
     return r
 
 
@@ -274,10 +275,10 @@ def write_calibration(wb, fm, plan) -> None:
             ws.write_formula(r, 2, f"={ref('isl')}", fm("calc", "#,##0"), float(p["isl"]))
             ws.write_formula(r, 3, f"={ref('hit')}", fm("calc", "0.0%"), float(p["hit"]))
             if f.alpha_fit:  # alpha fitted (blank on every point): the fitted value, live from curve_alpha
-                ws.write_formula(r, 4, f"=IF(ISNUMBER({ref('alpha')}),{ref('alpha')},{lay.param(k, 'curve_alpha')})",
+                ws.write_formula(r, 4, "=" + fl.given_or.xl(ref("alpha"), lay.param(k, "curve_alpha")),
                                  fm("calc", "0.0%"), float(p["alpha"]))
             else:
-                ws.write_formula(r, 4, f"=IF(ISNUMBER({ref('alpha')}),{ref('alpha')},0)", fm("calc", "0.0%"), float(p["alpha"]))
+                ws.write_formula(r, 4, "=" + fl.given_or.xl(ref("alpha"), "0"), fm("calc", "0.0%"), float(p["alpha"]))
             fac = float(p.get("load_factor", 1.0))  # a load test at concurrency > 1: request-alone equivalent
             ws.write_formula(r, 5, f"={ref('ttft_ms')}" + (f"/{fac!r}" if fac != 1.0 else ""), fm("calc", "#,##0.00"),
                              float(p["ttft_ms"]))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 from xlsxwriter.utility import xl_rowcol_to_cell
 
+from planner.equations import tables as tb
 from planner.core import schema
 from planner.workbook.layout import Layout
 from planner.workbook.styles import Formats
@@ -29,7 +30,7 @@ def write_markers(ws, fm: Formats, top: int, left: int, ttft_range: str, h_star:
             if end == 0:
                 ws.write_number(r, left + 2, 0.0, fm("const"))
             else:
-                ws.write_formula(r, left + 2, f"=MAX({ttft_range})", fm("calc", "#,##0.0"), y_top_v)
+                ws.write_formula(r, left + 2, "=" + tb.largest.xl(ttft_range), fm("calc", "#,##0.0"), y_top_v)
 
 
 def charts_for(wb, sheet: str, own: dict, hit_rows: tuple[int, int], mk_top: int, mk_left: int,
@@ -142,12 +143,12 @@ def chart_cache(frame, summary, h_star: float, target: float) -> dict:
 # (``R``: name -> absolute range, ``m``: the MATCH of the row's rank, ``base``: base TPM of
 # that driver), and the stored value from the Tornado frame's row ``t``
 SORTED_TORNADO = (
-    ("driver", lambda R, m, base: f"INDEX({R['driver']},{m})", None, lambda t: str(t["driver"])),
-    ("low", lambda R, m, base: f"INDEX({R['tpm_low']},{m})-{base(m)}", FMT_INT_,
+    ("driver", lambda R, m, base: tb.at_row.xl(R["driver"], m), None, lambda t: str(t["driver"])),
+    ("low", lambda R, m, base: tb.change.xl(tb.at_row.xl(R["tpm_low"], m), base(m)), FMT_INT_,
      lambda t: float(t["tpm_low"]) - float(t["tpm_base"])),
-    ("high", lambda R, m, base: f"INDEX({R['tpm_high']},{m})-{base(m)}", FMT_INT_,
+    ("high", lambda R, m, base: tb.change.xl(tb.at_row.xl(R["tpm_high"], m), base(m)), FMT_INT_,
      lambda t: float(t["tpm_high"]) - float(t["tpm_base"])),
-    ("swing", lambda R, m, base: f"INDEX({R['swing']},{m})", FMT_INT_, lambda t: float(t["swing"])),
+    ("swing", lambda R, m, base: tb.at_row.xl(R["swing"], m), FMT_INT_, lambda t: float(t["swing"])),
 )
 
 
@@ -162,7 +163,7 @@ def write_sorted_tornado(ws, fm: Formats, top: int, left: int, summary, ranges: 
         r = top + 1 + p
         t = summary.iloc[int(order[p])]
         ws.write_number(r, left, p + 1, fm("const", "0"))
-        match = f"MATCH({xl_rowcol_to_cell(r, left, col_abs=True)},{ranges['rank']},0)"
+        match = tb.row_of.xl(ranges["rank"], xl_rowcol_to_cell(r, left, col_abs=True))
         for j, (_h, formula, fmt, value) in enumerate(SORTED_TORNADO[:columns]):
             ws.write_formula(r, left + 1 + j, "=" + formula(ranges, match, base),
                              None if fmt is None else fm("calc", fmt), value(t))
@@ -177,4 +178,4 @@ def tornado_sorted_from_sheet(ws, fm: Formats, top: int, left: int, summary, w: 
            for name in ("rank", "driver", "tpm_low", "tpm_high", "tpm_base", "swing")}
     for j, h in enumerate(("rank", "driver", "low - base", "high - base")):
         ws.write_string(top, left + j, h, fm("header"))
-    return write_sorted_tornado(ws, fm, top, left, summary, rng, lambda m: f"INDEX({rng['tpm_base']},{m})", 3)
+    return write_sorted_tornado(ws, fm, top, left, summary, rng, lambda m: tb.at_row.xl(rng["tpm_base"], m), 3)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.equations import tables as tb
 from planner.core.refs import MASTER_CHECK, sheet_ref
 from planner.plan.check_rules import RULES, Where
 
@@ -45,11 +46,11 @@ class CheckSheet:
         ws.set_column(3, 3, 9)
         ws.set_column(4, 4, TEXT_WIDTH)
         ws.write_string(0, 0, "Master check", fm("title"))
-        ws.write_formula(0, 1, f'=IF(IFERROR(SUMIF({kinds},"error",{counts}),1)=0,"OK","ERROR")',
+        ws.write_formula(0, 1, "=" + tb.master_status.xl(kinds, counts),
                          fm("ok" if errors == 0 else "bad"), "OK" if errors == 0 else "ERROR")
         wb.define_name(MASTER_CHECK, "=" + sheet_ref("Checks", 0, 1, True, True))
         ws.write_string(1, 0, "Rows flagged by the warning checks", fm("title"))
-        ws.write_formula(1, 1, f'=SUMIF({kinds},"warning",{counts})', None, warns)
+        ws.write_formula(1, 1, "=" + tb.kind_total.xl(kinds, counts, '"warning"'), None, warns)
         # every warning of the run (calibration and estimate warnings too), listed at the bottom
         ws.write_string(1, 3, f"Warnings when the planner ran: {len(self.warnings)} (listed below the checks)",
                         fm("ok" if not self.warnings else "bad"))
@@ -70,9 +71,8 @@ class CheckSheet:
             # functions applied to ranges inside SUMPRODUCT element by element
             ws.write_array_formula(r, 2, r, 2, "{=" + c.formula + "}", fm("wrap"), c.count)
             cnt = xl_rowcol_to_cell(r, 2)
-            status = "OK" if c.count == 0 else ("FAIL" if c.kind == "error" else "WARN")
-            ws.write_formula(r, 3, f'=IF({cnt}=0,"OK",IF({xl_rowcol_to_cell(r, 1)}="error","FAIL","WARN"))',
-                             fm("wrap"), status)
+            ws.write_formula(r, 3, "=" + tb.check_status.xl(cnt, xl_rowcol_to_cell(r, 1)), fm("wrap"),
+                             tb.check_status(c.count, c.kind))
             ws.write_string(r, 4, c.description, fm("wrap"))
             if c.detail:
                 ws.write_array_formula(r, 5, r, 5, "{=" + c.detail + "}", fm("wrap"), c.detail_value)

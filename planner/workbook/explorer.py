@@ -8,13 +8,14 @@ from typing import Callable
 import numpy as np
 from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 
+from planner.equations import tables as tb
 from planner.core import schema
 
 from planner.plan import columns as sheets
 from planner.workbook.charts import chart_cache, charts_for, write_markers, write_sorted_tornado
 from planner.workbook.checks_sheet import wrapped_lines
 from planner.workbook.layout import Layout, write_rows
-from planner.core.refs import EXPLORER_WORKLOAD, exact_text, range_name, sheet_ref
+from planner.core.refs import EXPLORER_WORKLOAD, range_name, sheet_ref
 from planner.plan.sensitivity import rank_in_blocks_xl, swing_of
 from planner.workbook.styles import Formats, write_header, stored_value, write_cell
 
@@ -88,7 +89,7 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     ws.write_string(EXPLORER_INDEX[0], 0, "row", fm("header"))
     sel = xl_rowcol_to_cell(*EXPLORER_SELECT, True, True)
     idx = xl_rowcol_to_cell(*EXPLORER_INDEX, True, True)
-    ws.write_formula(*EXPLORER_INDEX, f"=MATCH({exact_text(sel)},{range_name('Resolved', 'workload')},0)", None, 1)
+    ws.write_formula(*EXPLORER_INDEX, "=" + tb.position.xl(range_name("Resolved", "workload"), sel), None, 1)
     ws.set_column(0, 0, 24)
     ws.set_column(1, 1, 14)
     ws.set_column(2, 2, LABEL_WIDTH)
@@ -106,12 +107,12 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
         r = EXPLORER_INPUTS_TOP + i
         frame = plan.resolved if sheet == "Resolved" else plan.results
         ws.write_string(r, 0, name)
-        f = f"INDEX({range_name(sheet, name)},{idx})"
+        f = tb.at_row.xl(range_name(sheet, name), idx)
         value = stored_value(frame[name].iat[0], text)
         kind = applies_when(sheet, name)
         if kind is not None:
             blank_unless[name] = kind
-            f = f'IF({attention}="{kind}",{f},"")'
+            f = tb.shown_when.xl(attention, f'"{kind}"', f)
             if str(plan.resolved["attention"].iat[0]) != kind:
                 value = ""
         ws.write_formula(r, 1, "=" + f, fm("calc", fmt), value)

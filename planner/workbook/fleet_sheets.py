@@ -15,8 +15,10 @@ import math
 from planner.finance import fleet as fl2
 from planner.finance import scenarios as sc
 from planner.core import schema
-from planner.core.refs import cell, cell_range, setting_name, sheet_range, sheet_ref
+from planner.core.refs import cell, cell_range, setting_name, sheet_ref
+from planner.equations import tables as tb
 from planner.finance.aggregations import GroupCell
+from planner.finance.cells import Both, of, ref
 from planner.workbook.chart_data import add_series
 
 SETTING_NAMES = {key: setting_name(key) for key in ("target_utilization", "hours_per_month", "demand_growth",
@@ -57,11 +59,6 @@ def _named_header(ws, fm, names, units: dict, widths) -> None:
 
 def _cur(plan) -> str:
     return str(plan.settings.get("currency") or "currency")
-
-
-def _nonblank(rng: str, expr: str) -> str:
-    """``expr`` unless ``rng`` holds no number (a blank, not a 0)."""
-    return f'IF(COUNT({rng})=0,"",{expr})'
 
 
 def define_setting_names(wb, settings_rows: dict[str, int]) -> None:
@@ -110,7 +107,8 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
     # the note beside the total: GPUs of unpriced types are not in the total cost
     note_col = len(fl2.FLEET_COLS) + NOTE_GAP
     ws.set_column(note_col, note_col, 90)
-    ws.write_formula(t, note_col, "=" + uncosted_note(own, rows), fm("note"), uncosted_text(frame))
+    note = of(tb.uncosted_note, uncosted_cell(frame, own, rows))
+    ws.write_formula(t, note_col, note.formula, fm("note"), note.value)
     ws.write_string(1, note_col, "Per GPU type, over the workloads with a demand_tpm (live: SUMIFS over Results). "
                                  "cost_per_hour = sum of gpus_needed x hourly_cost; cost_per_month x "
                                  f"{SETTING_NAMES['hours_per_month']} (Settings hours_per_month); cost_per_year x 12.",
@@ -124,28 +122,12 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
     ws.autofilter(0, 0, rows["last"], len(fl2.FLEET_COLS) - 1)
 
 
-def uncosted_gpus_formula(own: dict[str, int], rows: dict[str, int], sheet: str | None = None) -> str:
-    """GPUs of the Fleet types whose cost is blank (no hourly_cost): all GPUs less those of priced types
-    (ranges on ``sheet``, or on the same sheet)."""
-    rng = (lambda c: cell_range(rows["first"], own[c], rows["last"], own[c])) if sheet is None else \
-        (lambda c: sheet_range(sheet, rows["first"], own[c], rows["last"], own[c]))
-    g, c = rng("gpus_needed"), rng("cost_per_hour")
-    return f'(SUM({g})-SUMIFS({g},{c},">=0"))'
-
-
-def uncosted_note(own, rows) -> str:
-    u = uncosted_gpus_formula(own, rows)
-    return (f'IF({u}>0,"Total cost covers the priced GPU types only: "&TEXT({u},"#,##0")&'
-            f'" GPUs of types without hourly_cost are not costed","Every GPU in the plan is priced: the total '
-            f'cost is complete")')
-
-
-def uncosted_text(frame) -> str:
-    u = frame.attrs.get("uncosted_gpus", 0.0)
-    if u > 0:
-        return (f"Total cost covers the priced GPU types only: {u:,.0f} GPUs of types without hourly_cost "
-                f"are not costed")
-    return "Every GPU in the plan is priced: the total cost is complete"
+def uncosted_cell(frame, own: dict[str, int], rows: dict[str, int]) -> Both:
+    """The Fleet types' GPUs whose cost is blank (no hourly_cost), declared: the Python count
+    (``fleet_table``'s) and its formula over the Fleet table's own rows."""
+    rng = lambda c: ref(frame[c].to_numpy()[: rows["last"]],  # noqa: E731
+                        cell_range(rows["first"], own[c], rows["last"], own[c]))
+    return of(tb.uncosted, rng("gpus_needed"), rng("cost_per_hour"), value=frame.attrs.get("uncosted_gpus", 0.0))
 
 
 # Demand by period: Demand_Calc and Fleet_By_Period are written by planner.workbook.periods_sheet

@@ -22,7 +22,9 @@ import numpy as np
 from xlsxwriter.utility import xl_rowcol_to_cell
 
 from planner.core import schema
-from planner.inputs.kv_tiers import GIB, NO_LOAD_GBPS, TierPlan, WorkloadTiers
+from planner.equations import fleet as fl
+from planner.equations import tiers
+from planner.inputs.kv_tiers import GIB, TierPlan, WorkloadTiers
 from planner.workbook.layout import sheet_columns
 from planner.core.refs import sheet_range, sheet_ref
 from planner.workbook.styles import write_header
@@ -66,12 +68,11 @@ def tier_cost_per_month(w: WorkloadTiers, tp: TierPlan, results, gpus_per_node: 
 
 
 def _interp_xl(x: str, first: int, count: int) -> str:
-    """Linear interpolation at ``x`` in Hit_Curve rows ``first..first+count-1`` (1-based)."""
+    """Linear interpolation at ``x`` in Hit_Curve rows ``first..first+count-1`` (1-based): the twin
+    of :func:`planner.equations.tiers.curve_hit`."""
     c = sheet_range(HIT_CURVE, first - 1, 2, first + count - 2, 2)
     h = sheet_range(HIT_CURVE, first - 1, 3, first + count - 2, 3)
-    i = f"MATCH({x},{c},1)"
-    return (f"IF({i}>={count},INDEX({h},{count}),INDEX({h},{i})+({x}-INDEX({c},{i}))*"
-            f"(INDEX({h},{i}+1)-INDEX({h},{i}))/(INDEX({c},{i}+1)-INDEX({c},{i})))")
+    return tiers.curve_hit.xl(x, c, h, count)
 
 
 def resolved_cells(plan, layout) -> dict[tuple[int, str], tuple[str, float, str]]:
@@ -92,9 +93,9 @@ def resolved_cells(plan, layout) -> dict[tuple[int, str], tuple[str, float, str]
         pcie = layout.other("Resolved", "pcie_gbps", w.i + 1)
         src = (f"from the trace {w.trace} and the tiers (Tier_Hits row {row + 1}, Hit_Curve); a typed "
                f"Workloads value wins")
-        out[(w.i, "hit_target")] = (f"IF(ISNUMBER({wl_hit}),{wl_hit},{hit})",
+        out[(w.i, "hit_target")] = (fl.given_or.xl(wl_hit, hit),
                                     float(plan.resolved["hit_target"].iat[w.i]), "hit_target " + src)
-        out[(w.i, "kv_gbps")] = (f"IF(ISNUMBER({wl_hit}),IF(ISNUMBER({wl_bw}),{wl_bw},{pcie}),{bw})",
+        out[(w.i, "kv_gbps")] = (tiers.kv_gbps_of_trace.xl(wl_hit, wl_bw, pcie, bw),
                                  float(plan.resolved["kv_gbps"].iat[w.i]),
                                  "effective KV bandwidth of a hit, hit / sum_t(h_t / read_gbps_t) (HBM hits load "
                                  "nothing) " + src)
@@ -152,12 +153,12 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
         ws.write_number(r, cpos["warmup"], tp.warmup, fm("calc", "0.0%"))
         ws.write_formula(r, cpos["kv_bytes_per_token_instance"], f"={res('kv_bytes_per_token_gpu')}*{rsv('tp')}",
                          fm("calc", "#,##0"), w.kv_bytes_instance)
-        ws.write_formula(r, cpos["hbm_free_gib"], f"=MAX(0,{res('hbm_headroom_gib')})*{rsv('tp')}",
+        ws.write_formula(r, cpos["hbm_free_gib"], "=" + tiers.hbm_free_gib.xl(res("hbm_headroom_gib"), rsv("tp")),
                          fm("calc", "#,##0.00"), w.hbm_free_gib)
         ws.write_number(r, cpos["curve_first_row"], first, fm("calc", "#,##0"))
         ws.write_number(r, cpos["curve_points"], count, fm("calc", "#,##0"))
         wl_bw = layout.other("Workloads", "kv_gbps", w.i + 1)
-        ws.write_formula(r, cpos["base_kv_gbps"], f"=IF(ISNUMBER({wl_bw}),{wl_bw},{rsv('pcie_gbps')})",
+        ws.write_formula(r, cpos["base_kv_gbps"], "=" + fl.given_or.xl(wl_bw, rsv("pcie_gbps")),
                          fm("calc", "#,##0.00"), w.base_kv_gbps)
         upto = np.cumsum(w.hits)
         caps_refs, loaded = [], []
@@ -167,11 +168,11 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
             tcell = lambda name: sheet_ref(schema.TIERS, trow, tpos[name])
             if t.kind == "hbm":
                 cap_f = R("hbm_free_gib") if trow is None else \
-                    f"IF(ISNUMBER({tcell('capacity_gib')}),{tcell('capacity_gib')},{R('hbm_free_gib')})"
+                    fl.given_or.xl(tcell("capacity_gib"), R("hbm_free_gib"))
                 bw_f = None
             else:
                 cap_f = tcell("capacity_gib")
-                bw_f = f"IF(ISNUMBER({tcell('read_gbps')}),{tcell('read_gbps')},{R('base_kv_gbps')})"
+                bw_f = fl.given_or.xl(tcell("read_gbps"), R("base_kv_gbps"))
             ws.write_formula(r, cpos[cap_c], "=" + cap_f, fm("calc", "#,##0.00"), float(w.capacity_gib[t_i]))
             caps_refs.append(R(cap_c))
             ws.write_formula(r, cpos[upto_c], "=" + _interp_xl("(" + "+".join(caps_refs) + ")", first, count),
@@ -190,16 +191,14 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
         ws.write_formula(r, cpos["load_per_gbps"], "=" + ("+".join(loaded) if loaded else "0"),
                          fm("calc", "0.000000"), w.load_per_gbps)
         ws.write_formula(r, cpos["kv_gbps_eff"],
-                         f"=IF({R('load_per_gbps')}>0,{R('hit')}/{R('load_per_gbps')},"
-                         f"IF({R('hit')}>0,{NO_LOAD_GBPS:.0E},{R('base_kv_gbps')}))",
+                         "=" + tiers.effective_kv_gbps.xl(R("hit"), R("load_per_gbps"), R("base_kv_gbps")),
                          fm("calc", "#,##0.00"), w.kv_gbps_eff)
-        inst, gpus = f"N({res('instances_needed')})", f"N({res('gpus_needed')})"
         terms = []
         for t_i, t in enumerate(tp.tiers):
             if t.row is None:
                 continue  # the implicit HBM tier is not bought
             price = f"N({sheet_ref(schema.TIERS, t.row + 1, tpos['cost_per_gib_month'])})"
-            unit = {"instance": inst, "node": f"ROUNDUP({gpus}/{gpn_cell},0)", "pool": "1"}[t.scope]
+            unit = tiers.units_of.xl(t.scope, res("instances_needed"), res("gpus_needed"), gpn_cell)
             terms.append(f"{R(_tier_cols(t_i)[0])}*{price}*{unit}")
         ws.write_formula(r, cpos["tier_cost_per_month"], "=" + ("+".join(terms) if terms else "0"),
                          fm("calc", "#,##0.00"), tier_cost_per_month(w, tp, plan.results, gpn))

@@ -12,12 +12,13 @@ from __future__ import annotations
 from planner.equations import fleet as fl
 from planner.workbook.chart_data import add_series
 from planner.workbook.styles import stored_value
-from planner.equations import kvhit as m
+from planner.equations import demand as dm
+from planner.equations import tables as tb
 from planner.equations import sizing as sz
 from planner.finance import periods as pr
 from planner.core import schema
 from planner.workbook.fleet_sheets import FMT_INT, FMT_MONEY, FMT_MONEY0, NOTE_GAP, _cur, _header, _v
-from planner.core.refs import cell, exact_criteria, exact_text, range_name, sheet_range, sheet_ref
+from planner.core.refs import cell, range_name, sheet_range, sheet_ref
 from planner.finance.aggregations import GroupCell
 
 FMT_MS = "#,##0.00"
@@ -41,23 +42,27 @@ def period_units(cur: str) -> dict[str, str]:
             "max_batch_fit": "requests"}
 
 
-def sizing_formulas(me, R, Q) -> dict[str, str]:
-    """Demand_Calc's formulas of the sizing chain (:func:`planner.equations.sizing.size_xl`): the
-    row's own columns (demand, TPM, utilisation, ttft_ms at the row's hit, and each step), the
-    workload's shape and targets from Resolved (``R``) and Results (``Q``)."""
-    own = set(pr.CALC_COLS)
+def row_formulas(me) -> dict[str, str]:
+    """Demand_Calc's formulas of one row (without ``=``), from the declarations
+    (:data:`planner.finance.periods.ROW_EQUATIONS`): each column's twin over the row's own
+    cells (``me(name)``) and the workload's Resolved/Results cells (``INDEX`` at ``res_row``),
+    the sizing chain's steps (:func:`planner.equations.sizing.size_xl`) in its place."""
+    row = me("res_row")
 
-    def ref(name: str) -> str:
-        name = pr.SIZING_AS.get(name, name)
-        if name in own:
-            return me(name)
-        return Q(name) if name in pr.FROM_RESULTS else R(name)
+    def arg(a) -> str:
+        if isinstance(a, tuple):
+            return a[0].xl(*(arg(x) for x in a[1:]))
+        if a[:2] in ("R.", "Q."):
+            return tb.at_row.xl(range_name("Resolved" if a[0] == "R" else "Results", a[2:]), row)
+        return me(a)
 
-    def copy(name: str) -> str:  # a blank stays blank (INDEX of an empty cell would read as 0)
-        x = Q(name) if name in pr.FROM_RESULTS else R(name)
-        return f'IF(ISNUMBER({x}),{x},"")'
-
-    return {**{c: copy(c) for c in pr.COPIED}, **{pr.SIZING_AS.get(k, k): v for k, v in sz.size_xl(ref).items()}}
+    out = {"res_row": tb.position.xl(range_name("Resolved", "workload"), me("workload"))}
+    for c in pr.ROW_EQUATIONS:
+        if c == pr.SIZING:
+            out.update({pr.SIZING_AS.get(k, k): v for k, v in sz.size_xl(lambda n: arg(pr.sizing_input(n))).items()})
+        else:
+            out[c.name] = c.twin.xl(*(arg(x) for x in c.args))
+    return out
 
 
 def _fmt(c: str) -> str | None:
@@ -100,42 +105,16 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
         rec = calc.iloc[i]
         d = None if rec["dem"] is None or rec["dem"] != rec["dem"] else int(rec["dem"])  # NaN: a grown row
         me = lambda c: cell(r, own[c], col_abs=True)  # noqa: E731,B023
-        row = me("res_row")
-        R = lambda name: f"INDEX({range_name('Resolved', name)},{row})"  # noqa: E731,B023
-        Q = lambda name: f"INDEX({range_name('Results', name)},{row})"  # noqa: E731,B023
-        f = {
-            "res_row": f"MATCH({exact_text(me('workload'))},{range_name('Resolved', 'workload')},0)",
-            "demand_tpm": pr.grown_demand.xl(pr.demand_per_minute.xl(me("demand_input"), me("demand_unit")),
-                                             R("demand_tpm"), R("demand_growth"), me("period_index")),
-            "gpu": R("gpu"), "tp": R("tp"),
-            "load_ms": m.kv_load_ms.xl(me("hit_target"), R("isl"), Q("kv_bytes_per_token_gpu"), R("kv_gbps")),
-            "compute_ms": m.compute_ms.xl(me("hit_target"), R("t_attn0_ms"), R("t_ffn0_ms"), R("t_other0_ms"),
-                                          R("other_scaling")),
-            "ttft_ms": m.ttft_ms.xl(R("t_fixed_ms"), me("load_ms"), me("compute_ms"), R("alpha")),
-            "chip_ms": m.chip_ms.xl(me("ttft_ms"), R("t_decode_ms")),
-            "tpm_delivered_model": m.tpm_delivered.xl(R("isl"), R("osl"), me("chip_ms")),
-            "tpm_delivered_target": m.tpm_delivered_target.xl(R("tpm_measured"), Q("chip_ms_measured"),
-                                                              me("chip_ms"), me("tpm_delivered_model")),
-            "target_utilization": R("target_utilization"), "hourly_cost": R("hourly_cost"),
-            "cost_per_hour": fl.cost_per_hour.xl(me("gpus_needed"), me("hourly_cost")),
-            "tpm_delivered_baseline": Q("tpm_delivered_baseline"),
-            "instances_baseline": m.instances_needed.xl(me("demand_tpm"), me("tpm_delivered_baseline"),
-                                                        me("target_utilization")),
-            "gpus_baseline": m.gpus_needed.xl(me("instances_baseline"), me("tp")),
-            "cost_per_hour_baseline": fl.cost_per_hour.xl(me("gpus_baseline"), me("hourly_cost")),
-            # the SLO-bound sizing of Results (planner.equations.sizing), at this row's demand and ttft_ms
-            **sizing_formulas(me, R, Q),
-        }
+        f = row_formulas(me)
+        workload_hit = f["hit_target"] = tb.at_row.xl(range_name("Resolved", "hit_target"), me("res_row"))
         if d is not None:  # a Demand row: its cells, live
             dr = int(d) + 1
             f["workload"] = dem("workload", dr)
             f["period"] = dem("period", dr)
-            f["demand_input"] = f'IF(ISNUMBER({dem("demand_tpm", dr)}),{dem("demand_tpm", dr)},"")'
-            f["demand_unit"] = f'IF(ISTEXT({dem("demand_unit", dr)}),LOWER(TRIM({dem("demand_unit", dr)})),"tokens/min")'
-            f["hit_target"] = (f'IF(ISNUMBER({dem("hit_target", dr)}),{dem("hit_target", dr)},'
-                               f'{R("hit_target")})')
-        else:  # a grown row: the workload's own hit ratio and demand
-            f["hit_target"] = R("hit_target")
+            f["demand_input"] = tb.number_or_blank.xl(dem("demand_tpm", dr))
+            f["demand_unit"] = dm.unit_or_default.xl(dem("demand_unit", dr))
+            f["hit_target"] = fl.given_or.xl(dem("hit_target", dr), workload_hit)
+        # a grown row: the workload's own hit ratio and demand, its layout written as values
         for c in pr.CALC_COLS:
             style = fm("calc", _fmt(c))
             v = stored_value(rec[c], c == "binding") if c in sz.NAMES else _v(rec[c])  # inf: "unreachable"
@@ -167,7 +146,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
         me = lambda c: cell(r, p_own[c], col_abs=True)  # noqa: E731,B023
         at = GroupCell(key=me("gpu"), key_source=layout.other("GPUs", "gpu", gi + 1),
                        price=layout.other("GPUs", "hourly_cost", gi + 1), me=me, source=lambda _s, c: dc(c),
-                       criteria=f"{dc('period')},{exact_criteria(me('period'))},{dc('gpu')},{exact_criteria(me('gpu'))}")
+                       criteria=((dc("period"), me("period")), (dc("gpu"), me("gpu"))))
         ws.write_string(r, p_own["period"], periods[pi], fm("const", None))
         for a in pr.BY_PERIOD[1:]:  # each column declared once: its formula and, in rec, its Python value
             fmt = None if a.name == "gpu" else fm("calc", _fmt(a.name))

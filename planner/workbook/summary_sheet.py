@@ -13,22 +13,22 @@ Hooks in :func:`planner.workbook.writer.write_output`: :func:`add_sheets` before
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
 import numpy as np
-from xlsxwriter.utility import xl_rowcol_to_cell
 
 from planner.equations import fleet as fl
+from planner.equations import tables as tb
+from planner.finance.cells import Both, of, ref
 from planner.finance import fleet as fl2
 from planner.finance import periods as pr
 from planner.workbook.chart_data import add_series
 from planner.core import schema
 from planner.equations.constants import C, N
-from planner.workbook.fleet_sheets import (FMT_INT, FMT_MONEY, FMT_MONEY0, SETTING_NAMES, _cur, _header, _nonblank, _v,
-                                           define_setting_names, fleet_cells, uncosted_gpus_formula, write_fleet,
+from planner.workbook.fleet_sheets import (FMT_INT, FMT_MONEY, FMT_MONEY0, SETTING_NAMES, _cur, _header, _v,
+                                           define_setting_names, fleet_cells, write_fleet,
                                            write_scenarios)
-from planner.core.refs import MASTER_CHECK, exact_criteria, exact_text, range_name, sheet_range, sheet_ref
+from planner.core.refs import MASTER_CHECK, cell, range_name, sheet_range, sheet_ref
 from planner.workbook.xlfast import FastFormulaWorksheet, RowBuffer
 
 TOP_WORKLOADS = 5          # largest workloads by cost on the Summary
@@ -96,19 +96,14 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     ws.write_formula(2, 1, "=" + MASTER_CHECK, fm("ok" if master_ok else "bad"), "OK" if master_ok else "ERROR")
     ws.conditional_format(2, 1, 2, 1, {"type": "cell", "criteria": "==", "value": '"OK"', "format": fm("ok")})
     ws.conditional_format(2, 1, 2, 1, {"type": "cell", "criteria": "!=", "value": '"OK"', "format": fm("bad")})
-    with_demand = int(np.sum(~np.isnan(fl2._f(plan.results["instances_needed"]))))
     ws.write_string(3, 0, "Workloads with a demand (of all workloads)")
-    inst, wls = range_name("Results", "instances_needed"), range_name("Results", "workload")
-    ws.write_formula(3, 1, f"=COUNT({inst})", fm("calc", FMT_INT), with_demand)
-    ws.write_formula(3, 2, f"=COUNTA({wls})", fm("calc", FMT_INT), len(plan.results))
+    with_demand = of(tb.count_numbers, _results(plan, "instances_needed"))
+    workloads = of(tb.count_filled, ref(plan.results["workload"], range_name("Results", "workload")))
+    _put(ws, 3, 1, with_demand, fm("calc", FMT_INT))
+    _put(ws, 3, 2, workloads, fm("calc", FMT_INT))
     # an absent demand is a warning, not a silent 0 GPUs (issue 20); live like the counts beside it
-    short = len(plan.results) - with_demand
-    said = ("" if short == 0 else "WARNING: no workload has a demand_tpm: the fleet is sized for nothing"
-            if with_demand == 0 else f"WARNING: {short} workload(s) without demand_tpm are left out of the fleet")
-    ws.write_formula(3, 3, f'=IF(COUNT({inst})=0,"WARNING: no workload has a demand_tpm: the '
-                           f'fleet is sized for nothing",IF(COUNT({inst})<COUNTA({wls}),'
-                           f'"WARNING: "&(COUNTA({wls})-COUNT({inst}))&" workload(s) '
-                           'without demand_tpm are left out of the fleet",""))', fm("bad" if short else "note"), said)
+    warning = of(tb.demand_warning, with_demand, workloads)
+    _put(ws, 3, 3, warning, fm("bad" if warning.value else "note"))
 
     # GPUs by type
     r0 = 5
@@ -128,41 +123,43 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     # cost
     r = types_top + n_types + 2
     ws.write_string(r, 0, "Cost of the fleet", fm("title"))
+    per_month = ref(tot.cost_per_month, fleet_ref(T, "cost_per_month"))
     cost_rows = [
-        (f"Cost per hour [{cur}]", "=" + fleet_ref(T, "cost_per_hour"), tot.cost_per_hour, FMT_MONEY),
-        (f"Cost per month [{cur}] ({_g(plan.settings['hours_per_month'])} h)", "=" + fleet_ref(T, "cost_per_month"),
-         tot.cost_per_month, FMT_MONEY0),
-        (f"Cost per quarter [{cur}]", "=" + fl.per_year.xl(fleet_ref(T, "cost_per_month"), N.MONTHS_PER_QUARTER),
-         tot.cost_per_month * C.MONTHS_PER_QUARTER, FMT_MONEY0),
-        (f"Cost per year [{cur}]", "=" + fleet_ref(T, "cost_per_year"), tot.cost_per_month * C.MONTHS_PER_YEAR, FMT_MONEY0),
+        (f"Cost per hour [{cur}]", ref(tot.cost_per_hour, fleet_ref(T, "cost_per_hour")), FMT_MONEY),
+        (f"Cost per month [{cur}] ({_g(plan.settings['hours_per_month'])} h)", per_month, FMT_MONEY0),
+        (f"Cost per quarter [{cur}]",
+         of(fl.per_year, per_month, ref(C.MONTHS_PER_QUARTER, N.MONTHS_PER_QUARTER)), FMT_MONEY0),
+        (f"Cost per year [{cur}]",  # the Fleet total's cell, the month's cost times 12 in Python
+         ref(tot.cost_per_month * C.MONTHS_PER_YEAR, fleet_ref(T, "cost_per_year")), FMT_MONEY0),
     ]
-    for k, (label, f, v, fmt) in enumerate(cost_rows):
+    for k, (label, b, fmt) in enumerate(cost_rows):
         ws.write_string(r + 1 + k, 0, label)
-        ws.write_formula(r + 1 + k, 1, f, fm("calc", fmt), _v(v))
+        _put(ws, r + 1 + k, 1, b, fm("calc", fmt))
     r = r + 1 + len(cost_rows)
     ws.write_string(r, 0, "GPUs of types without a price (not in the cost)")
-    f_own = {c: j for j, c in enumerate(fl2.FLEET_COLS)}
-    ws.write_formula(r, 1, "=" + uncosted_gpus_formula(f_own, rows, "Fleet"), fm("calc", FMT_INT), tot.uncosted_gpus)
+    fleet_types = lambda c: ref(frame[c].to_numpy()[:n_types],  # noqa: E731
+                                sheet_range("Fleet", rows["first"], fleet_col[c], rows["last"], fleet_col[c]))
+    _put(ws, r, 1, of(tb.uncosted, fleet_types("gpus_needed"), fleet_types("cost_per_hour"), value=tot.uncosted_gpus),
+         fm("calc", FMT_INT))
 
     # savings of the hit-ratio target
     r += 2
     ws.write_string(r, 0, "What the hit-ratio target saves", fm("title"))
     _header(ws, fm, ["", "At the baseline hit ratios", "At the target hit ratios", "Saved by the target"],
             [46, 17, 17, 17], top=r + 1)
-    cost_b = range_name("Results", "cost_per_hour_baseline")
-    gm = f"SUM({range_name('Results', 'gpus_baseline')})"
-    cm = _nonblank(cost_b, f"SUM({cost_b})*{SETTING_NAMES['hours_per_month']}")
-    sav = [("GPUs", gm, fleet_ref(T, "gpus_needed"), tot.gpus_baseline, tot.gpus, FMT_INT),
-           (f"Cost per month [{cur}]", cm, fleet_ref(T, "cost_per_month"), tot.cost_per_month_baseline,
-            tot.cost_per_month, FMT_MONEY0)]
-    for k, (label, f_m, f_t, v_m, v_t, fmt) in enumerate(sav):
+    hours = ref(float(plan.settings["hours_per_month"]), SETTING_NAMES["hours_per_month"])
+    sav = [("GPUs", of(tb.total, _results(plan, "gpus_baseline"), value=tot.gpus_baseline),
+            ref(tot.gpus, fleet_ref(T, "gpus_needed")), FMT_INT),
+           (f"Cost per month [{cur}]", of(tb.priced_total_per_month, _results(plan, "cost_per_hour_baseline"), hours,
+                                          value=tot.cost_per_month_baseline),
+            ref(tot.cost_per_month, fleet_ref(T, "cost_per_month")), FMT_MONEY0)]
+    for k, (label, at_baseline, at_target, fmt) in enumerate(sav):
         rr = r + 2 + k
         ws.write_string(rr, 0, label)
-        ws.write_formula(rr, 1, "=" + f_m, fm("calc", fmt), _v(v_m))
-        ws.write_formula(rr, 2, "=" + f_t, fm("calc", fmt), _v(v_t))
-        a, b = xl_rowcol_to_cell(rr, 1), xl_rowcol_to_cell(rr, 2)
-        saved = v_m - v_t if not (math.isnan(v_m) or math.isnan(v_t)) else float("nan")
-        ws.write_formula(rr, 3, f'=IF(AND(ISNUMBER({a}),ISNUMBER({b})),{a}-{b},"")', fm("calc", fmt), _v(saved))
+        _put(ws, rr, 1, at_baseline, fm("calc", fmt))
+        _put(ws, rr, 2, at_target, fm("calc", fmt))
+        _put(ws, rr, 3, of(tb.saved, ref(at_baseline.value, cell(rr, 1)), ref(at_target.value, cell(rr, 2))),
+             fm("calc", fmt))
     r += 2 + len(sav)
     ws.write_string(r, 0, "Same demand and utilisation; instances sized with the delivered TPM at the planning "
                           "baseline hit_baseline instead of hit_target (re-hit corrected from tpm_measured when "
@@ -174,16 +171,16 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     # capacity
     r += 2
     ws.write_string(r, 0, "Capacity against demand", fm("title"))
-    cap_rows = [("Delivered capacity of the sized fleet [tokens/min]", "=" + fleet_ref(T, "tpm_capacity"),
-                 tot.tpm_capacity, FMT_INT),
-                ("Demand [tokens/min]", "=" + fleet_ref(T, "tpm_demand"), tot.tpm_demand, FMT_INT)]
-    for k, (label, f, v, fmt) in enumerate(cap_rows):
+    capacity = ref(tot.tpm_capacity, fleet_ref(T, "tpm_capacity"))
+    demand = ref(tot.tpm_demand, fleet_ref(T, "tpm_demand"))
+    cap_rows = [("Delivered capacity of the sized fleet [tokens/min]", capacity),
+                ("Demand [tokens/min]", demand)]
+    for k, (label, b) in enumerate(cap_rows):
         ws.write_string(r + 1 + k, 0, label)
-        ws.write_formula(r + 1 + k, 1, f, fm("calc", fmt), _v(v))
-    a, b = xl_rowcol_to_cell(r + 1, 1), xl_rowcol_to_cell(r + 2, 1)
+        _put(ws, r + 1 + k, 1, b, fm("calc", FMT_INT))
     ws.write_string(r + 3, 0, "Headroom (capacity / demand - 1)")
-    head_v = tot.tpm_capacity / tot.tpm_demand - 1 if tot.tpm_demand > 0 else float("nan")
-    ws.write_formula(r + 3, 1, f'=IF(IF(ISNUMBER({b}),{b},0)>0,{a}/{b}-1,"")', fm("calc", schema.FMT_PCT), _v(head_v))
+    _put(ws, r + 3, 1, of(tb.headroom, ref(capacity.value, cell(r + 1, 1)), ref(demand.value, cell(r + 2, 1))),
+         fm("calc", schema.FMT_PCT))
     r += 5
 
     # largest workloads by cost
@@ -196,18 +193,19 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     # cost first (unpriced last), then GPUs, then input order; vectorised for large fleets
     keep = np.flatnonzero(~np.isnan(gpus))
     order = keep[np.lexsort((keep, -gpus[keep], -np.nan_to_num(cost_h[keep], nan=-1.0)))].tolist()
-    hours = float(plan.settings["hours_per_month"])
+    names = ref(res["workload"].to_numpy(), range_name("Results", "workload"))
+    column = {"gpu": ref(res["gpu"].to_numpy(), range_name("Results", "gpu")),
+              "gpus_needed": ref(gpus, range_name("Results", "gpus_needed")),
+              "cost_per_hour": ref(cost_h, range_name("Results", "cost_per_hour"))}
     for k, i in enumerate(order[:TOP_WORKLOADS]):
         rr = r + 2 + k
         name = str(res["workload"].iat[i])
         ws.write_string(rr, 0, name)
-        match = f"MATCH({exact_text(xl_rowcol_to_cell(rr, 0, col_abs=True))},{range_name('Results', 'workload')},0)"
-        ws.write_formula(rr, 1, f"=INDEX({range_name('Results', 'gpu')},{match})", None, str(res["gpu"].iat[i]))
-        ws.write_formula(rr, 2, f"=INDEX({range_name('Results', 'gpus_needed')},{match})", fm("calc", FMT_INT),
-                         _v(gpus[i]))
-        ws.write_formula(rr, 3, "=" + fl.per_month.xl(f"INDEX({range_name('Results', 'cost_per_hour')},{match})",
-                                                      SETTING_NAMES["hours_per_month"]),
-                         fm("calc", FMT_MONEY0), _v(cost_h[i] * hours))
+        me = ref(name, cell(rr, 0, col_abs=True))
+        find = lambda c: of(tb.lookup, column[c], names, me)  # noqa: E731,B023
+        _put(ws, rr, 1, find("gpu"), None)
+        _put(ws, rr, 2, find("gpus_needed"), fm("calc", FMT_INT))
+        _put(ws, rr, 3, of(fl.per_month, find("cost_per_hour"), hours), fm("calc", FMT_MONEY0))
     r += 2 + max(min(len(order), TOP_WORKLOADS), 1) + 1
 
     # demand by period (when given): the plan, the baseline and what the target saves, per period
@@ -235,6 +233,16 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
         ch.set_size({"width": 440, "height": 260})
         ws.insert_chart(5 + j * 14, 6, ch)
     ws.print_area(0, 0, max(last_row, 32), 12)
+
+
+def _put(ws, row: int, col: int, b: Both, style) -> None:
+    """Write a declared cell: its formula and its Python value (NaN stored as a blank, a count as an int)."""
+    ws.write_formula(row, col, b.formula, style, b.value if isinstance(b.value, int) else _v(b.value))
+
+
+def _results(plan, name: str) -> Both:
+    """A Results column: its values (NaN when blank) and its defined name."""
+    return ref(fl2._f(plan.results[name]), range_name("Results", name))
 
 
 def _latency_block(ws, fm, plan, r: int, cur: str) -> int:
@@ -298,19 +306,18 @@ def write_period_block(ws, fm, plan, r: int, cur: str) -> int:
     heads = ["Period", "GPUs", f"Cost per month [{cur}]", "GPUs at baseline hits",
              f"Cost per month at baseline [{cur}]", f"Saved by the target [{cur}/month]"]
     _header(ws, fm, heads, [46, 17, 17, 17, 17, 17], top=r + 1)
-    rng = lambda c: sheet_range("Fleet_By_Period", 1, pr.PERIOD_COLS.index(c), max(n, 1),  # noqa: E731
-                                pr.PERIOD_COLS.index(c))
+    bp = pr.by_period(plan)
+    rng = lambda c: ref(bp[c].to_numpy(), sheet_range("Fleet_By_Period", 1, pr.PERIOD_COLS.index(c),  # noqa: E731
+                                                       max(n, 1), pr.PERIOD_COLS.index(c)))
     for k, rec in enumerate(tot.itertuples()):
         rr = r + 2 + k
         ws.write_string(rr, 0, rec.period)
-        crit = f"{rng('period')},{exact_criteria(xl_rowcol_to_cell(rr, 0, col_abs=True))}"
+        me = ref(rec.period, cell(rr, 0, col_abs=True))
         for j, c in enumerate(PERIOD_BLOCK, start=1):
             fmt = FMT_INT if c.startswith("gpus") else FMT_MONEY0
-            f = f"SUMIFS({rng(c)},{crit})"
-            if not c.startswith("gpus"):  # blank when no type of the period is priced (a blank, not a 0)
-                me = xl_rowcol_to_cell(rr, 0, col_abs=True)
-                f = f'IF(SUMPRODUCT(({rng("period")}={me})*ISNUMBER({rng(c)}))=0,"",{f})'
-            ws.write_formula(rr, j, "=" + f, fm("calc", fmt), _v(getattr(rec, c)))
+            # a cost is blank when no type of the period is priced (a blank, not a 0)
+            twin = tb.sum_where if c.startswith("gpus") else tb.priced_sum_where
+            _put(ws, rr, j, of(twin, rng(c), rng("period"), me, value=getattr(rec, c)), fm("calc", fmt))
     r += 2 + len(tot)
     ws.write_string(r, 0, "Per period at that period's demand and hit ratio (Demand sheet, or grown by "
                           "demand_growth over Settings periods); baseline at hit_baseline.", fm("note"))

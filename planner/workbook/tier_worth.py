@@ -24,9 +24,12 @@ from __future__ import annotations
 import numpy as np
 from xlsxwriter.utility import xl_rowcol_to_cell
 
+from planner.equations import fleet as fl
 from planner.equations import kvhit as m
 from planner.core import schema
-from planner.inputs.kv_tiers import NO_LOAD_GBPS, TierPlan, WorkloadTiers, hits_at
+from planner.equations import tables as tb
+from planner.equations import tiers
+from planner.inputs.kv_tiers import TierPlan, WorkloadTiers, hits_at
 from planner.workbook.kv_tiers_sheets import TIER_HITS, _interp_xl, _tier_cols, columns as th_columns
 from planner.workbook.layout import sheet_columns
 from planner.core.refs import setting_name, sheet_range, sheet_ref, whole_column
@@ -43,16 +46,8 @@ def swept_index(tp: TierPlan) -> int | None:
     return next((k for k, t in enumerate(tp.tiers) if t.kind != "hbm"), None)
 
 
-def units_of(scope: str, inst, gpus, gpus_per_node: float):
-    """Units bought of a tier: instances (instance), nodes (node), 1 (pool) [count]; 0 without demand."""
-    inst = np.nan_to_num(np.asarray(inst, dtype=float))
-    gpus = np.nan_to_num(np.asarray(gpus, dtype=float))
-    return {"instance": inst, "node": np.ceil(gpus / gpus_per_node - 1e-12),
-            "pool": np.ones_like(inst)}[scope]
-
-
-def units_xl(scope: str, inst: str, gpus: str, gpn: str) -> str:
-    return {"instance": f"N({inst})", "node": f"ROUNDUP(N({gpus})/{gpn},0)", "pool": "1"}[scope]
+units_of = tiers.units_of  # units bought of a tier (planner.equations.tiers, with its twin)
+units_xl = tiers.units_of.xl
 
 
 def sweep(plan, w: WorkloadTiers, tp: TierPlan, gpus_per_node: float, hours: float) -> dict[str, np.ndarray]:
@@ -68,8 +63,7 @@ def sweep(plan, w: WorkloadTiers, tp: TierPlan, gpus_per_node: float, hours: flo
     hit = hits.sum(axis=1)
     loaded = ~np.isnan(w.bandwidth_gbps)
     lp = (hits[:, loaded] / w.bandwidth_gbps[loaded]).sum(axis=1) if loaded.any() else np.zeros(len(hit))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        bw = np.where(lp > 0, hit / lp, np.where(hit > 0, NO_LOAD_GBPS, w.base_kv_gbps))
+    bw = tiers.effective_kv_gbps(hit, lp, w.base_kv_gbps)
     load = m.kv_load_ms(hit, g("isl"), g("kv_bytes_per_token_gpu"), bw)
     comp = m.compute_ms(hit, g("t_attn0_ms"), g("t_ffn0_ms"), g("t_other0_ms"), rs["other_scaling"].iat[i])
     ttft = m.ttft_ms(g("t_fixed_ms"), load, comp, g("alpha"))
@@ -78,7 +72,7 @@ def sweep(plan, w: WorkloadTiers, tp: TierPlan, gpus_per_node: float, hours: flo
     tpm = m.tpm_delivered_target(g("tpm_measured"), g("chip_ms_measured"), chip, tpm_model)
     inst = m.instances_needed(g("demand_tpm"), tpm, g("target_utilization"))
     gpus = m.gpus_needed(inst, g("tp"))
-    gpu_cost = gpus * g("hourly_cost") * hours
+    gpu_cost = fl.gpu_cost_per_month(gpus, g("hourly_cost"), hours)
     tier_cost = sum(caps[:, k] * t.cost_per_gib_month * units_of(t.scope, inst, gpus, gpus_per_node)
                     for k, t in enumerate(tp.tiers) if t.row is not None) if tp.tiers else np.zeros(len(hit))
     tier_cost = np.asarray(tier_cost, dtype=float) + np.zeros(len(hit))
@@ -173,8 +167,8 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
         res = lambda name: layout.other("Results", name, w.i + 1)
         first_curve, count = int(w_curve_first(w, tp)), len(w.grid)
         swept_cap = sheet_ref(schema.TIERS, swept.row + 1, tpos["capacity_gib"], row_abs=True, col_abs=True)
-        base_cap = f"IF({swept_cap}>0,{swept_cap},INDEX({whole_column('Hit_Curve', 2)},{T('curve_first_row')}+" \
-                   f"{T('curve_points')}-1))"
+        base_cap = tiers.declared_or_ceiling.xl(swept_cap, tiers.curve_last.xl(
+            whole_column("Hit_Curve", 2), T("curve_first_row"), T("curve_points")))
         for p in range(k_pts):
             r = 1 + b * k_pts + p
             C = lambda name: xl_rowcol_to_cell(r, pos[name], col_abs=True)
@@ -189,8 +183,7 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
             f["hit"] = "+".join(C(f"t{k + 1}_hit") for k in range(len(tp.tiers)))
             loaded = [f"{C(f't{k + 1}_hit')}/{T(_tier_cols(k)[3])}" for k, t in enumerate(tp.tiers) if t.kind != "hbm"]
             f["load_per_gbps"] = "+".join(loaded) if loaded else "0"
-            f["kv_gbps_eff"] = (f"IF({C('load_per_gbps')}>0,{C('hit')}/{C('load_per_gbps')},"
-                                f"IF({C('hit')}>0,{NO_LOAD_GBPS:.0E},{T('base_kv_gbps')}))")
+            f["kv_gbps_eff"] = tiers.effective_kv_gbps.xl(C("hit"), C("load_per_gbps"), T("base_kv_gbps"))
             f["load_ms"] = m.kv_load_ms.xl(C("hit"), rsv("isl"), res("kv_bytes_per_token_gpu"), C("kv_gbps_eff"))
             f["compute_ms"] = m.compute_ms.xl(C("hit"), rsv("t_attn0_ms"), rsv("t_ffn0_ms"), rsv("t_other0_ms"),
                                               rsv("other_scaling"))
@@ -203,8 +196,7 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
                                                    rsv("target_utilization"))
             f["gpus"] = m.gpus_needed.xl(C("instances"), rsv("tp"))
             f["swept_units"] = units_xl(swept.scope, C("instances"), C("gpus"), gpn)
-            f["gpu_cost_per_month"] = (f'IF(AND(ISNUMBER({C("gpus")}),ISNUMBER({rsv("hourly_cost")})),'
-                                       f'{C("gpus")}*{rsv("hourly_cost")}*{HOURS_NAME},"")')
+            f["gpu_cost_per_month"] = fl.gpu_cost_per_month.xl(C("gpus"), rsv("hourly_cost"), HOURS_NAME)
             terms = []
             for k, t in enumerate(tp.tiers):
                 if t.row is None:
@@ -238,12 +230,10 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
               "gpu_cost_saved_per_month": f"N({W('gpu_cost_per_month', r0)})-N({W('gpu_cost_per_month', r1)})",
               "tier_cost_per_month": f"{W('capacity_gib', r1)}*{price}*{W('swept_units', r1)}",
               "net_saving_per_month": f"{V('gpu_cost_saved_per_month')}-{V('tier_cost_per_month')}",
-              "break_even_cost_per_gib_month": f'IF({W("capacity_gib", r1)}*{W("swept_units", r1)}>0,'
-                                               f'{V("gpu_cost_saved_per_month")}/({W("capacity_gib", r1)}*'
-                                               f'{W("swept_units", r1)}),"")',
-              "cost_optimal_capacity_gib": f"INDEX({rng('capacity_gib')},MATCH(MIN({rng('total_cost_per_month')}),"
-                                           f"{rng('total_cost_per_month')},0))",
-              "cost_optimal_total_per_month": f"MIN({rng('total_cost_per_month')})"}
+              "break_even_cost_per_gib_month": tiers.break_even_price.xl(V("gpu_cost_saved_per_month"),
+                                                                         W("capacity_gib", r1), W("swept_units", r1)),
+              "cost_optimal_capacity_gib": tiers.at_minimum.xl(rng("capacity_gib"), rng("total_cost_per_month")),
+              "cost_optimal_total_per_month": tiers.minimum.xl(rng("total_cost_per_month"))}
         for j, c in enumerate(VALUE_COLS):
             if c == "workload":
                 wv.write_string(vr, j, w.workload)
@@ -271,10 +261,9 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
             units = "+".join(f"{sheet_ref(TIER_WORTH, 1 + b * k_pts + DECLARED, pos['capacity_gib'], row_abs=True)}*"
                              f"{sheet_ref(TIER_WORTH, 1 + b * k_pts + DECLARED, pos['swept_units'], row_abs=True)}"
                              for b in range(len(rows)))
-            f = (f'IF(({units})>0,{xl_rowcol_to_cell(fr, col("gpu_cost_saved_per_month"), col_abs=True)}/'
-                 f'({units}),"")')
+            f = tiers.per_unit_bought.xl(xl_rowcol_to_cell(fr, col("gpu_cost_saved_per_month"), col_abs=True), units)
         else:
-            f = f"SUM({span(c)})"
+            f = tb.total.xl(span(c))
         wv.write_formula(fr, col(c), "=" + f, fm("calc", "#,##0.00"), "" if np.isnan(v) else v)
     last = 2 + len(rows) * k_pts
     ws.write_string(last, 0, f"Sweep of the {swept.name} tier's capacity ({swept.kind}, scope {swept.scope}): multiplier x "
@@ -343,8 +332,8 @@ def summary_lines(wb, ws, fm, plan, r: int) -> int:
         rr = r + 2 + b
         V = lambda c: sheet_ref(TIER_VALUE, b + 1, VALUE_COLS.index(c), row_abs=True)
         ws.write_string(rr, 0, w.workload)
-        ws.write_formula(rr, 1, f'=TEXT({V("hit_without")},"0%")&" / "&TEXT({V("hit_with")},"0%")', fm("calc"),
-                         f"{_pct(val['hit_without'])} / {_pct(val['hit_with'])}")
+        ws.write_formula(rr, 1, "=" + tiers.hits_text.xl(V("hit_without"), V("hit_with")), fm("calc"),
+                         tiers.hits_text(val["hit_without"], val["hit_with"]))
         ws.write_formula(rr, 2, f"={V('gpus_saved')}", fm("calc", "#,##0"), float(np.nan_to_num(val["gpus_saved"])))
         ws.write_formula(rr, 3, f"={V('net_saving_per_month')}", fm("calc", "#,##0"), float(val["net_saving_per_month"]))
         be = val["break_even_cost_per_gib_month"]

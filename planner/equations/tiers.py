@@ -1,0 +1,332 @@
+"""The KV tiers' equations (issue 19), each a small vectorised function with its Excel twin right
+below (as in :mod:`planner.equations.kvhit`): the hit of a stored curve at a capacity, the
+effective KV bandwidth of the tiers' hits, the units of a tier bought, and the tier sweep's
+break-even price and cost optimum. Used by :mod:`planner.inputs.kv_tiers` (the plan's values) and
+:mod:`planner.workbook.kv_tiers_sheets` / :mod:`planner.workbook.tier_worth` (the sheets).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.equations.kvhit import excel_twin
+
+NO_LOAD_GBPS = 1e290  # effective bandwidth when every hit is served from HBM (nothing to load; x 1e9 stays finite in Excel)
+
+
+def curve_hit(x, caps, hits, count):
+    r"""Linear interpolation in a stored hit curve, flat beyond its ends.
+
+    .. math:: h(x) = h_i + (x - c_i) (h_{i+1} - h_i) / (c_{i+1} - c_i), \quad c_i \le x < c_{i+1}
+
+    (Excel: ``i = MATCH(x, C, 1)``, the same order of operations.)
+
+    Parameters
+    ----------
+    x : numeric, capacity [GiB]
+    caps : increasing capacities of the curve, ``caps[0] = 0`` [GiB]
+    hits : hit ratios at them [fraction]
+    count : int, points of the curve (``len(caps)``) [count]
+
+    Returns
+    -------
+    numeric [fraction]
+    """
+    xs, ys = np.asarray(caps, dtype=float)[:count], np.asarray(hits, dtype=float)[:count]
+    x = np.asarray(x, dtype=float)
+    i = np.clip(np.searchsorted(xs, x, side="right") - 1, 0, len(xs) - 1)
+    last = i >= len(xs) - 1
+    j = np.minimum(i + 1, len(xs) - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mid = ys[i] + (x - xs[i]) * (ys[j] - ys[i]) / (xs[j] - xs[i])
+    return np.where(last, ys[-1], mid)
+
+
+@excel_twin(curve_hit)
+def _(x, caps, hits, count):
+    i = f"MATCH({x},{caps},1)"
+    return (f"IF({i}>={count},INDEX({hits},{count}),INDEX({hits},{i})+({x}-INDEX({caps},{i}))*"
+            f"(INDEX({hits},{i}+1)-INDEX({hits},{i}))/(INDEX({caps},{i}+1)-INDEX({caps},{i})))")
+
+
+def effective_kv_gbps(hit, load_per_gbps, base_kv_gbps):
+    r"""The KV bandwidth a hit is loaded at, over the tiers: ``hit / sum_t(h_t / B_t)``; HBM hits
+    load nothing (:data:`NO_LOAD_GBPS` when every hit is in HBM), no hit keeps the base bandwidth.
+
+    .. math:: B_{eff} = h / \sum_t (h_t / B_t)
+
+    Parameters
+    ----------
+    hit : numeric, total hit of the tiers [fraction]
+    load_per_gbps : numeric, ``sum_t h_t / B_t`` over the loaded tiers [1/(GB/s)]
+    base_kv_gbps : numeric, the workload's KV bandwidth without tiers [GB/s]
+
+    Returns
+    -------
+    numeric [GB/s]
+    """
+    hit, lp = np.asarray(hit, dtype=float), np.asarray(load_per_gbps, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(lp > 0, hit / lp, np.where(hit > 0, NO_LOAD_GBPS, base_kv_gbps))
+
+
+@excel_twin(effective_kv_gbps)
+def _(hit, load_per_gbps, base_kv_gbps):
+    return f"IF({load_per_gbps}>0,{hit}/{load_per_gbps},IF({hit}>0,{NO_LOAD_GBPS:.0E},{base_kv_gbps}))"
+
+
+def units_per_instance(inst):
+    """Units bought of a tier of scope ``instance``: one per serving instance; 0 without demand.
+
+    Parameters
+    ----------
+    inst : numeric, serving instances, NaN without demand [count]
+
+    Returns
+    -------
+    numeric [count]
+    """
+    return np.nan_to_num(np.asarray(inst, dtype=float))
+
+
+@excel_twin(units_per_instance)
+def _(inst):
+    return f"N({inst})"
+
+
+def units_per_node(gpus, gpus_per_node):
+    r"""Units bought of a tier of scope ``node``: one per node, ``ceil(gpus / gpus_per_node)``; 0
+    without demand.
+
+    Parameters
+    ----------
+    gpus : numeric, GPUs, NaN without demand [count]
+    gpus_per_node : numeric [count]
+
+    Returns
+    -------
+    numeric [count]
+    """
+    gpus = np.nan_to_num(np.asarray(gpus, dtype=float))
+    return np.ceil(gpus / gpus_per_node - 1e-12)
+
+
+@excel_twin(units_per_node)
+def _(gpus, gpus_per_node):
+    return f"ROUNDUP(N({gpus})/{gpus_per_node},0)"
+
+
+def units_of(scope: str, inst, gpus, gpus_per_node):
+    """Units bought of a tier: instances (scope ``instance``), nodes (``node``), 1 (``pool``)
+    [count]; 0 without demand. ``units_of.xl`` is the same choice of twins."""
+    if scope == "instance":
+        return units_per_instance(inst)
+    if scope == "node":
+        return units_per_node(gpus, gpus_per_node)
+    return np.ones_like(np.asarray(inst, dtype=float))
+
+
+def _units_xl(scope: str, inst: str, gpus: str, gpus_per_node: str) -> str:
+    if scope == "instance":
+        return units_per_instance.xl(inst)
+    if scope == "node":
+        return units_per_node.xl(gpus, gpus_per_node)
+    return "1"
+
+
+units_of.xl = _units_xl
+
+
+def declared_or_ceiling(declared, ceiling):
+    """A tier's declared capacity, or the curve's ceiling (every distinct block) when it declares none.
+
+    Parameters
+    ----------
+    declared : numeric [GiB]
+    ceiling : numeric, the last capacity of the curve [GiB]
+
+    Returns
+    -------
+    numeric [GiB]
+    """
+    d = np.asarray(declared, dtype=float)
+    return np.where(d > 0, d, ceiling)
+
+
+@excel_twin(declared_or_ceiling)
+def _(declared, ceiling):
+    return f"IF({declared}>0,{declared},{ceiling})"
+
+
+def curve_last(caps, first, count):
+    """The last capacity of a workload's curve rows: ``caps`` at 1-based row ``first + count - 1``.
+
+    Parameters
+    ----------
+    caps : array, the curve sheet's capacity column (row 1 the header) [GiB]
+    first : int, 1-based sheet row of the workload's first point [row]
+    count : int, its points [count]
+
+    Returns
+    -------
+    numeric [GiB]
+    """
+    return np.asarray(caps, dtype=float)[int(first) + int(count) - 2]
+
+
+@excel_twin(curve_last)
+def _(caps, first, count):
+    return f"INDEX({caps},{first}+{count}-1)"
+
+
+def break_even_price(saved, capacity, units):
+    r"""The price per GiB-month at which a tier's GPU savings equal its cost; blank when nothing
+    is bought.
+
+    .. math:: p^* = saved / (capacity \cdot units)
+
+    Parameters
+    ----------
+    saved : numeric, GPU cost saved [currency/month]
+    capacity : numeric [GiB]
+    units : numeric, units bought [count]
+
+    Returns
+    -------
+    numeric, NaN when nothing is bought [currency/(GiB month)]
+    """
+    bought = np.asarray(capacity, dtype=float) * np.asarray(units, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(bought > 0, np.asarray(saved, dtype=float) / bought, np.nan)
+
+
+@excel_twin(break_even_price)
+def _(saved, capacity, units):
+    return f'IF({capacity}*{units}>0,{saved}/({capacity}*{units}),"")'
+
+
+def per_unit_bought(saved, bought):
+    """:func:`break_even_price` over several tiers: the savings per GiB bought in all (blank when none).
+
+    Parameters
+    ----------
+    saved : numeric [currency/month]
+    bought : numeric, GiB x units summed [GiB]
+
+    Returns
+    -------
+    numeric, NaN when nothing is bought [currency/(GiB month)]
+    """
+    b = np.asarray(bought, dtype=float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(b > 0, np.asarray(saved, dtype=float) / b, np.nan)
+
+
+@excel_twin(per_unit_bought)
+def _(saved, bought):
+    return f'IF({bought}>0,{saved}/{bought},"")'
+
+
+def minimum(x):
+    """The lowest entry (Excel ``MIN``; blanks skipped).
+
+    Parameters
+    ----------
+    x : array of numeric [any unit]
+
+    Returns
+    -------
+    float [same unit]
+    """
+    return float(np.nanmin(np.asarray(x, dtype=float)))
+
+
+@excel_twin(minimum)
+def _(x):
+    return f"MIN({x})"
+
+
+def at_minimum(values, costs):
+    """The entry of ``values`` in the row of the lowest ``costs`` (the first such row).
+
+    Parameters
+    ----------
+    values : array [any unit]
+    costs : array of numeric [currency/month]
+
+    Returns
+    -------
+    the entry [unit of values]
+    """
+    return np.asarray(values)[int(np.nanargmin(np.asarray(costs, dtype=float)))]
+
+
+@excel_twin(at_minimum)
+def _(values, costs):
+    return f"INDEX({values},MATCH(MIN({costs}),{costs},0))"
+
+
+def kv_gbps_of_trace(typed_hit, typed_gbps, pcie_gbps, tier_gbps):
+    """A traced workload's KV bandwidth in Resolved: with a typed hit_target the tiers do not set
+    the load (the typed kv_gbps, else the GPU's PCIe); else the tiers' effective bandwidth.
+
+    Parameters
+    ----------
+    typed_hit : numeric, Workloads hit_target, NaN when blank [fraction]
+    typed_gbps : numeric, Workloads kv_gbps, NaN when blank [GB/s]
+    pcie_gbps : numeric, the GPU's PCIe bandwidth [GB/s]
+    tier_gbps : numeric, :func:`effective_kv_gbps` of the tiers [GB/s]
+
+    Returns
+    -------
+    numeric [GB/s]
+    """
+    typed_hit, typed_gbps = np.asarray(typed_hit, dtype=float), np.asarray(typed_gbps, dtype=float)
+    return np.where(np.isnan(typed_hit), tier_gbps, np.where(np.isnan(typed_gbps), pcie_gbps, typed_gbps))
+
+
+@excel_twin(kv_gbps_of_trace)
+def _(typed_hit, typed_gbps, pcie_gbps, tier_gbps):
+    return f"IF(ISNUMBER({typed_hit}),IF(ISNUMBER({typed_gbps}),{typed_gbps},{pcie_gbps}),{tier_gbps})"
+
+
+def hbm_free_gib(headroom_gib, tp):
+    r"""HBM of an instance left for the KV cache: the GPU's headroom (never below 0) times its GPUs.
+
+    .. math:: free = \max(0, headroom) \cdot tp
+
+    Parameters
+    ----------
+    headroom_gib : numeric, HBM per GPU after weights and peak KV [GiB]
+    tp : numeric, GPUs per instance [count]
+
+    Returns
+    -------
+    numeric [GiB]
+    """
+    h = np.asarray(headroom_gib, dtype=float)
+    return np.where(h > 0.0, h, 0.0) * np.asarray(tp, dtype=float)  # a blank headroom is 0, as MAX(0, blank)
+
+
+@excel_twin(hbm_free_gib)
+def _(headroom_gib, tp):
+    return f"MAX(0,{headroom_gib})*{tp}"
+
+
+def hits_text(without, with_):
+    """The Summary's ``hit without / with`` text of a tier: two whole percentages.
+
+    Parameters
+    ----------
+    without, with_ : numeric, hit ratios without and with the tier [fraction]
+
+    Returns
+    -------
+    str
+    """
+    return f"{100 * float(without):.0f}% / {100 * float(with_):.0f}%"
+
+
+@excel_twin(hits_text)
+def _(without, with_):
+    return f'TEXT({without},"0%")&" / "&TEXT({with_},"0%")'
