@@ -1,0 +1,339 @@
+"""The one-pass LRU stack ranks of a prefix-reuse trace, fed a chunk of requests at a time (issue 19).
+
+:class:`StackPass` takes the trace as it is read, a chunk of whole requests at a time, and keeps only
+the state of the distinct blocks, so the whole trace's block array is never held:
+
+- ``last``: the last use (access time) of each block, by block id [int32 while the trace has fewer
+  than 2^31 - 1 accesses, then int64];
+- ``parent``: while checking that the ids are prefix hashes, the parent id each id was first seen
+  under (int32); one id under two parents (or twice in a request) raises :class:`NotPrefix`;
+- ``bits``: one bit per access time, set while that time is the last use of its block (the marks of
+  Bennett & Kruskal 1975, "LRU stack processing", which a Fenwick tree would hold), with the
+  popcounts of its 64-bit words cumulated once a chunk: the marks above a time are two lookups and
+  a popcount (``np.bitwise_count``), and a chunk's changes are ``|=`` and ``&=`` on the words it touched;
+- ``full``: the count of full-block hits by LRU rank (uint32: a count never exceeds the accesses,
+  widened past 2^32 - 1 of them); the few partial blocks (the last block of a request whose input does
+  not fill it, at most one a request) are kept as (rank, tokens) pairs.
+
+Memory, then: 12 bytes per distinct block id (``last``, ``parent``, ``full``), 1 bit per access,
+8 to 16 bytes per request with a partial last block, and one chunk's temporaries (about 100 bytes a
+block of the chunk). Within a chunk the changes earlier accesses made are counted by a dominance
+count (:func:`count_smaller_before`); the arithmetic is exact integers throughout.
+
+The rank of an access at time ``t`` (chunk starting at ``s``) whose block was last used at ``p``::
+
+    distance = #{marks at s above p} + #{q in [s, t): q > p} - #{q in [s, t): prev(q) > p}
+    rank     = distance - (deeper blocks of the same request touched before it)
+
+(blocks are touched deepest first, so a request's own deeper blocks were not used after ``p``:
+using a block uses its whole prefix).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+I32_MAX = 2**31 - 1
+
+
+class NotPrefix(Exception):
+    """An id under two parents, or twice in one request: the ids do not name whole prefixes."""
+
+
+class NotDense(Exception):
+    """Ids too sparse to index an array by (more than 4 ids a block read so far): renumber first."""
+
+
+@dataclass
+class Reuse:
+    """Tokens by LRU rank of the counted blocks that were seen before, cumulated.
+
+    ``cum_tokens[k]`` are the tokens of the counted blocks whose rank (blocks more recently
+    used than it just before its request) is below ``k``, for ``k = 0 .. unique_blocks``: the
+    hit tokens of a cache of ``k`` blocks.
+    """
+
+    cum_tokens: np.ndarray  # int64, unique_blocks + 1
+    total_tokens: int      # input tokens of the counted requests
+    warmup_requests: int
+    warmup_blocks: int     # distinct blocks seen during the warm-up (a capacity above it never filled)
+    unique_blocks: int
+    requests: int
+    block_size: int
+
+
+def count_smaller_before(v: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
+    """``out[i] = sum of weight[j] over j < i with v[j] < v[i]`` (weight 1: a count) for non-negative
+    integers ``v``, in ``O(n log max v)``.
+
+    Bit by bit from the top (a wavelet-matrix pass): at bit ``b`` the elements sharing the
+    bits above ``b`` are contiguous and in their original order; each element whose bit is 1
+    adds the weights of the earlier elements of its group whose bit is 0 (those are smaller, first
+    differing at ``b``); then a stable partition by the bit. Each element carries the start
+    of its group, so no group labels are recomputed.
+    """
+    n = len(v)
+    out = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return out
+    wt = None if weight is None else np.asarray(weight, dtype=np.int64)
+    big = n >= 2**31 or int(np.max(v)) >= 2**31 or (wt is not None and int(wt.sum()) >= 2**31)
+    dt = np.int64 if big else np.int32
+    cur = np.asarray(v, dtype=dt).copy()
+    order = np.arange(n, dtype=dt)
+    acc = np.zeros(n, dtype=dt)
+    w = None if wt is None else wt.astype(dt)
+    gstart = np.zeros(n, dtype=dt)          # position of the element's group start
+    for b in range(int(cur.max()).bit_length() - 1, -1, -1):
+        ones = (cur & dt(1 << b)) != 0
+        if w is None:
+            zc = np.cumsum(~ones, dtype=dt)
+            zc -= ~ones                      # zeros strictly before i
+        else:
+            zw = np.where(ones, 0, w).astype(dt)
+            zc = np.cumsum(zw, dtype=dt)
+            zc -= zw                         # weight of the zeros strictly before i
+            del zw
+        zg = zc[gstart]                      # ... before the group's start
+        zc -= zg                             # ... of the group before i
+        zc[~ones] = 0
+        acc += zc
+        del zc
+        if w is None:
+            nz = n - int(np.count_nonzero(ones))
+            ng = np.where(ones, nz + gstart - zg, zg).astype(dt)  # group starts after the partition
+        else:                                # group starts are positions: counted, not weighed
+            pz = np.cumsum(~ones, dtype=dt)
+            pz -= ~ones
+            pg = pz[gstart]
+            nz = n - int(np.count_nonzero(ones))
+            ng = np.where(ones, nz + gstart - pg, pg).astype(dt)
+            del pz, pg
+        del zg, gstart
+        idx = np.argsort(ones, kind="stable")
+        del ones
+        gstart = ng[idx]
+        del ng
+        cur = cur[idx]                       # one array at a time: the old one freed at once
+        acc = acc[idx]
+        order = order[idx]
+        if w is not None:
+            w = w[idx]
+        del idx
+    out[order] = acc
+    return out
+
+
+def _grown(a: np.ndarray, need: int, fill) -> np.ndarray:
+    """``a`` with at least ``need`` elements, the new ones ``fill`` (grown by half at least)."""
+    if need <= len(a):
+        return a
+    old = len(a)
+    a.resize(max(need, old + old // 2), refcheck=False)  # a realloc: no second copy held
+    a[old:] = fill
+    return a
+
+
+def _apply_bits(bits: np.ndarray, pos: np.ndarray, on: bool) -> None:
+    """Set (``on``) or clear the bits at the distinct times ``pos`` (sorted)."""
+    if len(pos) == 0:
+        return
+    word = pos >> 6
+    mask = np.left_shift(np.uint64(1), (pos & 63).astype(np.uint64))
+    heads = np.flatnonzero(np.concatenate(([True], word[1:] != word[:-1])))
+    agg = np.bitwise_or.reduceat(mask, heads)   # the bits of one word together (distinct: no carry)
+    w = word[heads]
+    if on:
+        bits[w] |= agg
+    else:
+        bits[w] &= ~agg
+
+
+class StackPass:
+    """The one pass over a trace fed a chunk of whole requests at a time (see the module).
+
+    Parameters
+    ----------
+    requests : the trace's number of requests (the warm-up is its first ``floor(requests * warmup)``);
+        None with ``warmup`` 0
+    warmup : fraction of the requests that only fill the cache [fraction]
+    block_size : tokens per block [tokens]
+    check_prefix : check that ids name whole prefixes (raise :class:`NotPrefix` otherwise) and
+        are dense enough to index by (raise :class:`NotDense`); False when the caller renumbered
+    """
+
+    def __init__(self, requests: int | None, warmup: float, block_size: int, check_prefix: bool = True):
+        if requests is None:
+            if warmup > 0:
+                raise ValueError("the warm-up needs the number of requests")
+            self.w = 0
+        else:
+            self.w = max(0, min(requests, int(math.floor(requests * warmup)) if requests else 0))
+        self.requests = requests
+        self.bs = int(block_size)
+        self.check = check_prefix
+        self.t = 0                # accesses so far
+        self.nreq = 0             # requests so far
+        self.nd = 0               # distinct blocks so far (bits set)
+        self.last = np.full(1 << 12, -1, dtype=np.int32)
+        self.parent = np.full(1 << 12, -2, dtype=np.int32) if check_prefix else None
+        self.bits = np.zeros(1 << 10, dtype=np.uint64)
+        self.full = np.zeros(1 << 12, dtype=np.uint32)
+        self.part_rank: list[np.ndarray] = []
+        self.part_tok: list[np.ndarray] = []
+        self.total_tokens = 0
+        self.warm_blocks: int | None = None
+
+    # ---------------------------------------------------------------- feeding
+    def feed(self, lens: np.ndarray, ids: np.ndarray, input_length: np.ndarray) -> None:
+        """The next requests: their block counts, their ids concatenated, their input lengths [tokens]."""
+        lens = np.asarray(lens, dtype=np.int64)
+        m = len(lens)
+        r0 = self.nreq
+        if r0 < self.w < r0 + m:          # the warm-up ends inside: two feeds (warm_blocks at the cut)
+            c = self.w - r0
+            cut = int(lens[:c].sum())
+            self.feed(lens[:c], ids[:cut], input_length[:c])
+            self.feed(lens[c:], ids[cut:], input_length[c:])
+            return
+        if self.nreq == self.w and self.warm_blocks is None:
+            self.warm_blocks = self.nd
+        if m == 0:
+            return
+        inp = np.asarray(input_length, dtype=np.int64)
+        if self.nreq >= self.w:
+            self.total_tokens += int(inp.sum())
+        self.nreq += m
+        k = len(ids)
+        if k == 0:
+            return
+        ids = np.asarray(ids)
+        st = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(lens, out=st[1:])
+        if self.check:
+            self._check(st, lens, ids)
+        top = int(ids.max())
+        self.last = _grown(self.last, top + 1, -1)
+        s = self.t
+        if s + k >= I32_MAX and self.last.dtype != np.int64:   # times past int32: widen once
+            self.last = self.last.astype(np.int64)
+        self._pass(st, ids, inp, r0, s, k)
+        self.t = s + k
+
+    def _check(self, st, lens, ids) -> None:
+        top = int(ids.max())
+        if top >= I32_MAX or top > max(4 * (self.t + len(ids)), 1 << 22):
+            raise NotDense(top)
+        k = len(ids)
+        par = np.empty(k, dtype=np.int32)
+        par[1:] = ids[:-1]
+        par[st[:-1][lens > 0]] = -1
+        self.parent = _grown(self.parent, top + 1, -2)
+        had = self.parent[ids]
+        seen = had != -2
+        if np.any(had[seen] != par[seen]):
+            raise NotPrefix()
+        self.parent[ids] = par
+        if np.any(self.parent[ids] != par):
+            raise NotPrefix()
+
+    def _above(self, p: np.ndarray, s: int) -> np.ndarray:
+        """Marks (times < s still a block's last use) above each time ``p < s``."""
+        nw = (s + 63) >> 6
+        wc = np.zeros(nw + 1, dtype=np.int64)
+        np.cumsum(np.bitwise_count(self.bits[:nw]), out=wc[1:])
+        x = p + 1                                      # marks at times >= p + 1
+        wi = x >> 6
+        below = wc[wi] + np.bitwise_count(self.bits[wi] & (np.left_shift(np.uint64(1), (x & 63).astype(np.uint64))
+                                                           - np.uint64(1)))
+        return self.nd - below
+
+    def _pass(self, st, node, inp, r0, s, k) -> None:
+        it = self.last.dtype.type
+        m = len(st) - 1
+        bs = self.bs
+        last = self.last
+        req = np.repeat(np.arange(m, dtype=np.int32), np.diff(st))        # request of each access
+        dfe = np.arange(k, dtype=it)
+        dfe -= st[req].astype(it)                       # deeper blocks of its request touched before it
+        blk = st[req + 1].astype(it)
+        blk -= 1
+        blk -= dfe                                      # the block (chunk order) access i touches
+        seq = node[blk]
+        order = np.argsort(seq, kind="stable").astype(it, copy=False)
+        same = np.zeros(k, dtype=bool)
+        same[1:] = seq[order[1:]] == seq[order[:-1]]
+        prev = np.empty(k, dtype=it)
+        prev[order[~same]] = last[seq[order[~same]]]            # first use in the chunk: the last use before
+        prev[order[1:][same[1:]]] = order[:-1][same[1:]] + s    # later uses: the one before, in the chunk
+        end = np.ones(k, dtype=bool)
+        end[:-1] = ~same[1:]
+        ends = np.sort(order[end])                              # last use in the chunk of each block
+        last[seq[ends]] = ends + s
+        del order, same, end, seq
+        old = np.sort(prev[(prev >= 0) & (prev < s)]).astype(np.int64)   # marks this chunk moves
+        ti = np.flatnonzero(prev >= 0).astype(it, copy=False)  # accesses of blocks seen before
+        p = prev[ti].astype(np.int64)
+        above = np.zeros(len(ti), dtype=np.int64)
+        before = p < s
+        if np.any(before):
+            above[before] = self._above(p[before], s)
+        inside = ti.astype(np.int64) + s - np.maximum(s, p + 1)
+        # #{q in [s, t): prev(q) > p}: only accesses of seen blocks count. A run of them in one request
+        # whose last uses are consecutive times (a prefix touched together before) is one unit: no other
+        # access's last use falls inside its times, so every other access compares alike with all of it,
+        # and within it none counts (the later ones were used later). Units ranked largest prev first,
+        # weighed by their accesses (Mooncake-like traces: a few units a request, not a few dozen).
+        head = np.ones(len(ti), dtype=bool)
+        head[1:] = (p[1:] != p[:-1] + 1) | (ti[1:] != ti[:-1] + 1) | (req[ti[1:]] != req[ti[:-1]])
+        unit = np.cumsum(head) - 1
+        hp = p[head]
+        v = np.empty(len(hp), dtype=np.int32)
+        v[np.argsort(hp)[::-1]] = np.arange(len(hp), dtype=np.int32)
+        moved = count_smaller_before(v, np.diff(np.append(np.flatnonzero(head), len(ti))))[unit]
+        del v, prev, p, before, head, unit, hp
+        counted = req[ti] >= self.w - r0
+        ti = ti[counted]
+        rank = (above[counted] + inside[counted] - moved[counted]) - dfe[ti]
+        del above, inside, moved, counted
+        rq = req[ti]
+        tokens = np.clip(inp[rq] - (blk[ti] - st[rq]) * bs, 0, bs)
+        del rq, ti
+        nd_after = self.nd + len(ends) - len(old)
+        self.full = _grown(self.full, nd_after, 0)
+        if self.t + k >= 2**32 - 1 and self.full.dtype != np.int64:  # counts past uint32: widen once
+            self.full = self.full.astype(np.int64)
+        u, c = np.unique(rank[tokens == bs], return_counts=True)
+        self.full[u] += c.astype(self.full.dtype)
+        part = (tokens > 0) & (tokens < bs)
+        if np.any(part):
+            u, at = np.unique(rank[part], return_inverse=True)   # 8 bytes a rank when the sums fit int32
+            tok = np.bincount(at.ravel(), weights=tokens[part]).round()
+            self.part_rank.append(u.astype(np.int32 if nd_after < I32_MAX else np.int64))
+            self.part_tok.append(tok.astype(np.int32 if len(tok) == 0 or tok.max() < I32_MAX else np.int64))
+        del rank, tokens, req, dfe, blk
+        self.bits = _grown(self.bits, ((s + k) >> 6) + 1, 0)
+        _apply_bits(self.bits, old, False)
+        _apply_bits(self.bits, ends.astype(np.int64) + s, True)
+        self.nd = nd_after
+
+    # ---------------------------------------------------------------- result
+    def result(self) -> Reuse:
+        """The cumulated tokens by rank; the state of the pass is freed."""
+        if self.requests is not None and self.nreq != self.requests:
+            raise ValueError(f"fed {self.nreq} requests, expected {self.requests}")
+        warm = self.nd if self.warm_blocks is None else self.warm_blocks
+        unique = self.nd
+        self.last = self.parent = self.bits = None
+        cum = np.zeros(unique + 1, dtype=np.int64)
+        cum[1:] = self.full[:unique]
+        self.full = None
+        cum[1:] *= self.bs
+        for u, tok in zip(self.part_rank, self.part_tok):
+            np.add.at(cum, 1 + u.astype(np.int64), tok.astype(np.int64))
+        self.part_rank, self.part_tok = [], []
+        np.cumsum(cum, out=cum)
+        return Reuse(cum, int(self.total_tokens), self.w, int(warm), int(unique), self.nreq, self.bs)
