@@ -55,8 +55,9 @@ def open_binary(path: Path):
     return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
 
 
-def blocks(path: Path, size: int = BLOCK_BYTES):
-    """The file's text, ``size`` bytes at a time extended to the end of a line."""
+def blocks(path: Path, size: int | None = None):
+    """The file's text, ``size`` (default ``BLOCK_BYTES``) bytes at a time extended to the end of a line."""
+    size = size or BLOCK_BYTES
     with open_binary(path) as fh:
         while blk := fh.read(size):
             if not blk.endswith(b"\n"):
@@ -151,7 +152,7 @@ def parse_json(blk: bytes):
     return fmt, inp_a, out_a, ts_a, np.fromiter(map(len, hs), dtype=np.int64, count=len(hs)), _small(flat_a)
 
 
-def chunks(path: Path, size: int = BLOCK_BYTES):
+def chunks(path: Path, size: int | None = None):
     """``(fmt, input_length, output_length, timestamp [as written], lens, ids)`` a block at a time.
 
     ``fmt`` is the format of the block's first record ("" for a block of blank lines). Raises
@@ -172,7 +173,7 @@ def chunks(path: Path, size: int = BLOCK_BYTES):
         raise Unreadable() from exc
 
 
-def count_requests(path: Path, size: int = BLOCK_BYTES) -> int:
+def count_requests(path: Path, size: int | None = None) -> int:
     """Non-blank lines of the file (the requests of a well-formed trace): by ``bytes.count`` where every
     line of a block starts with ``{``, else line by line as the readers skip them (``str.strip``)."""
     n = 0
