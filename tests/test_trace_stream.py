@@ -202,6 +202,8 @@ def test_request_count_with_blank_lines(tmp_path, monkeypatch):
     file = tmp_path / "b.jsonl"
     file.write_text("\n".join(messy), encoding="utf-8")   # no newline at the end
     assert TR.count_requests(file) == len(reqs)
+    (tmp_path / "end.jsonl").write_text("\n".join(lines) + "\n  ", encoding="utf-8")  # a blank last line, no newline
+    assert TR.count_requests(tmp_path / "end.jsonl") == len(reqs)
     for warmup in (0.5, 0.3):
         r, _ = T.trace_reuse(file, 2, warmup)
         assert r.warmup_requests == int(len(reqs) * warmup)

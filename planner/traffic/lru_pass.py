@@ -127,14 +127,22 @@ def count_smaller_before(v: np.ndarray, weight: np.ndarray | None = None) -> np.
     return out
 
 
-def _grown(a: np.ndarray, need: int, fill) -> np.ndarray:
-    """``a`` with at least ``need`` elements, the new ones ``fill`` (grown by half at least)."""
-    if need <= len(a):
-        return a
-    old = len(a)
-    a.resize(max(need, old + old // 2), refcheck=False)  # a realloc: no second copy held
-    a[old:] = fill
-    return a
+def _grown(a: np.ndarray, filled: int, need: int, fill) -> tuple[np.ndarray, int]:
+    """``a`` holding at least ``need`` elements, those from ``filled`` on set to ``fill``: grown by an
+    eighth at least (``ndarray.resize``, a ``realloc``: no second copy held; it zero-fills the new
+    room, so the room is kept small). Returns the array and its new filled length."""
+    if need <= filled:
+        return a, filled
+    if need > len(a):
+        a.resize(max(need, len(a) + len(a) // 8), refcheck=False)
+    a[filled:need] = fill
+    return a, need
+
+
+def _widened(a: np.ndarray, filled: int, dtype) -> np.ndarray:
+    out = np.empty(len(a), dtype=dtype)
+    out[:filled] = a[:filled]
+    return out
 
 
 def _apply_bits(bits: np.ndarray, pos: np.ndarray, on: bool) -> None:
@@ -181,7 +189,9 @@ class StackPass:
         self.last = np.full(1 << 12, -1, dtype=np.int32)
         self.parent = np.full(1 << 12, -2, dtype=np.int32) if check_prefix else None
         self.bits = np.zeros(1 << 10, dtype=np.uint64)
-        self.full = np.zeros(1 << 12, dtype=np.uint32)
+        self.full = np.zeros(1 << 12, dtype=np.int32)
+        self.n_last = self.n_parent = self.n_full = 1 << 12    # filled lengths (the rest untouched)
+        self.n_bits = 1 << 10
         self.part_rank: list[np.ndarray] = []
         self.part_tok: list[np.ndarray] = []
         self.total_tokens = 0
@@ -216,10 +226,10 @@ class StackPass:
         if self.check:
             self._check(st, lens, ids)
         top = int(ids.max())
-        self.last = _grown(self.last, top + 1, -1)
+        self.last, self.n_last = _grown(self.last, self.n_last, top + 1, -1)
         s = self.t
         if s + k >= I32_MAX and self.last.dtype != np.int64:   # times past int32: widen once
-            self.last = self.last.astype(np.int64)
+            self.last = _widened(self.last, self.n_last, np.int64)
         self._pass(st, ids, inp, r0, s, k)
         self.t = s + k
 
@@ -231,7 +241,7 @@ class StackPass:
         par = np.empty(k, dtype=np.int32)
         par[1:] = ids[:-1]
         par[st[:-1][lens > 0]] = -1
-        self.parent = _grown(self.parent, top + 1, -2)
+        self.parent, self.n_parent = _grown(self.parent, self.n_parent, top + 1, -2)
         had = self.parent[ids]
         seen = had != -2
         if np.any(had[seen] != par[seen]):
@@ -277,45 +287,57 @@ class StackPass:
         old = np.sort(prev[(prev >= 0) & (prev < s)]).astype(np.int64)   # marks this chunk moves
         ti = np.flatnonzero(prev >= 0).astype(it, copy=False)  # accesses of blocks seen before
         p = prev[ti].astype(np.int64)
-        above = np.zeros(len(ti), dtype=np.int64)
-        before = p < s
-        if np.any(before):
-            above[before] = self._above(p[before], s)
-        inside = ti.astype(np.int64) + s - np.maximum(s, p + 1)
-        # #{q in [s, t): prev(q) > p}: only accesses of seen blocks count. A run of them in one request
-        # whose last uses are consecutive times (a prefix touched together before) is one unit: no other
-        # access's last use falls inside its times, so every other access compares alike with all of it,
-        # and within it none counts (the later ones were used later). Units ranked largest prev first,
-        # weighed by their accesses (Mooncake-like traces: a few units a request, not a few dozen).
-        head = np.ones(len(ti), dtype=bool)
-        head[1:] = (p[1:] != p[:-1] + 1) | (ti[1:] != ti[:-1] + 1) | (req[ti[1:]] != req[ti[:-1]])
-        unit = np.cumsum(head) - 1
-        hp = p[head]
-        v = np.empty(len(hp), dtype=np.int32)
-        v[np.argsort(hp)[::-1]] = np.arange(len(hp), dtype=np.int32)
-        moved = count_smaller_before(v, np.diff(np.append(np.flatnonzero(head), len(ti))))[unit]
-        del v, prev, p, before, head, unit, hp
-        counted = req[ti] >= self.w - r0
-        ti = ti[counted]
-        rank = (above[counted] + inside[counted] - moved[counted]) - dfe[ti]
-        del above, inside, moved, counted
+        del prev
         rq = req[ti]
         tokens = np.clip(inp[rq] - (blk[ti] - st[rq]) * bs, 0, bs)
-        del rq, ti
+        full = tokens == bs
+        # Units: a run of accesses of seen blocks in one request whose last uses are consecutive times
+        # (a prefix touched together before), of the same weight (full blocks or not). No other access's
+        # last use falls inside a unit's times, so every other access compares alike with all of it, and
+        # within it none counts (the later ones were used later): the dominance count is over units,
+        # weighed by their accesses (Mooncake-like traces: a few units a request, not a few dozen). And
+        # along a unit each access is the next block up the prefix, whose rank is one less (one mark
+        # fewer above its last use, one more access inside, one more deeper block of the request): its
+        # ranks are r, r - 1, ..., r - n + 1 from the rank r of its head.
+        head = np.ones(len(ti), dtype=bool)
+        head[1:] = ((p[1:] != p[:-1] + 1) | (ti[1:] != ti[:-1] + 1) | (rq[1:] != rq[:-1])
+                    | (full[1:] != full[:-1]))
+        hx = np.flatnonzero(head)
+        size = np.diff(np.append(hx, len(ti)))
+        hp, ht = p[hx], ti[hx].astype(np.int64)
+        del p, head
+        v = np.empty(len(hx), dtype=np.int32)
+        v[np.argsort(hp)[::-1]] = np.arange(len(hx), dtype=np.int32)
+        moved = count_smaller_before(v, size)                   # #{q in [s, t): prev(q) > p}
+        del v
+        above = np.zeros(len(hx), dtype=np.int64)
+        before = hp < s
+        if np.any(before):
+            above[before] = self._above(hp[before], s)
+        inside = ht + s - np.maximum(s, hp + 1)
+        rank = above + inside - moved - dfe[ti[hx]]   # rank of each unit's head
+        del above, inside, moved, before, hp, ht
         nd_after = self.nd + len(ends) - len(old)
-        self.full = _grown(self.full, nd_after, 0)
-        if self.t + k >= 2**32 - 1 and self.full.dtype != np.int64:  # counts past uint32: widen once
-            self.full = self.full.astype(np.int64)
-        u, c = np.unique(rank[tokens == bs], return_counts=True)
-        self.full[u] += c.astype(self.full.dtype)
-        part = (tokens > 0) & (tokens < bs)
-        if np.any(part):
-            u, at = np.unique(rank[part], return_inverse=True)   # 8 bytes a rank when the sums fit int32
-            tok = np.bincount(at.ravel(), weights=tokens[part]).round()
+        counted = rq[hx] >= self.w - r0
+        fu = counted & full[hx]                                 # units of full blocks: ranks lo..hi, 1 each
+        self.full, self.n_full = _grown(self.full, self.n_full, nd_after + 1, 0)
+        if self.t + k >= I32_MAX and self.full.dtype != np.int64:  # counts past int32: widen once
+            self.full = _widened(self.full, self.n_full, np.int64)
+        np.add.at(self.full, rank[fu] - size[fu] + 1, 1)        # a difference array: +1 at lo, -1 past hi
+        np.add.at(self.full, rank[fu] + 1, -1)
+        part = np.flatnonzero(counted & ~full[hx])              # units of partial blocks (or past the input)
+        if len(part):
+            at = np.repeat(part, size[part])                    # each of their accesses
+            off = np.arange(len(at)) - np.repeat(np.cumsum(size[part]) - size[part], size[part])
+            r_each = rank[at] - off
+            tk = tokens[hx[at] + off]
+            keep = tk > 0
+            u, inv = np.unique(r_each[keep], return_inverse=True)   # 8 bytes a rank when the sums fit int32
+            tok = np.bincount(inv.ravel(), weights=tk[keep], minlength=len(u)).round()
             self.part_rank.append(u.astype(np.int32 if nd_after < I32_MAX else np.int64))
             self.part_tok.append(tok.astype(np.int32 if len(tok) == 0 or tok.max() < I32_MAX else np.int64))
-        del rank, tokens, req, dfe, blk
-        self.bits = _grown(self.bits, ((s + k) >> 6) + 1, 0)
+        del rank, tokens, req, dfe, blk, rq, ti, hx, size, full, counted, fu, part
+        self.bits, self.n_bits = _grown(self.bits, self.n_bits, ((s + k) >> 6) + 1, 0)
         _apply_bits(self.bits, old, False)
         _apply_bits(self.bits, ends.astype(np.int64) + s, True)
         self.nd = nd_after
@@ -328,8 +350,9 @@ class StackPass:
         warm = self.nd if self.warm_blocks is None else self.warm_blocks
         unique = self.nd
         self.last = self.parent = self.bits = None
-        cum = np.zeros(unique + 1, dtype=np.int64)
-        cum[1:] = self.full[:unique]
+        cum = np.empty(unique + 1, dtype=np.int64)
+        cum[0] = 0
+        np.cumsum(self.full[:unique], dtype=np.int64, out=cum[1:])  # full-block hits by rank, from their differences
         self.full = None
         cum[1:] *= self.bs
         for u, tok in zip(self.part_rank, self.part_tok):
