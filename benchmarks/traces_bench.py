@@ -80,15 +80,16 @@ def make(path: Path, requests: int, seed: int = 1) -> int:
 def _child(path: str, phase: str) -> None:
     from planner.traffic import traces as T
     t0 = time.perf_counter()
-    tr = T.read_trace(path)
-    t1 = time.perf_counter()
-    out = {"requests": tr.requests, "blocks": tr.blocks, "read_s": t1 - t0}
-    if phase == "all":
-        r = T.reuse(tr)
+    if phase == "read":                                  # the whole trace read into memory
+        tr = T.read_trace(path)
+        out = {"requests": tr.requests, "blocks": tr.blocks, "read_s": time.perf_counter() - t0}
+    else:                                                # "all": read and passed at once, as the planner does
+        r, _ = T.trace_reuse(path)
         caps = np.unique(np.round(np.logspace(0, np.log10(r.unique_blocks + 1), 64)))
         h = T.hit_curve(r, caps)
-        t2 = time.perf_counter()
-        out.update(reuse_curve_s=t2 - t1, ceiling=float(T.hit_curve(r, [np.inf])[0]), points=len(h))
+        out = {"requests": r.requests, "unique_blocks": r.unique_blocks, "warmup_blocks": r.warmup_blocks,
+               "reuse_curve_s": time.perf_counter() - t0, "ceiling": float(T.hit_curve(r, [np.inf])[0]),
+               "points": len(h)}
     ru = resource.getrusage(resource.RUSAGE_SELF)
     out["max_rss_mb"] = ru.ru_maxrss / 1024
     out["cpu_s"] = ru.ru_utime + ru.ru_stime  # the process's CPU time: what wall time is on an idle core
@@ -116,11 +117,11 @@ def main(argv=None) -> int:
                 p = subprocess.run([sys.executable, __file__, "--child", str(path), phase],
                                    capture_output=True, text=True, check=True)
                 res[phase] = json.loads(p.stdout)
-            row = {"requests": n, "blocks": blocks, "file_mb": path.stat().st_size / 2**20, "generate_s": gen,
-                   "read_s": res["all"]["read_s"], "reuse_curve_s": res["all"]["reuse_curve_s"],
-                   "cpu_s": res["all"]["cpu_s"],
-                   "read_max_rss_mb": res["read"]["max_rss_mb"], "max_rss_mb": res["all"]["max_rss_mb"],
-                   "ceiling": res["all"]["ceiling"]}
+            row = {"requests": n, "blocks": blocks, "unique_blocks": res["all"]["unique_blocks"],
+                   "file_mb": path.stat().st_size / 2**20, "generate_s": gen,
+                   "read_cpu_s": res["read"]["cpu_s"], "read_max_rss_mb": res["read"]["max_rss_mb"],
+                   "wall_s": res["all"]["reuse_curve_s"], "cpu_s": res["all"]["cpu_s"],
+                   "max_rss_mb": res["all"]["max_rss_mb"], "ceiling": res["all"]["ceiling"]}
             rows.append(row)
             print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()),
                   flush=True)

@@ -352,8 +352,10 @@ class StackPass:
         self.last = self.parent = self.bits = None
         cum = np.empty(unique + 1, dtype=np.int64)
         cum[0] = 0
-        np.cumsum(self.full[:unique], dtype=np.int64, out=cum[1:])  # full-block hits by rank, from their differences
+        cum[1:] = self.full[:unique]
         self.full = None
+        np.cumsum(cum[1:], out=cum[1:])            # full-block hits by rank, from their differences (in place:
+        #                                            a cumsum casting int32 into int64 holds a whole temporary)
         cum[1:] *= self.bs
         for u, tok in zip(self.part_rank, self.part_tok):
             np.add.at(cum, 1 + u.astype(np.int64), tok.astype(np.int64))
