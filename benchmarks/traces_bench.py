@@ -5,29 +5,36 @@
 
 Makes a synthetic Mooncake-format trace (gzip JSONL, 512-token blocks) of multi-turn
 conversations with a shared system prompt (the shape of the FAST'25 conversation trace:
-about 24 blocks a request), then times, each in a fresh process with its peak memory (max
-RSS): reading the file (``planner.traffic.traces.read_trace``) and the one pass (``reuse``) plus the
-curve at 64 capacities (``hit_curve``). Prints a table and writes JSON; ``cpu_s`` is the CPU
-time of the second process (read, pass and curve), which is what its wall time is on an idle core.
+about 18 blocks a request), then runs, each in a fresh process with its peak memory (max RSS):
+
+- ``read``: the whole trace read into memory (``planner.traffic.traces.read_trace``), the path of a
+  trace whose ids are not prefix hashes;
+- ``all``: what the planner runs, ``planner.traffic.traces.trace_reuse`` (the file read a block of
+  lines at a time and passed at once, the warm-up's request count by a first pass over the text)
+  and the curve at 64 capacities (``hit_curve``).
+
+Prints a table and writes JSON; ``cpu_s`` is the CPU time of the process, which is what its wall
+time is on an idle core.
 
 Measured on the shared 2-core development machine (numpy 2.4, Python 3.11), 2026-12-01, on the
-traces this script writes (``make(path, n)``), each read, passed and curved in one process by
-``/usr/bin/time -v python benchmarks/traces_bench.py --child TRACE all``, while other jobs held the
-load average at 5-13 (wall times 3-4 times the CPU times; the CPU time is the wall time on an
-idle core):
+traces this script writes (``make(path, n)``, seed 1), each run once by
+``/usr/bin/time -v python benchmarks/traces_bench.py --child TRACE all`` (and ``read``), while other
+jobs held the load average at 9-10 (wall times 2.5 times the CPU times):
 
-=========  ==========  ================  ==========  ============
-requests   blocks      distinct blocks   CPU [s]     peak RSS
-=========  ==========  ================  ==========  ============
-1,000,000  17,749,746   5,499,912        15.7        268 MB
-3,000,000  53,249,544  16,499,897        55.7        667 MB
-=========  ==========  ================  ==========  ============
+=========  ==========  ================  =========================  ===========================
+requests   blocks      distinct blocks   ``all``: CPU, peak RSS     before (issue 19's last note)
+=========  ==========  ================  =========================  ===========================
+1,000,000  17,749,746   5,499,912        10.1 s, 136 MB             15.7 s, 268 MB
+3,000,000  53,249,544  16,499,897        27.1 s, 286 MB             55.7 s, 667 MB
+=========  ==========  ================  =========================  ===========================
 
-Reading alone peaks at 176 MB and 448 MB. Before the chunked pass (the whole-trace dominance
-count, int64 ids, chunks concatenated at the end of reading) the same 1,000,000 requests peaked at
-954 MB (reading alone 390 MB). Memory is the trace's arrays (4 B a block, 32 B a request), 16 B
-per distinct block (last use and the sorted last uses, int32; tokens by rank, int64), one chunk of
-262,144 blocks and the interpreter with numpy (about 45 MB).
+``read`` alone: 3.8 s and 182 MB, 9.5 s and 447 MB. At a million requests, measured apart under
+the same load: the counting pass 0.9-1.5 s (the gzip stream decompressed once more), reading and
+parsing the blocks 3.8 s (of it 0.9 s decompression and 1.8 s the parser's ``np.fromstring``), the
+pass alone on the arrays 4.8 s. Memory at three million: 12 bytes per distinct block id (200 MB: last use, parent
+check, hits by rank), 1 bit per access (7 MB), one 2 MB block of text with its chunk's temporaries,
+and the interpreter with numpy (45 MB). Before this, the whole trace's block array was held (4 B a
+block) beside a sorted array of last uses compacted every chunk.
 """
 
 from __future__ import annotations

@@ -11,14 +11,16 @@ the state of the distinct blocks, so the whole trace's block array is never held
   Bennett & Kruskal 1975, "LRU stack processing", which a Fenwick tree would hold), with the
   popcounts of its 64-bit words cumulated once a chunk: the marks above a time are two lookups and
   a popcount (``np.bitwise_count``), and a chunk's changes are ``|=`` and ``&=`` on the words it touched;
-- ``full``: the count of full-block hits by LRU rank (uint32: a count never exceeds the accesses,
-  widened past 2^32 - 1 of them); the few partial blocks (the last block of a request whose input does
-  not fill it, at most one a request) are kept as (rank, tokens) pairs.
+- ``full``: the full-block hits by LRU rank, as differences (a run of ranks ``lo..hi`` is +1 at ``lo``,
+  -1 past ``hi``; int32, widened past 2^31 - 1 accesses); the partial blocks (the last block of a
+  request whose input does not fill it, at most one a request) are kept as (rank, tokens) pairs.
 
 Memory, then: 12 bytes per distinct block id (``last``, ``parent``, ``full``), 1 bit per access,
-8 to 16 bytes per request with a partial last block, and one chunk's temporaries (about 100 bytes a
-block of the chunk). Within a chunk the changes earlier accesses made are counted by a dominance
-count (:func:`count_smaller_before`); the arithmetic is exact integers throughout.
+at most 8 bytes per counted request with a partial last block hit, and one chunk's temporaries
+(about 100 bytes a block of the chunk). Within a chunk the changes earlier accesses made are counted
+by a dominance count (:func:`count_smaller_before`) over *units*: runs of accesses of one request
+whose last uses are consecutive times (a prefix touched together before); their ranks are
+consecutive too, so a unit is one range in ``full``. The arithmetic is exact integers throughout.
 
 The rank of an access at time ``t`` (chunk starting at ``s``) whose block was last used at ``p``::
 

@@ -5,14 +5,14 @@
 
 1. :func:`parse_mooncake` -- the layout Mooncake's traces are written in (``json.dumps`` of
    ``{"timestamp": int, "input_length": int, "output_length": int, "hash_ids": [int, ...]}``, one a
-   line). The block is checked whole, with bytes operations and numpy, no loop over lines: its
-   digits deleted (``bytes.translate``), it must equal the layout's skeleton line for line (each line's
-   number of ids from its length); every digit run then sits in one slot of a line, and their count
-   must be the slots' (3 + ids a line), so no slot is empty; no number has a leading zero (JSON's
-   rule) or 19 digits or more (int64); then every number of the block is read at once by
-   ``np.fromstring`` over the block with its non-digits made spaces. A block that is anything else
-   (another key order, a float or negative number, an empty list, a blank line, ``\\r``) is not
-   guessed at: it goes to
+   line). The block is checked whole, with bytes operations and numpy, no loop over lines: with
+   every digit made ``0`` and every run of them one ``0``, it must equal the layout's line for line
+   (each line's number of ids from its length), so each value is one run of digits where a value
+   goes, and nothing else is; no number has a leading zero (JSON's rule) or 19 digits or more
+   (int64), checked by counting the digits of the numbers read against the block's; every number of
+   the block is read at once by ``np.fromstring`` with its non-digits made spaces. A block that is
+   anything else (another key order or spacing, a float or negative number, an empty list, a blank
+   line, ``\r``) is not guessed at: it goes to
 2. :func:`parse_json` -- one ``json.loads`` of the block's lines as an array, with type checks over
    whole columns (any format, Bailian's too), bounded Python objects (one block's).
 3. If that fails too the block raises :class:`Unreadable` and the caller reads the file line by

@@ -40,14 +40,26 @@ tests reproduce):
 
 The stack distance of an access is the number of distinct blocks used since its block's last
 use: the times still marked as the last use of their block (what a Fenwick tree over time would
-hold, Bennett & Kruskal 1975). The accesses are taken a chunk at a time (``PASS_CHUNK``): the marks
-before the chunk are one sorted array (a ``searchsorted`` per access), the changes inside the
-chunk a dominance count done bit by bit as in a wavelet matrix (``count_smaller_before``). Memory:
-the trace's arrays (4 bytes a block for ids below 2^31, 32 bytes a request), about 16 bytes per
-distinct block (last use, marks, tokens by rank) and one chunk's temporaries; no Python object per
-block. The reader parses ``FAST_CHUNK`` lines at a time into arrays grown in place. A trace whose
-ids are not prefix hashes (an id under two parents, or twice in a request) is first renumbered
-depth by depth (``prefix_nodes``), which holds a few int64 arrays of the whole trace at once.
+hold, Bennett & Kruskal 1975). The pass (:class:`planner.traffic.lru_pass.StackPass`, where the
+method is set out) takes the accesses a chunk of whole requests at a time: the marks are a bitmap
+over time, the changes inside a chunk a dominance count done bit by bit as in a wavelet matrix
+(``count_smaller_before``) over runs of accesses whose last uses are consecutive.
+
+Two ways in, one curve:
+
+- :func:`trace_reuse` (what the planner uses): the file read a block of lines at a time
+  (:mod:`planner.traffic.trace_reader`) and each block passed at once. Memory: about 12 bytes per
+  distinct block id (last use, parent check, hits by rank), 1 bit per access, one block of text
+  and its chunk's temporaries; no array of the whole trace, no Python object per block. The
+  warm-up needs the number of requests first: a counting pass over the text (the file
+  decompressed twice), checked against the requests the pass was fed.
+- :func:`read_trace` then :func:`reuse`: the whole trace in memory (4 bytes a block for ids below
+  2^31, 24 bytes a request). :func:`trace_reuse` falls back to it for a trace whose ids are not
+  prefix hashes (an id under two parents, or twice in a request), whose ids are too sparse to index
+  by (above 4 per block read, or past 2^31), or with a line the fast parsers do not take (then
+  every problem is located line by line). Its renumbering (``prefix_nodes``, depth by depth) holds
+  about 13 bytes a block more at its peak, so such a trace takes about 17 bytes a block and 24 a
+  request (1.1 GB at 53 million blocks, against 0.3 GB streamed): the stated bound, not removed.
 """
 
 from __future__ import annotations
