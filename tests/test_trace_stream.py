@@ -208,3 +208,24 @@ def test_request_count_with_blank_lines(tmp_path, monkeypatch):
         r, _ = T.trace_reuse(file, 2, warmup)
         assert r.warmup_requests == int(len(reqs) * warmup)
         _curve_equals_brute(r, reqs, [2 * len(x) for x in reqs], 2, warmup)
+
+
+def test_bailian_trace_streamed(tmp_path, monkeypatch):
+    """Bailian lines go through the JSON block parser, still streamed; 16-token blocks by default."""
+    recs = [{"chat_id": 1, "parent_chat_id": -1, "timestamp": 0.5, "input_length": 40, "output_length": 8,
+             "type": "text", "turn": 1, "hash_ids": [7, 8, 9]},
+            {"chat_id": 2, "parent_chat_id": 1, "timestamp": 3.0, "input_length": 70, "output_length": 5,
+             "type": "text", "turn": 2, "hash_ids": [7, 8, 9, 10, 11]}]
+    file = _write(tmp_path / "b.jsonl.gz", [json.dumps(x) for x in recs], gz=True)
+    r, streamed = _streamed(monkeypatch, file, 0.0)
+    assert streamed and r.block_size == 16
+    assert T.hit_curve(r, [np.inf])[0] == 48 / 110  # request 2 hits 3 blocks = 48 of its 70 tokens
+
+
+def test_weighted_dominance_count_against_quadratic():
+    from planner.traffic.lru_pass import count_smaller_before
+    rng = np.random.default_rng(11)
+    for n in (0, 1, 2, 17, 300):
+        v = rng.integers(0, 50, n)
+        w = rng.integers(1, 9, n)
+        assert count_smaller_before(v, w).tolist() == [int(w[:i][v[:i] < v[i]].sum()) for i in range(n)]
