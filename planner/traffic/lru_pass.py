@@ -275,17 +275,27 @@ class StackPass:
         blk -= 1
         blk -= dfe                                      # the block (chunk order) access i touches
         seq = node[blk]
-        order = np.argsort(seq, kind="stable").astype(it, copy=False)
+        if k < 2**32 and int(seq.max()) < I32_MAX:                # a sort of (block, time) in one int64:
+            key = seq.astype(np.int64) << 32                     # the accesses grouped by block, in time
+            key |= np.arange(k, dtype=np.int64)                  # order (5 times a stable argsort's speed)
+            key.sort()
+            order = (key & 0xFFFFFFFF).astype(it)
+            key >>= 32
+            sseq = key                                           # the blocks in that order
+            del key
+        else:
+            order = np.argsort(seq, kind="stable").astype(it, copy=False)
+            sseq = seq[order]
         same = np.zeros(k, dtype=bool)
-        same[1:] = seq[order[1:]] == seq[order[:-1]]
+        same[1:] = sseq[1:] == sseq[:-1]
         prev = np.empty(k, dtype=it)
-        prev[order[~same]] = last[seq[order[~same]]]            # first use in the chunk: the last use before
+        prev[order[~same]] = last[sseq[~same]]                   # first use in the chunk: the last use before
         prev[order[1:][same[1:]]] = order[:-1][same[1:]] + s    # later uses: the one before, in the chunk
         end = np.ones(k, dtype=bool)
         end[:-1] = ~same[1:]
         ends = np.sort(order[end])                              # last use in the chunk of each block
         last[seq[ends]] = ends + s
-        del order, same, end, seq
+        del order, same, end, seq, sseq
         old = np.sort(prev[(prev >= 0) & (prev < s)]).astype(np.int64)   # marks this chunk moves
         ti = np.flatnonzero(prev >= 0).astype(it, copy=False)  # accesses of blocks seen before
         p = prev[ti].astype(np.int64)
