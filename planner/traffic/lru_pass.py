@@ -115,7 +115,7 @@ def count_smaller_before(v: np.ndarray, weight: np.ndarray | None = None) -> np.
             ng = np.where(ones, nz + gstart - pg, pg).astype(dt)
             del pz, pg
         del zg, gstart
-        idx = np.argsort(ones, kind="stable")
+        idx = np.concatenate((np.flatnonzero(~ones), np.flatnonzero(ones))).astype(dt)  # stable partition
         del ones
         gstart = ng[idx]
         del ng
