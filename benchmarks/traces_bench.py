@@ -17,16 +17,17 @@ Prints a table and writes JSON; ``cpu_s`` is the CPU time of the process, which 
 time is on an idle core.
 
 Measured on the shared 2-core development machine (numpy 2.4, Python 3.11), 2026-12-01, on the
-traces this script writes (``make(path, n)``, seed 1), each run once by
+traces this script writes (``make(path, n)``, seed 1), each run by
 ``/usr/bin/time -v python benchmarks/traces_bench.py --child TRACE all`` (and ``read``), while other
-jobs held the load average at 9-10 (wall times 2.5 times the CPU times):
+jobs held the load average at 9-11 on the 2 cores (wall times 2.5-3 times the CPU times; the CPU
+times themselves vary by 15% between runs at that load, so the two runs taken are both given):
 
-=========  ==========  ================  =========================  ===========================
-requests   blocks      distinct blocks   ``all``: CPU, peak RSS     before (issue 19's last note)
-=========  ==========  ================  =========================  ===========================
-1,000,000  17,749,746   5,499,912        10.1 s, 136 MB             15.7 s, 268 MB
-3,000,000  53,249,544  16,499,897        27.1 s, 286 MB             55.7 s, 667 MB
-=========  ==========  ================  =========================  ===========================
+=========  ==========  ================  ============================  ===========================
+requests   blocks      distinct blocks   ``all``: CPU, peak RSS        before (issue 19's last note)
+=========  ==========  ================  ============================  ===========================
+1,000,000  17,749,746   5,499,912        9.5-10.8 s, 136 MB            15.7 s, 268 MB
+3,000,000  53,249,544  16,499,897        26.3-27.1 s, 286-289 MB       55.7 s, 667 MB
+=========  ==========  ================  ============================  ===========================
 
 ``read`` alone: 3.8 s and 182 MB, 9.5 s and 447 MB. At a million requests, measured apart under
 the same load: the counting pass 0.9-1.5 s (the gzip stream decompressed once more), reading and
