@@ -229,3 +229,24 @@ def test_weighted_dominance_count_against_quadratic():
         v = rng.integers(0, 50, n)
         w = rng.integers(1, 9, n)
         assert count_smaller_before(v, w).tolist() == [int(w[:i][v[:i] < v[i]].sum()) for i in range(n)]
+
+
+def test_prefix_check_within_and_across_chunks():
+    from planner.traffic.lru_pass import NotPrefix, StackPass
+
+    def feed(*chunks):
+        sp = StackPass(None, 0.0, 4)
+        for reqs in chunks:
+            sp.feed([len(x) for x in reqs], np.array([i for x in reqs for i in x], dtype=np.int64),
+                    [4 * len(x) for x in reqs])
+        return sp.result()
+
+    for bad in ([[[1, 2], [3, 2]]],          # 2 under 1, then under 3: one chunk
+                [[[1, 2]], [[3, 2]]],        # ... across chunks
+                [[[1, 2]], [[2]]],           # 2 under 1, then first in a request
+                [[[5, 5]]],                  # twice in one request
+                [[[0, 1, 2]], [[0, 2]]]):    # 2 under 1, then under 0
+        with pytest.raises(NotPrefix):
+            feed(*bad)
+    r = feed([[0, 1, 2], [0, 1]], [[0, 3], [0, 1, 2, 4]])  # every id always under one parent
+    assert r.unique_blocks == 5

@@ -236,21 +236,30 @@ class StackPass:
         self.t = s + k
 
     def _check(self, st, lens, ids) -> None:
+        """Ids dense enough to index by; room for their parents (checked in :meth:`_pass`)."""
         top = int(ids.max())
         if top >= I32_MAX or top > max(4 * (self.t + len(ids)), 1 << 22):
             raise NotDense(top)
-        k = len(ids)
-        par = np.empty(k, dtype=np.int32)
-        par[1:] = ids[:-1]
-        par[st[:-1][lens > 0]] = -1
         self.parent, self.n_parent = _grown(self.parent, self.n_parent, top + 1, -2)
-        had = self.parent[ids]
+
+    def _check_parents(self, st, node, blk, order, sseq, same) -> None:
+        """Every id always under the same parent (so an id names its whole prefix, and is not twice in
+        a request): the accesses of one block in the chunk agree, and the first with the parent kept."""
+        k = len(node)
+        par = np.empty(k, dtype=np.int32)                    # parent id of each block (chunk order)
+        par[1:] = node[:-1]
+        par[st[:-1][np.diff(st) > 0]] = -1
+        pa = par[blk[order]]                                 # ... of each access, grouped by block
+        del par
+        inner = same[1:]
+        if np.any(pa[1:][inner] != pa[:-1][inner]):
+            raise NotPrefix()
+        hb, hp = sseq[~same], pa[~same]
+        had = self.parent[hb]
         seen = had != -2
-        if np.any(had[seen] != par[seen]):
+        if np.any(had[seen] != hp[seen]):
             raise NotPrefix()
-        self.parent[ids] = par
-        if np.any(self.parent[ids] != par):
-            raise NotPrefix()
+        self.parent[hb] = hp
 
     def _above(self, p: np.ndarray, s: int) -> np.ndarray:
         """Marks (times < s still a block's last use) above each time ``p < s``."""
@@ -288,6 +297,8 @@ class StackPass:
             sseq = seq[order]
         same = np.zeros(k, dtype=bool)
         same[1:] = sseq[1:] == sseq[:-1]
+        if self.check:
+            self._check_parents(st, node, blk, order, sseq, same)
         prev = np.empty(k, dtype=it)
         prev[order[~same]] = last[sseq[~same]]                   # first use in the chunk: the last use before
         prev[order[1:][same[1:]]] = order[:-1][same[1:]] + s    # later uses: the one before, in the chunk
