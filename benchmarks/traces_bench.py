@@ -5,29 +5,40 @@
 
 Makes a synthetic Mooncake-format trace (gzip JSONL, 512-token blocks) of multi-turn
 conversations with a shared system prompt (the shape of the FAST'25 conversation trace:
-about 24 blocks a request), then times, each in a fresh process with its peak memory (max
-RSS): reading the file (``planner.traffic.traces.read_trace``) and the one pass (``reuse``) plus the
-curve at 64 capacities (``hit_curve``). Prints a table and writes JSON; ``cpu_s`` is the CPU
-time of the second process (read, pass and curve), which is what its wall time is on an idle core.
+about 18 blocks a request), then runs, each in a fresh process with its peak memory (max RSS):
+
+- ``read``: the whole trace read into memory (``planner.traffic.traces.read_trace``), the path of a
+  trace whose ids are not prefix hashes;
+- ``all``: what the planner runs, ``planner.traffic.traces.trace_reuse`` (the file read a block of
+  lines at a time and passed at once, the warm-up's request count by a first pass over the text)
+  and the curve at 64 capacities (``hit_curve``).
+
+Prints a table and writes JSON; ``cpu_s`` is the CPU time of the process, which is what its wall
+time is on an idle core.
 
 Measured on the shared 2-core development machine (numpy 2.4, Python 3.11), 2026-12-01, on the
-traces this script writes (``make(path, n)``), each read, passed and curved in one process by
-``/usr/bin/time -v python benchmarks/traces_bench.py --child TRACE all``, while other jobs held the
-load average at 5-13 (wall times 3-4 times the CPU times; the CPU time is the wall time on an
-idle core):
+traces this script writes (``make(path, n)``, seed 1), each run by
+``/usr/bin/time -v python benchmarks/traces_bench.py --child TRACE all`` (and ``read``), while other
+jobs held the load average at 9-11 on the 2 cores (wall times 2.5-3 times the CPU times; the CPU
+times themselves vary by 15% between runs at that load, so the two runs taken are both given):
 
-=========  ==========  ================  ==========  ============
-requests   blocks      distinct blocks   CPU [s]     peak RSS
-=========  ==========  ================  ==========  ============
-1,000,000  17,749,746   5,499,912        15.7        268 MB
-3,000,000  53,249,544  16,499,897        55.7        667 MB
-=========  ==========  ================  ==========  ============
+=========  ==========  ================  ============================  ===========================
+requests   blocks      distinct blocks   ``all``: CPU, peak RSS        before (issue 19's last note)
+=========  ==========  ================  ============================  ===========================
+1,000,000  17,749,746   5,499,912        9.5-10.8 s, 136 MB            15.7 s, 268 MB
+3,000,000  53,249,544  16,499,897        26.3-27.1 s, 286-289 MB       55.7 s, 667 MB
+=========  ==========  ================  ============================  ===========================
 
-Reading alone peaks at 176 MB and 448 MB. Before the chunked pass (the whole-trace dominance
-count, int64 ids, chunks concatenated at the end of reading) the same 1,000,000 requests peaked at
-954 MB (reading alone 390 MB). Memory is the trace's arrays (4 B a block, 32 B a request), 16 B
-per distinct block (last use and the sorted last uses, int32; tokens by rank, int64), one chunk of
-262,144 blocks and the interpreter with numpy (about 45 MB).
+The previous code (main at 172bb87, ``read_trace`` then ``reuse``) run on the same million-request
+trace at the same load, just after: 25.8 s of CPU and 276 MB, so at equal load the streamed pass is
+2.4-2.7 times faster (its 15.7 s of the last note were taken at a lower load).
+``read`` alone: 3.8 s and 182 MB, 9.5 s and 447 MB. At a million requests, measured apart under
+the same load: the counting pass 0.9-1.5 s (the gzip stream decompressed once more), reading and
+parsing the blocks 3.8 s (of it 0.9 s decompression and 1.8 s the parser's ``np.fromstring``), the
+pass alone on the arrays 4.8 s. Memory at three million: 12 bytes per distinct block id (200 MB: last use, parent
+check, hits by rank), 1 bit per access (7 MB), one 2 MB block of text with its chunk's temporaries,
+and the interpreter with numpy (45 MB). Before this, the whole trace's block array was held (4 B a
+block) beside a sorted array of last uses compacted every chunk.
 """
 
 from __future__ import annotations
@@ -80,15 +91,16 @@ def make(path: Path, requests: int, seed: int = 1) -> int:
 def _child(path: str, phase: str) -> None:
     from planner.traffic import traces as T
     t0 = time.perf_counter()
-    tr = T.read_trace(path)
-    t1 = time.perf_counter()
-    out = {"requests": tr.requests, "blocks": tr.blocks, "read_s": t1 - t0}
-    if phase == "all":
-        r = T.reuse(tr)
+    if phase == "read":                                  # the whole trace read into memory
+        tr = T.read_trace(path)
+        out = {"requests": tr.requests, "blocks": tr.blocks, "read_s": time.perf_counter() - t0}
+    else:                                                # "all": read and passed at once, as the planner does
+        r, _ = T.trace_reuse(path)
         caps = np.unique(np.round(np.logspace(0, np.log10(r.unique_blocks + 1), 64)))
         h = T.hit_curve(r, caps)
-        t2 = time.perf_counter()
-        out.update(reuse_curve_s=t2 - t1, ceiling=float(T.hit_curve(r, [np.inf])[0]), points=len(h))
+        out = {"requests": r.requests, "unique_blocks": r.unique_blocks, "warmup_blocks": r.warmup_blocks,
+               "reuse_curve_s": time.perf_counter() - t0, "ceiling": float(T.hit_curve(r, [np.inf])[0]),
+               "points": len(h)}
     ru = resource.getrusage(resource.RUSAGE_SELF)
     out["max_rss_mb"] = ru.ru_maxrss / 1024
     out["cpu_s"] = ru.ru_utime + ru.ru_stime  # the process's CPU time: what wall time is on an idle core
@@ -116,11 +128,11 @@ def main(argv=None) -> int:
                 p = subprocess.run([sys.executable, __file__, "--child", str(path), phase],
                                    capture_output=True, text=True, check=True)
                 res[phase] = json.loads(p.stdout)
-            row = {"requests": n, "blocks": blocks, "file_mb": path.stat().st_size / 2**20, "generate_s": gen,
-                   "read_s": res["all"]["read_s"], "reuse_curve_s": res["all"]["reuse_curve_s"],
-                   "cpu_s": res["all"]["cpu_s"],
-                   "read_max_rss_mb": res["read"]["max_rss_mb"], "max_rss_mb": res["all"]["max_rss_mb"],
-                   "ceiling": res["all"]["ceiling"]}
+            row = {"requests": n, "blocks": blocks, "unique_blocks": res["all"]["unique_blocks"],
+                   "file_mb": path.stat().st_size / 2**20, "generate_s": gen,
+                   "read_cpu_s": res["read"]["cpu_s"], "read_max_rss_mb": res["read"]["max_rss_mb"],
+                   "wall_s": res["all"]["reuse_curve_s"], "cpu_s": res["all"]["cpu_s"],
+                   "max_rss_mb": res["all"]["max_rss_mb"], "ceiling": res["all"]["ceiling"]}
             rows.append(row)
             print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()),
                   flush=True)

@@ -62,9 +62,8 @@ def load_reuse(file: Path, block_size: int | None, warmup: float) -> tuple[tr.Re
     st = file.stat()
     key = (str(file.resolve()), st.st_size, st.st_mtime_ns, block_size, float(warmup))
     if key not in _CACHE:
-        t = tr.read_trace(file, block_size)
         _CACHE.clear()  # one plan's traces at a time: the arrays can be large
-        _CACHE[key] = (tr.reuse(t, warmup), list(t.notes))
+        _CACHE[key] = tr.trace_reuse(file, block_size, warmup)  # read and passed at once (bounded memory)
     return _CACHE[key]
 
 

@@ -40,21 +40,32 @@ tests reproduce):
 
 The stack distance of an access is the number of distinct blocks used since its block's last
 use: the times still marked as the last use of their block (what a Fenwick tree over time would
-hold, Bennett & Kruskal 1975). The accesses are taken a chunk at a time (``PASS_CHUNK``): the marks
-before the chunk are one sorted array (a ``searchsorted`` per access), the changes inside the
-chunk a dominance count done bit by bit as in a wavelet matrix (``count_smaller_before``). Memory:
-the trace's arrays (4 bytes a block for ids below 2^31, 32 bytes a request), about 16 bytes per
-distinct block (last use, marks, tokens by rank) and one chunk's temporaries; no Python object per
-block. The reader parses ``FAST_CHUNK`` lines at a time into arrays grown in place. A trace whose
-ids are not prefix hashes (an id under two parents, or twice in a request) is first renumbered
-depth by depth (``prefix_nodes``), which holds a few int64 arrays of the whole trace at once.
+hold, Bennett & Kruskal 1975). The pass (:class:`planner.traffic.lru_pass.StackPass`, where the
+method is set out) takes the accesses a chunk of whole requests at a time: the marks are a bitmap
+over time, the changes inside a chunk a dominance count done bit by bit as in a wavelet matrix
+(``count_smaller_before``) over runs of accesses whose last uses are consecutive.
+
+Two ways in, one curve:
+
+- :func:`trace_reuse` (what the planner uses): the file read a block of lines at a time
+  (:mod:`planner.traffic.trace_reader`) and each block passed at once. Memory: about 12 bytes per
+  distinct block id (last use, parent check, hits by rank), 1 bit per access, one block of text
+  and its chunk's temporaries; no array of the whole trace, no Python object per block. The
+  warm-up needs the number of requests first: a counting pass over the text (the file
+  decompressed twice), checked against the requests the pass was fed.
+- :func:`read_trace` then :func:`reuse`: the whole trace in memory (4 bytes a block for ids below
+  2^31, 24 bytes a request). :func:`trace_reuse` falls back to it for a trace whose ids are not
+  prefix hashes (an id under two parents, or twice in a request), whose ids are too sparse to index
+  by (above 4 per block read, or past 2^31), or with a line the fast parsers do not take (then
+  every problem is located line by line). Its renumbering (``prefix_nodes``, depth by depth) holds
+  about 13 bytes a block more at its peak, so such a trace takes about 17 bytes a block and 24 a
+  request (1.1 GB at 53 million blocks, against 0.3 GB streamed): the stated bound, not removed.
 """
 
 from __future__ import annotations
 
 import gzip
 import io
-import itertools
 import json
 import math
 from dataclasses import dataclass, field
@@ -64,12 +75,13 @@ import numpy as np
 
 from planner.core.errors import InputError, Problem
 from planner.core.places import Place
+from planner.traffic import trace_reader as TR
+from planner.traffic.lru_pass import NotDense, NotPrefix, Reuse, StackPass, count_smaller_before  # noqa: F401 (re-exported)
 
 MOONCAKE, BAILIAN = "mooncake", "bailian"
 DEFAULT_BLOCK = {MOONCAKE: 512, BAILIAN: 16}
 DEFAULT_WARMUP = 0.5  # kvcache-ai simulator: the last 50% of requests are measured
 MAX_LISTED_LINES = 20  # located problems listed per trace file
-FAST_CHUNK = 5000  # lines parsed per json.loads call (bounded Python objects)
 PASS_CHUNK = 1 << 18  # blocks per chunk of the trie check and the stack-distance pass (bounded temporaries)
 
 
@@ -117,50 +129,6 @@ def _int_of(v) -> int | None:
     if isinstance(v, float) and v.is_integer():
         return int(v)
     return None
-
-
-def _chunks(path: Path):
-    """The file's lines, FAST_CHUNK at a time."""
-    with _open(path) as fh:
-        while chunk := list(itertools.islice(fh, FAST_CHUNK)):
-            yield chunk
-
-
-def _parse_fast(lines: list[str]):
-    """The whole file in one ``json.loads`` and type checks over whole columns; None when
-    anything is off (then the line-by-line reader locates every problem)."""
-    body = [x for x in lines if x.strip()]
-    if not body:
-        return None
-    try:
-        recs = json.loads("[" + ",".join(body) + "]")
-    except (ValueError, RecursionError):
-        return None
-    if len(recs) != len(body) or not all(type(r) is dict for r in recs):
-        return None
-    fmt = BAILIAN if "chat_id" in recs[0] else MOONCAKE
-    try:
-        inp = [r["input_length"] for r in recs]
-        outl = [r.get("output_length", 0) for r in recs]
-        ts = [r.get("timestamp", 0) for r in recs]
-        hs = [r["hash_ids"] for r in recs]
-    except KeyError:
-        return None
-    if not (set(map(type, inp)) <= {int} and set(map(type, outl)) <= {int}
-            and set(map(type, ts)) <= {int, float} and set(map(type, hs)) <= {list}):
-        return None
-    flat = list(itertools.chain.from_iterable(hs))
-    if flat and not set(map(type, flat)) <= {int}:
-        return None
-    inp_a, out_a = np.asarray(inp, dtype=np.int64), np.asarray(outl, dtype=np.int64)
-    ts_a = np.asarray(ts, dtype=float)
-    flat_a = np.asarray(flat, dtype=np.int64)
-    if inp_a.min() < 0 or out_a.min() < 0 or not np.all(np.isfinite(ts_a)) or (flat and flat_a.min() < 0):
-        return None
-    ts_a = ts_a / (1000.0 if fmt == MOONCAKE else 1.0)
-    if not flat or flat_a.max() < 2**31 - 1:
-        flat_a = flat_a.astype(np.int32)  # 4 bytes a block while the whole trace is held
-    return fmt, inp_a, out_a, ts_a, np.fromiter(map(len, hs), dtype=np.int64, count=len(hs)), flat_a
 
 
 class _Grow:
@@ -211,28 +179,23 @@ def read_trace(path: str | Path, block_size: int | None = None, place: str | Non
     flat: list[int] = []
     fmt = None
     fast = None
-    try:  # chunk by chunk: the Python objects of one chunk at a time
+    try:  # a block of lines at a time, as arrays (planner.traffic.trace_reader); None: line by line
         cols = [_Grow(d) for d in (np.int64, np.int64, float, np.int64, np.int32)]
-        kind, ok = None, True
-        for chunk in _chunks(path):
-            part = _parse_fast(chunk)
-            if part is None and any(x.strip() for x in chunk):
-                ok = False
-                break
-            if part is not None:
-                kind = kind or part[0]
-                for c, x in zip(cols, part[1:]):
-                    c.add(x)
-            del part, chunk
-        if ok and kind is not None:
-            fast = (kind,) + tuple(c.done() for c in cols)
+        for part in TR.chunks(path):
+            fmt = fmt or part[0] or None
+            for c, x in zip(cols, part[1:]):
+                c.add(x)
+            del part
+        fast = tuple(c.done() for c in cols)
         del cols
-    except UnicodeDecodeError as exc:
-        problems.append(Problem(name, f"not UTF-8 text ({exc.reason}): is it a JSONL trace?"))
-    except (OSError, EOFError) as exc:  # unreadable, or a damaged gzip stream
-        problems.append(Problem(place or name, f"cannot be read to the end ({exc})"))
+        if not len(fast[0]):
+            fast = None
+        else:
+            fast[2][:] /= 1000.0 if fmt == MOONCAKE else 1.0
+    except TR.Unreadable:
+        fast, fmt = None, None
     if fast is not None:
-        fmt, inp, outl, ts, lens, flat = fast
+        inp, outl, ts, lens, flat = fast
     elif not problems:  # line by line, to name every problem at its line
         try:
             with _open(path) as fh:
@@ -253,11 +216,11 @@ def read_trace(path: str | Path, block_size: int | None = None, place: str | Non
                         fmt = BAILIAN if "chat_id" in rec else MOONCAKE
                     bad = []
                     n_in = _int_of(rec.get("input_length"))
-                    if n_in is None or n_in < 0:
+                    if n_in is None or not 0 <= n_in < 2**63:
                         bad.append(f"input_length {rec.get('input_length')!r} is not a whole number >= 0")
                     n_out = rec.get("output_length", 0)
                     n_out = _int_of(n_out if n_out is not None else 0)
-                    if n_out is None or n_out < 0:
+                    if n_out is None or not 0 <= n_out < 2**63:
                         bad.append(f"output_length {rec.get('output_length')!r} is not a whole number >= 0")
                     t = rec.get("timestamp", 0)
                     if isinstance(t, bool) or not isinstance(t, (int, float)) or not math.isfinite(t):
@@ -267,9 +230,10 @@ def read_trace(path: str | Path, block_size: int | None = None, place: str | Non
                         bad.append("hash_ids is missing or not a list" if h is None else
                                    f"hash_ids {str(h)[:40]!r} is not a list")
                         h = []
-                    elif h and not all(type(x) is int and x >= 0 for x in h):
-                        first = next(x for x in h if not (type(x) is int and x >= 0))
-                        bad.append(f"hash_ids holds {first!r}: every hash id must be a whole number >= 0")
+                    elif h and not all(type(x) is int and 0 <= x < 2**63 for x in h):
+                        first = next(x for x in h if not (type(x) is int and 0 <= x < 2**63))
+                        bad.append(f"hash_ids holds {first!r}: every hash id must be a whole number >= 0 "
+                                   f"(and below 2^63)")
                     if bad:
                         problems.append(Problem(where, "; ".join(bad)))
                         continue
@@ -310,20 +274,37 @@ def _small_ids(flat) -> np.ndarray:
 
 def _check_lengths(tr: Trace) -> None:
     """Notes (not errors) when the blocks do not cover the input as the block size says."""
-    need = -(-tr.input_length // tr.block_size)
-    have = np.diff(tr.starts)
-    more = int(np.count_nonzero(have > need))
-    short = int(np.count_nonzero(have < need - 1))
-    if more:
-        tr.notes.append(f"{Path(tr.path).name}: {more} of {tr.requests} requests have more hash blocks than "
-                        f"input_length / {tr.block_size} tokens needs (the extra blocks count 0 tokens): "
-                        f"is the block size right?")
-    if short:
-        tr.notes.append(f"{Path(tr.path).name}: {short} of {tr.requests} requests have hash blocks for less "
-                        f"than their input (the rest counts as missed): is the block size right?")
-    if tr.requests > 1 and np.any(np.diff(tr.timestamp_s) < 0):
-        tr.notes.append(f"{Path(tr.path).name}: timestamps are not in order; requests are replayed in file "
-                        f"order")
+    tr.notes.extend(_LengthNotes(tr.block_size).add(tr.input_length, np.diff(tr.starts), tr.timestamp_s)
+                    .notes(Path(tr.path).name))
+
+
+class _LengthNotes:
+    """The counts behind the notes of :func:`_check_lengths`, a chunk of requests at a time."""
+
+    def __init__(self, block_size: int):
+        self.bs, self.n, self.more, self.short, self.unordered, self.t = block_size, 0, 0, 0, False, -math.inf
+
+    def add(self, input_length, lens, timestamp_s):
+        need = -(-np.asarray(input_length) // self.bs)
+        self.more += int(np.count_nonzero(lens > need))
+        self.short += int(np.count_nonzero(lens < need - 1))
+        self.n += len(lens)
+        if len(timestamp_s):
+            self.unordered = self.unordered or timestamp_s[0] < self.t or bool(np.any(np.diff(timestamp_s) < 0))
+            self.t = timestamp_s[-1]
+        return self
+
+    def notes(self, name: str) -> list[str]:
+        out = []
+        if self.more:
+            out.append(f"{name}: {self.more} of {self.n} requests have more hash blocks than input_length / "
+                       f"{self.bs} tokens needs (the extra blocks count 0 tokens): is the block size right?")
+        if self.short:
+            out.append(f"{name}: {self.short} of {self.n} requests have hash blocks for less than their input "
+                       f"(the rest counts as missed): is the block size right?")
+        if self.n > 1 and self.unordered:
+            out.append(f"{name}: timestamps are not in order; requests are replayed in file order")
+        return out
 
 
 def make_trace(requests, block_size: int, input_length=None, fmt: str = MOONCAKE) -> Trace:
@@ -360,7 +341,7 @@ def prefix_nodes(starts: np.ndarray, hashes: np.ndarray) -> np.ndarray:
         dense = hashes
     else:
         _, dense = np.unique(hashes, return_inverse=True)
-        dense = dense.astype(np.int64)
+        dense = dense.ravel().astype(np.int32 if total < 2**31 - 1 else np.int64)
     width = int(dense.max()) + 1
     # a prefix-hash trace (every id always under the same parent, none twice in a request)
     # already names whole prefixes: the node is the id itself. Checked in O(blocks): store one
@@ -383,188 +364,101 @@ def prefix_nodes(starts: np.ndarray, hashes: np.ndarray) -> np.ndarray:
     del one
     if same:
         return dense
-    node = np.empty(total, dtype=np.int64)
+    # renumbered depth by depth, in int32 while it fits: about 4 + 4 bytes a block (node, depth) and the
+    # depth order (8 bytes a block while argsort returns it, then 4) beside the trace's own arrays
+    nt = np.int32 if total < 2**31 - 1 else np.int64
+    node = np.empty(total, dtype=nt)
     lens = np.diff(starts)
-    req = np.repeat(np.arange(len(lens)), lens)
-    depth = np.arange(total, dtype=np.int64) - starts[req]
-    del req
-    order = np.argsort(depth, kind="stable")
-    bounds = np.searchsorted(depth[order], np.arange(int(depth.max()) + 2))
+    depth = np.arange(total, dtype=nt)
+    depth -= np.repeat(starts[:-1].astype(nt), lens)          # position of each block in its request
+    bounds = np.zeros(int(depth.max()) + 2, dtype=np.int64)
+    np.cumsum(np.bincount(depth), out=bounds[1:])
+    order = np.argsort(depth, kind="stable").astype(nt)
+    del depth
     next_id = 0
     for d in range(len(bounds) - 1):
         idx = order[bounds[d]:bounds[d + 1]]
-        key = dense[idx] if d == 0 else node[idx - 1] * width + dense[idx]
+        key = dense[idx].astype(np.int64) if d == 0 else node[idx - 1].astype(np.int64) * width + dense[idx]
         uniq, inv = np.unique(key, return_inverse=True)
-        node[idx] = inv + next_id
+        node[idx] = inv.ravel() + next_id
         next_id += len(uniq)
     return node
 
 
 # --------------------------------------------------------------------------- stack distances
-def count_smaller_before(v: np.ndarray) -> np.ndarray:
-    """``out[i] = #{j < i : v[j] < v[i]}`` for non-negative integers, in ``O(n log max v)``.
-
-    Bit by bit from the top (a wavelet-matrix pass): at bit ``b`` the elements sharing the
-    bits above ``b`` are contiguous and in their original order; each element whose bit is 1
-    counts the earlier elements of its group whose bit is 0 (those are smaller, first
-    differing at ``b``); then a stable partition by the bit. Each element carries the start
-    of its group, so no group labels are recomputed.
-    """
-    n = len(v)
-    out = np.zeros(n, dtype=np.int64)
-    if n == 0:
-        return out
-    dt = np.int32 if n < 2**31 and int(np.max(v)) < 2**31 else np.int64
-    cur = np.asarray(v, dtype=dt).copy()
-    order = np.arange(n, dtype=dt)
-    acc = np.zeros(n, dtype=dt)
-    gstart = np.zeros(n, dtype=dt)          # position of the element's group start
-    for b in range(int(cur.max()).bit_length() - 1, -1, -1):
-        ones = (cur & dt(1 << b)) != 0
-        zc = np.cumsum(~ones, dtype=dt)
-        zc -= ~ones                          # zeros strictly before i
-        zg = zc[gstart]                      # zeros before the group's start
-        zc -= zg                             # zeros of the group before i
-        zc[~ones] = 0
-        acc += zc
-        del zc
-        nz = n - int(np.count_nonzero(ones))
-        ng = np.where(ones, nz + gstart - zg, zg).astype(dt)  # group starts after the partition
-        del zg, gstart
-        idx = np.argsort(ones, kind="stable")
-        del ones
-        gstart = ng[idx]
-        del ng
-        cur = cur[idx]                       # one array at a time: the old one freed at once
-        acc = acc[idx]
-        order = order[idx]
-        del idx
-    out[order] = acc
-    return out
-
-
-@dataclass
-class Reuse:
-    """Tokens by LRU rank of the counted blocks that were seen before, cumulated.
-
-    ``cum_tokens[k]`` are the tokens of the counted blocks whose rank (blocks more recently
-    used than it just before its request) is below ``k``, for ``k = 0 .. unique_blocks``: the
-    hit tokens of a cache of ``k`` blocks.
-    """
-
-    cum_tokens: np.ndarray  # int64, unique_blocks + 1
-    total_tokens: int      # input tokens of the counted requests
-    warmup_requests: int
-    warmup_blocks: int     # distinct blocks seen during the warm-up (a capacity above it never filled)
-    unique_blocks: int
-    requests: int
-    block_size: int
+def _cuts(starts: np.ndarray, w: int, chunk: int) -> list[int]:
+    """Request boundaries of the chunks: about ``chunk`` blocks each, one cut at the warm-up ``w``."""
+    n = len(starts) - 1
+    cuts = [0]
+    for a, b in ((0, w), (w, n)):
+        if b > a:
+            pos = np.arange(int(starts[a]) + chunk, int(starts[b]), chunk)
+            cuts.extend(int(x) for x in np.unique(np.searchsorted(starts, pos, side="right") - 1) if a < x < b)
+            cuts.append(b)
+    return cuts
 
 
 def reuse(tr: Trace, warmup: float = DEFAULT_WARMUP, chunk: int = PASS_CHUNK) -> Reuse:
-    """The one pass: each block's LRU stack rank just before its request is served.
+    """The one pass over a trace held in memory: each block's LRU stack rank just before its request.
 
-    The accesses are the requests in order, each request's blocks deepest first. The stack
-    distance of an access at time ``t`` whose block was last used at ``p`` is the number of
-    distinct blocks used in ``(p, t)``: the times in ``(p, t)`` that are still the last use
-    of their block at ``t`` (Bennett & Kruskal 1975, "LRU stack processing", the marks a
-    Fenwick tree would hold). Before the request, the block's rank is that distance less the
-    deeper blocks of the same request already touched (none of them was used after ``p``:
-    using a block uses its whole prefix).
-
-    The accesses are taken ``chunk`` at a time, so memory is bounded by the distinct blocks
-    plus one chunk's temporaries. For an access at ``t`` in the chunk starting at ``s``::
-
-        distance = #{marks at s above p} + #{q in [s, t): q > p} - #{q in [s, t): prev(q) > p}
-
-    (the marks at ``s``, a sorted array, less the ones the chunk's earlier accesses moved,
-    plus those accesses): a ``searchsorted`` and a within-chunk dominance count
-    (``count_smaller_before``), exact integers, no Python loop per block.
+    The accesses are the requests in order, each request's blocks deepest first; the blocks are
+    the prefix-trie nodes of :func:`prefix_nodes`, fed ``chunk`` blocks (whole requests) at a time
+    to :class:`planner.traffic.lru_pass.StackPass` (the method is described there). A file is read
+    and passed without holding the whole trace by :func:`trace_reuse`.
     """
     n = tr.requests
-    total = tr.blocks
-    w = max(0, min(n, int(math.floor(n * warmup)) if n else 0))
-    it = np.int32 if total < 2**31 - 1 else np.int64          # index arrays: half the memory when it fits
-    node = prefix_nodes(tr.starts, tr.hashes).astype(it, copy=False)
-    width = int(node.max()) + 1 if total else 0
-    last = np.full(width, -1, dtype=it)                        # last use of each block, -1: never
-    buf = np.empty(width, dtype=it)                            # one buffer, compacted in place
-    marks = buf[:0]                                            # sorted: the last use of every block seen
-    cum = np.zeros(width + 1, dtype=np.int64)                  # cum[1 + k]: tokens of rank k, cumulated at the end
-    warm_blocks = 0
-    bs = tr.block_size
-    cuts = [0]                                                 # request boundaries of the chunks, one at w
-    for a, b in ((0, w), (w, n)):
-        if b > a:
-            pos = np.arange(int(tr.starts[a]) + chunk, int(tr.starts[b]), chunk)
-            cuts.extend(int(x) for x in np.unique(np.searchsorted(tr.starts, pos, side="right") - 1) if a < x < b)
-            cuts.append(b)
-    for r0, r1 in zip(cuts[:-1], cuts[1:]):
-        if r0 == w:
-            warm_blocks = len(marks)
-        s, e = int(tr.starts[r0]), int(tr.starts[r1])
-        k = e - s
-        if k == 0:
-            continue
-        st = tr.starts[r0:r1 + 1].astype(it)
-        req = np.repeat(np.arange(r1 - r0, dtype=it), np.diff(st))   # request of each access, from r0
-        dfe = np.arange(s, e, dtype=it)
-        dfe -= st[req]                                         # deeper blocks touched before it
-        blk = st[req + 1]
-        blk -= 1
-        blk -= dfe                                             # the block (trace order) access s + i touches
-        seq = node[blk]
-        order = np.argsort(seq, kind="stable").astype(it, copy=False)
-        same = np.zeros(k, dtype=bool)
-        same[1:] = seq[order[1:]] == seq[order[:-1]]
-        prev = np.empty(k, dtype=it)
-        prev[order[~same]] = last[seq[order[~same]]]           # first use in the chunk: the last use before
-        prev[order[1:][same[1:]]] = order[:-1][same[1:]] + s   # later uses: the one before, in the chunk
-        end = np.ones(k, dtype=bool)
-        end[:-1] = ~same[1:]
-        ends = np.sort(order[end])                             # last use in the chunk of each block
-        last[seq[ends]] = ends + s
-        del order, same, end, seq
-        old = prev[(prev >= 0) & (prev < s)]                   # marks moved by this chunk
-        seen = prev >= 0
-        ti = np.flatnonzero(seen).astype(it, copy=False)       # accesses of blocks seen before
-        p = prev[ti].astype(np.int64)
-        above = len(marks) - np.searchsorted(marks, p, side="right")
-        above[p >= s] = 0
-        inside = ti.astype(np.int64) + s - np.maximum(s, p + 1)
-        # #{q in [s, t): prev(q) > p}: only accesses of seen blocks can count, so only they are
-        # ranked (the prevs are distinct: each time is the previous use of one access at most),
-        # largest prev first, and counted: log2(chunk) bit rounds, not log2(trace)
-        v = np.empty(len(ti), dtype=it)
-        v[np.argsort(prev[ti])[::-1]] = np.arange(len(ti), dtype=it)
-        moved = count_smaller_before(v)
-        del v, prev
-        counted = req[ti] >= w - r0
-        ti = ti[counted]
-        rank = (above[counted] + inside[counted] - moved[counted]) - dfe[ti]
-        del above, inside, moved
-        rq = req[ti].astype(np.int64) + r0
-        tokens = np.clip(tr.input_length[rq] - (blk[ti] - tr.starts[rq]) * bs, 0, bs)
-        ranks, at = np.unique(rank, return_inverse=True)        # chunk-sized, not one slot per block
-        cum[1 + ranks] += np.bincount(at.ravel(), weights=tokens, minlength=len(ranks)).round().astype(np.int64)
-        del rank, tokens, rq, ranks, at, ti, req, dfe, blk, p
-        keep = np.ones(len(marks), dtype=bool)
-        keep[np.searchsorted(marks, old)] = False
-        m = 0
-        for a in range(0, len(marks), chunk):                  # forward, a chunk at a time: the kept
-            kept = marks[a:a + chunk][keep[a:a + chunk]]        # values are copied before their place
-            buf[m:m + len(kept)] = kept                        # (m <= a) is written
-            m += len(kept)
-        buf[m:m + len(ends)] = ends + s
-        marks = buf[:m + len(ends)]
-        del keep, old, ends
-    unique = len(marks)
-    del marks, last, buf
-    if n and w == n:
-        warm_blocks = unique
-    cum = cum[:unique + 1]                                     # ranks are below the distinct blocks
-    np.cumsum(cum, out=cum)
-    return Reuse(cum, int(tr.input_length[w:].sum()), w, warm_blocks, unique, n, bs)
+    node = prefix_nodes(tr.starts, tr.hashes)
+    sp = StackPass(n, warmup, tr.block_size, check_prefix=False)
+    lens = np.diff(tr.starts)
+    for r0, r1 in zip(*(lambda c: (c[:-1], c[1:]))(_cuts(tr.starts, sp.w, chunk))):
+        sp.feed(lens[r0:r1], node[tr.starts[r0]:tr.starts[r1]], tr.input_length[r0:r1])
+    if n and sp.nreq < n:  # requests with no blocks after the last cut
+        sp.feed(lens[sp.nreq:], node[:0], tr.input_length[sp.nreq:])
+    return sp.result()
+
+
+def trace_reuse(path: str | Path, block_size: int | None = None, warmup: float = DEFAULT_WARMUP,
+                place: str | None = None) -> tuple[Reuse, list[str]]:
+    """Read a trace file and make its one pass at once, never holding the whole trace: ``(reuse, notes)``.
+
+    The file is read a block of lines at a time (:func:`planner.traffic.trace_reader.chunks`) and
+    each block's requests go straight into the pass (:class:`planner.traffic.lru_pass.StackPass`), so
+    memory is the distinct blocks' state and one block. The warm-up is the first
+    ``floor(n * warmup)`` requests: with a warm-up, ``n`` is counted first by a cheap pass over the
+    text (:func:`planner.traffic.trace_reader.count_requests`, the file decompressed once more),
+    and the pass checks it was fed exactly ``n``.
+
+    The same curve as ``reuse(read_trace(path))``, which it falls back to (the whole trace in
+    memory) for a trace that is not a prefix-hash trace (an id under two parents, or twice in one
+    request: its prefixes are renumbered, see :func:`prefix_nodes`), whose ids are too sparse to
+    index by, or that a fast parser does not take (then its problems are located line by line).
+
+    Raises
+    ------
+    TraceError : every malformed line at once, as ``file:line: what``
+    """
+    path = Path(path)
+    if path.is_file():
+        sp = None
+        try:
+            n = TR.count_requests(path) if warmup > 0 else None
+            stats = None
+            for fmt, inp, _out, ts, lens, ids in TR.chunks(path):
+                if not len(inp):
+                    continue
+                if sp is None:
+                    bs = int(block_size) if block_size else DEFAULT_BLOCK[fmt]
+                    sp = StackPass(n, warmup, bs, check_prefix=True)
+                    stats, scale = _LengthNotes(bs), 1000.0 if fmt == MOONCAKE else 1.0
+                stats.add(inp, lens, ts / scale)
+                sp.feed(lens, ids, inp)
+            if sp is not None and (n is None or sp.nreq == n):
+                return sp.result(), stats.notes(path.name)
+        except (TR.Unreadable, NotPrefix, NotDense):
+            pass
+        sp = None  # free the pass's state before the trace is read whole
+    tr = read_trace(path, block_size, place)
+    return reuse(tr, warmup), list(tr.notes)
 
 
 def hit_curve(r: Reuse, capacity_blocks) -> np.ndarray:

@@ -1,0 +1,387 @@
+"""The one-pass LRU stack ranks of a prefix-reuse trace, fed a chunk of requests at a time (issue 19).
+
+:class:`StackPass` takes the trace as it is read, a chunk of whole requests at a time, and keeps only
+the state of the distinct blocks, so the whole trace's block array is never held:
+
+- ``last``: the last use (access time) of each block, by block id [int32 while the trace has fewer
+  than 2^31 - 1 accesses, then int64];
+- ``parent``: while checking that the ids are prefix hashes, the parent id each id was first seen
+  under (int32); one id under two parents (or twice in a request) raises :class:`NotPrefix`;
+- ``bits``: one bit per access time, set while that time is the last use of its block (the marks of
+  Bennett & Kruskal 1975, "LRU stack processing", which a Fenwick tree would hold), with the
+  popcounts of its 64-bit words cumulated once a chunk: the marks above a time are two lookups and
+  a popcount (``np.bitwise_count``), and a chunk's changes are ``|=`` and ``&=`` on the words it touched;
+- ``full``: the full-block hits by LRU rank, as differences (a run of ranks ``lo..hi`` is +1 at ``lo``,
+  -1 past ``hi``; int32, widened past 2^31 - 1 accesses); the partial blocks (the last block of a
+  request whose input does not fill it, at most one a request) are kept as (rank, tokens) pairs.
+
+Memory, then: 12 bytes per distinct block id (``last``, ``parent``, ``full``), 1 bit per access,
+at most 8 bytes per counted request with a partial last block hit, and one chunk's temporaries
+(about 100 bytes a block of the chunk). Within a chunk the changes earlier accesses made are counted
+by a dominance count (:func:`count_smaller_before`) over *units*: runs of accesses of one request
+whose last uses are consecutive times (a prefix touched together before); their ranks are
+consecutive too, so a unit is one range in ``full``. The arithmetic is exact integers throughout.
+
+The rank of an access at time ``t`` (chunk starting at ``s``) whose block was last used at ``p``::
+
+    distance = #{marks at s above p} + #{q in [s, t): q > p} - #{q in [s, t): prev(q) > p}
+    rank     = distance - (deeper blocks of the same request touched before it)
+
+(blocks are touched deepest first, so a request's own deeper blocks were not used after ``p``:
+using a block uses its whole prefix).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+I32_MAX = 2**31 - 1
+
+
+class NotPrefix(Exception):
+    """An id under two parents, or twice in one request: the ids do not name whole prefixes."""
+
+
+class NotDense(Exception):
+    """Ids too sparse to index an array by (more than 4 ids a block read so far): renumber first."""
+
+
+@dataclass
+class Reuse:
+    """Tokens by LRU rank of the counted blocks that were seen before, cumulated.
+
+    ``cum_tokens[k]`` are the tokens of the counted blocks whose rank (blocks more recently
+    used than it just before its request) is below ``k``, for ``k = 0 .. unique_blocks``: the
+    hit tokens of a cache of ``k`` blocks.
+    """
+
+    cum_tokens: np.ndarray  # int64, unique_blocks + 1
+    total_tokens: int      # input tokens of the counted requests
+    warmup_requests: int
+    warmup_blocks: int     # distinct blocks seen during the warm-up (a capacity above it never filled)
+    unique_blocks: int
+    requests: int
+    block_size: int
+
+
+def count_smaller_before(v: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
+    """``out[i] = sum of weight[j] over j < i with v[j] < v[i]`` (weight 1: a count) for non-negative
+    integers ``v``, in ``O(n log max v)``.
+
+    Bit by bit from the top (a wavelet-matrix pass): at bit ``b`` the elements sharing the
+    bits above ``b`` are contiguous and in their original order; each element whose bit is 1
+    adds the weights of the earlier elements of its group whose bit is 0 (those are smaller, first
+    differing at ``b``); then a stable partition by the bit. Each element carries the start
+    of its group, so no group labels are recomputed.
+    """
+    n = len(v)
+    out = np.zeros(n, dtype=np.int64)
+    if n == 0:
+        return out
+    wt = None if weight is None else np.asarray(weight, dtype=np.int64)
+    big = n >= 2**31 or int(np.max(v)) >= 2**31 or (wt is not None and int(wt.sum()) >= 2**31)
+    dt = np.int64 if big else np.int32
+    cur = np.asarray(v, dtype=dt).copy()
+    order = np.arange(n, dtype=dt)
+    acc = np.zeros(n, dtype=dt)
+    w = None if wt is None else wt.astype(dt)
+    gstart = np.zeros(n, dtype=dt)          # position of the element's group start
+    for b in range(int(cur.max()).bit_length() - 1, -1, -1):
+        ones = (cur & dt(1 << b)) != 0
+        if w is None:
+            zc = np.cumsum(~ones, dtype=dt)
+            zc -= ~ones                      # zeros strictly before i
+        else:
+            zw = np.where(ones, 0, w).astype(dt)
+            zc = np.cumsum(zw, dtype=dt)
+            zc -= zw                         # weight of the zeros strictly before i
+            del zw
+        zg = zc[gstart]                      # ... before the group's start
+        zc -= zg                             # ... of the group before i
+        zc[~ones] = 0
+        acc += zc
+        del zc
+        if w is None:
+            nz = n - int(np.count_nonzero(ones))
+            ng = np.where(ones, nz + gstart - zg, zg).astype(dt)  # group starts after the partition
+        else:                                # group starts are positions: counted, not weighed
+            pz = np.cumsum(~ones, dtype=dt)
+            pz -= ~ones
+            pg = pz[gstart]
+            nz = n - int(np.count_nonzero(ones))
+            ng = np.where(ones, nz + gstart - pg, pg).astype(dt)
+            del pz, pg
+        del zg, gstart
+        idx = np.concatenate((np.flatnonzero(~ones), np.flatnonzero(ones))).astype(dt)  # stable partition
+        del ones
+        gstart = ng[idx]
+        del ng
+        cur = cur[idx]                       # one array at a time: the old one freed at once
+        acc = acc[idx]
+        order = order[idx]
+        if w is not None:
+            w = w[idx]
+        del idx
+    out[order] = acc
+    return out
+
+
+def _grown(a: np.ndarray, filled: int, need: int, fill) -> tuple[np.ndarray, int]:
+    """``a`` holding at least ``need`` elements, those from ``filled`` on set to ``fill``: grown by an
+    eighth at least (``ndarray.resize``, a ``realloc``: no second copy held; it zero-fills the new
+    room, so the room is kept small). Returns the array and its new filled length."""
+    if need <= filled:
+        return a, filled
+    if need > len(a):
+        a.resize(max(need, len(a) + len(a) // 8), refcheck=False)
+    a[filled:need] = fill
+    return a, need
+
+
+def _widened(a: np.ndarray, filled: int, dtype) -> np.ndarray:
+    out = np.empty(len(a), dtype=dtype)
+    out[:filled] = a[:filled]
+    return out
+
+
+def _apply_bits(bits: np.ndarray, pos: np.ndarray, on: bool) -> None:
+    """Set (``on``) or clear the bits at the distinct times ``pos`` (sorted)."""
+    if len(pos) == 0:
+        return
+    word = pos >> 6
+    mask = np.left_shift(np.uint64(1), (pos & 63).astype(np.uint64))
+    heads = np.flatnonzero(np.concatenate(([True], word[1:] != word[:-1])))
+    agg = np.bitwise_or.reduceat(mask, heads)   # the bits of one word together (distinct: no carry)
+    w = word[heads]
+    if on:
+        bits[w] |= agg
+    else:
+        bits[w] &= ~agg
+
+
+class StackPass:
+    """The one pass over a trace fed a chunk of whole requests at a time (see the module).
+
+    Parameters
+    ----------
+    requests : the trace's number of requests (the warm-up is its first ``floor(requests * warmup)``);
+        None with ``warmup`` 0
+    warmup : fraction of the requests that only fill the cache [fraction]
+    block_size : tokens per block [tokens]
+    check_prefix : check that ids name whole prefixes (raise :class:`NotPrefix` otherwise) and
+        are dense enough to index by (raise :class:`NotDense`); False when the caller renumbered
+    """
+
+    def __init__(self, requests: int | None, warmup: float, block_size: int, check_prefix: bool = True):
+        if requests is None:
+            if warmup > 0:
+                raise ValueError("the warm-up needs the number of requests")
+            self.w = 0
+        else:
+            self.w = max(0, min(requests, int(math.floor(requests * warmup)) if requests else 0))
+        self.requests = requests
+        self.bs = int(block_size)
+        self.check = check_prefix
+        self.t = 0                # accesses so far
+        self.nreq = 0             # requests so far
+        self.nd = 0               # distinct blocks so far (bits set)
+        self.last = np.full(1 << 12, -1, dtype=np.int32)
+        self.parent = np.full(1 << 12, -2, dtype=np.int32) if check_prefix else None
+        self.bits = np.zeros(1 << 10, dtype=np.uint64)
+        self.full = np.zeros(1 << 12, dtype=np.int32)
+        self.n_last = self.n_parent = self.n_full = 1 << 12    # filled lengths (the rest untouched)
+        self.n_bits = 1 << 10
+        self.part_rank: list[np.ndarray] = []
+        self.part_tok: list[np.ndarray] = []
+        self.total_tokens = 0
+        self.warm_blocks: int | None = None
+
+    # ---------------------------------------------------------------- feeding
+    def feed(self, lens: np.ndarray, ids: np.ndarray, input_length: np.ndarray) -> None:
+        """The next requests: their block counts, their ids concatenated, their input lengths [tokens]."""
+        lens = np.asarray(lens, dtype=np.int64)
+        m = len(lens)
+        r0 = self.nreq
+        if r0 < self.w < r0 + m:          # the warm-up ends inside: two feeds (warm_blocks at the cut)
+            c = self.w - r0
+            cut = int(lens[:c].sum())
+            self.feed(lens[:c], ids[:cut], input_length[:c])
+            self.feed(lens[c:], ids[cut:], input_length[c:])
+            return
+        if self.nreq == self.w and self.warm_blocks is None:
+            self.warm_blocks = self.nd
+        if m == 0:
+            return
+        inp = np.asarray(input_length, dtype=np.int64)
+        if self.nreq >= self.w:
+            self.total_tokens += int(inp.sum())
+        self.nreq += m
+        k = len(ids)
+        if k == 0:
+            return
+        ids = np.asarray(ids)
+        st = np.zeros(m + 1, dtype=np.int64)
+        np.cumsum(lens, out=st[1:])
+        if self.check:
+            self._check(st, lens, ids)
+        top = int(ids.max())
+        self.last, self.n_last = _grown(self.last, self.n_last, top + 1, -1)
+        s = self.t
+        if s + k >= I32_MAX and self.last.dtype != np.int64:   # times past int32: widen once
+            self.last = _widened(self.last, self.n_last, np.int64)
+        self._pass(st, ids, inp, r0, s, k)
+        self.t = s + k
+
+    def _check(self, st, lens, ids) -> None:
+        """Ids dense enough to index by; room for their parents (checked in :meth:`_pass`)."""
+        top = int(ids.max())
+        if top >= I32_MAX or top > max(4 * (self.t + len(ids)), 1 << 22):
+            raise NotDense(top)
+        self.parent, self.n_parent = _grown(self.parent, self.n_parent, top + 1, -2)
+
+    def _check_parents(self, st, node, blk, order, sseq, same) -> None:
+        """Every id always under the same parent (so an id names its whole prefix, and is not twice in
+        a request): the accesses of one block in the chunk agree, and the first with the parent kept."""
+        k = len(node)
+        par = np.empty(k, dtype=np.int32)                    # parent id of each block (chunk order)
+        par[1:] = node[:-1]
+        par[st[:-1][np.diff(st) > 0]] = -1
+        pa = par[blk[order]]                                 # ... of each access, grouped by block
+        del par
+        inner = same[1:]
+        if np.any(pa[1:][inner] != pa[:-1][inner]):
+            raise NotPrefix()
+        hb, hp = sseq[~same], pa[~same]
+        had = self.parent[hb]
+        seen = had != -2
+        if np.any(had[seen] != hp[seen]):
+            raise NotPrefix()
+        self.parent[hb] = hp
+
+    def _above(self, p: np.ndarray, s: int) -> np.ndarray:
+        """Marks (times < s still a block's last use) above each time ``p < s``."""
+        nw = (s + 63) >> 6
+        wc = np.zeros(nw + 1, dtype=np.int64)
+        np.cumsum(np.bitwise_count(self.bits[:nw]), out=wc[1:])
+        x = p + 1                                      # marks at times >= p + 1
+        wi = x >> 6
+        below = wc[wi] + np.bitwise_count(self.bits[wi] & (np.left_shift(np.uint64(1), (x & 63).astype(np.uint64))
+                                                           - np.uint64(1)))
+        return self.nd - below
+
+    def _pass(self, st, node, inp, r0, s, k) -> None:
+        it = self.last.dtype.type
+        m = len(st) - 1
+        bs = self.bs
+        last = self.last
+        req = np.repeat(np.arange(m, dtype=np.int32), np.diff(st))        # request of each access
+        dfe = np.arange(k, dtype=it)
+        dfe -= st[req].astype(it)                       # deeper blocks of its request touched before it
+        blk = st[req + 1].astype(it)
+        blk -= 1
+        blk -= dfe                                      # the block (chunk order) access i touches
+        seq = node[blk]
+        if k < 2**32 and int(seq.max()) < I32_MAX:                # a sort of (block, time) in one int64:
+            key = seq.astype(np.int64) << 32                     # the accesses grouped by block, in time
+            key |= np.arange(k, dtype=np.int64)                  # order (5 times a stable argsort's speed)
+            key.sort()
+            order = (key & 0xFFFFFFFF).astype(it)
+            key >>= 32
+            sseq = key                                           # the blocks in that order
+            del key
+        else:
+            order = np.argsort(seq, kind="stable").astype(it, copy=False)
+            sseq = seq[order]
+        same = np.zeros(k, dtype=bool)
+        same[1:] = sseq[1:] == sseq[:-1]
+        if self.check:
+            self._check_parents(st, node, blk, order, sseq, same)
+        prev = np.empty(k, dtype=it)
+        prev[order[~same]] = last[sseq[~same]]                   # first use in the chunk: the last use before
+        prev[order[1:][same[1:]]] = order[:-1][same[1:]] + s    # later uses: the one before, in the chunk
+        end = np.ones(k, dtype=bool)
+        end[:-1] = ~same[1:]
+        ends = np.sort(order[end])                              # last use in the chunk of each block
+        last[seq[ends]] = ends + s
+        del order, same, end, seq, sseq
+        old = np.sort(prev[(prev >= 0) & (prev < s)]).astype(np.int64)   # marks this chunk moves
+        ti = np.flatnonzero(prev >= 0).astype(it, copy=False)  # accesses of blocks seen before
+        p = prev[ti].astype(np.int64)
+        del prev
+        rq = req[ti]
+        tokens = np.clip(inp[rq] - (blk[ti] - st[rq]) * bs, 0, bs)
+        full = tokens == bs
+        # Units: a run of accesses of seen blocks in one request whose last uses are consecutive times
+        # (a prefix touched together before), of the same weight (full blocks or not). No other access's
+        # last use falls inside a unit's times, so every other access compares alike with all of it, and
+        # within it none counts (the later ones were used later): the dominance count is over units,
+        # weighed by their accesses (Mooncake-like traces: a few units a request, not a few dozen). And
+        # along a unit each access is the next block up the prefix, whose rank is one less (one mark
+        # fewer above its last use, one more access inside, one more deeper block of the request): its
+        # ranks are r, r - 1, ..., r - n + 1 from the rank r of its head.
+        head = np.ones(len(ti), dtype=bool)
+        head[1:] = ((p[1:] != p[:-1] + 1) | (ti[1:] != ti[:-1] + 1) | (rq[1:] != rq[:-1])
+                    | (full[1:] != full[:-1]))
+        hx = np.flatnonzero(head)
+        size = np.diff(np.append(hx, len(ti)))
+        hp, ht = p[hx], ti[hx].astype(np.int64)
+        del p, head
+        v = np.empty(len(hx), dtype=np.int32)
+        v[np.argsort(hp)[::-1]] = np.arange(len(hx), dtype=np.int32)
+        moved = count_smaller_before(v, size)                   # #{q in [s, t): prev(q) > p}
+        del v
+        above = np.zeros(len(hx), dtype=np.int64)
+        before = hp < s
+        if np.any(before):
+            above[before] = self._above(hp[before], s)
+        inside = ht + s - np.maximum(s, hp + 1)
+        rank = above + inside - moved - dfe[ti[hx]]   # rank of each unit's head
+        del above, inside, moved, before, hp, ht
+        nd_after = self.nd + len(ends) - len(old)
+        counted = rq[hx] >= self.w - r0
+        fu = counted & full[hx]                                 # units of full blocks: ranks lo..hi, 1 each
+        self.full, self.n_full = _grown(self.full, self.n_full, nd_after + 1, 0)
+        if self.t + k >= I32_MAX and self.full.dtype != np.int64:  # counts past int32: widen once
+            self.full = _widened(self.full, self.n_full, np.int64)
+        np.add.at(self.full, rank[fu] - size[fu] + 1, 1)        # a difference array: +1 at lo, -1 past hi
+        np.add.at(self.full, rank[fu] + 1, -1)
+        part = np.flatnonzero(counted & ~full[hx])              # units of partial blocks (or past the input)
+        if len(part):
+            at = np.repeat(part, size[part])                    # each of their accesses
+            off = np.arange(len(at)) - np.repeat(np.cumsum(size[part]) - size[part], size[part])
+            r_each = rank[at] - off
+            tk = tokens[hx[at] + off]
+            keep = tk > 0
+            u, inv = np.unique(r_each[keep], return_inverse=True)   # 8 bytes a rank when the sums fit int32
+            tok = np.bincount(inv.ravel(), weights=tk[keep], minlength=len(u)).round()
+            self.part_rank.append(u.astype(np.int32 if nd_after < I32_MAX else np.int64))
+            self.part_tok.append(tok.astype(np.int32 if len(tok) == 0 or tok.max() < I32_MAX else np.int64))
+        del rank, tokens, req, dfe, blk, rq, ti, hx, size, full, counted, fu, part
+        self.bits, self.n_bits = _grown(self.bits, self.n_bits, ((s + k) >> 6) + 1, 0)
+        _apply_bits(self.bits, old, False)
+        _apply_bits(self.bits, ends.astype(np.int64) + s, True)
+        self.nd = nd_after
+
+    # ---------------------------------------------------------------- result
+    def result(self) -> Reuse:
+        """The cumulated tokens by rank; the state of the pass is freed."""
+        if self.requests is not None and self.nreq != self.requests:
+            raise ValueError(f"fed {self.nreq} requests, expected {self.requests}")
+        warm = self.nd if self.warm_blocks is None else self.warm_blocks
+        unique = self.nd
+        self.last = self.parent = self.bits = None
+        cum = np.empty(unique + 1, dtype=np.int64)
+        cum[0] = 0
+        cum[1:] = self.full[:unique]
+        self.full = None
+        np.cumsum(cum[1:], out=cum[1:])            # full-block hits by rank, from their differences (in place:
+        #                                            a cumsum casting int32 into int64 holds a whole temporary)
+        cum[1:] *= self.bs
+        for u, tok in zip(self.part_rank, self.part_tok):
+            np.add.at(cum, 1 + u.astype(np.int64), tok.astype(np.int64))
+        self.part_rank, self.part_tok = [], []
+        np.cumsum(cum, out=cum)
+        return Reuse(cum, int(self.total_tokens), self.w, int(warm), int(unique), self.nreq, self.bs)
