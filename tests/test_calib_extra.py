@@ -67,7 +67,7 @@ def test_moe_all_to_all_term_by_hand():
     assert est.moe_all_to_all_ms(4000, 58, 8, 7168, 8) == pytest.approx(5_820_416_000 / 450e9 * 1e3, rel=1e-12)
     parts = est.roofline_parts(_rec("DeepSeek-R1", "model", weight_bytes=1), _rec("H100 SXM", "gpu"),
                                catalog_raw(_rec("DeepSeek-R1", "model")))
-    assert parts["moe"] == {"layers": 58.0, "k": 8, "hidden": 7168.0, "inter": 2048.0}
+    assert parts["moe"] == {"layers": 58.0, "k": 8, "hidden": 7168.0, "inter": 2048.0, "experts": 256.0}
 
 
 def test_tp_all_reduce_term_by_hand():
