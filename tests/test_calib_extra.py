@@ -137,7 +137,7 @@ def test_alpha_on_the_published_h20_layerwise_and_nfs_pair():
     alpha fitted per store with its 95% interval; printed with the median errors of alpha 0, 1 and
     fitted (README). Found: both fit within 2% at the median, and at 20% and 80% hits the interval
     spans most of [0, 1]: these points do not pin the overlap (the load is small against the compute at
-    20%, and at 80% the two stores differ by 5-10% only), so alpha stays the user's or 0."""
+    20%, and at 80% the two stores differ by 5-10% only): the layer-wise interval is all of [0, 1]."""
     pub = _published()
     cold = pub["ucm656-qwq32b-4xh20"]
     s_kv = s_kv_of(_rec("QwQ-32B", "model", kv_bytes=2), 4)
