@@ -261,7 +261,7 @@ def _set_setting(wb, key: str, value) -> None:
 
 @pytest.mark.libreoffice
 def test_new_settings_edited_in_the_output_recalculate_to_a_fresh_run(recalc, tmp_path):
-    """prefill_mfu, prefill_matmul_eff, prefill_layer_ms and prefill_w4a16_eff edited in the OUTPUT,
+    """prefill_mfu, prefill_matmul_eff, prefill_layer_ms, prefill_request_ms and prefill_w4a16_eff edited in the OUTPUT,
     recalculated by LibreOffice: the estimated rows' t_attn0/t_ffn0/t_fixed and the Results equal a fresh
     run of the equally edited input."""
     import openpyxl
@@ -271,7 +271,8 @@ def test_new_settings_edited_in_the_output_recalculate_to_a_fresh_run(recalc, tm
     from planner.plan.build import build_plan
     from planner.workbook.writer import write_output
 
-    edits = {"prefill_mfu": 0.5, "prefill_matmul_eff": 0.7, "prefill_layer_ms": 2.0, "prefill_w4a16_eff": 0.5}
+    edits = {"prefill_mfu": 0.5, "prefill_matmul_eff": 0.7, "prefill_layer_ms": 2.0, "prefill_w4a16_eff": 0.5,
+             "prefill_request_ms": 12.0}
     out = tmp_path / "plan.xlsx"
     write_output(build_plan(example_path()), out)
     wb = openpyxl.load_workbook(out)
@@ -330,3 +331,47 @@ def test_moe_experts_sharded_by_tensor_parallelism_one_assumption():
     v, _ = est.estimate_row({"tp": 8, "isl": 4000.0, "osl": 1}, mod, _rec("H100 SXM", "gpu"), s_kv_of(mod, 8),
                             DEFAULTS["prefill_mfu"], DEFAULTS["decode_mbu"], catalog_raw(mod), DEFAULTS)
     assert v["t_ffn0_ms"] == pytest.approx(75.16475 + 25.64444 + 27.20654 + 25.52970, abs=1e-3)
+
+
+@pytest.mark.libreoffice
+def test_moe_estimate_recalculates_to_a_fresh_run(recalc, tmp_path):
+    """A MoE row estimated by the roofline (DeepSeek-R1, 4-bit weights, 8x H100) at 500 and 4,000
+    tokens (fused-MoE row blocks 32 and 64): its t_fixed_ms (per request, weight read, padding rows) and
+    t_ffn0_ms (linear layers, routed activations, all-reduces) are live. Settings edited in the OUTPUT,
+    recalculated by LibreOffice, equal a fresh run of the equally edited input; the unedited output
+    equals the plan."""
+    import openpyxl
+
+    from conftest import same_value, sheet_values
+    from planner.plan.build import build_plan
+    from planner.workbook.input_sheets import write_input_workbook
+    from planner.workbook.writer import write_output
+
+    models = [{"model": "DeepSeek-R1", "kv_bytes": 2, "weight_bytes": 0.5}]
+    gpus = [{"gpu": "H100 SXM"}]
+    wl = [{"workload": f"r1-{n}", "model": "DeepSeek-R1", "gpu": "H100 SXM", "tp": 8, "isl": n, "osl": 100,
+           "hit_target": 0.5} for n in (500, 4000)]
+    src = tmp_path / "in.xlsx"
+    write_input_workbook(src, models, gpus, wl, {})
+    plan = build_plan(src)
+    assert list(plan.calibration.source) == ["estimated", "estimated"]
+    out = tmp_path / "plan.xlsx"
+    write_output(plan, out)
+    edits = {"prefill_request_ms": 10.0, "prefill_mfu": 0.6, "prefill_w4a16_eff": 0.5}
+    wb = openpyxl.load_workbook(out)
+    for k, v in edits.items():
+        _set_setting(wb, k, v)
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    wb_in = openpyxl.load_workbook(src)
+    for k, v in edits.items():
+        _set_setting(wb_in, k, v)
+    src2 = tmp_path / "in2.xlsx"
+    wb_in.save(src2)
+    fresh = build_plan(src2)
+    for path, want in ((recalc(out), plan), (recalc(edited), fresh)):
+        live = sheet_values(path, "Resolved")
+        for i in range(2):
+            for col in ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms"):
+                assert same_value(float(want.resolved[col].iat[i]), live[i][col], rel=1e-9), (path.name, i, col)
+    assert fresh.resolved["t_fixed_ms"].iat[1] != plan.resolved["t_fixed_ms"].iat[1]
