@@ -1,11 +1,11 @@
 """Issue 20 item 4: the roofline estimate (planner/equations/roofline.py) at the Settings defaults
 against published cold (0% hit, concurrency 1) prefills, tests/data/published_prefill.csv, each row
-cited in its ``source``. Rows are ``shaping`` (prefill_mfu is the least-squares fit on their dense
-sweeps), ``heldout`` (used only, with the shaping rows, for the minimax choice of the fixed costs
-prefill_request_ms and prefill_layer_ms, as the tests below recompute), ``new`` (added after the model
-change, used for nothing) or ``excluded`` (outside what the roofline models, the reason in the row's
-source: 16 GPUs over two nodes; a vision deployment decoding at 3.5x its HBM bound). ``python -m pytest
--n 0 -s tests/test_roofline_published.py`` prints the ratios the README quotes."""
+cited in its ``source``. Rows are ``shaping`` and ``heldout`` (together they chose prefill_mfu,
+prefill_layer_ms and prefill_request_ms by one minimax rule, as the tests below recompute; the held-out
+ones are those the previous landing never used), ``new`` (found after the defaults were chosen, used for
+nothing) or ``excluded`` (outside what the roofline models, the reason in the row's source: 16 GPUs over
+two nodes; a vision deployment decoding at 3.5x its HBM bound). ``python -m pytest -n 0 -s
+tests/test_roofline_published.py`` prints the ratios the README quotes."""
 
 from __future__ import annotations
 

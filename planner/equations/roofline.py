@@ -108,8 +108,8 @@ def _(flops, tp, peak_tflops, mfu):
 
 # Defaults of the Settings the additive roofline uses (planner/core/schema.py SETTING_KEYS holds the
 # same numbers; tests/test_roofline_published.py checks they agree). Derivations in the README
-# section "Roofline against published prefills"; shaped only on the shaping set of
-# tests/data/published_prefill.csv, never on its held-out rows.
+# section "Roofline against published prefills"; chosen on the shaping and held-out rows of
+# tests/data/published_prefill.csv, never on its new rows.
 PREFILL_MFU = 0.41           # the whole prefill's fraction of peak on the reference GPU, chosen with the two
 #                              fixed costs below by one minimax rule (README "Roofline against published
 #                              prefills"; was 0.57, fitted by least squares on three dense sweeps)
