@@ -434,7 +434,7 @@ def memo_lines(plan) -> list[str]:
     if est:
         st = calib.settings
         out.append(f"Estimated by a roofline (prefill at {st['prefill_mfu']:.0%} of peak FLOPS on an H100 SXM, other "
-                   f"GPUs by their balance of FLOPS and memory bandwidth, plus a fixed cost per request; decode at "
+                   f"GPUs by their balance of FLOPS and memory bandwidth, plus a fixed cost per layer and request; decode at "
                    f"{st['decode_mbu']:.0%} of HBM bandwidth) for {len(est)}: {_names(est)}. Against published "
                    f"prefills such estimates lie within 0.5-2x of measured for most; a load test of these "
                    f"deployments would replace them.")
