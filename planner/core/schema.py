@@ -321,18 +321,24 @@ SETTING_KEYS: tuple[Setting, ...] = (
     Setting("currency", TEXT, "USD", "currency of hourly_cost and the cost columns"),
     Setting("pcie_sweep_gbps", NUMBERS, (), "further host-to-device bandwidths for the PCIe sweep beside "
             "Gen4 and Gen5, in GB/s, separated by ';' (e.g. '200; 450' for C2C-class links)"),
-    Setting("prefill_mfu", FRACTION, 0.57, "roofline estimate: fraction of the dense peak a whole prefill "
+    Setting("prefill_mfu", FRACTION, 0.41, "roofline estimate: fraction of the dense peak a whole prefill "
             "reaches on a GPU of the H100 SXM's balance (989.4 TFLOPS over 3.35 TB/s); other GPUs by their own "
-            "balance through the memory term, README 'Roofline against published prefills' (0.57: fitted on "
-            "the dense shaping rows of tests/data/published_prefill.csv; was 0.45 for every GPU)", 0, 1, True),
+            "balance through the memory term (0.41: chosen with prefill_layer_ms and prefill_request_ms as the "
+            "minimax over the published concurrency-1 TTFTs of tests/data/published_prefill.csv, README "
+            "'Roofline against published prefills'; was 0.57, 0.45 before)", 0, 1, True),
     Setting("prefill_matmul_eff", FRACTION, 0.8, "roofline estimate: fraction of the dense peak the prefill's "
             "matrix products reach (0.8: Maximum Achievable Matmul FLOPS of an H100 SXM, 792 of 989 TFLOPS, "
             "stas00/ml-engineering compute/accelerator/README.md); the rest of prefill_mfu is memory traffic "
             "at the GPU's hbm_tbps", 0, 1, True),
-    Setting("prefill_layer_ms", NUMBER, 1.05, "roofline estimate: fixed cost of a prefill per layer in ms "
-            "(t_fixed_ms of estimated rows is this x layers plus one read of the weights; 1.05: median over "
-            "the published concurrency-1 TTFT sweeps of their intercept per layer, README 'Roofline against "
-            "published prefills')", 0, 1e6),
+    Setting("prefill_layer_ms", NUMBER, 0.16, "roofline estimate: fixed cost of a prefill per layer in ms "
+            "(launches, synchronisation, all-reduce latency; t_fixed_ms of estimated rows is prefill_request_ms "
+            "+ this x layers + one read of the weights + a MoE's padding rows; 0.16: with prefill_mfu and "
+            "prefill_request_ms the minimax over the published concurrency-1 TTFTs of four engines, README "
+            "'Roofline against published prefills'; was 1.05, fitted on vLLM and SGLang sweeps only)", 0, 1e6),
+    Setting("prefill_request_ms", NUMBER, 0.0, "roofline estimate: fixed cost of a prefill per request in ms "
+            "(HTTP, tokenisation, scheduling, the first sampling step; 0: the same minimax found no cost per "
+            "request beyond the per-layer one; raise it for a deployment whose short prompts you have timed, "
+            "e.g. vLLM with a KV connector, whose published intercepts reach 96 ms)", 0, 1e6),
     Setting("prefill_w4a16_eff", FRACTION, 0.6, "roofline estimate: fraction of the BF16 rate reached by "
             "4-bit weight-only (W4A16: AWQ, GPTQ) matrix products at prefill (0.6: Marlin at 2048-4000 "
             "tokens ran at 0.60-0.61x FP16, vllm-project/vllm PR #2497)", 0, 1, True),

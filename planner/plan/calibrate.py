@@ -342,7 +342,8 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                 continue
             st = estimate.prefill_settings(settings)
             src = (f"estimated by roofline (prefill_mfu {mfu:g}, prefill_matmul_eff {st['prefill_matmul_eff']:g}, "
-                   f"prefill_layer_ms {st['prefill_layer_ms']:g}, decode_mbu {mbu:g})")
+                   f"prefill_layer_ms {st['prefill_layer_ms']:g}, prefill_request_ms {st['prefill_request_ms']:g}, "
+                   f"decode_mbu {mbu:g})")
             source[i] = "estimated"
         if source[i] == "calibrated" and blank.get("tpm_measured", False):
             # a load test of this shape with a measured throughput feeds the re-hit correction
@@ -433,7 +434,7 @@ def memo_lines(plan) -> list[str]:
     if est:
         st = calib.settings
         out.append(f"Estimated by a roofline (prefill at {st['prefill_mfu']:.0%} of peak FLOPS on an H100 SXM, other "
-                   f"GPUs by their balance of FLOPS and memory bandwidth, plus a fixed cost per layer; decode at "
+                   f"GPUs by their balance of FLOPS and memory bandwidth, plus a fixed cost per layer and request; decode at "
                    f"{st['decode_mbu']:.0%} of HBM bandwidth) for {len(est)}: {_names(est)}. Against published "
                    f"prefills such estimates lie within 0.5-2x of measured for most; a load test of these "
                    f"deployments would replace them.")

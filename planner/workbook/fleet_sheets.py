@@ -23,7 +23,7 @@ from planner.workbook.chart_data import add_series
 
 SETTING_NAMES = {key: setting_name(key) for key in ("target_utilization", "hours_per_month", "demand_growth",
                                                     "prefill_mfu", "decode_mbu", "prefill_matmul_eff",
-                                                    "prefill_layer_ms", "prefill_w4a16_eff",
+                                                    "prefill_layer_ms", "prefill_request_ms", "prefill_w4a16_eff",
                                                     "max_num_batched_tokens")}
 FMT_INT = schema.FMT_INT
 FMT_MONEY = "#,##0.00"
