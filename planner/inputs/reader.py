@@ -14,7 +14,7 @@ import hashlib
 import io
 import os
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -183,9 +183,16 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
                 rec[name] = None
                 continue
             fmt = getattr(cell, "number_format", None)
-            v, err, reading = parse_cell(by_name[name], cell_value(cell), fmt)
-            if not err and v is not None and name in factors:  # a header unit converted (header_units)
-                v, err, _ = parse_cell(by_name[name], float(v) * factors[name], None)
+            # a header unit converted (header_units): a whole-number column is checked after the
+            # conversion ('isl (k tokens)' 2.5 is 2,500 tokens)
+            first = replace(by_name[name], kind=schema.NUMBER, minimum=None, maximum=None) \
+                if name in factors and by_name[name].kind == schema.INT else by_name[name]
+            v, err, reading = parse_cell(first, cell_value(cell), fmt)
+            if not err and v is not None and name in factors:
+                x = float(v) * factors[name]
+                if by_name[name].kind == schema.INT and abs(x - round(x)) <= 1e-9 * max(1.0, abs(x)):
+                    x = float(round(x))  # 1.1 k tokens is 1,100 tokens, not 1,100.0000000000002
+                v, err, _ = parse_cell(by_name[name], round(x, 9) if by_name[name].kind == schema.INT else x, None)
                 if err:
                     err += f" (after converting from the header's unit, x{factors[name]:.6g})"
             if err:

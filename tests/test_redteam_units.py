@@ -1,0 +1,98 @@
+"""Issue 20 red team, item 2: unit spellings in headers that were read silently in the column's
+unit (bits as bytes, ``t/s``, ``M tokens/day``, Greek mu, ``k tokens``, a price per month). Each
+case types the header into a workbook and reads the value the planner uses, or its message.
+
+Factors (exact definitions): 1 byte = 8 bits and G = 10^9 (IEC 80000-13); 1 day = 1,440 min,
+1 week = 10,080 min; 1 s = 1,000 ms, 1 ns = 10^-6 ms; 1 TiB = 2^40 B."""
+
+from __future__ import annotations
+
+import openpyxl
+import pytest
+
+from conftest import run_planner
+from planner.core.errors import InputError
+from planner.plan.build import build_plan
+from planner.workbook.input_sheets import write_input_workbook
+
+MODELS = [{"model": "Llama-3.1-8B", "kv_bytes": 2}]
+GPUS = [{"gpu": "H100 SXM", "hourly_cost": 2.5}]
+ROW = {"workload": "chat", "model": "Llama-3.1-8B", "gpu": "H100 SXM", "tp": 1, "isl": 1000, "osl": 200,
+       "hit_target": 0.5, "t_attn0_ms": 10, "t_ffn0_ms": 90, "t_decode_ms": 1000, "demand_tpm": 1_000_000}
+
+
+def _book(tmp_path, sheet, column, header, value, row=None, gpus=None):
+    path = tmp_path / "in.xlsx"
+    write_input_workbook(path, MODELS, gpus or GPUS, [dict(row or ROW)], {})
+    wb = openpyxl.load_workbook(path)
+    ws = wb[sheet]
+    c = next(c for c in ws[1] if str(c.value).split(" [")[0] == column)
+    c.value = header
+    ws.cell(2, c.column).value = value
+    ws.cell(2, c.column).number_format = "General"
+    wb.save(path)
+    return path, c.coordinate
+
+
+@pytest.mark.parametrize("sheet, column, header, typed, expected", [
+    ("GPUs", "pcie_gbps", "pcie_gbps (Gb/s)", 400, 50.0),         # 400 Gbit/s / 8 = 50 GB/s
+    ("GPUs", "pcie_gbps", "pcie_gbps (Gbps)", 400, 50.0),         # Gbps: gigabits, not GBps
+    ("GPUs", "pcie_gbps", "pcie_gbps (Gbit/s)", 400, 50.0),
+    ("GPUs", "pcie_gbps", "pcie_gbps (Mbps)", 400_000, 50.0),     # 4e5 Mbit/s = 4e11 bit/s = 50 GB/s
+    ("GPUs", "pcie_gbps", "pcie_gbps (gbps)", 50, 50.0),          # all lower case: the planner's GB/s
+    ("GPUs", "hbm_tbps", "hbm_tbps (Tbps)", 26.8, 3.35),           # 26.8 Tbit/s / 8 = 3.35 TB/s
+    ("GPUs", "hbm_tbps", "hbm_tbps (TiB/s)", 3.0, 3.0 * 2**40 / 1e12),  # 3.298534883 TB/s
+    ("GPUs", "hbm_gib", "hbm_gib (Gb)", 640, 640e9 / 8 / 2**30),   # 640 Gbit = 80e9 B = 74.5058 GiB
+    ("Workloads", "kv_gbps", "kv_gbps (Gb/s)", 160, 20.0),         # 160 / 8
+    ("Workloads", "demand_tpm", "demand_tpm (t/s)", 50, 3_000.0),  # 50 tokens/s x 60
+    ("Workloads", "demand_tpm", "demand_tpm (M tokens/day)", 14.4, 10_000.0),  # 14.4e6 / 1,440
+    ("Workloads", "demand_tpm", "demand_tpm (Mtok/min)", 0.01, 10_000.0),      # 0.01 x 1e6
+    ("Workloads", "demand_tpm", "demand_tpm (k tokens/min)", 10, 10_000.0),    # 10 x 1,000
+    ("Workloads", "demand_tpm", "demand_tpm (B tokens/day)", 0.0144, 10_000.0),  # 1.44e7 / 1,440
+    ("Workloads", "demand_tpm", "demand_tpm (tokens/wk)", 100_800_000, 10_000.0),  # / 10,080
+    ("Workloads", "demand_tpm", "demand_tpm (tokens/24h)", 14_400_000, 10_000.0),  # / 1,440
+    ("Workloads", "ttft_slo_ms", "ttft_slo_ms (\u03bcs)", 400_000, 400.0),  # Greek mu as micro: / 1,000
+    ("Workloads", "ttft_slo_ms", "ttft_slo_ms (ns)", 4e8, 400.0),            # / 1e6
+    ("Workloads", "ttft_slo_ms", "ttft_slo_ms (secs)", 0.4, 400.0),          # x 1,000
+    ("Workloads", "isl", "isl (k tokens)", 2.5, 2_500),                      # a whole number after it
+    ("Workloads", "isl", "isl (ktok)", 8, 8_000),
+    ("Workloads", "isl", "isl (K tokens)", 1.1, 1_100),  # 1.1 x 1,000 = 1,100.0000000000002 in binary: whole
+])
+def test_unit_spellings_are_converted(tmp_path, sheet, column, header, typed, expected):
+    path, coord = _book(tmp_path, sheet, column, header, typed)
+    plan = build_plan(path)
+    table = {"GPUs": plan.input.gpus, "Workloads": plan.input.workloads}[sheet]
+    assert table.records[0][column] == pytest.approx(expected, rel=1e-12)
+    if typed != expected:
+        assert any(n.startswith(f"{sheet}!{coord}: header {header!r} is read in") for n in plan.input.notes)
+
+
+@pytest.mark.parametrize("sheet, column, header, said", [
+    ("GPUs", "hourly_cost", "hourly_cost (USD/month)", "a price per month: hourly_cost is the price of one GPU-hour"),
+    ("GPUs", "hourly_cost", "hourly_cost (EUR per day)", "a price per day"),
+    ("GPUs", "hourly_cost", "hourly_cost (cents/h)", "not cents: divide the values by 100"),
+    ("Workloads", "demand_tpm", "demand_tpm (tokens/month)", "a month is not a fixed number of minutes"),
+    ("Workloads", "demand_tpm", "demand_tpm (M tokens/month)", "a month is not a fixed number of minutes"),
+    ("GPUs", "pcie_gbps", "pcie_gbps (GT/s)", "which is not a unit of pcie_gbps (in GB/s)"),
+])
+def test_units_that_cannot_be_read_are_refused(tmp_path, sheet, column, header, said):
+    path, coord = _book(tmp_path, sheet, column, header, 1000)
+    r = run_planner("run", path, "-o", tmp_path / "out.xlsx", "--no-memo", cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
+    assert f"{sheet}!{coord}: header {header!r} says" in r.stderr and said in r.stderr, r.stderr
+    assert not (tmp_path / "out.xlsx").exists()
+
+
+def test_price_per_hour_spellings_are_accepted(tmp_path):
+    for header in ("hourly_cost (USD/h)", "hourly_cost (EUR per hour)", "hourly_cost (USD/GPU-hour)",
+                   "hourly_cost (USD)"):
+        path, _ = _book(tmp_path, "GPUs", "hourly_cost", header, 2.5)
+        assert build_plan(path).input.gpus.records[0]["hourly_cost"] == 2.5
+
+
+def test_whole_number_column_after_a_multiplier_must_be_whole(tmp_path):
+    path, coord = _book(tmp_path, "Workloads", "isl", "isl (k tokens)", 2.0005)  # 2,000.5 tokens
+    with pytest.raises(InputError) as e:
+        build_plan(path)
+    assert any("isl 2000.5 is not a whole number (after converting from the header's unit, x1000)" in str(p)
+               for p in e.value.problems), e.value.problems
