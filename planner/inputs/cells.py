@@ -131,6 +131,12 @@ def _parse(col: Column, raw: Any, number_format: str | None, note: list[str]) ->
         if col.kind == FRACTION and 2 <= v <= 100:  # 85 most likely meant 85%
             hint = f" (a ratio: write {v / 100:g} or {v:g}%)"
         return None, f"{col.name} {_show(v)} is outside {rng}{hint}"
+    if col.kind == FRACTION and col.maximum is not None and col.maximum > 1 and v > 1 and not (
+            (isinstance(raw, str) and raw.strip().endswith("%")) or "%" in str(number_format or "")):
+        # a fraction that may exceed 1 (a growth rate): a plain 10 is most likely 10%, not +1,000%
+        return None, (f"{col.name} {_show(v)} would be {v:+.0%} ({v + 1:g}x) a period: if {_show(v)}% was meant, "
+                      f"type {v / 100:g} or {_show(v)}%; a growth above 100% a period is typed as a "
+                      f"percentage ({v * 100:g}%)")
     if col.kind == INT:
         v = int(v)
     return v, None

@@ -347,7 +347,7 @@ def read_input(path: str | Path, *, checks: Sequence[Callable[[BoundaryState], l
     _check_optional_refs(optional, canon, problems)
     from planner.inputs.scenario_checks import check_optional  # Demand and Scenarios against the inputs (the finance view)
 
-    check_optional(optional, {"Models": m, "GPUs": g, "Workloads": w}, settings, problems)
+    check_optional(optional, {"Models": m, "GPUs": g, "Workloads": w}, settings, problems, notes)
     from planner.inputs.kv_tiers import check_inputs  # Tiers rows and the Workloads' trace files (issue 19)
 
     check_inputs(path, optional.get(schema.TIERS), w, positions.get("Workloads", {}), settings, problems, notes)
