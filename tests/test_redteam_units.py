@@ -96,3 +96,40 @@ def test_whole_number_column_after_a_multiplier_must_be_whole(tmp_path):
         build_plan(path)
     assert any("isl 2000.5 is not a whole number (after converting from the header's unit, x1000)" in str(p)
                for p in e.value.problems), e.value.problems
+
+
+# --------------------------------------------------------------------------- values typed 1,000x too large
+def _meas_book(tmp_path, **meas):
+    path = tmp_path / "m.xlsx"
+    row = {"model": "Llama-3.1-8B", "gpu": "H100 SXM", "tp": 1, "isl": 1000, "hit": 0.0, "ttft_ms": 60.0, **meas}
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW)], {}, optional={"Measurements": [row]})
+    return path
+
+
+def test_ttft_typed_in_microseconds_is_warned(tmp_path):
+    # the roofline floor at 100% of peak: 2 x 6.98e9 linear params x 1,000 tokens (+ attention) over
+    # 989.4 TFLOPS is about 14 ms; 60,000 is 4,000x that, at concurrency 1: 60 ms typed in microseconds
+    plan = build_plan(_meas_book(tmp_path, ttft_ms=60_000.0))
+    said = [str(w) for w in plan.warnings if "typed in microseconds" in str(w)]
+    assert len(said) == 1 and said[0].startswith("Measurements!F2: ttft_ms 60,000 is "), said
+    assert "(60 ms)?" in said[0]
+
+
+@pytest.mark.parametrize("meas", [{"ttft_ms": 60.0}, {"ttft_ms": 30_000.0, "concurrency": 64}])
+def test_plausible_or_queued_ttft_is_not_warned(tmp_path, meas):
+    plan = build_plan(_meas_book(tmp_path, **meas))
+    assert not any("typed in microseconds" in str(w) for w in plan.warnings)
+
+
+def test_tpot_typed_in_microseconds_is_warned(tmp_path):
+    # one decode step reads 8.03e9 params x 2 B = 16.06 GB at 3.35 TB/s: 4.8 ms; 12,000 is 2,500x
+    plan = build_plan(_meas_book(tmp_path, osl=200, tpot_ms=12_000.0))
+    said = [str(w) for w in plan.warnings if "tpot_ms" in str(w) and "microseconds" in str(w)]
+    assert len(said) == 1 and said[0].startswith("Measurements!I2: tpot_ms 12,000 is "), said
+
+
+def test_hbm_bandwidth_typed_in_gb_per_s_is_warned(tmp_path):
+    path, coord = _book(tmp_path, "GPUs", "hbm_tbps", "hbm_tbps", 3350)
+    plan = build_plan(path)
+    assert (f"GPUs!{coord[0]}2: hbm_tbps 3,350 TB/s is beyond any GPU's memory bandwidth (the fastest, B200, "
+            f"has 8 TB/s): typed in GB/s (3.35 TB/s)?") in [str(w) for w in plan.warnings]
