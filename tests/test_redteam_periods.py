@@ -228,3 +228,37 @@ def test_percent_formatted_one_is_not_warned(tmp_path):
 def test_settings_growth_of_one_is_warned(tmp_path):
     plan = build_plan(_book(tmp_path, settings={"periods": "2027-Q1..2027-Q2", "demand_growth": 1}))
     assert "Settings: demand_growth 1 is read as +100% a period" in "\n".join(_warnings(plan))
+
+
+# --------------------------------------------------------------------------- demand units in the Demand sheet
+@pytest.mark.parametrize("unit, typed", [
+    ("tok/day", 1_440_000_000), ("tokens per day", 1_440_000_000), ("daily", 1_440_000_000), ("TPD", 1_440_000_000),
+    ("tokens/hr", 60_000_000), ("per hour", 60_000_000), ("tokens/minute", 1_000_000), ("tpm", 1_000_000),
+])
+def test_demand_unit_spellings(tmp_path, unit, typed):
+    # each is 1,000,000 tokens/min: 1.44e9 / 1,440 = 6e7 / 60 = 1e6
+    plan = build_plan(_book(tmp_path, [{"workload": "chat", "period": "2027-Q1", "demand_tpm": typed,
+                                        "demand_unit": unit}]))
+    assert fp.period_calc(plan)["demand_tpm"].tolist() == pytest.approx([1_000_000], rel=1e-12)
+
+
+def test_demand_unit_per_second_is_refused_with_the_way_to_type_it(tmp_path):
+    with pytest.raises(InputError) as e:
+        build_plan(_book(tmp_path, [{"workload": "chat", "period": "2027-Q1", "demand_tpm": 1000,
+                                     "demand_unit": "tokens/s"}]))
+    assert "Demand!D2: demand_unit 'tokens/s' is not one of tokens/min, tokens/hour, tokens/day: type the demand " \
+           "per minute (x 60), or head the demand column 'demand_tpm (tokens/s)'" in str(e.value.problems[0])
+
+
+def test_header_unit_and_demand_unit_together_are_refused(tmp_path):
+    # 'demand_tpm (tokens/day)' already divides by 1,440; demand_unit tokens/day would divide again
+    def edit(wb):
+        ws = wb["Demand"]
+        c = next(c for c in ws[1] if str(c.value).split(" [")[0] == "demand_tpm")
+        c.value = "demand_tpm (tokens/day)"
+    with pytest.raises(InputError) as e:
+        build_plan(_book(tmp_path, [{"workload": "chat", "period": "2027-Q1", "demand_tpm": 1_440_000_000,
+                                     "demand_unit": "tokens/day"}], edit=edit))
+    assert [str(p) for p in e.value.problems] == [
+        "Demand!D2: demand_unit 'tokens/day' and the header of demand_tpm both give the unit: the demand would be "
+        "converted twice; keep one of them"]

@@ -212,6 +212,13 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         # without hit_target, every row must take its hit ratio from a trace (issue 19)
         why = "" if len(untraced) == len(records) else f" (row {untraced[0]} has no trace to take it from)"
         problems.append(Problem(Place.at_row(ws.title, 1), f"required column 'hit_target' is missing{why}"))
+    if sheet == schema.DEM and "demand_tpm" in factors and "demand_unit" in col_of:
+        # the header's unit is already converted to tokens/min: a row's demand_unit would convert it again
+        for r, rec in zip(rows, records):
+            if rec.get("demand_unit") not in (None, "tokens/min") and rec.get("demand_tpm") is not None:
+                problems.append(Problem(Place.cell(ws.title, col_of["demand_unit"] + 1, r),
+                                        f"demand_unit {rec['demand_unit']!r} and the header of demand_tpm both give "
+                                        f"the unit: the demand would be converted twice; keep one of them"))
     if sheet == schema.MEAS and "file" in col_of:
         # a row naming a load-test file takes the missing columns from it; the other rows need them
         from planner.inputs.measurement_files import missing_columns
