@@ -133,3 +133,58 @@ def test_hbm_bandwidth_typed_in_gb_per_s_is_warned(tmp_path):
     plan = build_plan(path)
     assert (f"GPUs!{coord[0]}2: hbm_tbps 3,350 TB/s is beyond any GPU's memory bandwidth (the fastest, B200, "
             f"has 8 TB/s): typed in GB/s (3.35 TB/s)?") in [str(w) for w in plan.warnings]
+
+
+# --------------------------------------------------------------------------- a column typed on the wrong sheet
+def _extra_header(tmp_path, sheet, header, value, optional=None):
+    path = tmp_path / "x.xlsx"
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW)], {"periods": "2027-Q1..2027-Q2"}, optional=optional)
+    wb = openpyxl.load_workbook(path)
+    ws = wb[sheet]
+    col = ws.max_column + 1
+    ws.cell(1, col).value = header
+    ws.cell(2, col).value = value
+    wb.save(path)
+    return path, f"{openpyxl.utils.get_column_letter(col)}1"
+
+
+@pytest.mark.parametrize("sheet, header, home", [
+    ("Demand", "growth", "the Workloads sheet and of Settings"),        # growth per period typed per Demand row
+    ("Demand", "demand_growth", "the Workloads sheet and of Settings"),
+    ("Workloads", "kv_bytes", "the Models sheet"),                       # a model's column typed per workload
+    ("Workloads", "hourly_cost", "the GPUs sheet"),
+])
+def test_a_column_of_another_sheet_is_refused(tmp_path, sheet, header, home):
+    dem = {"Demand": [{"workload": "chat", "period": "2027-Q1", "demand_tpm": 1_000_000}]}
+    path, coord = _extra_header(tmp_path, sheet, header, 0.1, optional=dem)
+    with pytest.raises(InputError) as e:
+        build_plan(path)
+    assert f"{sheet}!{coord}: header {header!r} is a column of {home}, not of {sheet}: as typed its values would " \
+           f"be ignored" in "\n".join(map(str, e.value.problems))
+
+
+def test_text_note_columns_named_as_another_sheets_text_column_stay_notes(tmp_path):
+    path, _ = _extra_header(tmp_path, "Workloads", "source", "from the Q3 deck")  # a Measurements text column
+    assert build_plan(path).input.workloads.extras == ["source"]
+
+
+@pytest.mark.parametrize("header, refused", [
+    ("cost_per_gib_month (USD/TB/month)", True), ("cost_per_gib_month (USD/GB/month)", True),
+    ("cost_per_gib_month (USD/GiB/year)", True), ("cost_per_gib_month (USD/GiB/month)", False),
+])
+def test_tier_price_units(tmp_path, header, refused):
+    from planner.core.schema import column
+    from planner.inputs.header_units import conversion
+
+    factor, _note, problem = conversion(header, column("Tiers", "cost_per_gib_month"))
+    assert factor == 1.0 and (problem is not None) == refused
+    if refused:
+        assert "is a price per GiB (2^30 bytes) and month" in problem
+
+
+def test_settings_quarter_span_without_years_is_refused():
+    from planner.inputs.period_labels import parse_periods
+
+    # '2027 Q1-Q4' was one period of that name
+    assert parse_periods("2027 Q1-Q4") == ([], ["periods '2027 Q1-Q4': a range is written between two quarters, "
+                                                 "e.g. 2027-Q1..2027-Q4"])

@@ -154,6 +154,8 @@ def conversion(header: str, col: Column) -> tuple[float, str | None, str | None]
     shown = header.strip()
     if col.unit == "currency/h":
         return 1.0, None, _money_per_time(shown, typed, col)
+    if col.unit == "currency/GiB/month":
+        return 1.0, None, _money_per_gib_month(shown, typed, col)
     mine = _UNITS.get(_key(col.unit)) if col.unit in _COLUMN_UNIT else None
     theirs = _lookup(typed)
     if mine is None or theirs is None:  # a unit the planner does not know: left alone
@@ -200,6 +202,22 @@ def _money_per_time(shown: str, typed: str, col: Column) -> str | None:
     return None
 
 
+_PER_SIZE_TIME = re.compile(r"^(.*?)\s*(?:/|\bper\b)\s*([A-Za-z]+)\s*(?:/|\bper\b)\s*([A-Za-z]+)\.?$", re.I)
+
+
+def _money_per_gib_month(shown: str, typed: str, col: Column) -> str | None:
+    """A Tiers price header's unit: ``USD/GiB/month`` is the column's; a price per GB, TB or TiB,
+    or per day or year, is refused (read as per GiB-month it would be off by 2^30/10^9 to 12x)."""
+    m = _PER_SIZE_TIME.match(typed.strip())
+    if m is None:
+        return None
+    size, span = m.group(2), m.group(3).lower()
+    if size.lower() == "gib" and span in ("month", "mo", "mth"):
+        return None
+    return (f"header {shown!r} says {typed}: {col.name} is a price per GiB (2^30 bytes) and month; convert the "
+            f"values and write the header as '{col.name} [currency/GiB/month]'")
+
+
 def near_miss_headers(title: str, cols, col_of: dict[str, int], extras: list[tuple[int, str]]) -> list[tuple[str, str]]:
     """Extra headers that are close to an optional column's name the sheet lacks
     (``demand (tokens/min)`` for ``demand_tpm``): refused with the column they probably meant,
@@ -228,4 +246,41 @@ def near_miss_headers(title: str, cols, col_of: dict[str, int], extras: list[tup
         out.append((where, f"header {typed!r} names no column of {title}; it looks like {c.name} ({c.description}"
                            f"{unit}): rename it '{c.header}' (as typed, its values would be ignored and {c.name} "
                            f"read as blank), or rename it to something else to keep it as a note column"))
+    return out
+
+
+# spellings of the growth rate outside the sheets that have it (Workloads, Settings)
+_GROWTH = {"growth": "demand_growth", "growth_rate": "demand_growth", "demand_growth_rate": "demand_growth",
+           "growth_per_period": "demand_growth", "qoq_growth": "demand_growth"}
+
+
+def foreign_headers(title: str, sheet: str, extras: list[tuple[int, str]]) -> list[tuple[Place, str]]:
+    """Extra headers that name a numeric column of another input sheet or a Settings key (``demand_growth``
+    in Demand, ``kv_bytes`` in Workloads, ``hourly_cost`` in Workloads): refused with where the value
+    belongs, since as typed it would be kept as a note column and change nothing (issue 20 red team: a
+    growth column typed in Demand was ignored). Text columns (``source``, ``note``) stay note columns."""
+    from planner.core import schema
+    from planner.inputs.cells import normalise_header
+
+    numeric = (schema.NUMBER, schema.INT, schema.FRACTION)
+    home: dict[str, list[str]] = {}
+    for other in schema.SHEETS + schema.OPTIONAL_SHEETS:
+        if other == sheet:
+            continue
+        for c in schema.columns(other):
+            if c.kind in numeric:
+                home.setdefault(c.name, []).append(f"the {other} sheet")
+    for s_ in schema.SETTING_KEYS:
+        if s_.kind in numeric:
+            home.setdefault(s_.key, []).append("Settings")
+    mine = {c.name for c in schema.columns(sheet)}
+    out = []
+    for j, h in extras:
+        key = normalise_header(h)
+        key = _GROWTH.get(key, key)
+        if key in home and key not in mine:
+            out.append((Place.cell(title, j + 1, 1),
+                        f"header {h!r} is a column of {' and of '.join(home[key])}, not of {title}: as typed its "
+                        f"values would be ignored; move them there, or rename the header to keep it as a note "
+                        f"column"))
     return out

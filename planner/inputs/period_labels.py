@@ -102,7 +102,7 @@ def parse_periods(text) -> tuple[list[str], list[str]]:
             if b - a >= 400:
                 return [], [f"periods {part!r}: more than 400 quarters"]
             out += [f"{i // 4}-Q{i % 4 + 1}" for i in range(a, b + 1)]
-        elif rng and (".." in part):
+        elif rng and (".." in part) or re.search(r"Q[1-4]\s*[-–—/]\s*Q[1-4]", part, re.I):
             return [], [f"periods {part!r}: a range is written between two quarters, e.g. 2027-Q1..2027-Q4"]
         else:
             out.append(period_label(part)[0])

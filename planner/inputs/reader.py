@@ -131,6 +131,8 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
             extras.append((j, str(raw).strip()))
     for where, msg in header_units.near_miss_headers(ws.title, cols, col_of, extras):
         problems.append(Problem(where, msg))
+    for where, msg in header_units.foreign_headers(ws.title, sheet, extras):
+        problems.append(Problem(where, msg))
     for c in cols:
         if c.required is True and c.name not in col_of and not (c.name == "hit_target" and "trace" in col_of) \
                 and not (sheet == schema.MEAS and "file" in col_of):  # the load-test files fill them (below)
