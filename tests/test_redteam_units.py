@@ -188,3 +188,21 @@ def test_settings_quarter_span_without_years_is_refused():
     # '2027 Q1-Q4' was one period of that name
     assert parse_periods("2027 Q1-Q4") == ([], ["periods '2027 Q1-Q4': a range is written between two quarters, "
                                                  "e.g. 2027-Q1..2027-Q4"])
+
+
+@pytest.mark.parametrize("typed, hint", [(3_000, "typed per second (x 60 is 180,000 tokens/min)?"),
+                                         (100_000_000, "the fleet's throughput rather than one instance's?")])
+def test_tpm_measured_far_from_the_model_is_warned(tmp_path, typed, hint):
+    # the model at hit_measured 0: chip = 10 + 90 + 1,000 = 1,100 ms; (1,000 + 200) x 60,000 / 1,100
+    # = 65,455 tokens/min. 3,000 is 0.0458x (a per-second rate), 1e8 is 1,528x
+    path = tmp_path / "t.xlsx"
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW, tpm_measured=typed, hit_measured=0)], {})
+    said = [str(w) for w in build_plan(path).warnings if "tpm_measured" in str(w)]
+    assert len(said) == 1 and said[0].startswith(f"Workloads!R2: tpm_measured {typed:,.0f} is ") and hint in said[0]
+    assert "(65,455 tokens/min: (isl + osl) x 60,000 / 1,100 ms)" in said[0]
+
+
+def test_tpm_measured_near_the_model_is_not_warned(tmp_path):
+    path = tmp_path / "t.xlsx"
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW, tpm_measured=40_000, hit_measured=0)], {})  # 0.61x
+    assert not any("tpm_measured" in str(w) for w in build_plan(path).warnings)

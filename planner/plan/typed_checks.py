@@ -98,6 +98,38 @@ def typed_warnings(plan) -> list[Problem]:
                                f"planned as a period of its own, after them, with only its Demand rows; if it is one "
                                f"of them, type it as {periods[0]} is typed"))
     out += _slow_measurements(plan)
+    out += _tpm_measured_off(plan)
+    return out
+
+
+# A measured TPM of one instance against the model's at the same hit ratio, (isl + osl) x 60,000 /
+# chip time: the model's times are roofline estimates or fits within 0.5-2x (README 'Roofline against
+# published prefills'), so a factor of 20 is no estimate's error but a rate typed per second (60x)
+# or per hour (1/60x), or for the whole fleet.
+TPM_FACTOR = 20.0
+
+
+def _tpm_measured_off(plan) -> list[Problem]:
+    wt, r = plan.input.workloads, plan.results
+    if "chip_ms_measured" not in r:
+        return []
+    out = []
+    for i, rec in enumerate(wt.records):
+        typed = rec.get("tpm_measured")
+        if typed is None or i >= len(r):
+            continue
+        chip = float(r["chip_ms_measured"].iat[i])
+        model = (float(rec["isl"]) + float(rec["osl"])) * 60000.0 / chip if chip > 0 else float("nan")
+        if not np.isfinite(model) or model <= 0:
+            continue
+        ratio = float(typed) / model
+        if ratio > TPM_FACTOR or ratio < 1 / TPM_FACTOR:
+            hint = ("typed per second (x 60 is {:,.0f} tokens/min)?".format(float(typed) * 60) if ratio < 1
+                    else "the fleet's throughput rather than one instance's?")
+            out.append(Problem(_cell(wt, "tpm_measured", i),
+                               f"tpm_measured {float(typed):,.0f} is {ratio:,.3g}x the model's delivered TPM of one "
+                               f"instance at hit_measured ({model:,.0f} tokens/min: (isl + osl) x 60,000 / "
+                               f"{chip:,.4g} ms): {hint}"))
     return out
 
 
