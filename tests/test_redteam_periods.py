@@ -262,3 +262,12 @@ def test_header_unit_and_demand_unit_together_are_refused(tmp_path):
     assert [str(p) for p in e.value.problems] == [
         "Demand!D2: demand_unit 'tokens/day' and the header of demand_tpm both give the unit: the demand would be "
         "converted twice; keep one of them"]
+
+
+def test_settings_growth_minus_100_percent_is_one_warning(tmp_path):
+    rows = [dict(ROW), dict(ROW, workload="chat2")]
+    path = tmp_path / "two.xlsx"
+    write_input_workbook(path, MODELS, GPUS, rows, {"periods": "2027-Q1..2027-Q2", "demand_growth": "-100%"})
+    said = [w for w in _warnings(build_plan(path)) if "-100%" in w]
+    assert said == ["Settings: demand_growth -100% makes 2 workload(s) need nothing from 2027-Q2 on (their demand "
+                    "times 0: chat, chat2): if a fall of 1% a period was meant, type -0.01 or -1%"]

@@ -66,6 +66,7 @@ def typed_warnings(plan) -> list[Problem]:
                                                     "every period): if 1% was meant, type 0.01 or 1%"))
     res = plan.resolved
     growth = res["demand_growth"].to_numpy(dtype=float) if "demand_growth" in res else np.zeros(len(res))
+    settings_zero: list[str] = []  # workloads taking Settings demand_growth -100%: one warning for them all
     for i, r in enumerate(wt.records):
         g = float(growth[i]) if i < len(growth) else float("nan")
         if len(periods) < 2 or np.isnan(g):
@@ -73,9 +74,11 @@ def typed_warnings(plan) -> list[Problem]:
         own = r.get("demand_growth") is not None
         where = _cell(wt, "demand_growth", i) if own else Place.whole("Settings")
         if g == -1 and r.get("demand_tpm") is not None:
-            out.append(Problem(where, f"demand_growth -100% makes {r['workload']!r} need nothing from {periods[1]} on "
-                                      f"(its demand times 0): if a fall of 1% a period was meant, type -0.01 or -1%"
-                                      + ("" if own else " (Settings demand_growth)")))
+            if own:
+                out.append(Problem(where, f"demand_growth -100% makes {r['workload']!r} need nothing from {periods[1]} "
+                                          f"on (its demand times 0): if a fall of 1% a period was meant, type -0.01 or -1%"))
+            else:
+                settings_zero.append(str(r["workload"]))
         if r.get("demand_tpm") is None and g != 0 and dem is not None:
             have = {fold(x.get("period")) for x in dem.records
                     if str(x.get("workload", "")).strip().lower() == str(r["workload"]).strip().lower()
@@ -86,6 +89,12 @@ def typed_warnings(plan) -> list[Problem]:
                                           f"Workloads demand_tpm to grow: it needs nothing in {', '.join(missing)} "
                                           f"(growth grows demand_tpm from the first of Settings periods; type it, or "
                                           f"the Demand rows of those periods)"))
+    if settings_zero:
+        more = f" and {len(settings_zero) - 5} more" if len(settings_zero) > 5 else ""
+        out.append(Problem(Place.whole("Settings"), f"demand_growth -100% makes {len(settings_zero)} workload(s) need "
+                                                    f"nothing from {periods[1]} on (their demand times 0: "
+                                                    f"{', '.join(settings_zero[:5])}{more}): if a fall of 1% a period "
+                                                    f"was meant, type -0.01 or -1%"))
     if dem is not None and periods:
         known, said = {fold(p) for p in periods}, set()
         for i, rec in enumerate(dem.records):
