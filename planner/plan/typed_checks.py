@@ -179,5 +179,6 @@ def _slow_measurements(plan) -> list[Problem]:
                                    f"tpot_ms {float(r['tpot_ms']):,.6g} is {float(r['tpot_ms']) / step:,.0f}x the "
                                    f"fastest decode step ({step:,.4g} ms: the weights each GPU reads at 100% of "
                                    f"{gpu.get('hbm_tbps'):g} TB/s): was it typed in microseconds "
-                                   f"({float(r['tpot_ms']) / 1000:,.4g} ms)?"))
+                                   f"({float(r['tpot_ms']) / 1000:,.4g} ms), or is it a whole request's decode "
+                                   f"time rather than the time per output token?"))
     return out
