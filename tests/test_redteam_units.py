@@ -77,10 +77,18 @@ def test_unit_spellings_are_converted(tmp_path, sheet, column, header, typed, ex
 ])
 def test_units_that_cannot_be_read_are_refused(tmp_path, sheet, column, header, said):
     path, coord = _book(tmp_path, sheet, column, header, 1000)
+    with pytest.raises(InputError) as e:
+        build_plan(path)
+    text = "\n".join(map(str, e.value.problems))
+    assert f"{sheet}!{coord}: header {header!r} says" in text and said in text, text
+
+
+def test_a_price_per_month_is_refused_by_the_command_line(tmp_path):
+    path, coord = _book(tmp_path, "GPUs", "hourly_cost", "hourly_cost (USD/month)", 1825)
     r = run_planner("run", path, "-o", tmp_path / "out.xlsx", "--no-memo", cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    assert f"{sheet}!{coord}: header {header!r} says" in r.stderr and said in r.stderr, r.stderr
-    assert not (tmp_path / "out.xlsx").exists()
+    assert f"GPUs!{coord}: header 'hourly_cost (USD/month)' says USD/month, a price per month" in r.stderr
+    assert not (tmp_path / "out.xlsx").exists() and not list(tmp_path.glob(".planner-stage-*"))
 
 
 def test_price_per_hour_spellings_are_accepted(tmp_path):
