@@ -199,7 +199,8 @@ COLUMNS: tuple[Column, ...] = (
            "against which the Summary and Fleet_By_Period count the savings of hit_target (blank: "
            "hit_measured, the load test's, said on the Summary)", minimum=0, maximum=1, fmt=FMT_PCT),
     Column(W, "demand_growth", "fraction/period", FRACTION, "growth of demand_tpm per planning period, "
-           "compounded over Settings periods (blank: Settings demand_growth)", minimum=-1, maximum=10,
+           "compounded over Settings periods (blank: Settings demand_growth; a plain number above 1 is refused "
+           "as a probable percentage: type 10% or 0.1, and 150% for +150%)", minimum=-1, maximum=10,
            fmt=FMT_PCT),
     Column(W, "t_decode_batch", "count", INT, "requests in decode at which t_decode_ms holds (blank: batch; "
            "calibrated from a load test: the test's concurrency): the decode step is t_decode_ms x t_decode_batch / "
@@ -357,7 +358,8 @@ SETTING_KEYS: tuple[Setting, ...] = (
             "gets it in the first period, grown by demand_growth in each next one (a Demand row of the "
             "workload and period wins; blank: periods only from the Demand sheet)"),
     Setting("demand_growth", FRACTION, 0.0, "growth of every workload's demand_tpm per period over Settings "
-            "periods, compounded (Workloads demand_growth overrides per row; 0.1 = +10% a period)", -1, 10),
+            "periods, compounded (Workloads demand_growth overrides per row; 0.1 = +10% a period; a plain number "
+            "above 1 is refused as a probable percentage: type 150% for +150%)", -1, 10),
     Setting("max_num_batched_tokens", NUMBER, 8192.0, "new prompt tokens a server packs into one forward pass "
             "(chunked prefill), for bursts at Workloads concurrency and for load tests at concurrency > 1 "
             "(8192: vLLM's default for its OpenAI server on GPUs of 70 GiB or more, H100/H200/H20; 2048 on "

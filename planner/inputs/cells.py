@@ -88,6 +88,17 @@ def line_break(text: str, strip: bool = True) -> str | None:
 _XML_ESCAPED_BREAK = re.compile(r"_x(000[ABCD]|001[CDE]|0085|202[89]|0000)_", re.I)
 
 
+# spellings of the Demand sheet's demand_unit choices (spaces removed, "per" read as "/")
+_RATE_CHOICES = {u: c for c, us in {
+    "tokens/min": ("tokens/min", "tokens/minute", "tok/min", "t/min", "tpm", "min", "minute", "/min"),
+    "tokens/hour": ("tokens/hour", "tokens/h", "tokens/hr", "tok/h", "tok/hour", "t/h", "tph", "hour", "h", "hourly"),
+    "tokens/day": ("tokens/day", "tokens/d", "tok/day", "tok/d", "t/day", "t/d", "tpd", "day", "d", "daily",
+                   "tokens/24h"),
+}.items() for u in us}
+_PER_SECOND = {"tokens/s", "tokens/sec", "tokens/second", "tok/s", "t/s", "tps", "s", "sec", "second", "/s",
+               "tokens//s", "tokens//second", "/second"}
+
+
 def _parse(col: Column, raw: Any, number_format: str | None, note: list[str]) -> tuple[Any, str | None]:
     if col.kind == ANY:  # kept as typed: a number, or a text without its surrounding spaces
         if isinstance(raw, bool):
@@ -113,6 +124,11 @@ def _parse(col: Column, raw: Any, number_format: str | None, note: list[str]) ->
                 err = f"{col.name} {_show(raw)} is not one of {allowed}"
             return (int(v) if err is None else None), err
         text = str(raw).strip().lower()
+        if text not in col.choices and set(col.choices) == set(_RATE_CHOICES.values()):
+            text = _RATE_CHOICES.get(re.sub(r"\s+", "", text).replace("per", "/").lstrip("/"), text)
+            if text not in col.choices and re.sub(r"\s+", "", text) in _PER_SECOND:
+                return None, (f"{col.name} {_show(raw)} is not one of {allowed}: type the demand per minute "
+                              f"(x 60), or head the demand column 'demand_tpm (tokens/s)' to have it converted")
         if text not in col.choices:
             return None, f"{col.name} {_show(raw)} is not one of {allowed}"
         return text, None
@@ -131,6 +147,12 @@ def _parse(col: Column, raw: Any, number_format: str | None, note: list[str]) ->
         if col.kind == FRACTION and 2 <= v <= 100:  # 85 most likely meant 85%
             hint = f" (a ratio: write {v / 100:g} or {v:g}%)"
         return None, f"{col.name} {_show(v)} is outside {rng}{hint}"
+    if col.kind == FRACTION and col.maximum is not None and col.maximum > 1 and v > 1 and not (
+            (isinstance(raw, str) and raw.strip().endswith("%")) or "%" in str(number_format or "")):
+        # a fraction that may exceed 1 (a growth rate): a plain 10 is most likely 10%, not +1,000%
+        return None, (f"{col.name} {_show(v)} would be {v:+.0%} ({v + 1:g}x) a period: if {_show(v)}% was meant, "
+                      f"type {v / 100:g} or {_show(v)}%; a growth above 100% a period is typed as a "
+                      f"percentage ({v * 100:g}%)")
     if col.kind == INT:
         v = int(v)
     return v, None

@@ -13,9 +13,32 @@ def _place(t, col: str, i: int) -> str:
     return cell_place(t, col, i)
 
 
-def _check_demand(dem, w, problems: list[Problem], grown: frozenset = frozenset()) -> None:
+def _check_demand(dem, w, problems: list[Problem], grown: frozenset = frozenset(),
+                  notes: list[str] | None = None, order: tuple = ()) -> None:
     """Unknown workloads (when ``w`` is given), duplicate (workload, period), empty periods (a
-    period of Settings ``periods``, in ``grown``, takes the grown demand where it is blank)."""
+    period of Settings ``periods``, in ``grown``, takes the grown demand where it is blank).
+
+    Each ``period`` is first read as :func:`~planner.inputs.period_labels.period_label` reads it (a
+    quarter in any spelling or a date as ``YYYY-Qn``, said in ``notes``) and spelt as the first
+    label naming the same period (Settings ``periods``, in ``order``, first), so ``2027-q1`` and
+    ``2027 Q1`` are one period, and the same workload in both is a duplicate."""
+    from planner.inputs.period_labels import fold, period_label
+
+    spelling = {fold(p): p for p in reversed(order)}
+    read: list[str] = []
+    for i, rec in enumerate(dem.records):
+        if rec.get("period") is None:
+            continue
+        label, how = period_label(rec["period"])
+        label = spelling.setdefault(fold(label), label)
+        if how is not None:
+            read.append(f"{_place(dem, 'period', i)} {how}")
+        elif label != rec["period"]:
+            read.append(f"{_place(dem, 'period', i)} {rec['period']!r} is period {label!r}")
+        rec["period"] = label
+    if read and notes is not None:
+        more = f" (and {len(read) - 3} more)" if len(read) > 3 else ""
+        notes.append(f"Demand: {len(read)} period(s) read as the period they name: {'; '.join(read[:3])}{more}")
     names = {str(x).strip().lower(): str(x) for x in w.column("workload") if x is not None} if w is not None else None
     seen: dict[tuple[str, str], int] = {}
     by_period: dict[str, list[int]] = {}

@@ -1,16 +1,79 @@
-"""Settings ``periods`` read at the input boundary: a list of labels or a quarter range
-(the per-period plan is :mod:`planner.finance.periods`)."""
+"""Period labels read at the input boundary: Settings ``periods`` (a list of labels or a quarter
+range) and the Demand sheet's ``period`` cells (the per-period plan is :mod:`planner.finance.periods`).
+
+A calendar quarter typed in any common spelling is read as ``YYYY-Qn`` (``2027Q1``, ``2027 Q1``,
+``2027-q1``, ``Q1 2027``, ``Q1-2027``, ``Q1'27``, ``2027-Q01``), and a date (a date cell, or
+``2027-01-01`` typed as text) as the calendar quarter it falls in, so one quarter is never two
+periods because of how it was typed (issue 20, red team: ``2027 Q1`` in Demand beside Settings
+``2027-Q1..2027-Q4`` was planned as a fifth period while 2027-Q1 kept the grown demand). Other labels
+(``FY27 Q1``, ``Jan``, ``H1``) are kept as typed, compared ignoring case and repeated spaces.
+"""
 
 from __future__ import annotations
 
+import datetime as _dt
 import re
 
 _QUARTER = re.compile(r"^\s*(\d{4})\s*-\s*Q([1-4])\s*$", re.I)
-_RANGE = re.compile(r"^(.*?)\s*(?:\.\.|–|—| to )\s*(.*)$")
+_RANGE = re.compile(r"^(.*?)\s*(?:\.\.|–|—| to | - )\s*(.*)$")
+_YEAR_Q = re.compile(r"^(\d{4})\s*[-/_ ]?\s*Q0?([1-4])$", re.I)
+_Q_YEAR = re.compile(r"^Q0?([1-4])\s*[-/_ ']?\s*(\d{4}|\d{2})$", re.I)
+_ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[ T]00:00(?::00)?)?$")
+
+
+def quarter_label(value) -> tuple[str | None, str | None]:
+    """``(label, how)``: a calendar quarter as ``YYYY-Qn`` and how it was read (None: typed so
+    already), or ``(None, None)`` when ``value`` is not a quarter or a date.
+
+    >>> quarter_label("Q1 2027")
+    ('2027-Q1', 'a quarter')
+    >>> quarter_label("2027-04-01")
+    ('2027-Q2', 'a date, read as its calendar quarter')
+    >>> quarter_label("FY27 Q1")
+    (None, None)
+    """
+    if isinstance(value, (_dt.date, _dt.datetime)):
+        return f"{value.year}-Q{(value.month - 1) // 3 + 1}", "a date, read as its calendar quarter"
+    text = re.sub(r"\s+", " ", str(value).strip())
+    if m := _QUARTER.match(text):
+        label = f"{m.group(1)}-Q{m.group(2)}"
+        return label, (None if label == text else "a quarter")
+    if m := _YEAR_Q.match(text):
+        return f"{m.group(1)}-Q{m.group(2)}", "a quarter"
+    if m := _Q_YEAR.match(text):
+        year = m.group(2) if len(m.group(2)) == 4 else f"20{m.group(2)}"
+        return f"{year}-Q{m.group(1)}", "a quarter"
+    if m := _ISO_DATE.match(text):
+        try:
+            d = _dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
+        except ValueError:
+            return None, None
+        return f"{d.year}-Q{(d.month - 1) // 3 + 1}", "a date, read as its calendar quarter"
+    return None, None
+
+
+def period_label(value) -> tuple[str, str | None]:
+    """A period cell's label and, when it was rewritten, a note saying how it was read."""
+    label, how = quarter_label(value)
+    if label is not None:
+        return label, (None if how is None else f"{_typed(value)} is {how}: {label}")
+    return re.sub(r"\s+", " ", str(value).strip()), None
+
+
+def _typed(value) -> str:
+    if isinstance(value, _dt.datetime) and value.time() == _dt.time(0):
+        return repr(value.date().isoformat())
+    return repr(value.isoformat() if isinstance(value, (_dt.date, _dt.datetime)) else str(value).strip())
+
+
+def fold(label: str) -> str:
+    """Two labels that name one period compare equal: case and repeated spaces ignored."""
+    return re.sub(r"\s+", " ", str(label).strip()).casefold()
 
 
 def parse_periods(text) -> tuple[list[str], list[str]]:
-    """Settings ``periods``: ``'2027-Q1; 2027-Q2'`` or the quarter range ``'2027-Q1..2027-Q4'``.
+    """Settings ``periods``: ``'2027-Q1; 2027-Q2'`` (or ``,`` between labels) or the quarter range
+    ``'2027-Q1..2027-Q4'`` (also ``2027-Q1 - 2027-Q4``, ``2027-Q1 to 2027-Q4``, ``Q1 2027..Q4 2027``).
 
     Returns ``(labels, problems)``; blank gives ``([], [])``.
 
@@ -18,28 +81,33 @@ def parse_periods(text) -> tuple[list[str], list[str]]:
     ['2027-Q3', '2027-Q4', '2028-Q1', '2028-Q2']
     >>> parse_periods("2027-Q1; 2027-Q2")[0]
     ['2027-Q1', '2027-Q2']
+    >>> parse_periods("Q1 2027, Q2 2027")[0]
+    ['2027-Q1', '2027-Q2']
     """
     if text is None or str(text).strip() == "":
         return [], []
+    if isinstance(text, (_dt.date, _dt.datetime)):
+        return [quarter_label(text)[0]], []
     out: list[str] = []
-    for part in [p.strip() for p in str(text).split(";")]:
+    for part in [p.strip() for p in re.split(r"[;,]", str(text))]:
         if not part:
             continue
         rng = _RANGE.match(part)
-        if rng and _QUARTER.match(rng.group(1)) and _QUARTER.match(rng.group(2)):
-            (y0, q0), (y1, q1) = ((int(x.group(1)), int(x.group(2))) for x in map(_QUARTER.match, rng.groups()))
+        ends = [quarter_label(x)[0] for x in rng.groups()] if rng else [None, None]
+        if rng and None not in ends:
+            (y0, q0), (y1, q1) = ((int(x[:4]), int(x[-1])) for x in ends)
             a, b = y0 * 4 + q0 - 1, y1 * 4 + q1 - 1
             if b < a:
                 return [], [f"periods {part!r}: the range ends before it starts"]
             if b - a >= 400:
                 return [], [f"periods {part!r}: more than 400 quarters"]
             out += [f"{i // 4}-Q{i % 4 + 1}" for i in range(a, b + 1)]
-        elif rng and (".." in part):
+        elif rng and (".." in part) or re.search(r"Q[1-4]\s*[-–—/]\s*Q[1-4]", part, re.I):
             return [], [f"periods {part!r}: a range is written between two quarters, e.g. 2027-Q1..2027-Q4"]
         else:
-            out.append(part)
+            out.append(period_label(part)[0])
     seen = set()
-    dup = [p for p in out if p in seen or seen.add(p)]
+    dup = [p for p in out if fold(p) in seen or seen.add(fold(p))]
     if dup:
         return [], [f"periods names {dup[0]!r} twice"]
     return out, []

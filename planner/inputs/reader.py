@@ -14,7 +14,7 @@ import hashlib
 import io
 import os
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -131,6 +131,8 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
             extras.append((j, str(raw).strip()))
     for where, msg in header_units.near_miss_headers(ws.title, cols, col_of, extras):
         problems.append(Problem(where, msg))
+    for where, msg in header_units.foreign_headers(ws.title, sheet, extras):
+        problems.append(Problem(where, msg))
     for c in cols:
         if c.required is True and c.name not in col_of and not (c.name == "hit_target" and "trace" in col_of) \
                 and not (sheet == schema.MEAS and "file" in col_of):  # the load-test files fill them (below)
@@ -183,9 +185,16 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
                 rec[name] = None
                 continue
             fmt = getattr(cell, "number_format", None)
-            v, err, reading = parse_cell(by_name[name], cell_value(cell), fmt)
-            if not err and v is not None and name in factors:  # a header unit converted (header_units)
-                v, err, _ = parse_cell(by_name[name], float(v) * factors[name], None)
+            # a header unit converted (header_units): a whole-number column is checked after the
+            # conversion ('isl (k tokens)' 2.5 is 2,500 tokens)
+            first = replace(by_name[name], kind=schema.NUMBER, minimum=None, maximum=None) \
+                if name in factors and by_name[name].kind == schema.INT else by_name[name]
+            v, err, reading = parse_cell(first, cell_value(cell), fmt)
+            if not err and v is not None and name in factors:
+                x = float(v) * factors[name]
+                if by_name[name].kind == schema.INT and abs(x - round(x)) <= 1e-9 * max(1.0, abs(x)):
+                    x = float(round(x))  # 1.1 k tokens is 1,100 tokens, not 1,100.0000000000002
+                v, err, _ = parse_cell(by_name[name], round(x, 9) if by_name[name].kind == schema.INT else x, None)
                 if err:
                     err += f" (after converting from the header's unit, x{factors[name]:.6g})"
             if err:
@@ -205,6 +214,13 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         # without hit_target, every row must take its hit ratio from a trace (issue 19)
         why = "" if len(untraced) == len(records) else f" (row {untraced[0]} has no trace to take it from)"
         problems.append(Problem(Place.at_row(ws.title, 1), f"required column 'hit_target' is missing{why}"))
+    if sheet == schema.DEM and "demand_tpm" in factors and "demand_unit" in col_of:
+        # the header's unit is already converted to tokens/min: a row's demand_unit would convert it again
+        for r, rec in zip(rows, records):
+            if rec.get("demand_unit") not in (None, "tokens/min") and rec.get("demand_tpm") is not None:
+                problems.append(Problem(Place.cell(ws.title, col_of["demand_unit"] + 1, r),
+                                        f"demand_unit {rec['demand_unit']!r} and the header of demand_tpm both give "
+                                        f"the unit: the demand would be converted twice; keep one of them"))
     if sheet == schema.MEAS and "file" in col_of:
         # a row naming a load-test file takes the missing columns from it; the other rows need them
         from planner.inputs.measurement_files import missing_columns
@@ -340,7 +356,7 @@ def read_input(path: str | Path, *, checks: Sequence[Callable[[BoundaryState], l
     _check_optional_refs(optional, canon, problems)
     from planner.inputs.scenario_checks import check_optional  # Demand and Scenarios against the inputs (the finance view)
 
-    check_optional(optional, {"Models": m, "GPUs": g, "Workloads": w}, settings, problems)
+    check_optional(optional, {"Models": m, "GPUs": g, "Workloads": w}, settings, problems, notes)
     from planner.inputs.kv_tiers import check_inputs  # Tiers rows and the Workloads' trace files (issue 19)
 
     check_inputs(path, optional.get(schema.TIERS), w, positions.get("Workloads", {}), settings, problems, notes)

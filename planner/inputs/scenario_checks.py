@@ -46,7 +46,8 @@ def _apply(op: str, old: Any, value: Any) -> Any:
     return old + value if op == "add" else old * value
 
 
-def check_optional(optional: dict, tables: dict, settings: dict, problems: list[Problem]) -> None:
+def check_optional(optional: dict, tables: dict, settings: dict, problems: list[Problem],
+                   notes: list[str] | None = None) -> None:
     """Cross-checks of the Demand and Scenarios sheets (called by the reader, so every
     problem is listed at once). ``tables`` maps Models/GPUs/Workloads to their Table (or None)."""
     # references are checked against Models/GPUs/Workloads that read without a problem: a
@@ -58,7 +59,8 @@ def check_optional(optional: dict, tables: dict, settings: dict, problems: list[
     if dem is not None:
         from planner.inputs.period_labels import parse_periods
 
-        _check_demand(dem, w if base_ok else None, problems, frozenset(parse_periods(settings.get("periods"))[0]))
+        sp = parse_periods(settings.get("periods"))[0]
+        _check_demand(dem, w if base_ok else None, problems, frozenset(sp), notes, tuple(sp))
     scn = optional.get(schema.SCN)
     if scn is not None and base_ok:
         overrides(scn, {**tables, schema.TIERS: optional.get(schema.TIERS)}, settings, problems)

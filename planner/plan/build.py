@@ -106,5 +106,7 @@ def build_plan(source: str | Path | PlanInput) -> Plan:
                                # typed Measurements cells that differ from the file the row names
                                + [Problem(pl, msg) for t in p_in.optional.values() for pl, msg in t.warnings])
     from planner.plan.trust import apply_to_plan  # issue 20: filled blanks visible, demand, plausibility
+    from planner.plan.typed_checks import typed_warnings  # issue 20 red team: typed mistakes that still plan
 
-    return apply_to_plan(plan)
+    plan = apply_to_plan(plan)
+    return dataclasses.replace(plan, warnings=list(plan.warnings) + typed_warnings(plan))

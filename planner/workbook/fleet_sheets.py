@@ -43,11 +43,31 @@ def _v(x) -> object:
     return "" if math.isnan(x) else x
 
 
+def header_lines(text: str, width: float) -> int:
+    """Lines a wrapped bold header of ``text`` takes in a column ``width`` characters wide: words
+    filled greedily, a word longer than the line broken (as Excel and LibreOffice break it). Bold
+    text is about 10% wider than the width's digit characters, hence 0.9 x width per line."""
+    per_line = max(int(width * 0.9), 1)
+    lines, used = 1, 0
+    for word in str(text).split():
+        n = len(word)
+        if used and used + 1 + n <= per_line:
+            used += 1 + n
+            continue
+        if used:
+            lines += 1
+        lines += (n - 1) // per_line
+        used = n - per_line * ((n - 1) // per_line)
+    return lines
+
+
 def _header(ws, fm, headers, widths, top=0, left=0):
     for j, h in enumerate(headers):
         ws.write_string(top, left + j, h, fm("header"))
         ws.set_column(left + j, left + j, widths[j])
-    ws.set_row(top, 30)
+    # high enough for the longest wrapped header (its unit in brackets prints whole), at least
+    # two lines (15 pt a line at the 11 pt font)
+    ws.set_row(top, 15 * max(2, max((header_lines(h, w) for h, w in zip(headers, widths)), default=2)))
 
 
 def _named_header(ws, fm, names, units: dict, widths) -> None:

@@ -161,9 +161,9 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
         _put(ws, rr, 3, of(tb.saved, ref(at_baseline.value, cell(rr, 1)), ref(at_target.value, cell(rr, 2))),
              fm("calc", fmt))
     r += 2 + len(sav)
-    ws.write_string(r, 0, "Same demand and utilisation; instances sized with the delivered TPM at the planning "
-                          "baseline hit_baseline instead of hit_target (re-hit corrected from tpm_measured when "
-                          "given).", fm("note"))
+    # short enough to end before the charts of column G (a longer line prints under them)
+    ws.write_string(r, 0, "Same demand and utilisation, sized at hit_baseline instead of hit_target (re-hit "
+                          "corrected from tpm_measured when given).", fm("note"))
     n_typed = int(sum(1 for rec in plan.input.workloads.records if rec.get("hit_baseline") is not None))
     ws.write_string(r + 1, 0, _baseline_note(n_typed, len(plan.results)), fm("note"))
     r += 1

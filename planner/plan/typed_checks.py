@@ -1,0 +1,184 @@
+"""Located warnings for typed mistakes that still plan without an error (issue 20, red team of
+items 2, 3 and 5): each is a number the planner can use, but one that most likely is not what
+was meant, so it is said at its cell (stderr, Checks, memo) instead of planned silently.
+
+* a ratio of exactly 1 typed as a plain number where 1% may have been meant, in the columns the
+  first landing did not cover: Workloads ``hit_baseline`` (100%: every saving of the target
+  vanishes), Demand ``hit_target`` and Workloads ``demand_growth`` (+100%: doubling every period);
+* ``demand_growth`` of -100%: the workload's demand is 0 from the second period on;
+* a growth that has nothing to grow: a workload without a Workloads ``demand_tpm`` but with a
+  growth rate and Demand rows in only some of Settings ``periods`` needs nothing in the others;
+* a Demand period that is not one of Settings ``periods`` (``FY27 Q1`` beside ``2027-Q1..2027-Q4``):
+  planned as a period of its own, after them;
+* a measured TTFT at concurrency 1 more than :data:`SLOW_TTFT` times the roofline at 100% of
+  peak, or a TPOT more than :data:`SLOW_TPOT` times the HBM floor of one step (typed in
+  microseconds?), and an HBM bandwidth above :data:`HBM_TBPS_MAX` TB/s (typed in GB/s?).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.core.errors import Problem
+from planner.core.places import Place
+
+# A prefill at concurrency 1 runs at 20-90% of peak plus a fixed cost (tests/data/published_prefill.csv:
+# 0.5-2x the roofline at prefill_mfu); 1,000x the floor at 100% of peak is no prefill but a TTFT typed
+# in microseconds (or a queue). A decode step at batch 1 reads the weights at 60-90% of HBM bandwidth
+# (Settings decode_mbu 0.6); 300x the floor is far beyond any batch's slow-down.
+SLOW_TTFT = 1000.0
+SLOW_TPOT = 300.0
+# The fastest HBM of a GPU the catalog knows is 8 TB/s (B200); 30 TB/s is no GPU's, 3,350 is an
+# H100's 3.35 TB/s typed in GB/s.
+HBM_TBPS_MAX = 30.0
+
+
+def _cell(table, col: str, i: int) -> Place:
+    return Place.of_table(table, col, i)
+
+
+def _one(table, col: str, i: int, what: str) -> Problem:
+    return Problem(_cell(table, col, i), f"{col} 1 is read as 100% ({what}): if 1% was meant, type 0.01 or 1%; "
+                                         f"type 100% to say 100% is meant")
+
+
+def typed_warnings(plan) -> list[Problem]:
+    """Every warning of the module docstring, each at its cell."""
+    from planner.inputs.period_labels import fold, parse_periods
+
+    p_in = plan.input
+    out: list[Problem] = []
+    wt = p_in.workloads
+    ones = getattr(wt, "plain_ones", set())
+    for i, _ in enumerate(wt.records):
+        if ("hit_baseline", i) in ones:
+            out.append(_one(wt, "hit_baseline", i, "the fleet runs with every input token cached today, so the "
+                                                   "hit target saves nothing against it"))
+        if ("demand_growth", i) in ones:
+            out.append(_one(wt, "demand_growth", i, "the demand doubles every period"))
+    dem = p_in.optional.get("Demand")
+    for col, i in sorted(getattr(dem, "plain_ones", set()) if dem is not None else ()):
+        if col == "hit_target":
+            out.append(_one(dem, col, i, "every input token of the period cached"))
+    periods = parse_periods(p_in.settings.get("periods"))[0]
+    if periods and p_in.settings.get("demand_growth") == 1:  # the Settings cell's format is not kept
+        out.append(Problem(Place.whole("Settings"), "demand_growth 1 is read as +100% a period (the demand doubles "
+                                                    "every period): if 1% was meant, type 0.01 or 1%"))
+    res = plan.resolved
+    growth = res["demand_growth"].to_numpy(dtype=float) if "demand_growth" in res else np.zeros(len(res))
+    settings_zero: list[str] = []  # workloads taking Settings demand_growth -100%: one warning for them all
+    for i, r in enumerate(wt.records):
+        g = float(growth[i]) if i < len(growth) else float("nan")
+        if len(periods) < 2 or np.isnan(g):
+            continue
+        own = r.get("demand_growth") is not None
+        where = _cell(wt, "demand_growth", i) if own else Place.whole("Settings")
+        if g == -1 and r.get("demand_tpm") is not None:
+            if own:
+                out.append(Problem(where, f"demand_growth -100% makes {r['workload']!r} need nothing from {periods[1]} "
+                                          f"on (its demand times 0): if a fall of 1% a period was meant, type -0.01 or -1%"))
+            else:
+                settings_zero.append(str(r["workload"]))
+        if r.get("demand_tpm") is None and g != 0 and dem is not None:
+            have = {fold(x.get("period")) for x in dem.records
+                    if str(x.get("workload", "")).strip().lower() == str(r["workload"]).strip().lower()
+                    and x.get("demand_tpm") is not None}
+            missing = [p for p in periods if fold(p) not in have]
+            if have and missing:
+                out.append(Problem(where, f"{r['workload']!r} has demand_growth {g:+.1%} and Demand rows, but no "
+                                          f"Workloads demand_tpm to grow: it needs nothing in {', '.join(missing)} "
+                                          f"(growth grows demand_tpm from the first of Settings periods; type it, or "
+                                          f"the Demand rows of those periods)"))
+    if settings_zero:
+        more = f" and {len(settings_zero) - 5} more" if len(settings_zero) > 5 else ""
+        out.append(Problem(Place.whole("Settings"), f"demand_growth -100% makes {len(settings_zero)} workload(s) need "
+                                                    f"nothing from {periods[1]} on (their demand times 0: "
+                                                    f"{', '.join(settings_zero[:5])}{more}): if a fall of 1% a period "
+                                                    f"was meant, type -0.01 or -1%"))
+    if dem is not None and periods:
+        known, said = {fold(p) for p in periods}, set()
+        for i, rec in enumerate(dem.records):
+            p = rec.get("period")
+            if p is None or fold(p) in known or fold(p) in said:
+                continue
+            said.add(fold(p))
+            out.append(Problem(_cell(dem, "period", i),
+                               f"period {p!r} is not one of Settings periods ({periods[0]} .. {periods[-1]}): it is "
+                               f"planned as a period of its own, after them, with only its Demand rows; if it is one "
+                               f"of them, type it as {periods[0]} is typed"))
+    out += _slow_measurements(plan)
+    out += _tpm_measured_off(plan)
+    return out
+
+
+# A measured TPM of one instance against the model's at the same hit ratio, (isl + osl) x 60,000 /
+# chip time: the model's times are roofline estimates or fits within 0.5-2x (README 'Roofline against
+# published prefills'), so a factor of 20 is no estimate's error but a rate typed per second (60x)
+# or per hour (1/60x), or for the whole fleet.
+TPM_FACTOR = 20.0
+
+
+def _tpm_measured_off(plan) -> list[Problem]:
+    wt, r = plan.input.workloads, plan.results
+    if "chip_ms_measured" not in r:
+        return []
+    out = []
+    for i, rec in enumerate(wt.records):
+        typed = rec.get("tpm_measured")
+        if typed is None or i >= len(r):
+            continue
+        chip = float(r["chip_ms_measured"].iat[i])
+        model = (float(rec["isl"]) + float(rec["osl"])) * 60000.0 / chip if chip > 0 else float("nan")
+        if not np.isfinite(model) or model <= 0:
+            continue
+        ratio = float(typed) / model
+        if ratio > TPM_FACTOR or ratio < 1 / TPM_FACTOR:
+            hint = ("typed per second (x 60 is {:,.0f} tokens/min)?".format(float(typed) * 60) if ratio < 1
+                    else "the fleet's throughput rather than one instance's?")
+            out.append(Problem(_cell(wt, "tpm_measured", i),
+                               f"tpm_measured {float(typed):,.0f} is {ratio:,.3g}x the model's delivered TPM of one "
+                               f"instance at hit_measured ({model:,.0f} tokens/min: (isl + osl) x 60,000 / "
+                               f"{chip:,.4g} ms): {hint}"))
+    return out
+
+
+def _slow_measurements(plan) -> list[Problem]:
+    from planner.plan.trust import decode_floor_ms, roofline_floor_ms
+
+    p_in = plan.input
+    models = {r["model"]: r for r in p_in.models.records}
+    gpus = {r["gpu"]: r for r in p_in.gpus.records}
+    out: list[Problem] = []
+    for i, g in enumerate(p_in.gpus.records):
+        tb = g.get("hbm_tbps")
+        if tb is not None and float(tb) > HBM_TBPS_MAX:
+            out.append(Problem(_cell(p_in.gpus, "hbm_tbps", i),
+                               f"hbm_tbps {float(tb):,.6g} TB/s is beyond any GPU's memory bandwidth (the fastest, "
+                               f"B200, has 8 TB/s): typed in GB/s ({float(tb) / 1000:,.4g} TB/s)?"))
+    meas = p_in.optional.get("Measurements")
+    if meas is None:
+        return out
+    for i, r in enumerate(meas.records):
+        mod, gpu = models.get(r.get("model")), gpus.get(r.get("gpu"))
+        if mod is None or gpu is None:
+            continue
+        tp = float(r["tp"])
+        closed_one = (r.get("concurrency") in (None, 1)) and r.get("request_rate") is None
+        if r.get("ttft_ms") is not None and closed_one:
+            floor = roofline_floor_ms(mod, gpu, tp, float(r["isl"]), float(r["hit"]))
+            if floor is not None and float(floor) > 0 and float(r["ttft_ms"]) > SLOW_TTFT * float(floor):
+                out.append(Problem(_cell(meas, "ttft_ms", i),
+                                   f"ttft_ms {float(r['ttft_ms']):,.6g} is {float(r['ttft_ms']) / float(floor):,.0f}x "
+                                   f"the roofline at 100% of the GPU's peak ({float(floor):,.4g} ms for "
+                                   f"{float(r['isl']):,.0f} tokens at hit {float(r['hit']):.0%} on {tp:g}x {r['gpu']}) "
+                                   f"at concurrency 1: was it typed in microseconds ({float(r['ttft_ms']) / 1000:,.4g} ms)?"))
+        if r.get("tpot_ms") is not None:
+            step = decode_floor_ms(mod, gpu, tp, 1.0)
+            if step is not None and step > 0 and float(r["tpot_ms"]) > SLOW_TPOT * step:
+                out.append(Problem(_cell(meas, "tpot_ms", i),
+                                   f"tpot_ms {float(r['tpot_ms']):,.6g} is {float(r['tpot_ms']) / step:,.0f}x the "
+                                   f"fastest decode step ({step:,.4g} ms: the weights each GPU reads at 100% of "
+                                   f"{gpu.get('hbm_tbps'):g} TB/s): was it typed in microseconds "
+                                   f"({float(r['tpot_ms']) / 1000:,.4g} ms), or is it a whole request's decode "
+                                   f"time rather than the time per output token?"))
+    return out
