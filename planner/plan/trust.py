@@ -178,7 +178,9 @@ def plausibility_warnings(plan) -> list[Problem]:
                                    f"{float(r['hit']):.0%} on {tp:g}x {r['gpu']}): was it typed in seconds "
                                    f"({float(r['ttft_ms']) * 1000:,.4g} ms)?"))
             if r.get("tpot_ms") is not None:
-                step = decode_floor_ms(mod, gpu, tp, float(r.get("batch") or 1))
+                # batch 1 on purpose: at any concurrency every token of a step may route to the same
+                # experts, so one token's active parameters are the least a step can read (a floor)
+                step = decode_floor_ms(mod, gpu, tp, 1.0)
                 if step is not None and float(r["tpot_ms"]) < step:
                     out.append(Problem(_cell(meas, "tpot_ms", i),
                                        f"tpot_ms {float(r['tpot_ms']):,.4g} is faster than HBM bandwidth allows: each "
