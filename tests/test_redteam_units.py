@@ -92,10 +92,47 @@ def test_a_price_per_month_is_refused_by_the_command_line(tmp_path):
 
 
 def test_price_per_hour_spellings_are_accepted(tmp_path):
-    for header in ("hourly_cost (USD/h)", "hourly_cost (EUR per hour)", "hourly_cost (USD/GPU-hour)",
-                   "hourly_cost (USD)"):
+    for header in ("hourly_cost (USD/h)", "hourly_cost (usd per hour)", "hourly_cost (USD/GPU-hour)",
+                   "hourly_cost (USD)", "hourly_cost ($/h)"):
         path, _ = _book(tmp_path, "GPUs", "hourly_cost", header, 2.5)
         assert build_plan(path).input.gpus.records[0]["hourly_cost"] == 2.5
+
+
+def _currency_book(tmp_path, header, currency):
+    path, coord = _book(tmp_path, "GPUs", "hourly_cost", header, 2.5)
+    if currency is not None:
+        wb = openpyxl.load_workbook(path)
+        ws = wb["Settings"]
+        row = next(r for r in range(1, ws.max_row + 1) if ws.cell(r, 1).value == "currency")
+        ws.cell(row, 2).value = currency
+        wb.save(path)
+    return path, coord
+
+
+def test_a_price_header_in_the_settings_currency_is_accepted(tmp_path):
+    # EUR prices beside Settings currency EUR (typed as the code or the symbol): read as typed
+    for header, currency in (("hourly_cost (EUR per hour)", "EUR"), ("hourly_cost (€/h)", "EUR"),
+                             ("hourly_cost (eur/h)", "€")):
+        path, _ = _currency_book(tmp_path, header, currency)
+        plan = build_plan(path)
+        assert plan.input.gpus.records[0]["hourly_cost"] == 2.5
+
+
+@pytest.mark.parametrize("header, currency, typed, setting", [
+    ("hourly_cost (EUR/h)", None, "EUR", "USD"),        # Settings currency left at its default, USD
+    ("hourly_cost (€ per hour)", "USD", "EUR", "USD"),
+    ("hourly_cost (USD/h)", "CNY", "USD", "CNY"),
+])
+def test_a_price_header_in_another_currency_than_the_settings_is_refused(tmp_path, header, currency, typed,
+                                                                         setting):
+    # every cost column is labelled with Settings currency: EUR prices planned under USD would be
+    # reported as dollars, a silent 8-10% error and a wrong label, so the header is refused
+    path, coord = _currency_book(tmp_path, header, currency)
+    with pytest.raises(InputError) as e:
+        build_plan(path)
+    text = "\n".join(map(str, e.value.problems))
+    assert f"GPUs!{coord}: header {header!r} says {typed}, but Settings currency is {setting}" in text, text
+    assert f"set Settings currency to {typed}, or convert the prices to {setting}" in text
 
 
 def test_whole_number_column_after_a_multiplier_must_be_whole(tmp_path):

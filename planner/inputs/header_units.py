@@ -202,6 +202,32 @@ def _money_per_time(shown: str, typed: str, col: Column) -> str | None:
     return None
 
 
+# a currency symbol as the code it stands for; the yen/yuan sign stands for two and is left alone
+_SYMBOLS = {"$": "USD", "US$": "USD", "€": "EUR", "£": "GBP"}
+_CODE = re.compile(r"^[A-Za-z]{3}$")
+
+
+def currency_code(text: str | None) -> str | None:
+    """A currency as its upper-case code: ``'eur'`` -> ``'EUR'``, ``'$'`` -> ``'USD'`` (None: not
+    a recognisable code or symbol, e.g. ``'currency'`` or ``'¥'``)."""
+    t = str(text or "").strip()
+    if t in _SYMBOLS:
+        return _SYMBOLS[t]
+    if _CODE.match(t) and t.lower() not in ("gib", "gpu", "per", "cur"):
+        return t.upper()
+    return None
+
+
+def header_currency(header: str, col: Column) -> str | None:
+    """The currency a price header names (``hourly_cost (EUR/h)`` -> ``'EUR'``; None: none or not a
+    price column), to be held against Settings ``currency`` (the label every cost column carries)."""
+    typed = header_unit(header)
+    if typed is None or not str(col.unit).startswith("currency"):
+        return None
+    money = re.split(r"\s*(?:/|\bper\b)\s*", typed.strip(), maxsplit=1, flags=re.I)[0]
+    return currency_code(money)
+
+
 _PER_SIZE_TIME = re.compile(r"^(.*?)\s*(?:/|\bper\b)\s*([A-Za-z]+)\s*(?:/|\bper\b)\s*([A-Za-z]+)\.?$", re.I)
 
 

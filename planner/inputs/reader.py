@@ -53,6 +53,9 @@ class Table:
     # (place, message) said as warnings of the plan: a typed Measurements cell that differs from the
     # load-test file the row names (planner.inputs.measurement_files)
     warnings: list[tuple[str, str]] = field(default_factory=list)
+    # (place of the header, header as typed, currency code) of price headers naming a currency
+    # (``hourly_cost (EUR/h)``), held against Settings currency once the Settings are read
+    currencies: list[tuple[Any, str, str]] = field(default_factory=list)
 
     def column(self, name: str) -> list[Any]:
         return [r.get(name) for r in self.records]
@@ -105,6 +108,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
     col_of: dict[str, int] = {}
     factors: dict[str, float] = {}  # column -> factor from its header's unit to the column's
     extras: list[tuple[int, str]] = []
+    currencies: list[tuple[Any, str, str]] = []
     seen: dict[str, str] = {}
     for j, cell in enumerate(header):
         raw = getattr(cell, "value", None)
@@ -121,6 +125,8 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         if key in by_name:
             col_of[key] = j
             factor, said, wrong = header_units.conversion(str(raw), by_name[key])
+            if (code := header_units.header_currency(str(raw), by_name[key])) is not None:
+                currencies.append((coord, str(raw).strip(), code))
             if wrong:
                 problems.append(Problem(coord, wrong))
             elif factor != 1.0:
@@ -230,7 +236,23 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         more = f" (and {len(readings) - 3} more)" if len(readings) > 3 else ""
         notes.append(f"{ws.title}: {len(readings)} number(s) typed as text with separators were read: "
                      f"{'; '.join(readings[:3])}{more}")
-    return Table(ws.title, records, rows, [h for _, h in extras], col_of, plain_ones=plain_ones)
+    return Table(ws.title, records, rows, [h for _, h in extras], col_of, plain_ones=plain_ones,
+                 currencies=currencies)
+
+
+def _currency_problems(tables, settings: dict, where_setting) -> list[Problem]:
+    """A price header naming another currency than Settings ``currency`` (``hourly_cost (EUR/h)``
+    beside currency USD) is refused: every cost column would carry the Settings label."""
+    setting = settings.get("currency")
+    code = header_units.currency_code(setting) or (str(setting).strip().upper() if setting else "USD")
+    out = []
+    for t in tables:
+        for place, shown, typed in (t.currencies if t is not None else ()):
+            if typed != code:
+                out.append(Problem(place, f"header {shown!r} says {typed}, but Settings currency is {code} "
+                                          f"({where_setting}), the label every cost column carries: set Settings "
+                                          f"currency to {typed}, or convert the prices to {code}"))
+    return out
 
 
 def _header_hint(title: str, c: Column, extras: list[tuple[int, str]]) -> str:
@@ -335,6 +357,8 @@ def read_input(path: str | Path, *, checks: Sequence[Callable[[BoundaryState], l
         wb.close()
 
     m, g, w = (tables[s] for s in schema.SHEETS)
+    problems += _currency_problems([*tables.values(), *optional.values()], settings,
+                                   setting_places.get("currency", schema.SETTINGS))
     canon: dict[str, dict[str, str]] = {}
     for t, key, sheet in ((m, "model", "Models"), (g, "gpu", "GPUs"), (w, "workload", "Workloads")):
         if t is not None:
