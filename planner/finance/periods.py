@@ -51,11 +51,13 @@ CALC_COLS = ("workload", "period", "period_index", "demand_input", "demand_unit"
     # references keep the long closed-form formulas within the length a spreadsheet accepts)
     "isl", "osl", "concurrency", "t_decode_ms", "decode_step_ms", "step_weights_ms", "step_kv_ms", "ttft_slo_ms",
     "tpot_slo_ms", "slo_q", "pass_fixed_ms", "max_num_batched_tokens", "max_batch_fit") + tuple(  # the SLO-bound sizing steps (planner.equations.sizing)
-    c for c in sz.NAMES if c not in ("instances_needed", "gpus_needed"))
+    c for c in sz.NAMES if c not in ("instances_needed", "gpus_needed")) + tuple(
+    # the same chain at the baseline hit ratio (planner.equations.sizing.BASELINE_STEPS), for instances_baseline
+    c for c in sz.BASELINE_NAMES if c != "instances_baseline")
 # Demand_Calc's names for two of the sizing steps (the columns the sheet had before issue 16)
 SIZING_AS = {"instances_needed": "instances", "gpus_needed": "gpus_needed"}
 # per-workload inputs of the sizing chain: from Results (the rest from Resolved)
-FROM_RESULTS = ("decode_step_ms", "step_weights_ms", "step_kv_ms", "slo_q", "max_batch_fit")
+FROM_RESULTS = ("decode_step_ms", "step_weights_ms", "step_kv_ms", "slo_q", "max_batch_fit", "ttft_ms_baseline")
 COPIED = CALC_COLS[CALC_COLS.index("isl"):CALC_COLS.index("max_batch_fit") + 1]  # copied per row
 
 def span_label(periods: list[str]) -> str:
@@ -247,7 +249,11 @@ def period_calc(plan) -> pd.DataFrame:
     steps = sz.size(inputs) if n else {name: np.zeros(0) for name in sz.NAMES}
     inst, gpus = steps["instances_needed"], steps["gpus_needed"]
     tpm_b = col(r, "tpm_delivered_baseline")
-    inst_b = m.instances_needed(demand, tpm_b, util)
+    # the baseline through the same chain, at this row's demand and the workload's hit_baseline
+    base_in = {**inputs, "tpm_delivered_baseline": tpm_b, "ttft_ms_baseline": col(r, "ttft_ms_baseline"),
+               "hit_baseline": col(res, "hit_baseline")}
+    base = sz.size_baseline(base_in, steps) if n else {name: np.zeros(0) for name in sz.BASELINE_NAMES}
+    inst_b = base["instances_baseline"]
     gpus_b = m.gpus_needed(inst_b, tp)
     frame = pd.DataFrame({
         "workload": res["workload"].to_numpy()[idx] if n else [], "period": [x["period"] for x in lay],
@@ -258,7 +264,8 @@ def period_calc(plan) -> pd.DataFrame:
         "gpus_needed": gpus, "cost_per_hour": cost_per_hour(gpus, price), "tpm_delivered_baseline": tpm_b,
         "instances_baseline": inst_b, "gpus_baseline": gpus_b,
         "cost_per_hour_baseline": cost_per_hour(gpus_b, price),
-        **{c: inputs[c] for c in COPIED}, **{c: steps[c] for c in sz.NAMES if c not in SIZING_AS}},
+        **{c: inputs[c] for c in COPIED}, **{c: steps[c] for c in sz.NAMES if c not in SIZING_AS},
+        **{c: base[c] for c in sz.BASELINE_NAMES if c != "instances_baseline"}},
         columns=list(CALC_COLS))
     frame["dem"] = [x["dem"] for x in lay]
     return frame

@@ -57,10 +57,12 @@ def sizing_formulas(me, R, Q) -> dict[str, str]:
         x = Q(name) if name in pr.FROM_RESULTS else R(name)
         return f'IF(ISNUMBER({x}),{x},"")'
 
-    return {**{c: copy(c) for c in pr.COPIED}, **{pr.SIZING_AS.get(k, k): v for k, v in sz.size_xl(ref).items()}}
+    return {**{c: copy(c) for c in pr.COPIED}, **{pr.SIZING_AS.get(k, k): v for k, v in sz.size_xl(ref).items()},
+            **sz.size_baseline_xl(ref)}  # the baseline through the same chain (instances_baseline)
 
 
 def _fmt(c: str) -> str | None:
+    c = c.removesuffix("_baseline") if c.startswith(("ttft_", "burst_", "concurrency_", "binding")) else c
     if c in ("hit_target", "target_utilization"):
         return schema.FMT_PCT
     if c in ("load_ms", "compute_ms", "ttft_ms", "chip_ms"):
@@ -119,8 +121,6 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
             "target_utilization": R("target_utilization"), "hourly_cost": R("hourly_cost"),
             "cost_per_hour": fl.cost_per_hour.xl(me("gpus_needed"), me("hourly_cost")),
             "tpm_delivered_baseline": Q("tpm_delivered_baseline"),
-            "instances_baseline": m.instances_needed.xl(me("demand_tpm"), me("tpm_delivered_baseline"),
-                                                        me("target_utilization")),
             "gpus_baseline": m.gpus_needed.xl(me("instances_baseline"), me("tp")),
             "cost_per_hour_baseline": fl.cost_per_hour.xl(me("gpus_baseline"), me("hourly_cost")),
             # the SLO-bound sizing of Results (planner.equations.sizing), at this row's demand and ttft_ms
