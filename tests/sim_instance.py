@@ -30,9 +30,10 @@ from collections import deque
 
 def simulate(prefill: float, s0: float, s1: float, osl: int, *, rate: float | None = None,
              n: int = 10_000, clients: int | None = None, seed: int = 1, budget: float | None = None,
-             tokens: float = 1.0, pass_fixed: float = 0.0, stagger: float = 0.0):
+             tokens: float = 1.0, pass_fixed: float = 0.0, stagger: float = 0.0, with_end: bool = False):
     """Run the instance; returns (ttft list, tpot list, time-average decode batch), per request in
-    order of arrival (ttft: arrival to first token; tpot: first token to last / osl)."""
+    order of arrival (ttft: arrival to first token; tpot: first token to last / osl); with
+    ``with_end`` also the time the last request completes [ms]."""
     rng = random.Random(seed)
     if rate is not None:
         t, arrivals = 0.0, []
@@ -109,4 +110,4 @@ def simulate(prefill: float, s0: float, s1: float, osl: int, *, rate: float | No
             t = pending[0]                   # idle until the next arrival
         else:
             break
-    return ttft, tpot, batch_area / t
+    return (ttft, tpot, batch_area / t, t) if with_end else (ttft, tpot, batch_area / t)

@@ -22,14 +22,22 @@ Decode: 1000 / 1.6 = 625 ms per request; d = (625 - 2900 / 8) / 200 = 262.5 / 20
 t_decode_ms = 200 x 1.3125 = 262.5 at t_decode_batch 8 (serial statement: (625 - 400) / 200 x 200 = 225).
 Back: the step at batch 8 is 262.5 x 8 / 200 = 10.5 ms and the closed loop completes 8 requests every
 2900 + 200 x 10.5 = 5000 ms: 1.6 requests/s, the measured throughput (with 225: 8000 / 4700 = 1.702).
+
+And against the independent simulation of tests/sim_instance.py (which shares no code with the
+planner): its closed loop's throughput, read back, gives its own decode step's share per request.
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
+import pytest
+
+from planner.plan import load_tests
 from planner.plan.build import build_plan
 from planner.workbook.input_sheets import write_input_workbook
+from sim_instance import simulate
 from test_load_workbook import GPUS, MODELS
 
 MEAN_C8 = (400 + 2 * 1114.4 + 2 * 1828.8 + 2 * 2543.2 + 2900) / 8
@@ -57,3 +65,22 @@ def test_throughput_pins_the_decode_through_the_packed_wave(tmp_path):
     assert math.isclose(float(r["decode_step_ms"]), 10.5, rel_tol=1e-6)
     # the planner's closed-loop throughput at the test's concurrency is the measured one
     assert math.isclose(float(r["concurrency_rps"]), 1.6, rel_tol=1e-6)
+
+
+@pytest.mark.parametrize("P,F,u,c,R", [(400.0, 100.0, 4000.0, 8, 32), (300.0, 40.0, 1500.0, 16, 48),
+                                       (900.0, 0.0, 9000.0, 4, 12), (250.0, 60.0, 2000.0, 1, 5)])
+def test_the_decode_statement_inverts_the_simulated_closed_loop(P, F, u, c, R):
+    # the independent simulation (tests/sim_instance.py): c clients, R requests, prefills packed into passes
+    # of 8192 tokens with a fixed cost F per pass, then osl decode steps of s0 + s1 b; its measured
+    # throughput, read back through decode_per_token, gives the step's share per request s(c) / c
+    s0, s1, osl = 10.0, 0.2, 50
+    _t, _tp, _b, end = simulate(P, s0, s1, osl, clients=c, n=R, budget=8192.0, tokens=u, pass_fixed=F,
+                                stagger=1e-7, with_end=True)
+    rec = dict(isl=u, hit=0.0, osl=osl, concurrency=c, request_throughput=R * 1000.0 / end)
+    d, warns, at = load_tests.decode_per_token([rec], [2], np.array([P]), F, np.array([8192.0]))
+    assert not warns and at == c
+    assert d == pytest.approx((s0 + s1 * c) / c, rel=1e-6)
+    # the serial statement (1000/X - P)/osl misses it whenever the wave packs prompts with F > 0
+    serial = (end / R - P) / osl
+    if c > 1 and F > 0 and u < 8192:
+        assert abs(serial / ((s0 + s1 * c) / c) - 1) > 0.05
