@@ -146,3 +146,21 @@ def test_libreoffice_recalculates_the_baseline_cells(built, recalc, tmp_path):
     assert fresh.loc["slo-both", "instances_baseline"] == n_ttft(P_B, 430) != 26
     for c in ("instances_baseline", "instances_ttft_baseline", "instances_needed"):
         assert same_value(fresh.loc["slo-both", c], lo["slo-both"][c]), c
+
+
+def test_a_target_only_the_hits_meet(tmp_path):
+    # ttft_slo_ms 380 (mean): above the target's P = 336 ms, below the baseline's P = 400 ms, so no
+    # count meets it at the baseline. Target: lambda* = 2 x 44 / (112,896 + 12,800 + 672 x 44) = 88 / 155,264
+    # = 0.566776 requests/s, ceil(11.9048 / 0.566776 = 21.004) = 22 instances. The baseline leaves the
+    # target out (throughput: 10), binding_baseline says so, and the memo says the saving is understated.
+    from planner.plan import load_notes
+    assert n_ttft(P_T, 380) == 22
+    src = tmp_path / "in.xlsx"
+    write_input_workbook(src, MODELS, GPUS_PRICED, [dict(workload="tight", ttft_slo_ms=380, slo_percentile="mean",
+                                                         **ROW)], {})
+    plan = build_plan(src)
+    r = plan.results.set_index("workload").loc["tight"]
+    assert (r["instances_needed"], r["binding"]) == (22, "ttft_slo")
+    assert (r["instances_baseline"], r["binding_baseline"]) == (10, "unreachable: ttft_slo")
+    kinds = {f["kind"]: f["text"] for f in load_notes.findings(plan)}
+    assert "tight" in kinds["baseline-unreachable"] and "unreachable" not in kinds
