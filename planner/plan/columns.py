@@ -109,6 +109,16 @@ def _baseline_columns() -> tuple[Out, ...]:
     units = {"instances": ("count", FMT_INT), "ttft_log_x": ("", FMT_RATIO), "ttft_rho_max": ("fraction", FMT_PCT),
              "burst_new_tokens": ("tokens", FMT_INT), "ttft_burst_slo_ms": ("ms", FMT_MS),
              "concurrency_rps": ("requests/s", FMT_MS), "binding": ("", None)}
+    # the readable labels of the target's steps (declared below in RESULTS)
+    labels = {"instances_throughput": "Serving instances on throughput alone",
+              "ttft_log_x": "TTFT target: Lambert W argument (ln)",
+              "ttft_rho_max": "TTFT target: largest utilisation per instance",
+              "burst_new_tokens": "New prompt tokens per request",
+              "ttft_burst_slo_ms": "TTFT at the fixed concurrency, at the target's percentile",
+              "instances_ttft": "Instances the TTFT target needs", "instances_tpot": "Instances the TPOT target needs",
+              "instances_hbm": "Instances for the decode batch to fit in HBM",
+              "concurrency_rps": "Requests per second per instance at the fixed concurrency",
+              "instances_concurrency": "Instances at the fixed concurrency", "binding": "What sets the instance count"}
     cols = []
     for name, func, args in sz.BASELINE_STEPS:
         if name == "instances_baseline":
@@ -117,7 +127,8 @@ def _baseline_columns() -> tuple[Out, ...]:
         unit, fmt = units.get(stem, units["instances"])
         cols.append(out(name, unit, fmt, func, *args, text=stem == "binding",
                         description=f"{stem} of the sizing chain at the baseline hit ratio (hit_baseline, "
-                        "ttft_ms_baseline, tpm_delivered_baseline): a step of instances_baseline"))
+                        "ttft_ms_baseline, tpm_delivered_baseline): a step of instances_baseline",
+                        label=f"{labels[stem]}, at the baseline hit"))
     return tuple(cols)
 
 
