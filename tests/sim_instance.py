@@ -20,6 +20,13 @@ the end of the pass that holds its last prompt token. A pass costs ``pass_fixed`
 variable work of its tokens, ``(prefill - passes_alone * pass_fixed) / tokens`` per token, so a
 request alone still takes ``prefill``. Requests sent at the same instant reach the server
 ``stagger`` ms apart (the engine starts a pass as soon as one request is there).
+
+Decode first (``decode_first``, with a ``budget``; vLLM V1's scheduler, which schedules the running
+requests' decode tokens first and fills the rest of ``max_num_batched_tokens`` with prefill chunks:
+vllm-project/vllm ``vllm/v1/core/sched/scheduler.py``, ``Scheduler.schedule``, "First, schedule the
+RUNNING requests"): every step advances all decoding requests by one token and takes up to
+``budget - b`` new prompt tokens from the waiting requests; it costs ``s0 + s1 b`` for the decodes
+plus, when it holds prompt tokens, ``pass_fixed`` and their variable work.
 """
 
 from __future__ import annotations
@@ -30,9 +37,11 @@ from collections import deque
 
 def simulate(prefill: float, s0: float, s1: float, osl: int, *, rate: float | None = None,
              n: int = 10_000, clients: int | None = None, seed: int = 1, budget: float | None = None,
-             tokens: float = 1.0, pass_fixed: float = 0.0, stagger: float = 0.0):
+             tokens: float = 1.0, pass_fixed: float = 0.0, stagger: float = 0.0, with_end: bool = False,
+             decode_first: bool = False):
     """Run the instance; returns (ttft list, tpot list, time-average decode batch), per request in
-    order of arrival (ttft: arrival to first token; tpot: first token to last / osl)."""
+    order of arrival (ttft: arrival to first token; tpot: first token to last / osl); with
+    ``with_end`` also the time the last request completes [ms]."""
     rng = random.Random(seed)
     if rate is not None:
         t, arrivals = 0.0, []
@@ -62,6 +71,37 @@ def simulate(prefill: float, s0: float, s1: float, osl: int, *, rate: float | No
             arrival_of[next_id] = a
             waiting.append([next_id, a, 0.0])   # request id, arrival, prompt tokens done
             next_id += 1
+        if decode_first and budget is not None and (waiting or decoding):
+            b = len(decoding)
+            room, finished = budget - b, []
+            while waiting and room > 1e-9:
+                head = waiting[0]
+                take = min(tokens - head[2], room)
+                room -= take
+                head[2] += take
+                if head[2] >= tokens - 1e-9:
+                    finished.append(waiting.popleft())
+            took = budget - b - room
+            step = (pass_fixed + took * per_token if took > 1e-9 else 0.0) + (s0 + s1 * b if b else 0.0)
+            batch_area += b * step
+            t += step
+            still, k = [], 0
+            for r in decoding:
+                r[1] -= 1
+                if r[1] <= 0:
+                    tpot[r[0]] = (t - r[2]) / osl
+                    done += 1
+                    if clients is not None and sent < n:
+                        pending.append(t + k * stagger)
+                        sent += 1
+                        k += 1
+                else:
+                    still.append(r)
+            decoding = still
+            for rid, a, _ in finished:
+                ttft[rid] = t - a
+                decoding.append([rid, osl, t])
+            continue
         if waiting and budget is not None:
             room, finished = budget, []
             while waiting and room > 1e-9:
@@ -109,4 +149,4 @@ def simulate(prefill: float, s0: float, s1: float, osl: int, *, rate: float | No
             t = pending[0]                   # idle until the next arrival
         else:
             break
-    return ttft, tpot, batch_area / t
+    return (ttft, tpot, batch_area / t, t) if with_end else (ttft, tpot, batch_area / t)

@@ -119,3 +119,58 @@ def size_xl(ref: Callable[[str], str]) -> dict[str, str]:
     """The Excel formula of every step (without ``=``), ``ref(name)`` giving the cell of an input or
     of a step's own column in the sheet being written."""
     return {name: func.xl(*(ref(a) for a in args)) for name, func, args in STEPS}
+
+
+# ----------------------------------------------------------------------------- at the baseline hit ratio
+# The savings of the hit target (instances_baseline, gpus_baseline, cost_saved_per_month) compare the target
+# with the same demand at the planning baseline hit ratio ``hit_baseline``. Both ends are sized through the
+# same chain: at hit_baseline the request-alone TTFT is ``ttft_ms_baseline`` and the delivered TPM
+# ``tpm_delivered_baseline`` (Results), so a TTFT target that binds at the target binds, harder, at the
+# baseline too (before, the baseline was sized on throughput alone and the saving mixed an SLO-bound
+# count with a throughput-only one). Without a latency target or concurrency every step above throughput
+# is blank and instances_baseline is the throughput count, as before.
+BASELINE_INPUTS = {"ttft_ms": "ttft_ms_baseline", "tpm_delivered_target": "tpm_delivered_baseline",
+                   "hit_target": "hit_baseline"}
+BASELINE_AS = {"instances_needed": "instances_baseline"}
+
+
+def _baseline_steps() -> tuple[tuple[str, Callable, tuple[str, ...]], ...]:
+    """The steps of :data:`STEPS` up to ``binding`` that read (directly or through an earlier
+    step) an input of :data:`BASELINE_INPUTS`, renamed ``<step>_baseline`` (``instances_needed``:
+    ``instances_baseline``); the steps that do not (the demand rates) are read from the target's chain."""
+    renamed = dict(BASELINE_INPUTS)
+    out = []
+    for name, func, args in STEPS:
+        if any(a in renamed for a in args):
+            renamed[name] = BASELINE_AS.get(name, f"{name}_baseline")
+            out.append((renamed[name], func, tuple(renamed.get(a, a) for a in args)))
+        if name == "binding":
+            break
+    return tuple(out)
+
+
+BASELINE_STEPS = _baseline_steps()
+BASELINE_NAMES = tuple(s[0] for s in BASELINE_STEPS)
+_BY_NAME.update({s[0]: s for s in BASELINE_STEPS})
+
+
+def size_baseline(inputs: Mapping[str, object], sized: Mapping[str, object]) -> dict[str, np.ndarray]:
+    """The chain of :func:`size` at the baseline hit ratio: :data:`BASELINE_STEPS` from the row
+    ``inputs`` (each name of :data:`INPUTS` with ``hit_target`` and the request-alone ``ttft_ms`` /
+    ``tpm_delivered_target`` replaced by ``hit_baseline`` [fraction], ``ttft_ms_baseline`` [ms] and
+    ``tpm_delivered_baseline`` [tokens/min]) and the target's steps ``sized`` (:func:`size`: the demand
+    rates). Returns each baseline step's name to its values; ``instances_baseline`` [count]."""
+    vals: dict[str, object] = {**dict(inputs), **dict(sized)}
+    missing = [n for n in BASELINE_INPUTS.values() if n not in vals]
+    if missing:
+        raise KeyError(f"size_baseline: missing inputs {missing}")
+    out: dict[str, np.ndarray] = {}
+    for name, func, args in BASELINE_STEPS:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out[name] = vals[name] = func(*(vals[a] for a in args))
+    return out
+
+
+def size_baseline_xl(ref: Callable[[str], str]) -> dict[str, str]:
+    """The Excel formula of every baseline step (without ``=``), as :func:`size_xl`."""
+    return {name: func.xl(*(ref(a) for a in args)) for name, func, args in BASELINE_STEPS}

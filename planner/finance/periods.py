@@ -52,11 +52,13 @@ CALC_COLS = ("workload", "period", "period_index", "demand_input", "demand_unit"
     # references keep the long closed-form formulas within the length a spreadsheet accepts)
     "isl", "osl", "concurrency", "t_decode_ms", "decode_step_ms", "step_weights_ms", "step_kv_ms", "ttft_slo_ms",
     "tpot_slo_ms", "slo_q", "pass_fixed_ms", "max_num_batched_tokens", "max_batch_fit") + tuple(  # the SLO-bound sizing steps (planner.equations.sizing)
-    c for c in sz.NAMES if c not in ("instances_needed", "gpus_needed"))
+    c for c in sz.NAMES if c not in ("instances_needed", "gpus_needed")) + tuple(
+    # the same chain at the baseline hit ratio (planner.equations.sizing.BASELINE_STEPS), for instances_baseline
+    c for c in sz.BASELINE_NAMES if c != "instances_baseline")
 # Demand_Calc's names for two of the sizing steps (the columns the sheet had before issue 16)
 SIZING_AS = {"instances_needed": "instances", "gpus_needed": "gpus_needed"}
 # per-workload inputs of the sizing chain: from Results (the rest from Resolved)
-FROM_RESULTS = ("decode_step_ms", "step_weights_ms", "step_kv_ms", "slo_q", "max_batch_fit")
+FROM_RESULTS = ("decode_step_ms", "step_weights_ms", "step_kv_ms", "slo_q", "max_batch_fit", "ttft_ms_baseline")
 COPIED = CALC_COLS[CALC_COLS.index("isl"):CALC_COLS.index("max_batch_fit") + 1]  # copied per row
 
 # --------------------------------------------------------------------------- Demand_Calc, declared once
@@ -75,6 +77,9 @@ class Col:
 
 
 SIZING = "sizing"  # the place of the SLO-bound sizing chain (planner.equations.sizing) among the columns
+# the place of the same chain at the baseline hit ratio (planner.equations.sizing.BASELINE_STEPS): it
+# reads the target's steps (the demand rates) and hit_baseline, ttft_ms_baseline, tpm_delivered_baseline
+BASELINE = "baseline sizing"
 
 # in the order they are computed (each reads only columns before it); the layout columns
 # (workload, period, period_index, demand_input, demand_unit, res_row, hit_target) come from the rows
@@ -97,7 +102,7 @@ ROW_EQUATIONS: tuple = (
     *(Col(c, tb.number_or_blank, (("Q." if c in FROM_RESULTS else "R.") + c,)) for c in COPIED),
     SIZING,
     Col("cost_per_hour", cost_per_hour, ("gpus_needed", "hourly_cost")),
-    Col("instances_baseline", m.instances_needed, ("demand_tpm", "tpm_delivered_baseline", "target_utilization")),
+    BASELINE,  # instances_baseline and its steps: the same chain at the workload's hit_baseline
     Col("gpus_baseline", m.gpus_needed, ("instances_baseline", "tp")),
     Col("cost_per_hour_baseline", cost_per_hour, ("gpus_baseline", "hourly_cost")),
 )
@@ -122,10 +127,14 @@ def evaluate(cols, own: dict, at: Callable[[str, str], object]) -> None:
             return at(a[0], a[2:])
         return own[a]
 
+    steps: dict = {}
     for c in cols:
         if c == SIZING:
             steps = sz.size({name: arg(sizing_input(name)) for name in sz.INPUTS})
             own.update({SIZING_AS.get(k, k): v for k, v in steps.items()})
+        elif c == BASELINE:
+            names = (*sz.INPUTS, *sz.BASELINE_INPUTS.values())
+            own.update(sz.size_baseline({name: arg(sizing_input(name)) for name in names}, steps))
         else:
             own[c.name] = c.twin(*(arg(a) for a in c.args))
 
@@ -250,6 +259,7 @@ def period_calc(plan) -> pd.DataFrame:
     else:
         own.update({c.name: np.zeros(0) for c in ROW_EQUATIONS if isinstance(c, Col)})
         own.update({SIZING_AS.get(k, k): np.zeros(0) for k in sz.NAMES})
+        own.update({k: np.zeros(0) for k in sz.BASELINE_NAMES})
     frame = pd.DataFrame({c: own[c] for c in CALC_COLS}, columns=list(CALC_COLS))
     frame["dem"] = [x["dem"] for x in lay]
     return frame

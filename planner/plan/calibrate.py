@@ -204,7 +204,9 @@ def fit_deployments(measurements, models: dict, gpus: dict,
         fitted = fit.predict(pts["isl"], pts["hit"], pts["alpha"]) if fit.ok else np.full(len(pts), np.nan)
         pts["fitted_ms"] = fitted
         pts["error"] = fitted / pts["ttft_ms"].to_numpy() - 1
-        fit.tpot_per_token_ms, dwarn, fit.decode_concurrency = load_tests.decode_per_token(recs, rows, fitted if fit.ok else None)
+        f_pass = fit.t_fixed if math.isnan(fit.pass_fixed) else fit.pass_fixed   # F of the packed passes
+        fit.tpot_per_token_ms, dwarn, fit.decode_concurrency = load_tests.decode_per_token(
+            recs, rows, fitted if fit.ok else None, 0.0 if math.isnan(f_pass) else f_pass, load["budget"])
         warns.extend(dwarn)
         fit.throughput = load_tests.throughput_rows(recs, rows)
         for w in fit.warnings + fit.notes:

@@ -104,6 +104,35 @@ def out(name, unit, fmt, func, *args, description="", text=False, label="") -> O
 
 
 # --------------------------------------------------------------------------- Results
+def _baseline_columns() -> tuple[Out, ...]:
+    """Results' columns of :data:`planner.equations.sizing.BASELINE_STEPS` but ``instances_baseline``
+    (declared with the finance view): each the unit and format of the target's step, at hit_baseline."""
+    units = {"instances": ("count", FMT_INT), "ttft_log_x": ("", FMT_RATIO), "ttft_rho_max": ("fraction", FMT_PCT),
+             "burst_new_tokens": ("tokens", FMT_INT), "ttft_burst_slo_ms": ("ms", FMT_MS),
+             "concurrency_rps": ("requests/s", FMT_MS), "binding": ("", None)}
+    # the readable labels of the target's steps (declared below in RESULTS)
+    labels = {"instances_throughput": "Serving instances on throughput alone",
+              "ttft_log_x": "TTFT target: Lambert W argument (ln)",
+              "ttft_rho_max": "TTFT target: largest utilisation per instance",
+              "burst_new_tokens": "New prompt tokens per request",
+              "ttft_burst_slo_ms": "TTFT at the fixed concurrency, at the target's percentile",
+              "instances_ttft": "Instances the TTFT target needs", "instances_tpot": "Instances the TPOT target needs",
+              "instances_hbm": "Instances for the decode batch to fit in HBM",
+              "concurrency_rps": "Requests per second per instance at the fixed concurrency",
+              "instances_concurrency": "Instances at the fixed concurrency", "binding": "What sets the instance count"}
+    cols = []
+    for name, func, args in sz.BASELINE_STEPS:
+        if name == "instances_baseline":
+            continue
+        stem = name.removesuffix("_baseline")
+        unit, fmt = units.get(stem, units["instances"])
+        cols.append(out(name, unit, fmt, func, *args, text=stem == "binding",
+                        description=f"{stem} of the sizing chain at the baseline hit ratio (hit_baseline, "
+                        "ttft_ms_baseline, tpm_delivered_baseline): a step of instances_baseline",
+                        label=f"{labels[stem]}, at the baseline hit"))
+    return tuple(cols)
+
+
 _ALPHA0, _ALPHA1 = defined_name("Constants", "alpha_none"), defined_name("Constants", "alpha_full")  # named cells 0 and 1 (Constants sheet)
 
 RESULTS: tuple[Out, ...] = (
@@ -231,8 +260,9 @@ RESULTS: tuple[Out, ...] = (
     out("tpm_delivered_baseline", "tokens/min", FMT_INT, m.tpm_delivered_target, "tpm_measured",
         "chip_ms_measured", "chip_ms_baseline", "tpm_delivered_model_baseline",
         description="delivered TPM at hit_baseline, re-hit corrected from tpm_measured when given"),
-    out("instances_baseline", "count", FMT_INT, m.instances_needed, "demand_tpm", "tpm_delivered_baseline",
-        "target_utilization", description="instances for demand_tpm at the baseline hit ratio"),
+    out("instances_baseline", "count", FMT_INT, *sz.step("instances_baseline"),
+        description="instances for demand_tpm at the baseline hit ratio, sized through the same chain as "
+        "instances_needed (throughput, TTFT and TPOT targets, HBM fit, concurrency) at hit_baseline"),
     out("gpus_baseline", "count", FMT_INT, m.gpus_needed, "instances_baseline", "tp",
         description="GPUs for demand_tpm at the baseline hit ratio"),
     out("cost_per_hour_baseline", "currency/h", FMT_GIB, fl.cost_per_hour, "gpus_baseline", "hourly_cost",
@@ -332,6 +362,9 @@ RESULTS: tuple[Out, ...] = (
     out("cost_per_hour_for_latency", "currency/h", FMT_GIB, *sz.step("cost_per_hour_for_latency"),
         description="cost per hour of the GPUs the latency targets add (blank without demand or price)",
         label="Cost per hour of the GPUs the latency targets add"),
+    # the sizing chain at the baseline hit ratio (planner.equations.sizing.BASELINE_STEPS): the steps of
+    # instances_baseline, each the target's step with ttft_ms_baseline, tpm_delivered_baseline, hit_baseline
+    *_baseline_columns(),
 )
 
 SENSITIVITY_HIT: tuple[Out, ...] = (

@@ -12,8 +12,14 @@ exactly as before.
 
 Its measured throughput pins the chip time per request: ``C = 1000 / X`` ms for ``X`` completed
 requests/s (``request_throughput``, else ``output_throughput / osl``, else ``total_throughput /
-(isl + osl)``); the decode share per output token is ``(C - P) / osl`` with ``P`` the fitted
-prefill at that row. Without throughput, ``tpot_ms`` at concurrency ``c`` gives the step time
+(isl + osl)``). The closed loop the throughput comes from completes a wave of ``c`` every
+``T + osl s(c)`` (:func:`planner.equations.queueing.closed_loop_rate`), ``T`` the GPU time of the
+wave's packed prefills (:func:`planner.equations.prefill_passes.wave_prefill_ms`, ``c P`` when each
+pass holds one prompt), so the decode share per output token and request is
+``d = s(c) / c = (C - T / c) / osl`` with ``P`` the fitted prefill at that row and ``F`` the per-pass
+fixed cost; at concurrency 1, ``T = P`` and this is ``(C - P) / osl`` as before. The statement is the
+inverse of the throughput the planner predicts at that concurrency, so a calibrated deployment gives
+its measured throughput back. Without throughput, ``tpot_ms`` at concurrency ``c`` gives the step time
 ``s(c) = tpot - (c-1) P / (2 osl)`` (the burst law, :func:`planner.equations.queueing.tpot_load_ms`) and the
 per-token share ``s(c) / c`` (at c = 1: ``tpot``, as before).
 """
@@ -103,8 +109,12 @@ def throughput_rows(recs: list[dict], rows: list[int]) -> list[dict]:
     return out
 
 
-def decode_per_token(recs: list[dict], rows: list[int], fitted) -> tuple[float, list, float]:
+def decode_per_token(recs: list[dict], rows: list[int], fitted, pass_fixed: float = 0.0,
+                     budgets=None) -> tuple[float, list, float]:
     """Decode chip time per output token [ms], warnings, and the concurrency it holds at.
+
+    ``pass_fixed``: the fixed cost per forward pass F [ms] of the packed prefills (0: all per-request
+    work, the serial wave); ``budgets``: each row's new tokens per pass (None or NaN: one prompt per pass).
 
     Throughput rows at the highest concurrency that has one win (median over them); else the rows
     with ``tpot_ms`` at the highest concurrency that has one (median of ``s(c)/c``). ``fitted``: the
@@ -125,13 +135,17 @@ def decode_per_token(recs: list[dict], rows: list[int], fitted) -> tuple[float, 
         p = float(fitted[i]) if fitted is not None else math.nan
         x, c = thr[i]
         if top is not None and not math.isnan(x) and c == top and osl > 0 and not math.isnan(p):
-            d = (1000.0 / x - p) / osl
+            m_tok = math.nan if budgets is None else float(budgets[i])
+            # the wave's prefill GPU time per request, T / c (exactly P at concurrency 1)
+            per = p if c <= 1 else float(prefill_passes.wave_prefill_ms(p, pass_fixed, float(rec["isl"]),
+                                                                          float(rec["hit"]), c, m_tok)) / c
+            d = (1000.0 / x - per) / osl
             if d > 0:
                 d_tp.append(d)
             else:
                 warns.append((Place.at_row("Measurements", row), f"the measured throughput ({x:,.4g} requests/s, "
                               f"{1000 / x:,.1f} ms of chip time per request) leaves no time for decode after "
-                              f"the fitted prefill ({p:,.1f} ms): not used for the decode time"))
+                              f"the fitted prefill ({per:,.1f} ms per request of its wave): not used for the decode time"))
         if rec.get("tpot_ms") is not None and c == top_t:
             t = float(rec["tpot_ms"])
             if c > 1 and osl > 0 and not math.isnan(p):

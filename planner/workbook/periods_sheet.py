@@ -60,12 +60,15 @@ def row_formulas(me) -> dict[str, str]:
     for c in pr.ROW_EQUATIONS:
         if c == pr.SIZING:
             out.update({pr.SIZING_AS.get(k, k): v for k, v in sz.size_xl(lambda n: arg(pr.sizing_input(n))).items()})
+        elif c == pr.BASELINE:
+            out.update(sz.size_baseline_xl(lambda n: arg(pr.sizing_input(n))))
         else:
             out[c.name] = c.twin.xl(*(arg(x) for x in c.args))
     return out
 
 
 def _fmt(c: str) -> str | None:
+    c = c.removesuffix("_baseline") if c.startswith(("ttft_", "burst_", "concurrency_", "binding")) else c
     if c in ("hit_target", "target_utilization"):
         return schema.FMT_PCT
     if c in ("load_ms", "compute_ms", "ttft_ms", "chip_ms"):

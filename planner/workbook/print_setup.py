@@ -97,6 +97,10 @@ RESULTS_GROUPS = (
     ("latency at load", "concurrency_rps"),
     ("decode batch at load", "tpot_load_ms"),
     ("what the latency targets add", "gpus_throughput"),
+    ("sizing chain at the baseline hit", "instances_throughput_baseline"),
+    ("TTFT target at the baseline hit", "ttft_burst_slo_ms_baseline"),
+    ("baseline latency counts", "instances_ttft_baseline"),
+    ("baseline concurrency and binding", "instances_concurrency_baseline"),
 )
 
 SPECS: dict[str, PrintSpec] = {
