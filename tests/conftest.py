@@ -78,13 +78,17 @@ def run_cli(*args, cwd: Path, env_extra: dict | None = None, drop: tuple[str, ..
     return subprocess.CompletedProcess(["planner", *argv], code, out.getvalue(), err.getvalue())
 
 
-def edited_example(dest: Path, edit: Callable[[openpyxl.Workbook], Any] | None = None) -> tuple[Path, Any]:
-    """A copy of the example workbook saved at ``dest`` (folders made) after ``edit(wb)``;
+def edited_example(dest: Path, edit: Callable[[openpyxl.Workbook], Any] | None = None,
+                   workloads: int | None = None) -> tuple[Path, Any]:
+    """A copy of the example workbook saved at ``dest`` (folders made) after ``edit(wb)``, cut
+    to its first ``workloads`` workloads first when given (:func:`trim_workloads`);
     returns ``(dest, what edit returned)``."""
     wb = openpyxl.load_workbook(EXAMPLE)
     for sheet in ("Demand", "Scenarios"):  # they name the example's workloads, which edits rename
         if sheet in wb.sheetnames:
             del wb[sheet]
+    if workloads is not None:
+        trim_workloads(wb, workloads)
     extra = edit(wb) if edit else None
     dest = Path(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
@@ -131,8 +135,7 @@ def small_example(tmp_path_factory) -> Path:
     charts, the staging and commit) in about a third of the time (``planner run``: ~1.5 s
     CPU against ~4.5 s with charts, 0.6 s against 2.2 s with ``--no-memo``). The whole
     example is still planned by test_cli's run without input and recalculated by test_recalc."""
-    path, _ = edited_example(tmp_path_factory.mktemp("small-example") / "small.xlsx",
-                             lambda wb: trim_workloads(wb, SMALL_WORKLOADS))
+    path, _ = edited_example(tmp_path_factory.mktemp("small-example") / "small.xlsx", workloads=SMALL_WORKLOADS)
     return path
 
 
