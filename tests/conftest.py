@@ -124,6 +124,42 @@ def trim_workloads(wb: openpyxl.Workbook, n: int, also: tuple[int, ...] = ()) ->
             ws.delete_rows(r)
 
 
+def shared_file(tmp_path_factory, name: str, make: Callable[[Path], Any]) -> Path:
+    """A file made ONCE per test session and shared by every xdist worker: ``make(path)`` writes
+    it, under a lock, in the workers' common base folder (pytest-xdist's documented pattern,
+    "Making session-scoped fixtures execute only once": ``getbasetemp().parent`` and a file
+    lock; here ``fcntl.flock`` from the standard library). Without xdist it is made in this
+    session's own base folder. Read-only for the tests: copy it before changing it."""
+    import fcntl
+
+    base = tmp_path_factory.getbasetemp()
+    folder = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared"
+    folder.mkdir(exist_ok=True)
+    target = folder / name
+    with open(folder / f"{name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file is closed
+        if not target.exists():
+            part = folder / f"part-{name}"  # the same suffix (writers check it); renamed when whole
+            make(part)
+            os.replace(part, target)
+    return target
+
+
+@pytest.fixture(scope="session")
+def example_output(tmp_path_factory) -> Path:
+    """The bundled example's output workbook, ``write_output(build_plan(EXAMPLE), path)``, written
+    once for the whole session (all workers: :func:`shared_file`; a write costs ~2.6 s CPU)
+    and read by test_recalc, test_speed, test_print, test_print_pages, test_sensitivity and
+    test_live_cache. Read-only: copy it before editing."""
+    def make(path: Path) -> None:
+        from planner.plan.build import build_plan
+        from planner.workbook.writer import write_output
+
+        write_output(build_plan(EXAMPLE), path)
+
+    return shared_file(tmp_path_factory, "example-plan.xlsx", make)
+
+
 SMALL_WORKLOADS = 3
 
 

@@ -29,10 +29,8 @@ C = "{http://schemas.openxmlformats.org/drawingml/2006/chart}"
 
 
 @pytest.fixture(scope="module")
-def example_out(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("live") / "plan.xlsx"
-    write_output(build_plan(example_path()), out)
-    return out
+def example_out(example_output) -> Path:
+    return example_output  # conftest: written once for the session (read-only here)
 
 
 def _refs(xml: bytes):

@@ -21,10 +21,8 @@ PLAN = build_plan(EXAMPLE)
 
 
 @pytest.fixture(scope="module")
-def example_out(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("sens") / "plan.xlsx"
-    write_output(PLAN, out)
-    return out
+def example_out(example_output) -> Path:
+    return example_output  # conftest: write_output(build_plan(EXAMPLE)), PLAN's output, written once (read-only)
 
 
 # ----------------------------------------------------------------------------- shapes and values

@@ -24,10 +24,8 @@ def _formulas(path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def example_formulas(tmp_path_factory):
-    out = tmp_path_factory.mktemp("speed") / "plan.xlsx"
-    write_output(build_plan(EXAMPLE), out)
-    return _formulas(out)
+def example_formulas(example_output):
+    return _formulas(example_output)
 
 
 def test_fast_path_equals_upstream_on_every_formula_of_the_example(tmp_path, example_formulas):
