@@ -14,8 +14,8 @@ import openpyxl
 import pytest
 
 import corpus
-from conftest import (EXAMPLE, edited_example, planner_env, problem_lines, repeat_workloads, run_cli, run_planner,
-                      sheet_values)
+from conftest import (EXAMPLE, SMALL_WORKLOADS, edited_example, planner_env, problem_lines, repeat_workloads, run_cli, run_planner,
+                      sheet_values, trim_workloads)
 from planner.core.errors import MAX_LISTED
 
 def planner(*args, cwd: Path) -> subprocess.CompletedProcess:
@@ -114,6 +114,7 @@ def test_formula_looking_text_stays_text(tmp_path):
     ws["A2"].data_type = "s"  # openpyxl would otherwise store it as a formula
     for sheet in ("Demand", "Scenarios"):  # they name the renamed workload
         del wb[sheet]
+    trim_workloads(wb, SMALL_WORKLOADS)  # the text's way through reader and writer is the same on 3 rows
     src = tmp_path / "evil.xlsx"
     wb.save(src)
     r = planner_here("run", src, "-o", tmp_path / "plan.xlsx", "--no-memo", cwd=tmp_path)
