@@ -173,7 +173,13 @@ def test_interrupted_run_leaves_no_partial_file(tmp_path, big_input, sig, code):
                             cwd=tmp_path, env=planner_env({"TMPDIR": str(tmpdir)}), stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 120
-    while time.time() < deadline and not any(n.startswith(".planner-stage-") for n in os.listdir(out_dir)):
+
+    def writing() -> bool:  # the staging folder holds a file: XlsxWriter's temporary files (the memo is
+        # rendered in memory first, after the staging folder is made)
+        stages = [out_dir / n for n in os.listdir(out_dir) if n.startswith(".planner-stage-")]
+        return any(os.listdir(d) for d in stages if d.is_dir())
+
+    while time.time() < deadline and not writing():
         assert proc.poll() is None, "the run ended before writing started"
         time.sleep(0.01)
     time.sleep(0.2)  # well inside the writing
