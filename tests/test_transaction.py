@@ -285,7 +285,8 @@ def test_real_disk_full_on_tmpfs(tmp_path, private_tmp):
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], check=True)
     try:
         (mnt / "plan.xlsx").write_bytes(b"old plan")
-        r = run_cli("run", EXAMPLE, "-o", mnt / "plan.xlsx", cwd=tmp_path)
+        # the whole example (the workbook must be over 256 KiB); the workbook is the point: --no-charts
+        r = run_cli("run", EXAMPLE, "-o", mnt / "plan.xlsx", "--no-charts", cwd=tmp_path)
         assert r.returncode == 1, r.stderr
         assert "the disk is full" in r.stderr and str(mnt) in r.stderr and "internal error" not in r.stderr
         assert tree(mnt) == {"plan.xlsx": b"old plan"} and tree(private_tmp) == {}
