@@ -13,7 +13,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from conftest import EXAMPLE, edited_example, problem_lines, run_cli, run_planner
+from conftest import EXAMPLE, SMALL_WORKLOADS, edited_example, problem_lines, run_cli, run_planner
 
 OUTPUT_SHEETS = {"Results", "Sensitivity_Hit", "Models", "GPUs", "Workloads", "Settings", "Checks", "Run"}
 OLD_OUTPUT = b"previous output, must survive a failed run"
@@ -61,8 +61,8 @@ def sheet_rows(path: Path, sheet: str) -> list[dict]:
     return out
 
 
-def example_workloads() -> list[str]:
-    return [r["workload"] for r in sheet_rows(EXAMPLE, "Workloads")]
+def example_workloads(path: Path = EXAMPLE) -> list[str]:
+    return [r["workload"] for r in sheet_rows(path, "Workloads")]
 
 
 def assert_input_error(r: subprocess.CompletedProcess, expected: list[str]) -> None:
@@ -81,11 +81,13 @@ def assert_input_error(r: subprocess.CompletedProcess, expected: list[str]) -> N
 
 
 @pytest.fixture(scope="module")
-def example_plan(tmp_path_factory) -> Path:
-    """The bundled example planned once (explicit input and output)."""
-    d = tmp_path_factory.mktemp("example-plan")
-    out = d / "example-plan.xlsx"
-    r = planner("run", EXAMPLE, "-o", out, "--no-memo", cwd=d)
+def small_plan(tmp_path_factory, small_example) -> Path:
+    """The example cut to SMALL_WORKLOADS workloads (conftest.small_example) planned once
+    (explicit input and output): the reference of the lenient-reading tests below, which edit
+    the same small input (the same reader paths at a quarter of the example's run time)."""
+    d = tmp_path_factory.mktemp("small-plan")
+    out = d / "small-plan.xlsx"
+    r = planner("run", small_example, "-o", out, "--no-memo", cwd=d)
     assert r.returncode == 0, r.stderr
     return out
 
@@ -132,20 +134,21 @@ Q4_FILES = ["q4-memo.html", "q4-memo.md", "q4-tpm.png", "q4-ttft.png", "q4.xlsx"
 
 
 @pytest.mark.slow
-def test_run_explicit_output_twice_replaces_it(tmp_path):
+def test_run_explicit_output_twice_replaces_it(tmp_path, small_example):
     src = tmp_path / "in.xlsx"
-    src.write_bytes(EXAMPLE.read_bytes())
+    src.write_bytes(small_example.read_bytes())  # the whole example: test_run_without_input_plans_the_example_into_out
     out_dir = tmp_path / "plans"
     out = out_dir / "q4.xlsx"
 
     r = planner("run", src, "-o", out, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert str(out) in r.stdout
-    assert [x["workload"] for x in sheet_rows(out, "Results")] == example_workloads()
+    assert [x["workload"] for x in sheet_rows(out, "Results")] == example_workloads(small_example)
     assert sorted(os.listdir(out_dir)) == Q4_FILES
 
     # second run, from a changed input, onto the existing output
-    src2, _ = edited_example(tmp_path / "in" / "in2.xlsx", lambda wb: _set(wb, W, "workload", 2, "renamed-workload"))
+    src2, _ = edited_example(tmp_path / "in" / "in2.xlsx", lambda wb: _set(wb, W, "workload", 2, "renamed-workload"),
+                             workloads=SMALL_WORKLOADS)
     r = planner("run", src2, "-o", out, "--no-memo", cwd=tmp_path)  # memo replacement: test_memo.py
     assert r.returncode == 0, r.stderr
     assert sheet_rows(out, "Results")[0]["workload"] == "renamed-workload"
@@ -155,27 +158,27 @@ def test_run_explicit_output_twice_replaces_it(tmp_path):
     out.write_bytes(b"stale")
     r = planner("run", src, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert [x["workload"] for x in sheet_rows(out, "Results")] == example_workloads()
+    assert [x["workload"] for x in sheet_rows(out, "Results")] == example_workloads(small_example)
     assert sorted(os.listdir(out_dir)) == Q4_FILES
-    assert src.read_bytes() == EXAMPLE.read_bytes()
+    assert src.read_bytes() == small_example.read_bytes()
 
 
-def test_run_quiet_prints_nothing(tmp_path):
+def test_run_quiet_prints_nothing(tmp_path, small_example):
     out = tmp_path / "o.xlsx"
-    r = planner("run", EXAMPLE, "-o", out, "-q", "--no-memo", cwd=tmp_path)
+    r = planner("run", small_example, "-o", out, "-q", "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout == ""
     assert out.is_file()
 
 
 @pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
-def test_output_file_permissions_follow_umask(tmp_path):
+def test_output_file_permissions_follow_umask(tmp_path, small_example):
     # the output is a document for people to share: it must get the usual permissions
     # (0o666 & ~umask, e.g. 0644), not the 0600 of a private temporary file
     umask = os.umask(0)
     os.umask(umask)
     out = tmp_path / "plan.xlsx"
-    r = planner("run", EXAMPLE, "-o", out, "--no-memo", cwd=tmp_path)
+    r = planner("run", small_example, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert oct(out.stat().st_mode & 0o777) == oct(0o666 & ~umask)
     tpl = tmp_path / "t.xlsx"
@@ -494,15 +497,16 @@ def _results_row(path: Path, workload: str) -> dict:
     return rows[0]
 
 
-def test_percent_text_and_percent_format_give_identical_results(tmp_path, example_plan):
-    ws = openpyxl.load_workbook(EXAMPLE)[W]
+def test_percent_text_and_percent_format_give_identical_results(tmp_path, small_example, small_plan):
+    ws = openpyxl.load_workbook(small_example)[W]
     workload = ws[f"{col(ws, 'workload')}3"].value
     original = ws[f"{col(ws, 'hit_target')}3"].value
     assert original != 0.85  # so the edit shows in the results
 
     outputs = {}
     for name, value, fmt in (("text", "85%", None), ("formatted", 0.85, "0%")):
-        src, _ = edited_example(tmp_path / "in" / f"{name}.xlsx", lambda wb: _set(wb, W, "hit_target", 3, value, fmt))
+        src, _ = edited_example(tmp_path / "in" / f"{name}.xlsx", lambda wb: _set(wb, W, "hit_target", 3, value, fmt),
+                                 workloads=SMALL_WORKLOADS)
         r = planner("validate", src, cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         assert "is valid" in r.stdout
@@ -517,22 +521,22 @@ def test_percent_text_and_percent_format_give_identical_results(tmp_path, exampl
     fmt_row = _results_row(outputs["formatted"], workload)
     assert text_row == fmt_row
     assert "ttft_ms" in text_row and "tpm_delivered_target" in text_row
-    assert text_row["ttft_ms"] != _results_row(example_plan, workload)["ttft_ms"]
+    assert text_row["ttft_ms"] != _results_row(small_plan, workload)["ttft_ms"]
 
 
-def test_header_with_spaces_and_unit_in_parentheses(tmp_path, example_plan):
+def test_header_with_spaces_and_unit_in_parentheses(tmp_path, small_example, small_plan):
     def edit(wb):
         ws = wb[W]
         ws[f"{col(ws, 'isl')}1"] = " ISL (tokens) "
 
-    src, _ = edited_example(tmp_path / "in" / "header.xlsx", edit)
+    src, _ = edited_example(tmp_path / "in" / "header.xlsx", edit, workloads=SMALL_WORKLOADS)
     r = planner("validate", src, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = tmp_path / "plan.xlsx"
     r = planner("run", src, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert sheet_rows(out, "Results") == sheet_rows(example_plan, "Results")
-    assert [x["isl"] for x in sheet_rows(out, W)] == [x["isl"] for x in sheet_rows(EXAMPLE, W)]
+    assert sheet_rows(out, "Results") == sheet_rows(small_plan, "Results")
+    assert [x["isl"] for x in sheet_rows(out, W)] == [x["isl"] for x in sheet_rows(small_example, W)]
 
 
 def test_extra_column_is_passed_through(tmp_path):
@@ -548,7 +552,7 @@ def test_extra_column_is_passed_through(tmp_path):
                 ws.cell(row=i, column=j, value=f"team-{i}")
         return owners
 
-    src, owners = edited_example(tmp_path / "in" / "owner.xlsx", edit)
+    src, owners = edited_example(tmp_path / "in" / "owner.xlsx", edit, workloads=SMALL_WORKLOADS)
     out = tmp_path / "plan.xlsx"
     r = planner("run", src, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
@@ -557,13 +561,14 @@ def test_extra_column_is_passed_through(tmp_path):
     assert {x["workload"]: x.get("owner") for x in rows} == owners
 
 
-def test_blank_row_in_the_middle_is_skipped(tmp_path, example_plan):
+def test_blank_row_in_the_middle_is_skipped(tmp_path, small_plan):
     def edit(wb):
         ws = wb[W]
-        ws.insert_rows(6)
+        assert ws.max_row == SMALL_WORKLOADS + 1 == 4
+        ws.insert_rows(4)  # between the second and the third workload
         return ws.max_row - 1  # data rows of the sheet, the blank one included
 
-    src, sheet_data_rows = edited_example(tmp_path / "in" / "blank.xlsx", edit)
+    src, sheet_data_rows = edited_example(tmp_path / "in" / "blank.xlsx", edit, workloads=SMALL_WORKLOADS)
     r = planner("validate", src, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     out = tmp_path / "plan.xlsx"
@@ -574,15 +579,16 @@ def test_blank_row_in_the_middle_is_skipped(tmp_path, example_plan):
     results_sheet_rows = wb["Results"].max_row - 1
     wb.close()
     assert len(results) == results_sheet_rows == sheet_data_rows - 1
-    assert results == sheet_rows(example_plan, "Results")
+    assert results == sheet_rows(small_plan, "Results")
 
 
-def test_model_reference_in_other_case_and_spaces_is_matched_with_a_note(tmp_path, example_plan):
-    ws = openpyxl.load_workbook(EXAMPLE)[W]
+def test_model_reference_in_other_case_and_spaces_is_matched_with_a_note(tmp_path, small_example, small_plan):
+    ws = openpyxl.load_workbook(small_example)[W]
     workload = ws[f"{col(ws, 'workload')}3"].value
     canonical = ws[f"{col(ws, 'model')}3"].value
     assert canonical == "Qwen2.5-72B"
-    src, place = edited_example(tmp_path / "in" / "fuzzy.xlsx", lambda wb: _set(wb, W, "model", 3, " qwen2.5-72b "))
+    src, place = edited_example(tmp_path / "in" / "fuzzy.xlsx", lambda wb: _set(wb, W, "model", 3, " qwen2.5-72b "),
+                                workloads=SMALL_WORKLOADS)
 
     for args in (["validate", src], ["run", src, "-o", tmp_path / "plan.xlsx", "--no-memo"]):
         r = planner(*args, cwd=tmp_path)
@@ -596,14 +602,14 @@ def test_model_reference_in_other_case_and_spaces_is_matched_with_a_note(tmp_pat
     out = tmp_path / "plan.xlsx"
     row = _results_row(out, workload)
     assert row["model"] == "Qwen2.5-72B"
-    assert row == _results_row(example_plan, workload)
+    assert row == _results_row(small_plan, workload)
     assert [x["model"] for x in sheet_rows(out, W) if x["workload"] == workload] == ["Qwen2.5-72B"]
 
 
-def test_internal_errors_exit_1_without_traceback(tmp_path):
+def test_internal_errors_exit_1_without_traceback(tmp_path, small_example):
     # an output folder that cannot be created (a file is in the way) is not an input problem
     (tmp_path / "blocker").write_bytes(b"x")
-    r = run_planner("run", EXAMPLE, "-o", tmp_path / "blocker" / "plan.xlsx", cwd=tmp_path)
+    r = run_planner("run", small_example, "-o", tmp_path / "blocker" / "plan.xlsx", cwd=tmp_path)
     assert r.returncode == 1, r.stderr        # not an input problem (2): the target folder is blocked
     assert "Traceback" not in r.stderr
     assert "environment problem" in r.stderr and "nothing was written" in r.stderr

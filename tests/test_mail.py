@@ -123,7 +123,7 @@ def test_attachment_type_does_not_come_from_mimetypes(monkeypatch, tmp_path):
     plan = build_plan(EXAMPLE)
     out = tmp_path / "w.xlsx"
     out.write_bytes(b"PK\x03\x04 not really a workbook, but bytes to attach")
-    m = memo.build_memo(plan, out)
+    m = memo.build_memo(plan, out, charts=False)  # the attachment is the point (the charts: run_dir's email)
     msg = email.message_from_bytes(mail.message_bytes(mail.build_message(m, out, to=["a@example.org"])),
                                    policy=email.policy.default)
     att = next(msg.iter_attachments())
@@ -256,10 +256,11 @@ def test_send_to_a_closed_port_fails_cleanly(run_dir):
     assert r.returncode == 1 and "failed" in r.stderr and "Traceback" not in r.stderr
 
 
-def test_send_needs_sender_and_recipients(tmp_path, smtp_server):
+def test_send_needs_sender_and_recipients(tmp_path, smtp_server, small_example):
     sink, where = smtp_server()
-    # the addresses are the point: an email without the charts (--no-charts) is refused the same way
-    r = planner("run", EXAMPLE, "-o", tmp_path / "p.xlsx", "--eml", tmp_path / "p.eml", "--no-charts", cwd=tmp_path)
+    # the addresses are the point: an email without the charts (--no-charts), of the 3-workload
+    # example, is refused the same way
+    r = planner("run", small_example, "-o", tmp_path / "p.xlsx", "--eml", tmp_path / "p.eml", "--no-charts", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert "no recipient yet" in r.stdout
     r = planner("send", tmp_path / "p.eml", "--smtp", where, cwd=tmp_path)

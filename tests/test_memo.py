@@ -444,8 +444,8 @@ def test_templates_option_must_be_a_folder_with_a_memo_template(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
-def test_no_memo_writes_only_the_workbook(tmp_path):
-    r = planner("run", EXAMPLE, "-o", tmp_path / "p.xlsx", "--no-memo", cwd=tmp_path)
+def test_no_memo_writes_only_the_workbook(tmp_path, small_example):
+    r = planner("run", small_example, "-o", tmp_path / "p.xlsx", "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert os.listdir(tmp_path) == ["p.xlsx"]
     assert "wrote memo" not in r.stdout
@@ -473,11 +473,11 @@ def test_no_charts_writes_the_memo_without_them(tmp_path, example_run):
     assert any("](plan-ttft.png)" in c for c in gone) and any("](plan-tpm.png)" in c for c in gone)
 
 
-def test_memo_files_follow_the_umask_and_replace_old_ones(tmp_path):
+def test_memo_files_follow_the_umask_and_replace_old_ones(tmp_path, small_example):
     umask = os.umask(0)
     os.umask(umask)
     (tmp_path / "p-memo.md").write_text("old")
-    r = planner("run", EXAMPLE, "-o", tmp_path / "p.xlsx", cwd=tmp_path)
+    r = planner("run", small_example, "-o", tmp_path / "p.xlsx", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert sorted(os.listdir(tmp_path)) == ["p-memo.html", "p-memo.md", "p-tpm.png", "p-ttft.png", "p.xlsx"]
     assert (tmp_path / "p-memo.md").read_text(encoding="utf-8").startswith("# KV-cache capacity plan")

@@ -164,7 +164,7 @@ def test_summary_period_block_and_baseline_note(plan_out):
 
 def test_headline_and_subject_name_the_periods_in_money_per_month(plan_out):
     plan, out = plan_out
-    m = memo.build_memo(plan, out)
+    m = memo.build_memo(plan, out, charts=False)  # the headline and subject are the point (charts: test_memo)
     # Q1 (20 + 2) GPUs, (40 + 6) x 730 = 33,580/month; Q3 (26 + 4) GPUs, (52 + 12) x 730 = 46,720/month
     assert m.subject == "KV-cache capacity plan 2027-Q1–Q3: 22 to 30 GPUs, USD 33,580 to 46,720 per month"
     # saved per month, averaged over the periods: (8,760 + 17,520 + 11,680) / 3 = 12,653.3

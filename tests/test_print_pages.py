@@ -66,10 +66,8 @@ def _no_break_through(box, sheet_xml: str) -> bool:
 
 
 @pytest.fixture(scope="module")
-def example_out(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("pages") / "plan.xlsx"
-    write_output(build_plan(example_path()), out)
-    return out
+def example_out(example_output) -> Path:
+    return example_output  # conftest: written once for the session (read-only here)
 
 
 @pytest.fixture(scope="module")

@@ -94,7 +94,7 @@ EXPLORER_PICK = 6  # the workload chosen in the Explorer before recalculation
 
 
 @pytest.fixture(scope="module")
-def example_recalc(tmp_path_factory, lo_profile) -> dict:
+def example_recalc(tmp_path_factory, lo_profile, example_output) -> dict:
     """The example's output recalculated ONCE for every test of it: a wrong cached value planted
     in Results (the canary) and the Explorer switched to workload EXPLORER_PICK, both by editing
     the sheet XML so that every other cached value stays as written."""
@@ -103,8 +103,7 @@ def example_recalc(tmp_path_factory, lo_profile) -> dict:
 
     plan = build_plan(EXAMPLE)
     d = tmp_path_factory.mktemp("example-recalc")
-    out = d / "example-plan.xlsx"
-    write_output(plan, out)
+    out = example_output  # write_output(plan, ...) once for the session (conftest; read-only)
     edited = d / "example-edited.xlsx"
     shutil.copyfile(out, edited)
     wb = openpyxl.load_workbook(out, data_only=True)

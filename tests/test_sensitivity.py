@@ -21,10 +21,8 @@ PLAN = build_plan(EXAMPLE)
 
 
 @pytest.fixture(scope="module")
-def example_out(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("sens") / "plan.xlsx"
-    write_output(PLAN, out)
-    return out
+def example_out(example_output) -> Path:
+    return example_output  # conftest: write_output(build_plan(EXAMPLE)), PLAN's output, written once (read-only)
 
 
 # ----------------------------------------------------------------------------- shapes and values
@@ -172,19 +170,22 @@ def test_chart_series_point_at_the_advertised_quantities(example_out):
 
 
 def test_no_per_workload_charts_beyond_twenty(tmp_path):
+    from planner.workbook.layout import MAX_CHART_WORKLOADS
+
     src = tmp_path / "many.xlsx"
     wb = openpyxl.load_workbook(EXAMPLE)
     ws = wb["Workloads"]
     base_rows = [[c.value for c in row] for row in ws.iter_rows(min_row=2)]
-    for i in range(2):  # 12 -> 36 workloads
-        for row in base_rows:
-            ws.append([f"{row[0]}-copy{i}"] + row[1:])
+    for row in base_rows[:MAX_CHART_WORKLOADS + 1 - len(base_rows)]:  # 14 -> 21 workloads: one beyond twenty
+        ws.append([f"{row[0]}-copy"] + row[1:])
     wb.save(src)
     plan = build_plan(src)
+    assert len(plan.results) == MAX_CHART_WORKLOADS + 1 == 21
     out = tmp_path / "many-plan.xlsx"
     write_output(plan, out)
-    wbo = openpyxl.load_workbook(out)
+    wbo = openpyxl.load_workbook(out, read_only=True)  # the sheet names: no need to parse every sheet
     assert "Charts" not in wbo.sheetnames and "Explorer" in wbo.sheetnames
+    wbo.close()
     assert len(_chart_refs(out)) == 4  # the Explorer's
 
 

@@ -24,10 +24,8 @@ def _formulas(path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def example_formulas(tmp_path_factory):
-    out = tmp_path_factory.mktemp("speed") / "plan.xlsx"
-    write_output(build_plan(EXAMPLE), out)
-    return _formulas(out)
+def example_formulas(example_output):
+    return _formulas(example_output)
 
 
 def test_fast_path_equals_upstream_on_every_formula_of_the_example(tmp_path, example_formulas):
@@ -70,15 +68,19 @@ def test_upstream_still_has_the_private_method_we_override():
 
 
 def test_block_and_sheet_boundaries_keep_every_value(tmp_path, monkeypatch):
-    """Small write blocks and small sheets: every stored value still lands in its cell."""
+    """Small write blocks and small sheets: every stored value still lands in its cell. (Four
+    workloads of the example: every sensitivity table still spans several 40-row sheets and
+    many 7-row blocks, at a third of the whole example's write.)"""
     from planner.workbook import long_tables
     from test_recalc import compare_sheet
     from conftest import sheet_values
 
     monkeypatch.setattr(long_tables, "WRITE_BLOCK", 7)
-    plan = build_plan(EXAMPLE)
+    src, _ = edited_example(tmp_path / "four.xlsx", workloads=4)
+    plan = build_plan(src)
     out = tmp_path / "blocks.xlsx"
     write_output(plan, out, max_rows=40)
+    spans = []
     for table in plan.sens.tables:
         names = [table.sheet] + [f"{table.sheet}_{i}" for i in range(2, 40)]
         rows = []
@@ -89,10 +91,12 @@ def test_block_and_sheet_boundaries_keep_every_value(tmp_path, monkeypatch):
                 break
         frame = plan.sens.frames[table.sheet]
         assert len(rows) == len(frame)
+        spans.append(-(-len(rows) // 39))  # sheets of 39 data rows under a header
         for i, rec in enumerate(frame.to_dict("records")):
             for k, v in rec.items():
                 got = rows[i][k]
                 assert (v != v and got in (None, "")) or got == v or abs(got - v) <= 1e-9 * max(1, abs(v)), (table.sheet, i, k)
+    assert max(spans) >= 3 and min(spans) >= 1 and sum(s >= 2 for s in spans) >= 2, spans
     compare_sheet(out, "Tornado", plan.sens.tornado)
     compare_sheet(out, "Results", plan.results)
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import EXAMPLE, edited_example, planner_env, repeat_workloads, run_cli
+from conftest import EXAMPLE, SMALL_WORKLOADS, edited_example, planner_env, repeat_workloads, run_cli, trim_workloads
 from planner.cli import transaction
 from planner.cli.transaction import STAGE_PREFIX, Outputs, signals_held
 
@@ -85,6 +85,38 @@ def test_commit_refuses_a_missing_output_and_touches_nothing(tmp_path):
     assert tree(tmp_path) == {}
 
 
+def test_an_optional_output_not_written_is_removed_by_the_commit_and_put_back_on_failure(tmp_path, monkeypatch):
+    """An optional target the run does not stage (a chart after --no-charts) loses its older
+    file in the commit; when a later rename of the same commit fails, the older file is back."""
+    a, chart, md, link = (tmp_path / n for n in ("a.xlsx", "a-ttft.png", "a-memo.md", "a-tpm.png"))
+    a.write_bytes(b"old A")
+    chart.write_bytes(b"old chart")
+    (tmp_path / "elsewhere.png").write_bytes(b"not ours")
+    link.symlink_to(tmp_path / "elsewhere.png")  # a symbolic link there is left alone
+    with Outputs([a, chart, link], optional=[chart, link]) as tx:
+        tx.path(a).write_bytes(b"new A")
+        tx.commit()
+    assert tree(tmp_path) == {"a.xlsx": b"new A", "a-tpm.png": b"not ours", "elsewhere.png": b"not ours"}
+    link.unlink()
+    chart.write_bytes(b"old chart")
+    real = os.replace
+
+    def flaky(src, dst):  # the memo's rename fails, after the chart was removed
+        if Path(dst).name == "a-memo.md":
+            raise OSError(5, "Input/output error", str(dst))
+        return real(src, dst)
+
+    monkeypatch.setattr(transaction.os, "replace", flaky)
+    with pytest.raises(OSError, match="Input/output error"):
+        with Outputs([a, chart, md], optional=[chart]) as tx:
+            tx.path(a).write_bytes(b"newer A")
+            tx.path(md).write_bytes(b"memo")
+            tx.commit()
+    assert tree(tmp_path) == {"a.xlsx": b"new A", "a-ttft.png": b"old chart", "elsewhere.png": b"not ours"}
+    with pytest.raises(ValueError, match="optional output must be one of the targets"):
+        Outputs([a], optional=[chart])
+
+
 @pytest.mark.parametrize("fail_at", [1, 2, 3])
 def test_a_rename_failing_inside_the_commit_puts_every_earlier_output_back(tmp_path, monkeypatch, fail_at):
     """The set is committed whole or not at all: when the k-th rename fails (a disk error, a
@@ -148,33 +180,71 @@ def test_stale_stage_of_a_killed_run_is_removed_live_one_kept(tmp_path):
 
 
 # ----------------------------------------------------------------------------- run: failures late
-def _cli_run(tmp_path, out: Path, *extra):
-    return run_cli("run", EXAMPLE, "-o", out / "plan.xlsx", "--fixed-time", "2026-10-01T09:00:00", *extra,
+def _cli_run(src: Path, tmp_path, out: Path, *extra):
+    return run_cli("run", src, "-o", out / "plan.xlsx", "--fixed-time", "2026-10-01T09:00:00", *extra,
                    cwd=tmp_path)
 
 
-def test_memo_path_is_a_folder_nothing_touched(tmp_path, old_outputs, private_tmp):
+def test_memo_path_is_a_folder_nothing_touched(tmp_path, small_example, old_outputs, private_tmp):
     (old_outputs / "plan-memo.html").unlink()
     (old_outputs / "plan-memo.html").mkdir()
     before = tree(old_outputs)
-    r = _cli_run(tmp_path, old_outputs)
+    r = _cli_run(small_example, tmp_path, old_outputs)
     assert r.returncode == 1, r.stderr
     assert f"environment problem: {old_outputs / 'plan-memo.html'}: is a folder" in r.stderr
     assert "Traceback" not in r.stderr and "internal error" not in r.stderr
     assert tree(old_outputs) == before and tree(private_tmp) == {}
 
 
-def test_eml_folder_cannot_be_made_nothing_written(tmp_path, old_outputs, private_tmp):
+def test_eml_folder_cannot_be_made_nothing_written(tmp_path, small_example, old_outputs, private_tmp):
     (tmp_path / "blocker").write_bytes(b"a file")
     before = tree(tmp_path)
-    r = _cli_run(tmp_path, old_outputs, "--eml", tmp_path / "blocker" / "mail" / "q4.eml")
+    r = _cli_run(small_example, tmp_path, old_outputs, "--eml", tmp_path / "blocker" / "mail" / "q4.eml")
     assert r.returncode == 1, r.stderr
     assert f"{tmp_path / 'blocker'}: a part of the path is a file" in r.stderr
     assert tree(tmp_path) == before
 
 
+def test_a_run_without_charts_removes_the_older_charts_in_its_commit(tmp_path, small_example, old_outputs,
+                                                                      private_tmp):
+    """--no-charts: last quarter's plan-ttft.png / plan-tpm.png do not stay beside the new memo
+    (which shows no chart); the old email, not asked for this time, is not the memo's and stays."""
+    r = _cli_run(small_example, tmp_path, old_outputs, "--no-charts")
+    assert r.returncode == 0, r.stderr
+    after = tree(old_outputs)
+    assert sorted(after) == ["plan-memo.html", "plan-memo.md", "plan.eml", "plan.xlsx"]
+    assert after["plan.eml"] == b"old plan.eml" and after["plan-memo.md"] != b"old plan-memo.md"
+    assert b".png" not in after["plan-memo.md"] and tree(private_tmp) == {}
+    assert "no charts" in r.stdout
+
+
+def test_the_outputs_are_staged_before_the_charts_are_drawn(tmp_path, small_example, private_tmp, monkeypatch):
+    """A destination that cannot be written is refused before the memo's charts are drawn (they
+    were about 1.7 s of a 2 s failing run of the example); run and diff alike."""
+    from planner.diff import memo as diff_memo
+    from planner.memo import render
+
+    drawn = []
+    real_charts, real_bridge = render.make_charts, diff_memo.bridge_chart
+    monkeypatch.setattr(render, "make_charts", lambda plan: drawn.append("run") or real_charts(plan))
+    monkeypatch.setattr(diff_memo, "bridge_chart", lambda d, cur: drawn.append("diff") or real_bridge(d, cur))
+    (tmp_path / "blocker").write_bytes(b"a file")
+    blocked = tmp_path / "blocker" / "out" / "plan.xlsx"
+    r = run_cli("run", small_example, "-o", blocked, cwd=tmp_path)
+    assert r.returncode == 1 and f"{tmp_path / 'blocker'}: a part of the path is a file" in r.stderr, r.stderr
+    new, _ = edited_example(tmp_path / "new.xlsx", lambda wb: (trim_workloads(wb, SMALL_WORKLOADS),
+                                                                setattr(wb["Workloads"]["A2"], "value", "renamed")))
+    r = run_cli("diff", small_example, new, "-o", blocked, cwd=tmp_path)
+    assert r.returncode == 1 and "a part of the path is a file" in r.stderr, r.stderr
+    assert drawn == [] and tree(private_tmp) == {}
+    for cmd in (["run", small_example], ["diff", small_example, new]):  # a destination that can be staged
+        r = run_cli(*cmd, "-o", tmp_path / "out" / f"{cmd[0]}.xlsx", cwd=tmp_path)
+        assert r.returncode == 0, r.stderr
+    assert drawn == ["run", "diff"]
+
+
 @pytest.mark.parametrize("fails", [".eml", "-memo.html", ".xlsx"])
-def test_disk_full_at_any_step_nothing_touched(tmp_path, old_outputs, private_tmp, monkeypatch, fails):
+def test_disk_full_at_any_step_nothing_touched(tmp_path, small_example, old_outputs, private_tmp, monkeypatch, fails):
     """ENOSPC injected when the named output is staged: the message names the disk and the path;
     the old set is intact, no staged or temporary file is left."""
     import pathlib
@@ -199,7 +269,7 @@ def test_disk_full_at_any_step_nothing_touched(tmp_path, old_outputs, private_tm
     monkeypatch.setattr(pathlib.Path, "write_bytes", write_bytes)
     monkeypatch.setattr(xlsxwriter.workbook, "ZipFile", zip_file)
     before = tree(old_outputs)
-    r = _cli_run(tmp_path, old_outputs, "--eml", old_outputs / "plan.eml")
+    r = _cli_run(small_example, tmp_path, old_outputs, "--eml", old_outputs / "plan.eml")
     assert r.returncode == 1, r.stderr
     assert "environment problem" in r.stderr and "the disk is full" in r.stderr, r.stderr
     assert fails in r.stderr and "internal error" not in r.stderr
@@ -215,7 +285,8 @@ def test_real_disk_full_on_tmpfs(tmp_path, private_tmp):
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)], check=True)
     try:
         (mnt / "plan.xlsx").write_bytes(b"old plan")
-        r = run_cli("run", EXAMPLE, "-o", mnt / "plan.xlsx", cwd=tmp_path)
+        # the whole example (the workbook must be over 256 KiB); the workbook is the point: --no-charts
+        r = run_cli("run", EXAMPLE, "-o", mnt / "plan.xlsx", "--no-charts", cwd=tmp_path)
         assert r.returncode == 1, r.stderr
         assert "the disk is full" in r.stderr and str(mnt) in r.stderr and "internal error" not in r.stderr
         assert tree(mnt) == {"plan.xlsx": b"old plan"} and tree(private_tmp) == {}
@@ -249,10 +320,11 @@ EXITS = {
 def test_every_exit_path_leaves_nothing_new(tmp_path, private_tmp, monkeypatch, case, command):
     args, setup, code, said = EXITS[case]
     src = tmp_path / "src"
-    old, _ = edited_example(src / "old.xlsx")
-    new, _ = edited_example(src / "new.xlsx")
+    small = lambda wb: trim_workloads(wb, SMALL_WORKLOADS)  # every exit path, at a third of the time
+    old, _ = edited_example(src / "old.xlsx", small)
+    new, _ = edited_example(src / "new.xlsx", small)
     if args is None:  # a wrong cell
-        new, _ = edited_example(src / "new.xlsx", lambda wb: setattr(wb["Settings"]["B3"], "value", "oops"))
+        new, _ = edited_example(src / "new.xlsx", lambda wb: (small(wb), setattr(wb["Settings"]["B3"], "value", "oops")))
         args = []
     if setup:
         setup(monkeypatch)
@@ -303,7 +375,7 @@ def _wait_for(cond, proc, timeout=120.0, what="") -> None:
 # (it checks the output folder, the old memo and $TMPDIR)
 
 
-def test_a_second_run_waits_for_the_lock_and_then_commits_its_whole_set(tmp_path):
+def test_a_second_run_waits_for_the_lock_and_then_commits_its_whole_set(tmp_path, small_example):
     out, tmpd = tmp_path / "out", tmp_path / "tmp"
     out.mkdir()
     tmpd.mkdir()
@@ -312,7 +384,7 @@ def test_a_second_run_waits_for_the_lock_and_then_commits_its_whole_set(tmp_path
     fcntl.flock(fd, fcntl.LOCK_EX)  # another run is committing in this folder
     try:
         with open(log, "w") as err_file:
-            proc = subprocess.Popen([sys.executable, "-m", "planner", "run", str(EXAMPLE), "-o", str(out / "plan.xlsx"),
+            proc = subprocess.Popen([sys.executable, "-m", "planner", "run", str(small_example), "-o", str(out / "plan.xlsx"),
                                      "--eml", str(out / "plan.eml")], cwd=tmp_path,
                                     env=planner_env({"TMPDIR": str(tmpd)}), stdout=subprocess.DEVNULL, stderr=err_file)
         _wait_for(lambda: "waiting for another planner run" in log.read_text(), proc, timeout=180, what="the lock")
@@ -329,7 +401,7 @@ def test_a_second_run_waits_for_the_lock_and_then_commits_its_whole_set(tmp_path
 
 
 @pytest.mark.slow
-def test_sigkill_leftover_is_cleaned_by_the_next_run(tmp_path, big_input):
+def test_sigkill_leftover_is_cleaned_by_the_next_run(tmp_path, small_example, big_input):
     out, tmpd = tmp_path / "out", tmp_path / "tmp"
     out.mkdir()
     tmpd.mkdir()
@@ -338,33 +410,33 @@ def test_sigkill_leftover_is_cleaned_by_the_next_run(tmp_path, big_input):
     proc.kill()
     proc.communicate()
     assert any(n.startswith(STAGE_PREFIX) for n in os.listdir(out))  # SIGKILL cannot clean up
-    r = run_cli("run", EXAMPLE, "-o", out / "plan.xlsx", "--no-memo", cwd=tmp_path)
+    r = run_cli("run", small_example, "-o", out / "plan.xlsx", "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert os.listdir(out) == ["plan.xlsx"]
 
 
 # ----------------------------------------------------------------------------- classified failures
-def test_symlink_loops_are_named_not_internal_errors(tmp_path, private_tmp):
+def test_symlink_loops_are_named_not_internal_errors(tmp_path, small_example, private_tmp):
     loop = tmp_path / "loop.xlsx"
     loop.symlink_to(loop)
     r = run_cli("run", loop, "-o", tmp_path / "out" / "p.xlsx", cwd=tmp_path)
     assert r.returncode == 2 and f"{loop}: is a symbolic link that loops" in r.stderr, r.stderr
     folder = tmp_path / "loopdir"
     folder.symlink_to(folder)
-    r = run_cli("run", EXAMPLE, "-o", folder / "p.xlsx", "--no-memo", cwd=tmp_path)
+    r = run_cli("run", small_example, "-o", folder / "p.xlsx", "--no-memo", cwd=tmp_path)
     assert r.returncode == 1 and "environment problem" in r.stderr and "symbolic links" in r.stderr, r.stderr
     assert sorted(os.listdir(tmp_path)) == ["loop.xlsx", "loopdir", "tmpdir"] and tree(private_tmp) == {}
 
 
 @needs_root
-def test_read_only_file_system_is_an_environment_problem(tmp_path, private_tmp):
+def test_read_only_file_system_is_an_environment_problem(tmp_path, small_example, private_tmp):
     mnt = tmp_path / "ro"
     mnt.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)], check=True)
     try:
         (mnt / "plan.xlsx").write_bytes(b"old")
         subprocess.run(["mount", "-o", "remount,ro", str(mnt)], check=True)
-        r = run_cli("run", EXAMPLE, "-o", mnt / "plan.xlsx", "--no-charts", cwd=tmp_path)  # refused at staging
+        r = run_cli("run", small_example, "-o", mnt / "plan.xlsx", "--no-charts", cwd=tmp_path)  # refused at staging
         assert r.returncode == 1, r.stderr
         assert f"environment problem: {mnt}" in r.stderr and "the file system is read-only" in r.stderr, r.stderr
         assert tree(mnt) == {"plan.xlsx": b"old"} and tree(private_tmp) == {}
@@ -372,19 +444,19 @@ def test_read_only_file_system_is_an_environment_problem(tmp_path, private_tmp):
         subprocess.run(["umount", str(mnt)], check=True)
 
 
-def test_permission_denied_is_an_environment_problem(tmp_path, private_tmp, monkeypatch):
+def test_permission_denied_is_an_environment_problem(tmp_path, small_example, private_tmp, monkeypatch):
     """(As root a chmod does not stop a write: the refusal is injected where the staging folder is made.)"""
     def denied(*a, **k):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), str(k.get("dir") or a[-1]))
     monkeypatch.setattr(transaction.tempfile, "mkdtemp", denied)
-    r = run_cli("run", EXAMPLE, "-o", tmp_path / "out" / "p.xlsx", "--no-charts", cwd=tmp_path)  # refused at staging
+    r = run_cli("run", small_example, "-o", tmp_path / "out" / "p.xlsx", "--no-charts", cwd=tmp_path)  # refused at staging
     assert r.returncode == 1
     assert f"environment problem: {tmp_path / 'out'}: permission denied" in r.stderr, r.stderr
     assert sorted(os.listdir(tmp_path)) == ["tmpdir"]  # the folder made for the output is removed again
 
 
 @pytest.mark.slow
-def test_two_runs_on_one_output_leave_one_runs_whole_set(tmp_path):
+def test_two_runs_on_one_output_leave_one_runs_whole_set(tmp_path, small_example):
     """Started together with different (fixed) input hashes: whichever commits last, the
     workbook's Run sheet, the memo and the email all carry the same run's hash."""
     import email
@@ -396,7 +468,7 @@ def test_two_runs_on_one_output_leave_one_runs_whole_set(tmp_path):
     tmpd.mkdir()
     hashes = ["a" * 64, "b" * 64]
     # the hashes are the point, not the charts: --no-charts (the set is workbook, memo, email)
-    procs = [_popen(["run", EXAMPLE, "-o", out / "plan.xlsx", "--eml", out / "plan.eml", "--fixed-sha256", h,
+    procs = [_popen(["run", small_example, "-o", out / "plan.xlsx", "--eml", out / "plan.eml", "--fixed-sha256", h,
                      "--no-charts"], tmp_path, tmpd) for h in hashes]
     for p in procs:
         _, err = p.communicate(timeout=180)
@@ -412,16 +484,16 @@ def test_two_runs_on_one_output_leave_one_runs_whole_set(tmp_path):
     assert tree(tmpd) == {} and not [n for n in os.listdir(out) if n.startswith(STAGE_PREFIX)]
 
 
-def test_out_of_memory_is_an_environment_problem(tmp_path, private_tmp, monkeypatch):
+def test_out_of_memory_is_an_environment_problem(tmp_path, small_example, private_tmp, monkeypatch):
     from planner.plan import build as plan
 
     monkeypatch.setattr(plan, "build_plan", lambda src: (_ for _ in ()).throw(MemoryError()))
-    r = run_cli("run", EXAMPLE, "-o", tmp_path / "p.xlsx", cwd=tmp_path)
+    r = run_cli("run", small_example, "-o", tmp_path / "p.xlsx", cwd=tmp_path)
     assert r.returncode == 1 and "environment problem: out of memory; nothing was written" in r.stderr
     assert "internal error" not in r.stderr and sorted(os.listdir(tmp_path)) == ["tmpdir"]
 
 
-def test_library_warnings_never_reach_stderr(tmp_path, monkeypatch):
+def test_library_warnings_never_reach_stderr(tmp_path, small_example, monkeypatch):
     import warnings
 
     from planner.plan import build as plan
@@ -435,9 +507,9 @@ def test_library_warnings_never_reach_stderr(tmp_path, monkeypatch):
         warnings.warn("a library's own warning", DeprecationWarning)
         return real(src)
     monkeypatch.setattr(plan, "build_plan", noisy)
-    r = run_cli("validate", EXAMPLE, cwd=tmp_path)
+    r = run_cli("validate", small_example, cwd=tmp_path)
     assert r.returncode == 0 and "Warning" not in r.stderr and "divide by zero" not in r.stderr, r.stderr
-    d = run_cli("validate", EXAMPLE, cwd=tmp_path, env_extra={"PLANNER_DEBUG": "1"})
+    d = run_cli("validate", small_example, cwd=tmp_path, env_extra={"PLANNER_DEBUG": "1"})
     assert "planner: debug: RuntimeWarning: divide by zero" in d.stderr
 
 

@@ -58,9 +58,10 @@ def cmd_diff(args) -> int:
             raise UsageError(f"--fixed-time {args.fixed_time!r}: not an ISO 8601 time") from None
         created = created if created.tzinfo else created.replace(tzinfo=dt.timezone.utc)
     d = diff_plans(old, new)
-    memo_ = None if args.no_memo else build_memo(d, out, created=created)
-    write_outputs(out, lambda path, tmpdir: write_diff(d, path, created), memo_, args.eml, to=args.to,
-                  sender=args.sender, subject=args.subject, date=created)
+    make_memo = None if args.no_memo else (lambda: build_memo(d, out, created=created))  # drawn once staged
+    _, memo_ = write_outputs(out, lambda path, tmpdir: write_diff(d, path, created), make_memo, args.eml,
+                             memo_paths=memo_paths(out).values(), to=args.to, sender=args.sender,
+                             subject=args.subject, date=created)
     counts = {s: sum(1 for w in d.workloads if w["status"] == s) for s in ("added", "removed", "changed")}
     cur = str(d.new.settings.get("currency") or "").strip()
     _say(f"planner: compared {old} with {new}: {len(d.changes)} input cells changed; workloads "

@@ -162,20 +162,26 @@ def cmd_run(args) -> int:
 
     plan = build_plan(read_checked(src))
     plan = _fix_provenance(plan, args)
-    memo_ = None
+    make_memo, may_write = None, ()
     if not args.no_memo:
-        from planner.memo.render import MemoTemplateError, build_memo
+        from planner.memo.render import MemoTemplateError, build_memo, memo_paths
 
-        try:  # everything rendered in memory first: a template error writes nothing
-            memo_ = build_memo(plan, out, templates=args.templates, charts=not args.no_charts)
-        except MemoTemplateError as err:
-            raise UsageError(str(err)) from None
+        def make_memo():
+            # rendered in memory once the outputs are staged (a destination that cannot be
+            # written is refused before the charts are drawn) and before the workbook is
+            # written (a template error writes nothing)
+            try:
+                return build_memo(plan, out, templates=args.templates, charts=not args.no_charts)
+            except MemoTemplateError as err:
+                raise UsageError(str(err)) from None
+
+        may_write = memo_paths(out).values()  # charts not drawn this time: older ones are removed
     from planner.cli.transaction import write_outputs
 
     with _progress(plan, args.quiet) as tick:
-        sheet_names = write_outputs(out, lambda path, tmpdir: write_output(plan, path, progress=tick, tmpdir=tmpdir),
-                                    memo_, args.eml, to=args.to, sender=args.sender, subject=args.subject,
-                                    date=plan.created)
+        sheet_names, memo_ = write_outputs(
+            out, lambda path, tmpdir: write_output(plan, path, progress=tick, tmpdir=tmpdir), make_memo, args.eml,
+            memo_paths=may_write, to=args.to, sender=args.sender, subject=args.subject, date=plan.created)
     _print_warnings(plan)
     r = plan.results
     _say(f"planner: read {src} ({len(r)} workloads, {len(plan.models)} models, {len(plan.gpus)} GPUs)",

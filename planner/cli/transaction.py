@@ -30,6 +30,11 @@ Promises (each has a test in ``tests/test_transaction.py``):
   from staging to commit. A second run on the same folder waits (and says so), then
   commits its whole set after the first. (Locks are advisory and local: a folder on a
   network file system shared by two machines is not covered.)
+* **An output this run does not write is not left stale**: a target given as *optional*
+  (``Outputs(..., optional=[...])``; :func:`write_outputs` passes every file the memo may
+  write) that is not staged is removed by the commit, in the same held block, and put
+  back if the commit fails: a ``--no-charts`` run does not leave last quarter's
+  ``<stem>-ttft.png`` beside the new memo. (A symbolic link there is left alone.)
 """
 
 from __future__ import annotations
@@ -127,14 +132,20 @@ class Outputs:
     targets : list of path
         Every file the run writes. Their folders are made if missing (and removed again if
         the run does not commit).
+    optional : list of path, optional
+        Targets (also listed in ``targets``) the run may leave unwritten: the commit removes
+        an older regular file of that name instead of requiring a staged one.
     wait_message : callable, optional
         Called with the folder when another run holds its lock (default: a line on stderr).
     """
 
-    def __init__(self, targets, *, wait_message=None):
+    def __init__(self, targets, *, optional=(), wait_message=None):
         self.targets = [Path(os.path.abspath(t)) for t in targets]
         if len({str(t) for t in self.targets}) != len(self.targets):
             raise ValueError("two outputs of one run have the same path")
+        self.optional = {Path(os.path.abspath(t)) for t in optional}
+        if not self.optional <= set(self.targets):
+            raise ValueError("an optional output must be one of the targets")
         self._wait = wait_message or (lambda d: print(f"planner: waiting for another planner run writing in "
                                                       f"{d} to finish", file=sys.stderr))
         self._stage: dict[Path, Path] = {}   # destination folder -> its staging folder
@@ -210,7 +221,9 @@ class Outputs:
     def commit(self) -> None:
         """Move every staged file into place (all of them must exist), signals held off."""
         staged = [(self.path(t), t) for t in self.targets]
-        missing = [str(t) for s, t in staged if not s.is_file()]
+        missing = [str(t) for s, t in staged if not s.is_file() and t not in self.optional]
+        # an optional target not written: an older regular file there is removed (below)
+        staged = [(s, t) for s, t in staged if s.is_file() or (t.is_file() and not t.is_symlink())]
         if missing:
             raise RuntimeError(f"output(s) not written before commit: {', '.join(missing)}")
         for s, t in staged:
@@ -218,7 +231,8 @@ class Outputs:
                 raise IsADirectoryError(errno.EISDIR, "is a folder, a file is expected here", str(t))
         with signals_held():
             for s, t in staged:
-                os.chmod(s, _file_mode(t))
+                if s.is_file():
+                    os.chmod(s, _file_mode(t))
             # what each target held, kept in its staging folder (a hard link: same file system),
             # so that a rename failing part-way puts every earlier target back as it was
             backups: list[tuple[Path, Path | None]] = []
@@ -234,7 +248,10 @@ class Outputs:
             done: list[tuple[Path, Path | None]] = []
             try:
                 for (s, t), backup in zip(staged, backups):
-                    os.replace(s, t)
+                    if s.is_file():
+                        os.replace(s, t)
+                    else:  # not written by this run: the older file goes (its backup is kept)
+                        os.unlink(t)
                     done.append(backup)
             except BaseException:
                 for t, keep in reversed(done):
@@ -287,19 +304,33 @@ def _writing(target):
         raise e from None
 
 
-def write_outputs(out, write_workbook, memo=None, eml=None, *, to=None, sender=None, subject=None, date=None):
+def write_outputs(out, write_workbook, memo=None, eml=None, *, memo_paths=(), to=None, sender=None, subject=None,
+                  date=None):
     """The outputs of ``planner run`` / ``planner diff`` as one transaction.
 
-    ``write_workbook(path, tmpdir)`` writes the workbook at ``path`` (staged) and returns what
-    the caller wants back; then the memo's files (:func:`planner.memo.render.memo_files`) and the
-    ``.eml`` (built from the staged workbook, attached under its final name) are staged
-    beside it, and everything is committed together. Returns ``write_workbook``'s result.
+    The staging folders are made (and locked) first, so a destination that cannot be written
+    is refused before anything is drawn or rendered. Then ``memo`` (a
+    :class:`planner.memo.render.Memo`, or a callable returning one, called here: the memo's
+    charts are drawn only once the outputs can be staged), ``write_workbook(path, tmpdir)``
+    writes the workbook at ``path`` (staged) and returns what the caller wants back, the
+    memo's files (:func:`planner.memo.render.memo_files`) and the ``.eml`` (built from the
+    staged workbook, attached under its final name) are staged beside it, and everything is
+    committed together. ``memo_paths``: every file the memo may write (its ``memo_paths``);
+    one this memo does not write (charts after ``--no-charts``) is removed by the commit.
+    Returns ``(write_workbook's result, the memo or None)``.
     """
     from planner.memo.render import memo_files
 
-    files = memo_files(memo) if memo is not None else []
-    targets = [Path(out)] + [p for p, _ in files] + ([Path(eml)] if eml else [])
-    with Outputs(targets) as tx:
+    if memo is not None and not memo_paths:
+        if callable(memo):
+            raise ValueError("a memo built inside the transaction needs its memo_paths")
+        memo_paths = memo.paths.values()
+    may_write = [Path(p) for p in memo_paths] if memo is not None else []
+    targets = [Path(out)] + may_write + ([Path(eml)] if eml else [])
+    with Outputs(targets, optional=may_write) as tx:
+        if callable(memo):
+            memo = memo()
+        files = memo_files(memo) if memo is not None else []  # (tx.path refuses a file not in may_write)
         with _writing(out):
             result = write_workbook(tx.path(out), tx.tmpdir)
         for p, data in files:
@@ -312,4 +343,4 @@ def write_outputs(out, write_workbook, memo=None, eml=None, *, to=None, sender=N
             with _writing(eml):
                 tx.path(eml).write_bytes(message_bytes(msg))
         tx.commit()
-    return result
+    return result, memo
