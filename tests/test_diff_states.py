@@ -33,11 +33,11 @@ def test_added_calibrated_workload_is_planned_from_new_and_carries_its_cost(tmp_
     b = dict(d.bridge)
     vision = ["vision-llama90b-h100", "vision-llama90b-h100-tp8"]
     assert d.new.resolved.set_index("workload").loc[vision[0], "breakdown_source"] == "calibrated"
-    # 80,300 + 87,600 per month: Results cost_per_hour of the two rows x 730 h (the NEW plan alone);
-    # the tp8 row is roofline-estimated: 48 H100s x 2.50 USD/h x 730 h = 87,600 (32 GPUs, 58,400,
-    # before the roofline's memory-traffic and per-layer terms, issue 20)
+    # 80,300 + 73,000 per month: Results cost_per_hour of the two rows x 730 h (the NEW plan alone);
+    # the tp8 row is roofline-estimated: 40 H100s x 2.50 USD/h x 730 h = 73,000 (48 GPUs, 87,600, with
+    # the roofline's earlier 1.05 ms per-layer fixed cost; 32 GPUs before its memory-traffic terms, issue 20)
     assert b["added"] == pytest.approx(_new_cost(d, vision), rel=1e-12)
-    assert b["added"] == pytest.approx(80_300 + 87_600, rel=1e-9)
+    assert b["added"] == pytest.approx(80_300 + 73_000, rel=1e-9)
     assert all(b[s] == 0 for s in ("removed", "demand", "hit", "price", "other"))
 
 

@@ -41,6 +41,10 @@ BLANK_OK = {"instances_needed", "gpus_needed", "cost_per_mtok_delivered", "cost_
             "ttft_log_x", "ttft_rho_max", "ttft_burst_slo_ms"}
 # a target no instance count meets is inf ("unreachable" in the workbook); the sweep's load columns likewise
 UNREACHABLE_OK = {"instances_ttft", "instances_tpot", "instances_hbm"}
+# the baseline's sizing chain (issue 16: instances_baseline through the same steps at hit_baseline) is
+# blank or unreachable where its target-side step is
+BLANK_OK |= {f"{c}_baseline" for c in BLANK_OK}
+UNREACHABLE_OK |= {f"{c}_baseline" for c in UNREACHABLE_OK}
 SWEEP_LOAD = BLANK_OK & {"instances_throughput", "instances_ttft", "instances_tpot", "instances_hbm",
                          "instances_concurrency", "concurrency_rps", "prefill_wait_ms", "ttft_load_ms",
                          "prefill_wait_p90_ms", "ttft_load_p90_ms", "tpot_load_ms", "ttft_log_x", "ttft_rho_max",
