@@ -31,6 +31,7 @@ FMT_MONEY0 = "#,##0"
 
 
 NOTE_GAP = 1               # blank columns between a table and its notes
+NOTE_WIDTH = 90            # width of the notes' column [characters]; the notes wrap within it
 
 
 def _v(x) -> object:
@@ -59,6 +60,20 @@ def header_lines(text: str, width: float) -> int:
         lines += (n - 1) // per_line
         used = n - per_line * ((n - 1) // per_line)
     return lines
+
+
+def side_note(ws, fm, row: int, col: int, width: float, text: str, formula: str | None = None) -> None:
+    """A note in the column beside a table (``width`` characters wide), wrapped within it and its
+    row as high as the wrapped text (15 pt a line), so it prints whole on the sheet's pages: a long
+    note left unwrapped ran past the print area and was cut. ``formula``: a live note whose stored
+    value is ``text``."""
+    if formula is None:
+        ws.write_string(row, col, text, fm("side_note"))
+    else:
+        ws.write_formula(row, col, formula, fm("side_note"), text)
+    lines = header_lines(text, width)
+    if lines > 1:
+        ws.set_row(row, 15 * lines)
 
 
 def _header(ws, fm, headers, widths, top=0, left=0):
@@ -126,19 +141,20 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
         ws.write_formula(t, own[a.name], "=" + a.total_formula(rng), fmts[a.name], _v(tot[a.name]))
     # the note beside the total: GPUs of unpriced types are not in the total cost
     note_col = len(fl2.FLEET_COLS) + NOTE_GAP
-    ws.set_column(note_col, note_col, 90)
+    ws.set_column(note_col, note_col, NOTE_WIDTH)
     note = of(tb.uncosted_note, uncosted_cell(frame, own, rows))
-    ws.write_formula(t, note_col, note.formula, fm("note"), note.value)
-    ws.write_string(1, note_col, "Per GPU type, over the workloads with a demand_tpm (live: SUMIFS over Results). "
-                                 "cost_per_hour = sum of gpus_needed x hourly_cost; cost_per_month x "
-                                 f"{SETTING_NAMES['hours_per_month']} (Settings hours_per_month); cost_per_year x 12.",
-                    fm("note"))
-    ws.write_string(2, note_col, "A GPU type without hourly_cost has a blank cost; the Total cost is the total of the "
-                                 "priced types only (see the note on the Total row).", fm("note"))
-    ws.write_string(t + 1, note_col, "instances_throughput / gpus_throughput: the count on throughput alone (Results); "
-                                 "gpus_for_latency and cost_per_month_for_latency: what the latency targets (TTFT, "
-                                 "TPOT, HBM fit at load, fixed concurrency) add over it (0 without targets).",
-                    fm("note"))
+    side_note(ws, fm, t, note_col, NOTE_WIDTH, note.value, note.formula)
+    side_note(ws, fm, 1, note_col, NOTE_WIDTH,
+              "Per GPU type, over the workloads with a demand_tpm (live: SUMIFS over Results). "
+              "cost_per_hour = sum of gpus_needed x hourly_cost; cost_per_month x "
+              f"{SETTING_NAMES['hours_per_month']} (Settings hours_per_month); cost_per_year x 12.")
+    side_note(ws, fm, 2, note_col, NOTE_WIDTH,
+              "A GPU type without hourly_cost has a blank cost; the Total cost is the total of the "
+              "priced types only (see the note on the Total row).")
+    side_note(ws, fm, t + 1, note_col, NOTE_WIDTH,
+              "instances_throughput / gpus_throughput: the count on throughput alone (Results); "
+              "gpus_for_latency and cost_per_month_for_latency: what the latency targets (TTFT, "
+              "TPOT, HBM fit at load, fixed concurrency) add over it (0 without targets).")
     ws.autofilter(0, 0, rows["last"], len(fl2.FLEET_COLS) - 1)
 
 
@@ -179,16 +195,17 @@ def write_scenarios(wb, ws, fm, plan, fleet_rows: int) -> None:
             else:
                 ws.write_number(r, j, float(rec[c]), fm("const", FMT_MONEY0 if c.startswith("cost") else FMT_INT))
     note_col = len(sc.SCENARIO_COLS) + NOTE_GAP
-    ws.set_column(note_col, note_col, 90)
-    ws.write_string(1, note_col, "Scenario totals are computed at run time (not live): the planner re-plans a copy "
-                                 "of the inputs with each scenario's overrides from the Scenarios sheet. Edit "
-                                 "Scenarios and run the planner again to update them.", fm("note"))
-    ws.write_string(2, note_col, "The base row is live: it reads the Total row of Fleet. cost_per_month is the "
-                                 "total of the priced GPU types.", fm("note"))
-    ws.write_string(3, note_col, "Each scenario is sized as Results sizes the base (the SLO-bound count: throughput, "
-                                 "TTFT/TPOT targets, HBM fit at load, fixed concurrency); gpus_throughput is its "
-                                 "count on throughput alone, gpus_for_latency / cost_per_month_for_latency what its "
-                                 "latency targets add.", fm("note"))
+    ws.set_column(note_col, note_col, NOTE_WIDTH)
+    for r, text in enumerate((
+            "Scenario totals are computed at run time (not live): the planner re-plans a copy of the inputs "
+            "with each scenario's overrides from the Scenarios sheet. Edit Scenarios and run the planner again "
+            "to update them.",
+            "The base row is live: it reads the Total row of Fleet. cost_per_month is the total of the priced "
+            "GPU types.",
+            "Each scenario is sized as Results sizes the base (the SLO-bound count: throughput, TTFT/TPOT "
+            "targets, HBM fit at load, fixed concurrency); gpus_throughput is its count on throughput alone, "
+            "gpus_for_latency / cost_per_month_for_latency what its latency targets add."), start=1):
+        side_note(ws, fm, r, note_col, NOTE_WIDTH, text)
     n = len(frame)
     for j, (c, title, fmt) in enumerate((("gpus_needed", "GPUs by scenario", "#,##0"),
                                          ("cost_per_month", f"Cost per month [{cur}] by scenario", "#,##0"))):

@@ -17,7 +17,7 @@ from planner.equations import tables as tb
 from planner.equations import sizing as sz
 from planner.finance import periods as pr
 from planner.core import schema
-from planner.workbook.fleet_sheets import FMT_INT, FMT_MONEY, FMT_MONEY0, NOTE_GAP, _cur, _header, _v
+from planner.workbook.fleet_sheets import FMT_INT, FMT_MONEY, FMT_MONEY0, NOTE_GAP, _cur, _header, _v, side_note
 from planner.core.refs import cell, range_name, sheet_range, sheet_ref
 from planner.finance.aggregations import GroupCell
 
@@ -171,7 +171,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
         "needs planner run again. A GPU type without hourly_cost has a blank cost.",
     ]
     for i, text in enumerate(notes):
-        ws.write_string(1 + i, note_col, text, fm("note"))
+        side_note(ws, fm, 1 + i, note_col, 80, text)
 
     # pivot for the chart (periods x GPU types of gpus_needed), beside Demand_Calc, then the chart
     left = len(pr.CALC_COLS) + NOTE_GAP

@@ -26,6 +26,8 @@ STYLE = {
     "ok": {"bold": True, "font_color": "#006100", "bg_color": "#C6EFCE"},
     "bad": {"bold": True, "font_color": "#9C0006", "bg_color": "#FFC7CE"},
     "note": {"italic": True, "font_color": "#595959"},
+    # a note in the column beside a table: wrapped within the column, so it prints whole
+    "side_note": {"italic": True, "font_color": "#595959", "text_wrap": True, "valign": "top"},
     "wrap": {"text_wrap": True, "valign": "top"},
 }
 
