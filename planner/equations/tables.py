@@ -24,6 +24,12 @@ def _floats(x) -> np.ndarray:
 
 
 # --------------------------------------------------------------------------- counts and sums
+def _matches(keys, key) -> np.ndarray:
+    """Which entries of ``keys`` equal ``key`` as an exact-text SUMIFS criterion does (case ignored,
+    no wildcards): the row mask of :func:`sum_where`, :func:`priced_sum_where` and :func:`sum_where_all`."""
+    return np.array([str(k).casefold() == str(key).casefold() for k in keys], dtype=bool)
+
+
 def count_numbers(x):
     """How many cells of a column hold a number (Excel ``COUNT``; a blank is NaN).
 
@@ -239,7 +245,7 @@ def sum_where(values, keys, key):
     -------
     float [unit of values]
     """
-    on = np.array([str(k).casefold() == str(key).casefold() for k in keys], dtype=bool)
+    on = _matches(keys, key)
     return total(_floats(values)[on])
 
 
@@ -262,7 +268,7 @@ def priced_sum_where(values, keys, key):
     -------
     float, NaN when none is priced [currency/month]
     """
-    on = np.array([str(k).casefold() == str(key).casefold() for k in keys], dtype=bool)
+    on = _matches(keys, key)
     x = _floats(values)[on]
     return float(np.nansum(x)) if np.any(~np.isnan(x)) else float("nan")
 
@@ -589,7 +595,7 @@ def sum_where_all(values, *keys_and_keys):
     """
     on = np.ones(len(np.asarray(values, dtype=object).ravel()), dtype=bool)
     for keys, key in zip(keys_and_keys[::2], keys_and_keys[1::2]):
-        on &= np.array([str(k).casefold() == str(key).casefold() for k in keys], dtype=bool)
+        on &= _matches(keys, key)
     return total(_floats(values)[on])
 
 
