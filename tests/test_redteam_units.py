@@ -173,6 +173,40 @@ def test_tpot_typed_in_microseconds_is_warned(tmp_path):
     assert len(said) == 1 and said[0].startswith("Measurements!I2: tpot_ms 12,000 is "), said
 
 
+@pytest.mark.parametrize("meas, said", [
+    ({"ttft_ms": 0.0005}, "was it typed in seconds"),           # faster than 100% of peak (~14 ms)
+    ({"ttft_ms": 60_000.0}, "was it typed in microseconds"),    # 4,000x the floor
+    ({"osl": 200, "tpot_ms": 0.001}, "typed in seconds, or per request amortised"),
+    ({"osl": 200, "tpot_ms": 12_000.0}, "was it typed in microseconds"),
+])
+def test_measurement_bounds_one_pass_each_floor_once(tmp_path, monkeypatch, meas, said):
+    """Both sides of a Measurements row (typed in seconds? in microseconds?) in one pass over the rows,
+    each floor computed once per row: a build counts one call of each floor for the one row."""
+    from planner.plan import trust
+
+    calls = {"roofline": 0, "decode": 0}
+    roof, dec = trust.roofline_floor_ms, trust.decode_floor_ms
+
+    def count_roof(*a, **k):
+        calls["roofline"] += 1
+        return roof(*a, **k)
+
+    def count_dec(*a, **k):
+        calls["decode"] += 1
+        return dec(*a, **k)
+
+    plan = build_plan(_meas_book(tmp_path, **meas))
+    assert sum(said in str(w) and str(w).startswith("Measurements!") for w in plan.warnings) == 1
+    monkeypatch.setattr(trust, "roofline_floor_ms", count_roof)
+    monkeypatch.setattr(trust, "decode_floor_ms", count_dec)
+    p_in = plan.input
+    again = trust.measurement_bounds(p_in.optional["Measurements"], {r["model"]: r for r in p_in.models.records},
+                                     {r["gpu"]: r for r in p_in.gpus.records})
+    # the one row's TTFT floor once, its step floor once when a TPOT is typed; the same one warning
+    assert calls == {"roofline": 1, "decode": 1 if "tpot_ms" in meas else 0}, calls
+    assert [str(w) for w in again] == [str(w) for w in plan.warnings if str(w).startswith("Measurements!")]
+
+
 def test_hbm_bandwidth_typed_in_gb_per_s_is_warned(tmp_path):
     path, coord = _book(tmp_path, "GPUs", "hbm_tbps", "hbm_tbps", 3350)
     plan = build_plan(path)

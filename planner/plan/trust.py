@@ -10,7 +10,8 @@ is visible, an absent demand is a warning, and implausible inputs are warned abo
 * :func:`demand_warnings`: no demand, or some workloads without one (0 GPUs, USD 0 is not a plan).
 * :func:`plausibility_warnings`: a measured TTFT (or a typed prefill) faster than the roofline at
   100% of the GPU's peak (a time typed in seconds), a TPOT or decode faster than HBM bandwidth
-  allows, a fitted KV bandwidth outside [1/10, 1.2] of the GPU's host link, a hit ratio of exactly 1
+  allows, a measured TTFT or TPOT far slower than either floor (typed in microseconds: both sides of a
+  Measurements row in one pass, :func:`measurement_bounds`), a fitted KV bandwidth outside [1/10, 1.2] of the GPU's host link, a hit ratio of exactly 1
   typed as a plain number (1% meant?).
 * :func:`h_star_message`: what is true at the row's own alpha (the hit ratio beyond which its TTFT
   rises, if any), instead of the first-order h* of the alpha = 1 model.
@@ -157,6 +158,69 @@ def decode_floor_ms(model_rec: dict, gpu_rec: dict, tp: float, batch: float) -> 
     return read / (hbm * 1e12) * 1e3
 
 
+# A prefill at concurrency 1 runs at 20-90% of peak plus a fixed cost (tests/data/published_prefill.csv:
+# 0.5-2x the roofline at prefill_mfu); 1,000x the floor at 100% of peak is no prefill but a TTFT typed
+# in microseconds (or a queue). A decode step at batch 1 reads the weights at 60-90% of HBM bandwidth
+# (Settings decode_mbu 0.6); 300x the floor is far beyond any batch's slow-down.
+SLOW_TTFT = 1000.0
+SLOW_TPOT = 300.0
+
+
+def measurement_bounds(meas, models: dict, gpus: dict) -> list[Problem]:
+    """Located warnings for Measurements rows outside what a GPU can produce, both sides in one pass,
+    each row's two floors computed once: its TTFT against the prefill's roofline at 100% of peak
+    (:func:`roofline_floor_ms`) and its TPOT against one decode step's HBM floor (:func:`decode_floor_ms`).
+
+    * faster than a floor: typed in seconds (TTFT), or in seconds / per request amortised (TPOT);
+    * slower than :data:`SLOW_TTFT` x the prefill floor at concurrency 1 (no ``concurrency`` above 1,
+      no ``request_rate``: a queue may wait any time) or :data:`SLOW_TPOT` x the step floor: typed in
+      microseconds (or, for a TPOT, a whole request's decode time);
+    * a plain 1 in ``hit`` (read as 100%)."""
+    out: list[Problem] = []
+    for i, r in enumerate(meas.records):
+        mod, gpu = models.get(r.get("model")), gpus.get(r.get("gpu"))
+        if mod is None or gpu is None:
+            continue
+        tp = float(r["tp"])
+        if r.get("ttft_ms") is not None:
+            ttft = float(r["ttft_ms"])
+            floor = roofline_floor_ms(mod, gpu, tp, float(r["isl"]), float(r["hit"]))
+            floor = None if floor is None else float(floor)
+            closed_one = (r.get("concurrency") in (None, 1)) and r.get("request_rate") is None
+            if floor is not None and ttft < floor:
+                out.append(Problem(_cell(meas, "ttft_ms", i),
+                                   f"ttft_ms {ttft:,.4g} is faster than the roofline at 100% of the "
+                                   f"GPU's peak ({floor:,.4g} ms for {float(r['isl']):,.0f} tokens at hit "
+                                   f"{float(r['hit']):.0%} on {tp:g}x {r['gpu']}): was it typed in seconds "
+                                   f"({ttft * 1000:,.4g} ms)?"))
+            elif floor is not None and floor > 0 and closed_one and ttft > SLOW_TTFT * floor:
+                out.append(Problem(_cell(meas, "ttft_ms", i),
+                                   f"ttft_ms {ttft:,.6g} is {ttft / floor:,.0f}x "
+                                   f"the roofline at 100% of the GPU's peak ({floor:,.4g} ms for "
+                                   f"{float(r['isl']):,.0f} tokens at hit {float(r['hit']):.0%} on {tp:g}x {r['gpu']}) "
+                                   f"at concurrency 1: was it typed in microseconds ({ttft / 1000:,.4g} ms)?"))
+        if r.get("tpot_ms") is not None:
+            tpot = float(r["tpot_ms"])
+            # batch 1 on purpose: at any concurrency every token of a step may route to the same
+            # experts, so one token's active parameters are the least a step can read (a floor)
+            step = decode_floor_ms(mod, gpu, tp, 1.0)
+            if step is not None and tpot < step:
+                out.append(Problem(_cell(meas, "tpot_ms", i),
+                                   f"tpot_ms {tpot:,.4g} is faster than HBM bandwidth allows: each "
+                                   f"step reads at least {step:,.4g} ms of weights per GPU at 100% of "
+                                   f"{gpu.get('hbm_tbps'):g} TB/s: typed in seconds, or per request amortised?"))
+            elif step is not None and step > 0 and tpot > SLOW_TPOT * step:
+                out.append(Problem(_cell(meas, "tpot_ms", i),
+                                   f"tpot_ms {tpot:,.6g} is {tpot / step:,.0f}x the "
+                                   f"fastest decode step ({step:,.4g} ms: the weights each GPU reads at 100% of "
+                                   f"{gpu.get('hbm_tbps'):g} TB/s): was it typed in microseconds "
+                                   f"({tpot / 1000:,.4g} ms), or is it a whole request's decode "
+                                   f"time rather than the time per output token?"))
+        if ("hit", i) in getattr(meas, "plain_ones", ()):
+            out.append(_one_message(meas, "hit", i))
+    return out
+
+
 def plausibility_warnings(plan) -> list[Problem]:
     """Located warnings for inputs no GPU can produce, and fits no link can explain."""
     p_in = plan.input
@@ -165,29 +229,7 @@ def plausibility_warnings(plan) -> list[Problem]:
     out: list[Problem] = []
     meas = p_in.optional.get("Measurements")
     if meas is not None:
-        for i, r in enumerate(meas.records):
-            mod, gpu = models.get(r.get("model")), gpus.get(r.get("gpu"))
-            if mod is None or gpu is None or r.get("ttft_ms") is None:
-                continue
-            tp = float(r["tp"])
-            floor = roofline_floor_ms(mod, gpu, tp, float(r["isl"]), float(r["hit"]))
-            if floor is not None and float(r["ttft_ms"]) < float(floor):
-                out.append(Problem(_cell(meas, "ttft_ms", i),
-                                   f"ttft_ms {float(r['ttft_ms']):,.4g} is faster than the roofline at 100% of the "
-                                   f"GPU's peak ({float(floor):,.4g} ms for {float(r['isl']):,.0f} tokens at hit "
-                                   f"{float(r['hit']):.0%} on {tp:g}x {r['gpu']}): was it typed in seconds "
-                                   f"({float(r['ttft_ms']) * 1000:,.4g} ms)?"))
-            if r.get("tpot_ms") is not None:
-                # batch 1 on purpose: at any concurrency every token of a step may route to the same
-                # experts, so one token's active parameters are the least a step can read (a floor)
-                step = decode_floor_ms(mod, gpu, tp, 1.0)
-                if step is not None and float(r["tpot_ms"]) < step:
-                    out.append(Problem(_cell(meas, "tpot_ms", i),
-                                       f"tpot_ms {float(r['tpot_ms']):,.4g} is faster than HBM bandwidth allows: each "
-                                       f"step reads at least {step:,.4g} ms of weights per GPU at 100% of "
-                                       f"{gpu.get('hbm_tbps'):g} TB/s: typed in seconds, or per request amortised?"))
-            if ("hit", i) in getattr(meas, "plain_ones", ()):
-                out.append(_one_message(meas, "hit", i))
+        out += measurement_bounds(meas, models, gpus)
     wt = p_in.workloads
     for i, r in enumerate(wt.records):
         mod, gpu = models.get(r.get("model")), gpus.get(r.get("gpu"))

@@ -10,9 +10,9 @@ was meant, so it is said at its cell (stderr, Checks, memo) instead of planned s
   growth rate and Demand rows in only some of Settings ``periods`` needs nothing in the others;
 * a Demand period that is not one of Settings ``periods`` (``FY27 Q1`` beside ``2027-Q1..2027-Q4``):
   planned as a period of its own, after them;
-* a measured TTFT at concurrency 1 more than :data:`SLOW_TTFT` times the roofline at 100% of
-  peak, or a TPOT more than :data:`SLOW_TPOT` times the HBM floor of one step (typed in
-  microseconds?), and an HBM bandwidth above :data:`HBM_TBPS_MAX` TB/s (typed in GB/s?).
+* an HBM bandwidth above :data:`HBM_TBPS_MAX` TB/s (typed in GB/s?). A measured TTFT or TPOT
+  typed in microseconds is said by :func:`planner.plan.trust.measurement_bounds`, in one pass with
+  the same rows' fast side (typed in seconds?).
 """
 
 from __future__ import annotations
@@ -22,12 +22,6 @@ import numpy as np
 from planner.core.errors import Problem
 from planner.core.places import Place
 
-# A prefill at concurrency 1 runs at 20-90% of peak plus a fixed cost (tests/data/published_prefill.csv:
-# 0.5-2x the roofline at prefill_mfu); 1,000x the floor at 100% of peak is no prefill but a TTFT typed
-# in microseconds (or a queue). A decode step at batch 1 reads the weights at 60-90% of HBM bandwidth
-# (Settings decode_mbu 0.6); 300x the floor is far beyond any batch's slow-down.
-SLOW_TTFT = 1000.0
-SLOW_TPOT = 300.0
 # The fastest HBM of a GPU the catalog knows is 8 TB/s (B200); 30 TB/s is no GPU's, 3,350 is an
 # H100's 3.35 TB/s typed in GB/s.
 HBM_TBPS_MAX = 30.0
@@ -143,11 +137,9 @@ def _tpm_measured_off(plan) -> list[Problem]:
 
 
 def _slow_measurements(plan) -> list[Problem]:
-    from planner.plan.trust import decode_floor_ms, roofline_floor_ms
-
+    """An HBM bandwidth typed in GB/s. (The Measurements rows' slow side, typed in microseconds, is
+    checked with their fast side in one pass: :func:`planner.plan.trust.measurement_bounds`.)"""
     p_in = plan.input
-    models = {r["model"]: r for r in p_in.models.records}
-    gpus = {r["gpu"]: r for r in p_in.gpus.records}
     out: list[Problem] = []
     for i, g in enumerate(p_in.gpus.records):
         tb = g.get("hbm_tbps")
@@ -155,30 +147,4 @@ def _slow_measurements(plan) -> list[Problem]:
             out.append(Problem(_cell(p_in.gpus, "hbm_tbps", i),
                                f"hbm_tbps {float(tb):,.6g} TB/s is beyond any GPU's memory bandwidth (the fastest, "
                                f"B200, has 8 TB/s): typed in GB/s ({float(tb) / 1000:,.4g} TB/s)?"))
-    meas = p_in.optional.get("Measurements")
-    if meas is None:
-        return out
-    for i, r in enumerate(meas.records):
-        mod, gpu = models.get(r.get("model")), gpus.get(r.get("gpu"))
-        if mod is None or gpu is None:
-            continue
-        tp = float(r["tp"])
-        closed_one = (r.get("concurrency") in (None, 1)) and r.get("request_rate") is None
-        if r.get("ttft_ms") is not None and closed_one:
-            floor = roofline_floor_ms(mod, gpu, tp, float(r["isl"]), float(r["hit"]))
-            if floor is not None and float(floor) > 0 and float(r["ttft_ms"]) > SLOW_TTFT * float(floor):
-                out.append(Problem(_cell(meas, "ttft_ms", i),
-                                   f"ttft_ms {float(r['ttft_ms']):,.6g} is {float(r['ttft_ms']) / float(floor):,.0f}x "
-                                   f"the roofline at 100% of the GPU's peak ({float(floor):,.4g} ms for "
-                                   f"{float(r['isl']):,.0f} tokens at hit {float(r['hit']):.0%} on {tp:g}x {r['gpu']}) "
-                                   f"at concurrency 1: was it typed in microseconds ({float(r['ttft_ms']) / 1000:,.4g} ms)?"))
-        if r.get("tpot_ms") is not None:
-            step = decode_floor_ms(mod, gpu, tp, 1.0)
-            if step is not None and step > 0 and float(r["tpot_ms"]) > SLOW_TPOT * step:
-                out.append(Problem(_cell(meas, "tpot_ms", i),
-                                   f"tpot_ms {float(r['tpot_ms']):,.6g} is {float(r['tpot_ms']) / step:,.0f}x the "
-                                   f"fastest decode step ({step:,.4g} ms: the weights each GPU reads at 100% of "
-                                   f"{gpu.get('hbm_tbps'):g} TB/s): was it typed in microseconds "
-                                   f"({float(r['tpot_ms']) / 1000:,.4g} ms), or is it a whole request's decode "
-                                   f"time rather than the time per output token?"))
     return out
