@@ -104,6 +104,53 @@ def test_demand_dates_are_read_as_quarters(tmp_path):
     assert any("is a date, read as its calendar quarter: 2027-Q2" in n for n in plan.input.notes)
 
 
+# --------------------------------------------------------------------------- a date without a date format
+# Excel's serial day numbers, by hand: 2025-01-01 is 45658 (Excel's DATE(2025,1,1)); 2025 and 2026 have
+# 365 days each, so 2027-01-01 is 45658 + 730 = 46388 and 2027-04-01 is 46388 + 31 + 28 + 31 = 46478;
+# 2000-01-01 is 36526 and 2099-12-31 is 73050 (the range read as dates)
+@pytest.mark.parametrize("typed, label", [
+    (46388, "2027-Q1"), ("46388", "2027-Q1"), (46388.0, "2027-Q1"), ("46478", "2027-Q2"),
+    (46387, "2026-Q4"), ("46388.5", "2027-Q1"), (36526, "2000-Q1"), (73050, "2099-Q4"),
+    (36525, "36525"), (73051, "73051"), (2027, "2027"), (3, "3"),
+])
+def test_date_serials_in_the_century_are_read_as_their_quarter(typed, label):
+    assert period_label(typed)[0] == label
+
+
+def _serial_cell(sheet, row, col, value=46388):
+    def edit(wb):  # a date cell whose date format was lost (format General): Excel keeps the serial
+        wb[sheet].cell(row, col).value = value
+        wb[sheet].cell(row, col).number_format = "General"
+    return edit
+
+
+def test_demand_period_typed_as_a_date_serial_is_its_quarter_with_a_note(tmp_path):
+    # Settings 2027-Q1..2027-Q2 at 0% growth; a Demand row of 2,000,000 in period 46388 (2027-01-01)
+    # replaces Q1's grown demand, as the same row typed 2027-Q1 does (it was a third period '46388')
+    dem = [{"workload": "chat", "period": "x", "demand_tpm": 2_000_000}]
+    right = build_plan(_book(tmp_path, [dict(dem[0], period="2027-Q1")], {"periods": "2027-Q1..2027-Q2"},
+                             name="right.xlsx"))
+    typed = build_plan(_book(tmp_path, dem, {"periods": "2027-Q1..2027-Q2"}, edit=_serial_cell("Demand", 2, 2)))
+    assert list(_totals(typed)) == ["2027-Q1", "2027-Q2"]
+    assert _totals(typed) == _totals(right)
+    assert any("Demand!B2 '46388' is a date without a date format (Excel's serial day number of 2027-01-01), "
+               "read as its calendar quarter: 2027-Q1" in n for n in typed.input.notes), typed.input.notes
+
+
+def test_settings_periods_typed_as_a_date_serial_is_its_quarter_with_a_note(tmp_path):
+    def edit(wb):
+        ws = wb["Settings"]
+        row = next(r for r in range(1, ws.max_row + 1) if ws.cell(r, 1).value == "periods")
+        ws.cell(row, 2).value = 46478          # 2027-04-01, format General
+        ws.cell(row, 2).number_format = "General"
+        edit.row = row
+    plan = build_plan(_book(tmp_path, edit=edit))
+    assert list(_totals(plan)) == ["2027-Q2"]  # was one period named '46478'
+    assert any(n.startswith(f"Settings!B{edit.row} '46478' is a date without a date format (Excel's serial day "
+                            f"number of 2027-04-01), read as its calendar quarter: 2027-Q2") for n in plan.input.notes)
+    assert parse_periods("46388..46661")[0] == ["2027-Q1", "2027-Q2", "2027-Q3", "2027-Q4"]  # 46661: 2027-10-01
+
+
 def test_monthly_dates_in_one_quarter_are_a_duplicate(tmp_path):
     dem = [{"workload": "chat", "period": "a", "demand_tpm": 1_000_000},
            {"workload": "chat", "period": "b", "demand_tpm": 2_000_000}]

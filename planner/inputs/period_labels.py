@@ -3,7 +3,8 @@ range) and the Demand sheet's ``period`` cells (the per-period plan is :mod:`pla
 
 A calendar quarter typed in any common spelling is read as ``YYYY-Qn`` (``2027Q1``, ``2027 Q1``,
 ``2027-q1``, ``Q1 2027``, ``Q1-2027``, ``Q1'27``, ``2027-Q01``), and a date (a date cell, or
-``2027-01-01`` typed as text) as the calendar quarter it falls in, so one quarter is never two
+``2027-01-01`` typed as text, or a date cell that lost its date format and arrives as its serial day
+number, 46388: :func:`serial_date`) as the calendar quarter it falls in, so one quarter is never two
 periods because of how it was typed (issue 20, red team: ``2027 Q1`` in Demand beside Settings
 ``2027-Q1..2027-Q4`` was planned as a fifth period while 2027-Q1 kept the grown demand). Other labels
 (``FY27 Q1``, ``Jan``, ``H1``) are kept as typed, compared ignoring case and repeated spaces.
@@ -19,6 +20,34 @@ _RANGE = re.compile(r"^(.*?)\s*(?:\.\.|–|—| to | - )\s*(.*)$")
 _YEAR_Q = re.compile(r"^(\d{4})\s*[-/_ ]?\s*Q0?([1-4])$", re.I)
 _Q_YEAR = re.compile(r"^Q0?([1-4])\s*[-/_ ']?\s*(\d{4}|\d{2})$", re.I)
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[ T]00:00(?::00)?)?$")
+# A date typed in a cell without a date format arrives as Excel's serial day number (46388 is
+# 2027-01-01). Read as a date only within [SERIAL_MIN, SERIAL_MAX], 2000-01-01 .. 2099-12-31: a planning
+# period lies in this century, while a smaller number is a label a plan may use (a period number 1, 2,
+# 3, or a year 2027, which as a serial would be 1905-07-19), and no plan is for a date before 2000.
+# Excel's 1900 date system: day 1 is 1900-01-01 and day 60 the 1900-02-29 Lotus kept, so from day 61
+# on the serial counts from 1899-12-30 (ECMA-376 Part 1, 18.17.4.1 "Date Conversion for Serial Values").
+SERIAL_MIN, SERIAL_MAX = 36526, 73050
+_SERIAL = re.compile(r"^\d{5}(?:\.\d+)?$")
+_SERIAL_EPOCH = _dt.date(1899, 12, 30)
+
+
+def serial_date(value) -> _dt.date | None:
+    """The date of an Excel serial day number typed without a date format (a number, or its text as
+    a text column reads it), or None when ``value`` is no serial within [SERIAL_MIN, SERIAL_MAX].
+
+    >>> serial_date("46388")
+    datetime.date(2027, 1, 1)
+    >>> serial_date(2027) is None
+    True
+    """
+    if isinstance(value, bool):
+        return None
+    text = str(value).strip()
+    if text.endswith(".0"):
+        text = text[:-2]
+    if not _SERIAL.match(text) or not SERIAL_MIN <= float(text) <= SERIAL_MAX:
+        return None
+    return _SERIAL_EPOCH + _dt.timedelta(days=int(float(text)))
 
 
 def quarter_label(value) -> tuple[str | None, str | None]:
@@ -43,6 +72,10 @@ def quarter_label(value) -> tuple[str | None, str | None]:
     if m := _Q_YEAR.match(text):
         year = m.group(2) if len(m.group(2)) == 4 else f"20{m.group(2)}"
         return f"{year}-Q{m.group(1)}", "a quarter"
+    if (d := serial_date(text)) is not None:
+        return (f"{d.year}-Q{(d.month - 1) // 3 + 1}",
+                f"a date without a date format (Excel's serial day number of {d.isoformat()}), read as its "
+                f"calendar quarter")
     if m := _ISO_DATE.match(text):
         try:
             d = _dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
@@ -69,6 +102,21 @@ def _typed(value) -> str:
 def fold(label: str) -> str:
     """Two labels that name one period compare equal: case and repeated spaces ignored."""
     return re.sub(r"\s+", " ", str(label).strip()).casefold()
+
+
+def serial_notes(text) -> list[str]:
+    """What :func:`parse_periods` read from a date serial in Settings ``periods`` (one note per label or
+    range end typed as a serial day number), for the note at the cell."""
+    if text is None or isinstance(text, (_dt.date, _dt.datetime)):
+        return []
+    out = []
+    for part in [p.strip() for p in re.split(r"[;,]", str(text))]:
+        rng = _RANGE.match(part)
+        for x in (rng.groups() if rng else (part,)):
+            if serial_date(x) is not None:
+                label, how = quarter_label(x)
+                out.append(f"{x.strip()!r} is {how}: {label}")
+    return out
 
 
 def parse_periods(text) -> tuple[list[str], list[str]]:

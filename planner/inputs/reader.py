@@ -483,9 +483,11 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
                      maximum=s.maximum, min_open=s.min_open)
         v, err, reading = parse_cell(col, raw, getattr(vcell, "number_format", None))
         if key == "periods" and err is None:  # the period list of demand growth (planner.finance.periods)
-            from planner.inputs.period_labels import parse_periods
+            from planner.inputs.period_labels import parse_periods, serial_notes
 
             err = "; ".join(parse_periods(v)[1]) or None
+            if err is None and notes is not None:
+                notes.extend(f"{where} {n}" for n in serial_notes(v))
         if reading and notes is not None:
             notes.append(f"{where} {reading}")
         if err:
