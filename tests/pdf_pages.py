@@ -99,3 +99,80 @@ if __name__ == "__main__":  # pragma: no cover
     import sys
 
     print(readme_sentence(pages_per_sheet(to_pdf(Path(sys.argv[1])))))
+
+
+def _objects(pdf: bytes) -> dict[int, bytes]:
+    return {int(n): body for n, body in _OBJ.findall(pdf)}
+
+
+def _stream(objs: dict[int, bytes], n: int) -> bytes:
+    import zlib
+
+    body = objs[n]
+    m = re.search(rb"stream\r?\n", body)
+    if m is None:
+        return b""
+    length = re.search(rb"/Length\s+(\d+)(\s+0\s+R)?", body)
+    size = int(objs[int(length[1])].strip()) if length and length[2] else int(length[1]) if length else None
+    data = body[m.end():m.end() + size] if size is not None else body[m.end():body.rindex(b"endstream")]
+    return zlib.decompressobj().decompress(data) if b"FlateDecode" in body[:m.start()] else data
+
+
+def _to_unicode(cmap: str) -> dict[str, str]:
+    """A font's ToUnicode CMap: glyph code (hex) -> text (its bfchar and bfrange entries)."""
+    out = {}
+    for blk in re.findall(r"beginbfchar(.*?)endbfchar", cmap, re.S):
+        for a, u in re.findall(r"<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>", blk):
+            out[a.upper()] = bytes.fromhex(u).decode("utf-16-be", "replace")
+    for blk in re.findall(r"beginbfrange(.*?)endbfrange", cmap, re.S):
+        for a, b, u in re.findall(r"<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>\s*<([0-9A-Fa-f]+)>", blk):
+            for k in range(int(a, 16), int(b, 16) + 1):
+                out[format(k, f"0{len(a)}X")] = chr(int(u, 16) + k - int(a, 16))
+    return out
+
+
+def page_texts(pdf: bytes) -> dict[str, list[str]]:
+    """Sheet name -> the text drawn on each of its printed pages (the page's ``Tj``/``TJ`` strings
+    decoded through their fonts' ToUnicode maps, concatenated). Text a cell's clip path hides is
+    drawn too, so this tells what a page holds, not whether a cell is cut."""
+    objs = _objects(pdf)
+    order = page_order(pdf)
+    maps: dict[int, dict[str, str]] = {}
+
+    def fonts_of(page: bytes) -> dict[str, int]:
+        res = page
+        if m := re.search(rb"/Resources\s+(\d+)\s+0\s+R", page):
+            res = objs[int(m[1])]
+        fdict = re.search(rb"/Font\s*<<(.*?)>>", res, re.S)
+        if fdict is None and (m := re.search(rb"/Font\s+(\d+)\s+0\s+R", res)):
+            fdict = re.search(rb"<<(.*?)>>", objs[int(m[1])], re.S)
+        return {k.decode(): int(v) for k, v in re.findall(rb"/(\w+)\s+(\d+)\s+0\s+R", fdict[1])} if fdict else {}
+
+    def cmap(font: int) -> dict[str, str]:
+        if font not in maps:
+            m = re.search(rb"/ToUnicode\s+(\d+)\s+0\s+R", objs.get(font, b""))
+            maps[font] = _to_unicode(_stream(objs, int(m[1])).decode("latin-1")) if m else {}
+        return maps[font]
+
+    def text(n: int) -> str:
+        page = objs[n]
+        fonts = fonts_of(page)
+        refs = re.search(rb"/Contents\s*(\[.*?\]|\d+\s+0\s+R)", page, re.S)
+        out, cur = [], {}
+        for c in (int(x) for x in re.findall(rb"(\d+)\s+0\s+R", refs[1] if refs else b"")):
+            for tok in re.finditer(r"/(\w+)\s+[\d.]+\s+Tf|\[(.*?)\]\s*TJ|<([0-9A-Fa-f]*)>\s*Tj",
+                                   _stream(objs, c).decode("latin-1"), re.S):
+                if tok[1]:
+                    cur = cmap(fonts[tok[1]]) if tok[1] in fonts else {}
+                    continue
+                width = len(next(iter(cur), "00")) or 2
+                for h in (re.findall(r"<([0-9A-Fa-f]*)>", tok[2]) if tok[2] is not None else [tok[3]]):
+                    out.append("".join(cur.get(h[i:i + width].upper(), "?") for i in range(0, len(h), width)))
+            out.append("\n")
+        return "".join(out)
+
+    result, start = {}, 0
+    for name, k in pages_per_sheet(pdf).items():
+        result[name] = [text(order[i]) for i in range(start, start + k)]
+        start += k
+    return result

@@ -15,7 +15,7 @@ from openpyxl.utils import range_boundaries
 
 from conftest import REPO, run_planner
 from planner.examples.build import example_path
-from pdf_pages import pages_per_sheet, readme_sentence, to_pdf
+from pdf_pages import page_texts, pages_per_sheet, readme_sentence, to_pdf
 from planner.plan.build import build_plan
 from planner.workbook.writer import write_output
 
@@ -71,6 +71,11 @@ def example_out(example_output) -> Path:
 
 
 @pytest.fixture(scope="module")
+def example_pdf(example_out) -> bytes:
+    return to_pdf(example_out)  # LibreOffice, once for the module (~30 s)
+
+
+@pytest.fixture(scope="module")
 def diff_out(tmp_path_factory) -> Path:
     d = tmp_path_factory.mktemp("diffpages")
     wb = openpyxl.load_workbook(example_path())
@@ -114,8 +119,8 @@ def test_diff_sheets_carry_units_and_the_print_setup(diff_out):
 
 
 @pytest.mark.libreoffice
-def test_pdf_pages_and_the_readme(example_out, diff_out):
-    pdf = to_pdf(example_out)
+def test_pdf_pages_and_the_readme(example_pdf, diff_out):
+    pdf = example_pdf
     # (was tests/test_print.py::test_pdf_pages, which printed the same workbook a second time)
     # The whole example output printed by LibreOffice: 151 pages before the print set-up (12
     # workloads), 55 after with 14 workloads and the finance, calibration and optional input
@@ -130,3 +135,37 @@ def test_pdf_pages_and_the_readme(example_out, diff_out):
     diff_pages = pages_per_sheet(to_pdf(diff_out))
     assert diff_pages["Bridge"] == 1  # the waterfall on one page (31 portrait pages before)
     assert sum(diff_pages.values()) <= 10, diff_pages
+
+
+@pytest.mark.libreoffice
+def test_calibration_pages_read_whole(example_out, example_pdf):
+    """Calibration prints across 4 pages with column A (the deployments) repeated on each: LibreOffice
+    cut the title and the 480-character description, typed in A1 and A2 and running on to the right,
+    at column A's edge on the continuation pages. Now column A holds only what fits it (the title
+    'Calibration', 11 characters of 13 pt in a 37-character column; the 35-character deployment names,
+    the column widened to 37), and the subtitle and description are wrapped in merged cells B1:E1 and
+    B2:E2 that lie on the first page: by hand, A + B..E print 264 + 131 + 152 + 145 + 89 = 781 px, within
+    the narrowest page the print set-up may choose (760 px at 85%: 894 px), and with F (131 px) they
+    would not be (912). Rows as high as the wrapped text (tests/test_redteam_print.py's rule, 0.9 x width
+    characters a line): the description's 480 characters in 71 characters (0.9 x 71 = 63 a line) take
+    9 lines, 135 pt; the subtitle's 68 characters of 13 pt in 71 x 11/13 = 60.1 (54 a line) 2 lines,
+    36 pt. In the PDF: the first page holds the subtitle and the description, the continuation pages
+    across (2-4) neither (they held both, cut)."""
+    wb = openpyxl.load_workbook(example_out)
+    ws = wb["Calibration"]
+    assert ws.print_title_cols == "$A:$A" and [b.id for b in ws.col_breaks.brk][:1] == [7]
+    width_a = ws.column_dimensions["A"].width
+    assert int(width_a) == 37, width_a  # 35 + 2 characters (XlsxWriter stores 37.71)
+    for row in ws.iter_rows(min_col=1, max_col=1):
+        c = row[0]
+        if isinstance(c.value, str) and not c.alignment.wrap_text:
+            size = c.font.sz or 11
+            assert len(c.value) * size / 11 <= int(width_a), (c.coordinate, c.value)
+    assert {str(r) for r in ws.merged_cells.ranges} == {"B1:E1", "B2:E2"}
+    assert ws["B2"].value.startswith("Fit per deployment") and len(ws["B2"].value) == 480
+    assert ws.row_dimensions[2].height == 135 and ws.row_dimensions[1].height == 36
+    pages = page_texts(example_pdf)["Calibration"]
+    assert len(pages) == 5
+    assert "prefill times fitted to the measured load tests" in pages[0] and "Fit per deployment" in pages[0]
+    for text in pages[1:4]:
+        assert "Calibration" in text and "prefill times fitted" not in text and "Fit per deployment" not in text

@@ -47,16 +47,44 @@ def header_text(name: str) -> str:
     return f"{name} [{UNITS[name]}]" if name in UNITS else name
 
 
-def column_widths() -> list[int]:
+TITLE = "Calibration"
+SUBTITLE = "prefill times fitted to the measured load tests (Measurements sheet)"
+DESCRIPTION = ("Fit per deployment of TTFT = t_fixed + c_hit*(h>0) + k_attn*N^2*(1-h^2) + k_ffn*N*(1-h) + load - "
+               "alpha*MIN(load, compute), load = h*N*S/B_eff; relative error minimised, parameters >= 0. "
+               "c_hit: the per-request hit cost, 0 unless the points call for it. "
+               "Calibrated workloads take t_attn0 = k_attn*isl^2, t_ffn0 = k_ffn*isl, t_fixed (+ c_hit "
+               "with hits), B_eff (Resolved refers to these cells). The fit itself is redone when the planner "
+               "runs: after editing Measurements, run it again.")
+
+
+def title_block_end(widths: list[float]) -> int:
+    """The last column (0-based) of the merged title and description cells: the columns from B
+    whose printed width, with column A's, fits the narrowest page the print set-up may choose
+    (:data:`planner.workbook.print_setup.PAGE_W_PX` at ``MAX_SCALE``): a sheet printed across in
+    column groups breaks no earlier, so these cells print whole on its first page."""
+    from planner.workbook.print_setup import MAX_SCALE, PAGE_W_PX
+
+    avail = PAGE_W_PX * 100 / MAX_SCALE
+    px = [int(w * 7 + 0.5) + 5 for w in widths]  # XlsxWriter's column pixels (7 px a character + 5)
+    used, end = px[0], 0
+    for j in range(1, len(px)):
+        if used + px[j] > avail:
+            break
+        used, end = used + px[j], j
+    return max(end, 1)
+
+
+def column_widths(labels=()) -> list[int]:
     """Widths [characters] of the Calibration columns: each of the three tables' headers fits
-    word by word (the longest word and some room), the deployment names and the status more."""
+    word by word (the longest word and some room), the deployment names (``labels``, up to 44
+    characters: column A is repeated on every page) and the status more."""
     n = max(len(PARAM_COLS), len(POINT_COLS), len(CURVE_COLS))
     out = []
     for j in range(n):
         heads = [t[j] for t in (PARAM_COLS, POINT_COLS, CURVE_COLS) if j < len(t)]
         words = [w for h in heads for w in header_text(h).split()]
         out.append(max(11, max(len(w) for w in words) + 2))
-    out[0] = 34
+    out[0] = max(34, min(max((len(str(x)) for x in labels), default=0) + 2, 44))
     out[PARAM_COLS.index("b_source")] = 24
     out[PARAM_COLS.index("status")] = STATUS_WIDTH
     return out
@@ -202,20 +230,24 @@ def write_calibration(wb, fm, plan) -> None:
     ws_real = wb.add_worksheet(SHEET)
     ws = RowBuffer(ws_real)
     meas_cols = [c.name for c in schema.columns("Measurements")]
-    ws.write_string(0, 0, "Calibration: prefill times fitted to the measured load tests (Measurements sheet)",
-                    fm("title"))
-    ws.write_string(1, 0, "Fit per deployment of TTFT = t_fixed + c_hit*(h>0) + k_attn*N^2*(1-h^2) + k_ffn*N*(1-h) + load - "
-                          "alpha*MIN(load, compute), load = h*N*S/B_eff; relative error minimised, parameters >= 0. "
-                          "c_hit: the per-request hit cost, 0 unless the points call for it. "
-                          "Calibrated workloads take t_attn0 = k_attn*isl^2, t_ffn0 = k_ffn*isl, t_fixed (+ c_hit "
-                          "with hits), B_eff "
-                          "(Resolved refers to these cells). The fit itself is redone when the planner runs: after editing "
-                          "Measurements, run it again.", fm("note"))
     from planner.workbook.checks_sheet import wrapped_lines
+    from planner.workbook.fleet_sheets import header_lines
 
-    widths = column_widths()
+    widths = column_widths([f.label for f in calib.fits])
     for j, w in enumerate(widths):
         ws_real.set_column(j, j, w)
+    # Column A is the print-title column repeated on every page printed across (the deployments),
+    # where LibreOffice cuts a cell's text at the column's edge: it holds only what fits it. The
+    # rest of the title and the description are wrapped in merged cells from column B to the last
+    # column the first page always holds (title_block_end), so they print whole on the first page.
+    end = title_block_end(widths)
+    block = sum(widths[1:end + 1])
+    ws.write_string(0, 0, TITLE, fm("title"))
+    ws.merge_range(0, 1, 0, end, SUBTITLE, fm("title_wrap"))
+    ws.merge_range(1, 1, 1, end, DESCRIPTION, fm("side_note"))
+    # 13 pt bold: 11/13 of the width's 11 pt characters a line, 18 pt a line; the note 15 pt a line
+    ws_real.set_row(0, 18 * header_lines(SUBTITLE, block * 11 / 13))
+    ws_real.set_row(1, 15 * header_lines(DESCRIPTION, block))
     for top in (PARAM_TOP, lay.points_top, lay.curves_top):
         ws_real.set_row(top, 45)  # headers of up to three lines, never cut
     for j, h in enumerate(PARAM_COLS):

@@ -23,6 +23,8 @@ STYLE = {
     "calc": {},
     "const": {"bg_color": "#EDEDED"},
     "title": {"bold": True, "font_size": 13},
+    # a title wrapped within its (merged) cells, so it prints whole where it is not repeated
+    "title_wrap": {"bold": True, "font_size": 13, "text_wrap": True, "valign": "top"},
     "ok": {"bold": True, "font_color": "#006100", "bg_color": "#C6EFCE"},
     "bad": {"bold": True, "font_color": "#9C0006", "bg_color": "#FFC7CE"},
     "note": {"italic": True, "font_color": "#595959"},
