@@ -285,3 +285,39 @@ def test_tpm_measured_near_the_model_is_not_warned(tmp_path):
     path = tmp_path / "t.xlsx"
     write_input_workbook(path, MODELS, GPUS, [dict(ROW, tpm_measured=40_000, hit_measured=0)], {})  # 0.61x
     assert not any("tpm_measured" in str(w) for w in build_plan(path).warnings)
+
+
+# --------------------------------------------------------------------------- GPUs values in another unit
+@pytest.mark.parametrize("column, typed, said", [
+    # nvidia-smi's 81,559 MiB of an H100 typed as GiB: 81,559 / 1,024 = 79.65 GiB
+    ("hbm_gib", 81559, "hbm_gib 81,559 GiB is beyond any GPU's memory (the largest have 288 GB): typed in MiB "
+                       "(79.65 GiB)?"),
+    # USD 2.50/h x 730 h = 1,825 a month typed as hourly: 1,825 / 730 = 2.5
+    ("hourly_cost", 1825, "hourly_cost 1,825 USD/h is beyond any GPU-hour's price (about 1-15 USD): typed per "
+                          "month (2.5 USD/h at 730 h a month), or for a whole node rather than one GPU?"),
+    # PCIe Gen5 x16's 64 GB/s typed in Gb/s: 512 / 8 = 64; over 2 x 50 GB/s (the catalog's Gen5)
+    ("pcie_gbps", 512, "pcie_gbps 512 GB/s is over 2x what a PCIe Gen5 x16 link carries (50 GB/s): typed in "
+                       "Gb/s (64 GB/s)?"),
+])
+def test_gpu_values_typed_in_another_unit_are_warned(tmp_path, column, typed, said):
+    path, coord = _book(tmp_path, "GPUs", column, column, typed)
+    plan = build_plan(path)
+    got = [str(w) for w in plan.warnings if str(w).startswith(f"GPUs!{coord[0]}2: {column}")]
+    assert len(got) == 1 and got[0].startswith(f"GPUs!{coord[0]}2: {said}"), got
+
+
+@pytest.mark.parametrize("column, typed, settings", [
+    ("hbm_gib", 288, {}), ("hourly_cost", 12.3, {}), ("pcie_gbps", 64, {}),
+    ("hourly_cost", 400, {"currency": "JPY"}),   # a GPU-hour in yen: not checked
+])
+def test_gpu_values_in_their_unit_are_not_warned(tmp_path, column, typed, settings):
+    path, coord = _book(tmp_path, "GPUs", column, column, typed)
+    if settings:
+        wb = openpyxl.load_workbook(path)
+        ws = wb["Settings"]
+        for k, v in settings.items():
+            row = next(r for r in range(1, ws.max_row + 1) if ws.cell(r, 1).value == k)
+            ws.cell(row, 2).value = v
+        wb.save(path)
+    plan = build_plan(path)
+    assert not [str(w) for w in plan.warnings if str(w).startswith(f"GPUs!{coord[0]}2")]

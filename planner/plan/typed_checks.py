@@ -10,7 +10,9 @@ was meant, so it is said at its cell (stderr, Checks, memo) instead of planned s
   growth rate and Demand rows in only some of Settings ``periods`` needs nothing in the others;
 * a Demand period that is not one of Settings ``periods`` (``FY27 Q1`` beside ``2027-Q1..2027-Q4``):
   planned as a period of its own, after them;
-* an HBM bandwidth above :data:`HBM_TBPS_MAX` TB/s (typed in GB/s?). A measured TTFT or TPOT
+* an HBM bandwidth above :data:`HBM_TBPS_MAX` TB/s (typed in GB/s?), an HBM size above
+  :data:`HBM_GIB_MAX` GiB (in MiB?), an hourly cost above :data:`HOURLY_COST_MAX` a GPU-hour (per
+  month?), a host link over :data:`PCIE_FACTOR_MAX` x its PCIe generation's (in Gb/s?). A measured TTFT or TPOT
   typed in microseconds is said by :func:`planner.plan.trust.measurement_bounds`, in one pass with
   the same rows' fast side (typed in seconds?).
 """
@@ -25,6 +27,17 @@ from planner.core.places import Place
 # The fastest HBM of a GPU the catalog knows is 8 TB/s (B200); 30 TB/s is no GPU's, 3,350 is an
 # H100's 3.35 TB/s typed in GB/s.
 HBM_TBPS_MAX = 30.0
+# The largest HBM of any GPU is 288 GB (B300, MI355X); 1,024 GiB is no GPU's, 81,559 is an H100's
+# memory as nvidia-smi prints it, in MiB (79.6 GiB).
+HBM_GIB_MAX = 1024.0
+# An on-demand GPU-hour costs 1-15 in the currencies a GPU is usually priced in (AWS p5.48xlarge,
+# 8x H100, USD 98.32/h on demand: 12.29 a GPU-hour); 100 a GPU-hour is no GPU's, 1,825 is USD 2.50/h
+# typed per month (x 730 h). Checked only in these currencies (a GPU-hour is thousands in JPY).
+HOURLY_COST_MAX = 100.0
+HOURLY_COST_CURRENCIES = {"USD", "EUR", "GBP", "CHF", "CAD", "AUD", "SGD"}
+# A PCIe x16 link of the GPU's generation carries PCIE_GEN_GBPS (effective: Gen4 25, Gen5 50 GB/s;
+# raw 32 and 64): twice that is no PCIe link, 512 is Gen5's 64 GB/s typed in Gb/s.
+PCIE_FACTOR_MAX = 2.0
 
 
 def _cell(table, col: str, i: int) -> Place:
@@ -101,6 +114,7 @@ def typed_warnings(plan) -> list[Problem]:
                                f"planned as a period of its own, after them, with only its Demand rows; if it is one "
                                f"of them, type it as {periods[0]} is typed"))
     out += _slow_measurements(plan)
+    out += _gpu_units(plan)
     out += _tpm_measured_off(plan)
     return out
 
@@ -147,4 +161,38 @@ def _slow_measurements(plan) -> list[Problem]:
             out.append(Problem(_cell(p_in.gpus, "hbm_tbps", i),
                                f"hbm_tbps {float(tb):,.6g} TB/s is beyond any GPU's memory bandwidth (the fastest, "
                                f"B200, has 8 TB/s): typed in GB/s ({float(tb) / 1000:,.4g} TB/s)?"))
+    return out
+
+
+def _gpu_units(plan) -> list[Problem]:
+    """GPUs values typed in another unit than the column's: ``hbm_gib`` in MiB, ``hourly_cost`` per
+    month (or per node), ``pcie_gbps`` in Gb/s. Each a located warning, the value planned as typed."""
+    from planner.equations.constants import PCIE_GEN_GBPS
+
+    gpus = plan.input.gpus
+    currency = str(plan.input.settings.get("currency") or "USD").strip().upper()
+    out: list[Problem] = []
+    for i, g in enumerate(gpus.records):
+        gib = g.get("hbm_gib")
+        if gib is not None and float(gib) > HBM_GIB_MAX:
+            out.append(Problem(_cell(gpus, "hbm_gib", i),
+                               f"hbm_gib {float(gib):,.6g} GiB is beyond any GPU's memory (the largest have 288 GB): "
+                               f"typed in MiB ({float(gib) / 1024:,.4g} GiB)?"))
+        cost = g.get("hourly_cost")
+        if cost is not None and currency in HOURLY_COST_CURRENCIES and float(cost) > HOURLY_COST_MAX:
+            out.append(Problem(_cell(gpus, "hourly_cost", i),
+                               f"hourly_cost {float(cost):,.6g} {currency}/h is beyond any GPU-hour's price "
+                               f"(about 1-15 {currency}): typed per month ({float(cost) / 730:,.4g} {currency}/h at "
+                               f"730 h a month), or for a whole node rather than one GPU?"))
+        link, gen = g.get("pcie_gbps"), g.get("pcie_gen")
+        if gen is None and link is not None:  # a typed link leaves pcie_gen unfilled: the catalog's
+            from planner.catalog.lookup import find
+
+            entry = find(str(g.get("catalog") or g.get("gpu")), "gpu")
+            gen = None if entry is None else entry.values.get("pcie_gen")
+        if link is not None and gen in PCIE_GEN_GBPS and float(link) > PCIE_FACTOR_MAX * PCIE_GEN_GBPS[gen]:
+            out.append(Problem(_cell(gpus, "pcie_gbps", i),
+                               f"pcie_gbps {float(link):,.6g} GB/s is over {PCIE_FACTOR_MAX:g}x what a PCIe Gen{gen} x16 "
+                               f"link carries ({PCIE_GEN_GBPS[gen]:g} GB/s): typed in Gb/s ({float(link) / 8:,.4g} "
+                               f"GB/s)? (a host link that is no PCIe, such as NVLink-C2C, leaves pcie_gen blank)"))
     return out
