@@ -318,3 +318,34 @@ def test_settings_growth_minus_100_percent_is_one_warning(tmp_path):
     said = [w for w in _warnings(build_plan(path)) if "-100%" in w]
     assert said == ["Settings: demand_growth -100% makes 2 workload(s) need nothing from 2027-Q2 on (their demand "
                     "times 0: chat, chat2): if a fall of 1% a period was meant, type -0.01 or -1%"]
+
+
+@pytest.mark.parametrize("typed, listed", [
+    ("2027-Q1 2027-Q2 2027-Q3", "'2027-Q1; 2027-Q2; 2027-Q3'"),   # was one period named as typed
+    ("2027-Q1\t2027-Q2", "'2027-Q1; 2027-Q2'"),
+    ("2027-Q1/2027-Q2", "'2027-Q1; 2027-Q2'"),
+    ("Q1 2027 Q2 2027", "'2027-Q1; 2027-Q2'"),
+])
+def test_settings_periods_without_separators_are_refused_with_the_way_to_type_them(tmp_path, typed, listed):
+    with pytest.raises(InputError) as e:
+        build_plan(_book(tmp_path, settings={"periods": typed}))
+    text = "\n".join(map(str, e.value.problems))
+    assert f"periods {typed!r} names {listed.count(';') + 1} quarters without ';' or ',' between them: type {listed}" \
+        in text, text
+
+
+@pytest.mark.parametrize("value, fmt, shown, label", [
+    (46388, "General", "'46388' is a date without a date format (Excel's serial day number of 2027-01-01)", "2027-Q1"),
+    (dt.datetime(2026, 11, 15), "yyyy-mm-dd", "'2026-11-15 00:00:00' is a date", "2026-Q4"),
+])
+def test_settings_quarter_typed_as_a_date_is_its_quarter_with_a_note(tmp_path, value, fmt, shown, label):
+    # the run's label (page headers, memo headline, Run sheet) read '46388' before
+    def edit(wb):
+        ws = wb["Settings"]
+        row = next(r for r in range(1, ws.max_row + 1) if ws.cell(r, 1).value == "quarter")
+        ws.cell(row, 2).value = value
+        ws.cell(row, 2).number_format = fmt
+        edit.row = row
+    plan = build_plan(_book(tmp_path, edit=edit))
+    assert plan.input.settings["quarter"] == label
+    assert f"Settings!B{edit.row} {shown}, read as its calendar quarter: {label}" in plan.input.notes, plan.input.notes

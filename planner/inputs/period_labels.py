@@ -19,6 +19,8 @@ _QUARTER = re.compile(r"^\s*(\d{4})\s*-\s*Q([1-4])\s*$", re.I)
 _RANGE = re.compile(r"^(.*?)\s*(?:\.\.|–|—| to | - )\s*(.*)$")
 _YEAR_Q = re.compile(r"^(\d{4})\s*[-/_ ]?\s*Q0?([1-4])$", re.I)
 _Q_YEAR = re.compile(r"^Q0?([1-4])\s*[-/_ ']?\s*(\d{4}|\d{2})$", re.I)
+# quarters inside a longer text ('2027-Q1 2027-Q2', '2027Q1/2027Q2', 'Q1 2027 Q2 2027')
+_QUARTERS_IN = re.compile(r"\d{4}\s*[-/_ ]?\s*Q0?[1-4](?![0-9])|Q0?[1-4]\s*[-/_ ']?\s*(?:\d{4}|\d{2})(?![0-9])", re.I)
 _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[ T]00:00(?::00)?)?$")
 # A date typed in a cell without a date format arrives as Excel's serial day number (46388 is
 # 2027-01-01). Read as a date only within [SERIAL_MIN, SERIAL_MAX], 2000-01-01 .. 2099-12-31: a planning
@@ -152,6 +154,11 @@ def parse_periods(text) -> tuple[list[str], list[str]]:
             out += [f"{i // 4}-Q{i % 4 + 1}" for i in range(a, b + 1)]
         elif rng and (".." in part) or re.search(r"Q[1-4]\s*[-–—/]\s*Q[1-4]", part, re.I):
             return [], [f"periods {part!r}: a range is written between two quarters, e.g. 2027-Q1..2027-Q4"]
+        elif quarter_label(part)[0] is None and len(named := _QUARTERS_IN.findall(part)) >= 2:
+            # '2027-Q1 2027-Q2' (spaces, tabs, '/' between them) was one period of that name
+            listed = "; ".join(quarter_label(q)[0] for q in named)
+            return [], [f"periods {part!r} names {len(named)} quarters without ';' or ',' between them: type "
+                        f"{listed!r} (or a range, e.g. {quarter_label(named[0])[0]}..{quarter_label(named[-1])[0]})"]
         else:
             out.append(period_label(part)[0])
     seen = set()

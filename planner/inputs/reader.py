@@ -488,6 +488,14 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
             err = "; ".join(parse_periods(v)[1]) or None
             if err is None and notes is not None:
                 notes.extend(f"{where} {n}" for n in serial_notes(v))
+        if key == "quarter" and err is None and v is not None:  # the run's label: a date read as its quarter
+            from planner.inputs.period_labels import quarter_label
+
+            label, how = quarter_label(vcell.value if vcell.value is not None else v)
+            if label is not None and how is not None and how.startswith("a date"):
+                if notes is not None:
+                    notes.append(f"{where} {str(v).strip()!r} is {how}: {label}")
+                v = label
         if reading and notes is not None:
             notes.append(f"{where} {reading}")
         if err:
