@@ -321,3 +321,15 @@ def test_gpu_values_in_their_unit_are_not_warned(tmp_path, column, typed, settin
         wb.save(path)
     plan = build_plan(path)
     assert not [str(w) for w in plan.warnings if str(w).startswith(f"GPUs!{coord[0]}2")]
+
+
+def test_demand_below_one_request_an_hour_is_warned(tmp_path):
+    # ROW: isl 1,000 + osl 200 = 1,200 tokens a request; one an hour is 1,200 / 60 = 20 tokens/min;
+    # 7.2 (7.2M typed in millions) is below it
+    path, coord = _book(tmp_path, "Workloads", "demand_tpm", "demand_tpm", 7.2)
+    plan = build_plan(path)
+    assert (f"Workloads!{coord[0]}2: demand_tpm 7.2 tokens/min is less than one request an hour of chat ((isl + "
+            f"osl) / 60 = 20 tokens/min): typed in millions (7,200,000) or thousands (7,200) of tokens/min?") \
+        in [str(w) for w in plan.warnings]
+    path, _ = _book(tmp_path, "Workloads", "demand_tpm", "demand_tpm", 20.0)   # one an hour: not warned
+    assert not [str(w) for w in build_plan(path).warnings if "one request an hour" in str(w)]

@@ -12,7 +12,8 @@ was meant, so it is said at its cell (stderr, Checks, memo) instead of planned s
   planned as a period of its own, after them;
 * an HBM bandwidth above :data:`HBM_TBPS_MAX` TB/s (typed in GB/s?), an HBM size above
   :data:`HBM_GIB_MAX` GiB (in MiB?), an hourly cost above :data:`HOURLY_COST_MAX` a GPU-hour (per
-  month?), a host link over :data:`PCIE_FACTOR_MAX` x its PCIe generation's (in Gb/s?). A measured TTFT or TPOT
+  month?), a host link over :data:`PCIE_FACTOR_MAX` x its PCIe generation's (in Gb/s?);
+* a demand below one request an hour (typed in millions of tokens/min?). A measured TTFT or TPOT
   typed in microseconds is said by :func:`planner.plan.trust.measurement_bounds`, in one pass with
   the same rows' fast side (typed in seconds?).
 """
@@ -115,6 +116,7 @@ def typed_warnings(plan) -> list[Problem]:
                                f"of them, type it as {periods[0]} is typed"))
     out += _slow_measurements(plan)
     out += _gpu_units(plan)
+    out += _tiny_demand(plan)
     out += _tpm_measured_off(plan)
     return out
 
@@ -195,4 +197,35 @@ def _gpu_units(plan) -> list[Problem]:
                                f"pcie_gbps {float(link):,.6g} GB/s is over {PCIE_FACTOR_MAX:g}x what a PCIe Gen{gen} x16 "
                                f"link carries ({PCIE_GEN_GBPS[gen]:g} GB/s): typed in Gb/s ({float(link) / 8:,.4g} "
                                f"GB/s)? (a host link that is no PCIe, such as NVLink-C2C, leaves pcie_gen blank)"))
+    return out
+
+
+def _tiny_demand(plan) -> list[Problem]:
+    """A demand below one request an hour, ``(isl + osl) / 60`` tokens/min: no workload is planned
+    for that; a demand typed in millions (7.2 for 7,200,000) or thousands of tokens/min. Workloads
+    ``demand_tpm`` and Demand ``demand_tpm`` (tokens/min after any unit conversion)."""
+    wt = plan.input.workloads
+    per_hour = {}
+    out: list[Problem] = []
+
+    def check(table, i: int, rec: dict, wl: dict) -> None:
+        d = rec.get("demand_tpm")
+        if d is None or wl.get("isl") is None or wl.get("osl") is None:
+            return
+        one = (float(wl["isl"]) + float(wl["osl"])) / 60.0
+        if 0 < float(d) < one:
+            out.append(Problem(_cell(table, "demand_tpm", i),
+                               f"demand_tpm {float(d):,.6g} tokens/min is less than one request an hour of "
+                               f"{wl.get('workload')} ((isl + osl) / 60 = {one:,.4g} tokens/min): typed in millions "
+                               f"({float(d) * 1e6:,.0f}) or thousands ({float(d) * 1e3:,.0f}) of tokens/min?"))
+
+    for i, rec in enumerate(wt.records):
+        per_hour[str(rec.get("workload")).strip().lower()] = rec
+        check(wt, i, rec, rec)
+    dem = plan.input.optional.get("Demand")
+    if dem is not None:
+        for i, rec in enumerate(dem.records):
+            wl = per_hour.get(str(rec.get("workload")).strip().lower())
+            if wl is not None:
+                check(dem, i, rec, wl)
     return out
