@@ -149,6 +149,9 @@ def expand(paths: list[Path]) -> tuple[list[Path], list[LoadTestError]]:
             out.append(p)
             continue
         found = sorted({f for pat in FOLDER_PATTERNS for f in p.glob(pat) if f.is_file()})
+        stages = inferenceperf.stage_files(p / "summary_lifecycle_metrics.json")
+        if stages:  # an inference-perf report folder: one row per stage, not the pooled run-wide summary
+            found = sorted(set(found) - {p / "summary_lifecycle_metrics.json"}) + stages
         if not found:
             problems.append(LoadTestError(str(p), f"is a folder with no result file the planner knows by name "
                                                   f"({', '.join(FOLDER_PATTERNS)}): name the files"))
