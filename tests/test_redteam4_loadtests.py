@@ -127,3 +127,43 @@ def test_inference_perf_prometheus_zero_with_cache_in_use_is_kept(tmp_path):
     (tmp_path / "stage_2_prometheus_metrics.json").write_text(json.dumps(prom))
     (run,) = load([tmp_path / "stage_2_lifecycle_metrics.json"]).runs
     assert run.hit == 0.0
+
+
+# ------------------------------------------------------------------------------ a file-filled row with no load
+def test_a_row_filled_from_a_file_with_no_load_shape_needs_one_typed(tmp_path):
+    """vllm bench serve --ramp-up-strategy linear (request_rate "inf", ramp 1 -> 10 requests/s, no
+    max_concurrency): no single load. Named in a Measurements `file` cell, the old reader filled the row
+    with concurrency and request_rate blank, which planner/plan/load_tests.py reads as concurrency 1
+    (``float(r.get("concurrency") or 1)``): a ramp to 10 requests/s planned as one request at a time.
+    Now the concurrency cell is a located problem until one of the two is typed."""
+    import shutil
+
+    from planner.core import schema
+    from planner.core.errors import InputError
+    from planner.inputs.reader import read_input
+    from planner.workbook.input_sheets import write_input_workbook
+
+    data = Path(__file__).parent / "data" / "loadtests"
+    (tmp_path / "r").mkdir()
+    shutil.copy(data / "vllm_ramp_up.json", tmp_path / "r" / "ramp.json")
+    models = [{"model": "Qwen2.5-7B-Instruct", "kv_bytes": 2}]
+    gpus = [{"gpu": "H100 SXM", "hourly_cost": 3.0}]
+    wl = [{"workload": "chat", "model": "Qwen2.5-7B-Instruct", "gpu": "H100 SXM", "tp": 1, "isl": 2048,
+           "osl": 128, "hit_target": 0.5, "demand_tpm": 1e6}]
+    settings = {s.key: s.default for s in schema.SETTING_KEYS}
+
+    def book(row):
+        p = tmp_path / "in.xlsx"
+        write_input_workbook(p, models, gpus, wl, settings, optional={"Measurements": [row]})
+        return p
+
+    row = {"file": "r/ramp.json", "gpu": "H100 SXM", "tp": 1, "hit": 0}
+    with pytest.raises(InputError) as e:
+        read_input(book(row))
+    msgs = [str(p) for p in e.value.problems]
+    assert len(msgs) == 1 and msgs[0].startswith("Measurements!") and \
+        "2: concurrency or request_rate is required: r/ramp.json does not give its load shape" in msgs[0], msgs
+    # typed, the row reads
+    plan_in = read_input(book({**row, "concurrency": 8}))
+    (rec,) = plan_in.optional["Measurements"].records
+    assert rec["concurrency"] == 8 and rec["ttft_ms"] is not None
