@@ -60,7 +60,8 @@ def _num(rec, col) -> float:
     return math.nan if v is None else float(v)
 
 
-def _rps(rec) -> float:
+def row_rps(rec) -> float:
+    """Completed requests/s of a row, from the first throughput given (NaN: none)."""
     x = _num(rec, "request_throughput")
     if not math.isnan(x):
         return x
@@ -72,6 +73,26 @@ def _rps(rec) -> float:
     return math.nan
 
 
+# A test whose completed rate is within 5% of its arrival rate kept up with its arrivals.
+KEPT_UP = 0.95
+
+
+def paced_by_arrivals(rec, x: float) -> bool:
+    """Whether a row's throughput ``x`` [requests/s] is its arrival rate, not its capacity.
+
+    An open-loop test (``request_rate`` typed, ``concurrency`` blank) completes requests as fast as
+    they arrive while the server keeps up, so its throughput is the rate it was sent, whatever the
+    chip time per request: read as capacity (``1000 / X`` ms of chip time) it put the idle time
+    between arrivals into the decode (inference-perf's 1 request/s stage of 33 ms prefills and 3.5 ms
+    steps gave 15.6 ms a token). A capped open loop (both typed) is paced by its arrivals unless it
+    completed fewer than :data:`KEPT_UP` of them per second (then the cap bound it: a closed loop).
+    """
+    rate = rec.get("request_rate")
+    if rate is None or math.isnan(x):
+        return False
+    return rec.get("concurrency") is None or x >= KEPT_UP * float(rate)
+
+
 def load_shape_warnings(plan) -> list[Problem]:
     """A located warning per Measurements row read at concurrency 1 (blank or typed 1, no
     ``request_rate``) whose throughput and latency put more than :data:`IN_FLIGHT_MAX` requests in flight."""
@@ -81,10 +102,23 @@ def load_shape_warnings(plan) -> list[Problem]:
     out = []
     for i, r in enumerate(meas.records):
         conc = r.get("concurrency")
-        if r.get("request_rate") is not None or (conc is not None and float(conc) != 1) or r.get("ttft_ms") is None:
+        x = row_rps(r)
+        if paced_by_arrivals(r, x):
+            out.append(Problem(Place.of_table(meas, "request_rate", i),
+                               f"the row's throughput ({x:,.4g} requests/s) is its arrival rate (request_rate "
+                               f"{float(r['request_rate']):,.4g}): the server kept up, so it says nothing of the chip "
+                               f"time per request and is not used for the decode time"))
+        if (conc is not None and float(conc) != 1) or r.get("ttft_ms") is None or math.isnan(x):
             continue
-        x = _rps(r)
-        if math.isnan(x):
+        if r.get("request_rate") is not None and conc is None:
+            n = float(requests_in_flight(x, float(r["ttft_ms"]), _num(r, "osl"), _num(r, "tpot_ms")))
+            if n > IN_FLIGHT_MAX:
+                out.append(Problem(Place.of_table(meas, "ttft_ms", i),
+                                   f"ttft_ms {float(r['ttft_ms']):,.4g} of an open loop at {float(r['request_rate']):,.4g} "
+                                   f"requests/s is read as one request at a time, but {n:,.1f} requests were in flight "
+                                   f"(Little's law: {x:,.4g} requests/s x {1000 * n / x:,.4g} ms): its TTFT includes "
+                                   f"queueing the calibration does not take out; use a closed-loop test "
+                                   f"(max_concurrency) or one at a rate with about one request in flight"))
             continue
         n = float(requests_in_flight(x, float(r["ttft_ms"]), _num(r, "osl"), _num(r, "tpot_ms")))
         if n > IN_FLIGHT_MAX:
