@@ -167,3 +167,26 @@ def test_a_row_filled_from_a_file_with_no_load_shape_needs_one_typed(tmp_path):
     plan_in = read_input(book({**row, "concurrency": 8}))
     (rec,) = plan_in.optional["Measurements"].records
     assert rec["concurrency"] == 8 and rec["ttft_ms"] is not None
+
+
+# ------------------------------------------------------------------------------ vllm bench sweep serve
+def test_vllm_sweep_warmup_run_is_refused_and_runs_read(tmp_path):
+    """vllm bench sweep serve (vllm/benchmarks/sweep/serve.py, 0031557f): each combination's folder has
+    warmup.json (run_number -1, from --warmup-num-prompts), run=0.json, run=1.json (a vllm bench serve
+    result plus run_number and the overrides) and summary.json, the list of the measured runs. The
+    warm-up was read as a measurement before; a folder glob of *.json took it in."""
+    data = Path(__file__).parent / "data" / "loadtests"
+    base = json.loads((data / "vllm_bench_serve.json").read_text())
+    runs = []
+    for n, (dur, ttft) in enumerate([(30.0, 100.0), (31.0, 104.0)]):
+        d = dict(base, duration=dur, mean_ttft_ms=ttft, run_number=n, max_concurrency=base.get("max_concurrency"))
+        (tmp_path / f"run={n}.json").write_text(json.dumps(d))
+        runs.append(d)
+    (tmp_path / "warmup.json").write_text(json.dumps(dict(base, num_prompts=5, completed=5, run_number=-1)))
+    (tmp_path / "summary.json").write_text(json.dumps(runs))
+    res = load([tmp_path / "warmup.json"])
+    (p,) = res.problems
+    assert str(p).startswith("warmup.json: is vllm bench sweep's warm-up run (run_number -1)")
+    ok = load([tmp_path / "summary.json"])
+    assert not ok.problems and [r.ttft["mean"] for r in ok.runs] == [100.0, 104.0]
+    assert [r.run for r in ok.runs] == ["item 1", "item 2"]
