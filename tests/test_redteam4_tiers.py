@@ -67,14 +67,18 @@ WITH = _chip(H[4], SPLIT[1] / 10 + SPLIT[2] / 2)        # 247.706 ms
 WITHOUT = _chip(H[3], (H[3] - H[1]) / 2)                 # no DRAM: SSD from block 2 to 3, 257.870 ms
 
 
+def _bailian() -> list[str]:
+    """The trace's lines in the Qwen Bailian layout (16-token blocks, timestamps in seconds)."""
+    return [json.dumps({"chat_id": i, "parent_chat_id": -1, "timestamp": 0.5 * i, "input_length": n,
+                        "output_length": 5, "type": "text", "turn": 1, "hash_ids": h})
+            for i, (h, n) in enumerate(REQS)]
+
+
 @pytest.fixture(scope="module")
 def tiers(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("tiers4")
-    lines = [json.dumps({"chat_id": i, "parent_chat_id": -1, "timestamp": 0.5 * i, "input_length": n,
-                         "output_length": 5, "type": "text", "turn": 1, "hash_ids": h})
-             for i, (h, n) in enumerate(REQS)]
     with gzip.open(tmp / "bailian.jsonl.gz", "wt") as f:
-        f.write("\n".join(lines) + "\n")
+        f.write("\n".join(_bailian()) + "\n")
     src = tmp / "in.xlsx"
     write_input_workbook(src, [MODEL], [GPU], [WL], {"trace_warmup": 0.0}, optional={"Tiers": TIERS})
     out = tmp / "out.xlsx"
@@ -140,3 +144,22 @@ def test_tier_sheets_recalculated_equal_stored(tiers, recalc):
     for r1, r2 in zip(s1, s2):
         for a, b in zip(r1, r2):
             assert same_value(a, b), ("Summary", r1, r2)
+
+
+def test_a_tiers_sheet_without_an_hbm_row_is_refused(tmp_path):
+    """A Tiers sheet with only the DRAM and SSD rows (the tiers being bought): the old code nested
+    them from capacity 0, so this trace's hits were DRAM 10%, SSD 30% (hit 0.4, every hit loaded at
+    2-10 GB/s) where the GPU's 30 GiB of free HBM alone holds all four blocks (0.6, loading nothing).
+    Now a located error."""
+    (tmp_path / "bailian.jsonl.gz").write_bytes(gzip.compress(("\n".join(_bailian()) + "\n").encode()))
+    src = tmp_path / "in.xlsx"
+    write_input_workbook(src, [MODEL], [GPU], [WL], {"trace_warmup": 0.0}, optional={"Tiers": TIERS[1:]})
+    r = run_planner("validate", src, cwd=tmp_path)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "Tiers!B2: the Tiers sheet has no hbm row" in r.stderr
+    # with the hbm row at capacity 0, said on purpose, it plans
+    ok = tmp_path / "ok.xlsx"
+    write_input_workbook(ok, [MODEL], [GPU], [WL], {"trace_warmup": 0.0},
+                         optional={"Tiers": [dict(TIERS[0], capacity_gib=0)] + TIERS[1:]})
+    p = build_plan(ok)
+    assert p.resolved["hit_target"].iat[0] == pytest.approx(H[3])   # DRAM 1 block + SSD 2 blocks = 3 blocks
