@@ -190,3 +190,15 @@ def test_vllm_sweep_warmup_run_is_refused_and_runs_read(tmp_path):
     ok = load([tmp_path / "summary.json"])
     assert not ok.problems and [r.ttft["mean"] for r in ok.runs] == [100.0, 104.0]
     assert [r.run for r in ok.runs] == ["item 1", "item 2"]
+
+
+def test_llmperf_individual_responses_named(tmp_path):
+    """token_benchmark_ray.py writes <model>_<in>_<out>_individual_responses.json (a list of each
+    request's metrics: ttft_s, end_to_end_latency_s, ...) beside the summary: refused, pointing at it."""
+    f = tmp_path / "m_550_150_individual_responses.json"
+    f.write_text(json.dumps([{"error_code": None, "error_msg": "", "inter_token_latency_s": 0.011, "ttft_s": 0.12,
+                              "end_to_end_latency_s": 1.7, "number_input_tokens": 550,
+                              "number_output_tokens": 150}] * 3))
+    (p,) = load([f]).problems
+    assert str(p) == ("m_550_150_individual_responses.json: is LLMPerf's per-request file "
+                      "(*_individual_responses.json), one entry per request: give the *_summary.json beside it")
