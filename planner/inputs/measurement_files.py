@@ -208,7 +208,10 @@ def fill_measurements(path: Path, table, models, gpus, workloads, problems: list
                 problems.append(Problem(cell_place(table, "concurrency", i),
                                         f"concurrency or request_rate is required: {label} does not give its "
                                         f"load shape; type concurrency (a closed loop) or request_rate (an "
-                                        f"open loop), else the row would be read as one request at a time"))
+                                        f"open loop), else the row would be read as one request at a time"
+                                        + (f" (the file holds {len(loaded.runs)} runs: give this one a row of "
+                                           f"its own, its source typed as {run.source!r})"
+                                           if len(loaded.runs) > 1 else "")))
             for c in cols:
                 if c.required is True and new.get(c.name) is None:
                     why = (f"{label} carries no prefix-cache hit ratio; type it (0 with prefix caching off)"
