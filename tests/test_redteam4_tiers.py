@@ -163,3 +163,52 @@ def test_a_tiers_sheet_without_an_hbm_row_is_refused(tmp_path):
                          optional={"Tiers": [dict(TIERS[0], capacity_gib=0)] + TIERS[1:]})
     p = build_plan(ok)
     assert p.resolved["hit_target"].iat[0] == pytest.approx(H[3])   # DRAM 1 block + SSD 2 blocks = 3 blocks
+
+
+# ------------------------------------------------------------------------------ a pool shared by two workloads
+POOL = [dict(TIERS[0]), {"tier": "SSD", "kind": "ssd", "capacity_gib": 2 * GIB_BLOCK, "scope": "pool",
+                         "read_gbps": 20, "cost_per_gib_month": 1000.0}]
+
+
+@pytest.fixture(scope="module")
+def pool_out(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("pool4")
+    with gzip.open(tmp / "bailian.jsonl.gz", "wt") as f:
+        f.write("\n".join(_bailian()) + "\n")
+    src = tmp / "in.xlsx"
+    write_input_workbook(src, [MODEL], [GPU], [WL, dict(WL, workload="chat2")], {"trace_warmup": 0.0},
+                         optional={"Tiers": POOL})
+    out = tmp / "out.xlsx"
+    r = run_planner("run", src, "-o", out, "--no-memo", cwd=tmp)
+    assert r.returncode == 0, r.stderr
+    return out
+
+
+def test_a_pool_shared_by_two_workloads_is_bought_once_in_the_total(pool_out):
+    """Two workloads with the same trace on one SSD pool of 2 blocks (2/512 GiB at 1,000 a GiB-month =
+    3.90625 a month, bought once). Each: without the pool hit 16/152, no load, chip 254.626 ms -> 5
+    instances; with it hit 64/152, load 1,000 x S x (48/152) / 20 GB/s = 2.0696 ms, chip 239.244 ms -> 4.
+    Each row charges the whole pool (its worth to that workload alone); the fleet total pays it once:
+    tier cost 3.90625 (the old total 7.8125, the pool bought twice), net 2 x 1,460 - 3.90625, break-even
+    2,920 / (2/512) = 747,520 a GiB-month (the old 373,760 over twice the capacity)."""
+    without = _chip(H[1], 0.0)
+    with_ = _chip(H[3], (H[3] - H[1]) / 20)
+    assert (_instances(without), _instances(with_)) == (5, 4)
+    rows = {r["workload"]: r for r in sheet_values(pool_out, "Tier_Value") if r.get("workload")}
+    for w in ("chat", "chat2"):
+        assert rows[w]["gpus_saved"] == 1 and rows[w]["tier_cost_per_month"] == pytest.approx(2 * GIB_BLOCK * 1000)
+    tot = rows["Total (traced workloads)"]
+    assert tot["gpus_saved"] == 2 and tot["gpu_cost_saved_per_month"] == pytest.approx(2920)
+    assert tot["tier_cost_per_month"] == pytest.approx(2 * GIB_BLOCK * 1000)
+    assert tot["net_saving_per_month"] == pytest.approx(2920 - 2 * GIB_BLOCK * 1000)
+    assert tot["break_even_cost_per_gib_month"] == pytest.approx(2920 / (2 * GIB_BLOCK))
+
+
+@pytest.mark.libreoffice
+def test_the_pool_total_recalculated_equals_stored(pool_out, recalc):
+    done = recalc(pool_out)
+    stored, live = sheet_values(pool_out, "Tier_Value"), sheet_values(done, "Tier_Value")
+    assert len(stored) == len(live) > 0
+    for a, b in zip(stored, live):
+        for k in a:
+            assert same_value(a[k], b.get(k), rel=1e-9), (a.get("workload"), k, a[k], b.get(k))
