@@ -96,6 +96,15 @@ def check_inputs(path, tiers, workloads, wpos, settings, problems: list[Problem]
         for i in hbm_rows[1:]:
             problems.append(Problem(_cell(tiers, "kind", i), f"a second hbm tier (the first is row "
                                                              f"{tiers.rows[hbm_rows[0]]}): the GPU's HBM is one tier"))
+        kinds = [i for i, rec in enumerate(tiers.records) if rec.get("kind") is not None]
+        if kinds and not hbm_rows:
+            # tiers_of nests the declared rows only: without an hbm row the GPU's own prefix cache had
+            # capacity 0, so a DRAM-only sheet lost the HBM hits and loaded them all from DRAM
+            problems.append(Problem(_cell(tiers, "kind", kinds[0]),
+                                    "the Tiers sheet has no hbm row, so the GPU's own prefix cache would be left "
+                                    "out of every traced workload (its hits served, and loaded, by the slower "
+                                    "tiers): add an hbm row (capacity_gib blank: the HBM left after weights and "
+                                    "peak KV; 0 to leave it out on purpose)"))
     if workloads is None or "trace" not in workloads.positions:
         return
     warmup = float(settings.get("trace_warmup", tr.DEFAULT_WARMUP))

@@ -202,6 +202,16 @@ def fill_measurements(path: Path, table, models, gpus, workloads, problems: list
                 if "from --" not in note and "--hit" not in note and not note.startswith("hit is blank") \
                         and note != deployment:
                     notes.append(f"{here}: {label}: {note}")
+            if new.get("concurrency") is None and new.get("request_rate") is None:
+                # a file that names no load (a rate ramp, a trace replay, a strategy without a cap): a
+                # blank load shape would be read as one request at a time, which the run was not
+                problems.append(Problem(cell_place(table, "concurrency", i),
+                                        f"concurrency or request_rate is required: {label} does not give its "
+                                        f"load shape; type concurrency (a closed loop) or request_rate (an "
+                                        f"open loop), else the row would be read as one request at a time"
+                                        + (f" (the file holds {len(loaded.runs)} runs: give this one a row of "
+                                           f"its own, its source typed as {run.source!r})"
+                                           if len(loaded.runs) > 1 else "")))
             for c in cols:
                 if c.required is True and new.get(c.name) is None:
                     why = (f"{label} carries no prefix-cache hit ratio; type it (0 with prefix caching off)"

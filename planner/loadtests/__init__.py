@@ -64,6 +64,11 @@ def _dispatch(doc: Any, name: str, run: str, path: Path) -> list[Run]:
         return sglang.parse(doc, name, run)
     if vllm.detect(doc):
         return vllm.parse(doc, name, run)
+    if isinstance(doc, dict) and "ttft_s" in doc and "end_to_end_latency_s" in doc:
+        # ray-project/llmperf token_benchmark_ray.py writes each request's metrics to
+        # *_individual_responses.json beside the *_summary.json it summarises
+        raise LoadTestError(name, "is LLMPerf's per-request file (*_individual_responses.json), one entry per "
+                                  "request: give the *_summary.json beside it")
     keys = ", ".join(list(doc)[:8]) if isinstance(doc, dict) else type(doc).__name__
     raise LoadTestError(f"{name} {run}".strip(), f"is JSON but not a load-test result the planner knows "
                                                  f"(keys: {keys}); it reads {KNOWN}")
@@ -149,6 +154,9 @@ def expand(paths: list[Path]) -> tuple[list[Path], list[LoadTestError]]:
             out.append(p)
             continue
         found = sorted({f for pat in FOLDER_PATTERNS for f in p.glob(pat) if f.is_file()})
+        stages = inferenceperf.stage_files(p / "summary_lifecycle_metrics.json")
+        if stages:  # an inference-perf report folder: one row per stage, not the pooled run-wide summary
+            found = sorted(set(found) - {p / "summary_lifecycle_metrics.json"}) + stages
         if not found:
             problems.append(LoadTestError(str(p), f"is a folder with no result file the planner knows by name "
                                                   f"({', '.join(FOLDER_PATTERNS)}): name the files"))

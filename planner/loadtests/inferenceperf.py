@@ -41,6 +41,13 @@ def detect_prometheus_summary(doc: Any) -> bool:
         dig(doc, "successes", "prefix_cache_hit_percent"), dict)
 
 
+def stage_files(path: Path) -> list[Path]:
+    """The ``stage_N_lifecycle_metrics.json`` reports in the folder of ``path``, in stage order."""
+    found = [(whole(f.name.split("_")[1]), f) for f in path.parent.glob("stage_*_lifecycle_metrics.json")
+             if f.is_file() and f.name.split("_")[1].isdigit()]
+    return [f for _, f in sorted(found)]
+
+
 def _prom_hit(path: Path) -> tuple[float | None, str]:
     """The hit ratio of ``summary_prometheus_metrics.json`` beside ``path``, when it is there."""
     beside = path.with_name(path.name.replace("lifecycle_metrics", "prometheus_metrics"))
@@ -51,6 +58,14 @@ def _prom_hit(path: Path) -> tuple[float | None, str]:
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
         raise LoadTestError(beside.name, f"cannot be read as JSON ({err})") from None
     pct = number(dig(doc, "successes", "prefix_cache_hit_percent", "mean"))
+    usage = number(dig(doc, "successes", "kv_cache_usage_percentage", "mean"))
+    if pct == 0 and not usage:
+        # _ratio(hits, queries) is 0 when no query was counted, and a KV cache at 0% use under load
+        # means the scrape read none of the server's cache gauges (the kubecon-na-2025 demo reports of
+        # kubernetes-sigs/inference-perf 7de5ef2e, "chunking_and_prefix_caching" included, are all so):
+        # not a measured 0 hit
+        return None, f"{beside.name} has prefix_cache_hit_percent 0 and kv_cache_usage_percentage " \
+                     f"{'0' if usage == 0 else 'missing'}: the server's cache metrics were not scraped, so no hit was taken"
     return (None, "") if pct is None else (pct / 100, beside.name)
 
 
@@ -88,8 +103,17 @@ def parse(doc: dict, file: str, run: str = "", path: Path | None = None) -> list
         # runtime for load generation"), not an arrival rate the test asked for
         r.request_rate = None
     elif not ls.get("requested_rate") and ls:
-        r.notes.append("load_summary has no requested_rate (summary_lifecycle_metrics covers every stage; the "
-                       "stage_N_lifecycle_metrics.json files carry each stage's rate): type the load shape")
+        # the run-wide summary (reportgen/base.py generate_reports: summarize_requests over every stage's
+        # requests, no stage_rate): its TTFT mixes every stage's load, and a row without a load shape is
+        # read as one request at a time, so it is refused and the stage files named instead
+        stages = stage_files(path) if path is not None else []
+        named = (f"read the stage reports beside it instead ({', '.join(p.name for p in stages)}; give the "
+                 f"folder or the files)" if stages else
+                 "read the stage_N_lifecycle_metrics.json reports inference-perf writes beside it (per_stage, "
+                 "on by default)")
+        raise LoadTestError(r.place, f"is the run-wide summary: its load_summary has no requested_rate or "
+                                     f"concurrency (it pools every stage of the run, so its TTFT is no one "
+                                     f"load's); {named}")
     cached = number(prompt.get("cached"))
     if total and cached:
         r.hit, r.hit_source = cached / total, "successes.prompt_tokens cached / total"
@@ -98,7 +122,9 @@ def parse(doc: dict, file: str, run: str = "", path: Path | None = None) -> list
             r.notes.append("successes.prompt_tokens.cached is 0: a 0 hit, or a server that does not report "
                            "cached tokens; not taken as the hit")
         hit, where = _prom_hit(path) if path is not None else (None, "")
-        if hit is not None:
+        if hit is None and where:
+            r.notes.append(where)
+        elif hit is not None:
             r.hit, r.hit_source = hit, f"{where} prefix_cache_hit_percent / 100"
             if hit == 0:
                 r.notes.append(f"{where}: prefix_cache_hit_percent is 0, which inference-perf also writes when "

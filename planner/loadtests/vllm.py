@@ -118,6 +118,12 @@ def serving_run(doc: dict, tool: str, file: str, run: str) -> Run:
 
 def parse(doc: dict, file: str, run: str = "") -> list[Run]:
     tool = TOOL_OLD if "request_goodput:" in doc else TOOL
+    if whole(doc.get("run_number")) == -1:
+        # vllm bench sweep serve (vllm/benchmarks/sweep/serve.py run_comb, read at 0031557f) writes its
+        # --warmup-num-prompts run as warmup.json with run_number -1, beside the measured run=N.json
+        raise LoadTestError(f"{file} {run}".strip(), "is vllm bench sweep's warm-up run (run_number -1), not a "
+                                                     "measurement: give the run=N.json files (or the summary.json "
+                                                     "of the combination)")
     r = serving_run(doc, tool, file, run)
     model = doc.get("model_id") or doc.get("model")
     r.model = str(model) if model else None

@@ -108,5 +108,9 @@ def build_plan(source: str | Path | PlanInput) -> Plan:
     from planner.plan.trust import apply_to_plan  # issue 20: filled blanks visible, demand, plausibility
     from planner.plan.typed_checks import typed_warnings  # issue 20 red team: typed mistakes that still plan
 
+    from planner.plan.load_shape_checks import load_shape_warnings  # red team 4: a load read as 1 at a time
+    from planner.plan.period_checks import hit_fallback_warnings  # red team 4: a period's hit that holds once
+
     plan = apply_to_plan(plan)
-    return dataclasses.replace(plan, warnings=list(plan.warnings) + typed_warnings(plan))
+    return dataclasses.replace(plan, warnings=list(plan.warnings) + typed_warnings(plan) + load_shape_warnings(plan)
+                               + hit_fallback_warnings(plan))

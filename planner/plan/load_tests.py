@@ -87,15 +87,12 @@ def read_warnings(recs: list[dict], rows: list[int], load: dict) -> list[tuple[s
 
 
 def _throughput(rec) -> float:
-    """Completed requests/s of a row, from the first throughput given (NaN: none)."""
-    if rec.get("request_throughput") is not None:
-        return float(rec["request_throughput"])
-    osl, isl = _num(rec, "osl"), float(rec["isl"])
-    if rec.get("output_throughput") is not None and osl > 0:
-        return float(rec["output_throughput"]) / osl
-    if rec.get("total_throughput") is not None:
-        return float(rec["total_throughput"]) / (isl + (0.0 if math.isnan(osl) else osl))
-    return math.nan
+    """Completed requests/s of a row, from the first throughput given (NaN: none, or an open loop's:
+    :func:`planner.plan.load_shape_checks.paced_by_arrivals`)."""
+    from planner.plan.load_shape_checks import paced_by_arrivals, row_rps
+
+    x = row_rps(rec)
+    return math.nan if paced_by_arrivals(rec, x) else x
 
 
 def throughput_rows(recs: list[dict], rows: list[int]) -> list[dict]:

@@ -250,7 +250,12 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
     tot = {c: float(np.nansum([v[c] for _w, _s, v in rows])) for c in
            ("gpus_without", "gpus_with", "gpus_saved", "gpu_cost_saved_per_month", "tier_cost_per_month",
             "net_saving_per_month")}
-    bought = float(sum(v["capacity_gib"] * sw["swept_units"][DECLARED] for _w, sw, v in rows))
+    pool = swept.scope == "pool"  # bought once for the fleet: each row charges all of it, the total once
+    if pool:
+        tot["tier_cost_per_month"] = tiers.pool_once([v["tier_cost_per_month"] for _w, _s, v in rows])
+        tot["net_saving_per_month"] = float(tb.saved(tot["gpu_cost_saved_per_month"], tot["tier_cost_per_month"]))
+    once = rows[:1] if pool else rows
+    bought = float(sum(v["capacity_gib"] * sw["swept_units"][DECLARED] for _w, sw, v in once))
     tot["break_even_cost_per_gib_month"] = tot["gpu_cost_saved_per_month"] / bought if bought > 0 else np.nan
     wv.write_string(fr, 0, "Total (traced workloads)", fm("header"))
     wv.write_string(fr, 1, swept.name)
@@ -260,8 +265,13 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
         if c == "break_even_cost_per_gib_month":
             units = "+".join(f"{sheet_ref(TIER_WORTH, 1 + b * k_pts + DECLARED, pos['capacity_gib'], row_abs=True)}*"
                              f"{sheet_ref(TIER_WORTH, 1 + b * k_pts + DECLARED, pos['swept_units'], row_abs=True)}"
-                             for b in range(len(rows)))
+                             for b in range(len(once)))
             f = tiers.per_unit_bought.xl(xl_rowcol_to_cell(fr, col("gpu_cost_saved_per_month"), col_abs=True), units)
+        elif pool and c == "tier_cost_per_month":
+            f = tiers.pool_once.xl(span(c))
+        elif pool and c == "net_saving_per_month":
+            f = tb.saved.xl(xl_rowcol_to_cell(fr, col("gpu_cost_saved_per_month"), col_abs=True),
+                            xl_rowcol_to_cell(fr, col("tier_cost_per_month"), col_abs=True))
         else:
             f = tb.total.xl(span(c))
         wv.write_formula(fr, col(c), "=" + f, fm("calc", "#,##0.00"), "" if np.isnan(v) else v)
