@@ -86,7 +86,8 @@ def test_summary_and_memo_say_what_the_tier_is_worth(tmp_path):
     out = tmp_path / "out.xlsx"
     write_output(plan, out)
     memo = build_memo(plan, out, charts=False).markdown  # the text is the point (charts: test_memo)
-    assert ("chat: from its trace t.jsonl, a 0 GiB DRAM tier per instance raises the hit ratio from 33% to 50% "
+    # the tier is 2/512 GiB = 0.00390625 GiB: three significant figures, not "0 GiB"
+    assert ("chat: from its trace t.jsonl, a 0.00391 GiB DRAM tier per instance raises the hit ratio from 33% to 50% "
             "(HBM 33%, DRAM 17%) and saves 1 GPU, USD 1,460 per month net") in memo
     assert "pays for itself up to USD 93,440.00 per GiB-month (priced at USD 3.00)" in memo
     wb = openpyxl.load_workbook(out, data_only=True)

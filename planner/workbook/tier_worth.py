@@ -322,7 +322,15 @@ def _pct(x: float) -> str:
 
 
 def _money(x: float) -> str:
-    return f"{x:,.0f}"
+    """Whole money units; a value that rounds to zero is ``0``, never ``-0``."""
+    v = round(float(x))
+    return f"{v + 0:,.0f}" if v != 0 else "0"
+
+
+def _gib(x: float) -> str:
+    """A capacity in GiB: whole GiB from 10 up, else three significant figures (0.5, not 0)."""
+    x = float(x)
+    return f"{x:,.0f}" if abs(x) >= 10 else f"{x:.3g}"
 
 
 def summary_lines(wb, ws, fm, plan, r: int) -> int:
@@ -366,14 +374,14 @@ def memo_findings(plan) -> list[dict[str, str]]:
         saved = float(np.nan_to_num(val["gpus_saved"]))
         be = val["break_even_cost_per_gib_month"]
         split = ", ".join(f"{x.name} {_pct(h)}" for x, h in zip(tp.tiers, w.hits))
-        text = (f"{w.workload}: from its trace {w.trace}, a {val['capacity_gib']:,.0f} GiB {t.name} tier {per} "
+        text = (f"{w.workload}: from its trace {w.trace}, a {_gib(val['capacity_gib'])} GiB {t.name} tier {per} "
                 f"raises the hit ratio from {_pct(val['hit_without'])} to {_pct(val['hit_with'])} "
                 f"({split}) and saves {saved:,.0f} GPU{'' if saved == 1 else 's'}, {cur} {_money(val['net_saving_per_month'])} per month net "
                 f"of the tier's {cur} {_money(val['tier_cost_per_month'])}.")
         if not np.isnan(be):
             text += f" It pays for itself up to {cur} {be:,.2f} per GiB-month"
             text += f" (priced at {cur} {t.cost_per_gib_month:,.2f})." if t.cost_per_gib_month else "."
-        text += (f" Cheapest capacity of the sweep: {val['cost_optimal_capacity_gib']:,.0f} GiB "
+        text += (f" Cheapest capacity of the sweep: {_gib(val['cost_optimal_capacity_gib'])} GiB "
                  f"({cur} {_money(val['cost_optimal_total_per_month'])} per month, Tier_Worth).")
         out.append({"kind": "kv-tier", "title": f"What the {t.name} tier is worth", "text": text})
     return out
