@@ -57,10 +57,10 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.core.schema import SCHEDULERS  # noqa: F401 (the values the scheduler columns take)
 from planner.equations.kvhit import excel_twin
 from planner.equations import prefill_passes as pp
 
-SCHEDULERS = ("prefill_first", "decode_first")
 EPS = pp.EPS
 
 
