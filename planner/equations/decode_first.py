@@ -60,6 +60,8 @@ import numpy as np
 from planner.core.schema import SCHEDULERS  # noqa: F401 (the values the scheduler columns take)
 from planner.equations.kvhit import excel_twin
 from planner.equations import prefill_passes as pp
+from planner.equations import queueing as qu
+from planner.equations.constants import C, N
 
 EPS = pp.EPS
 
@@ -117,7 +119,7 @@ def steady_coefficients(u, budget, s0, s1, osl, concurrency):
     return train, bound
 
 
-def steady_ttft_ms(prefill, t_fixed, u, budget, s0, s1, osl, concurrency):
+def steady_ttft_ms(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=np.nan):
     r"""Mean TTFT of a long steady closed loop of ``c`` clients under a decode-first scheduler.
 
     .. math::
@@ -126,7 +128,9 @@ def steady_ttft_ms(prefill, t_fixed, u, budget, s0, s1, osl, concurrency):
 
     with ``V = max(P - ceil(u/M) F, 0)``, ``k = ceil(u / (M - c + 1))``,
     ``t = min(M - c + 1, (c-1) u)``, ``m = M - b_s``, ``b_s = min(osl M / (u + osl), c - 1)``
-    (module docstring). At ``c = 1``: ``P``.
+    (module docstring). At ``c = 1``: ``P``. A quantile ``q`` (the values of one cycle ordered: the
+    train's head ``T_a``, then its ``c - 1`` followers at ``(1+k)(s(c-1) + F + t V/u)``; linear
+    interpolation at position ``q (c-1)``, numpy's default): ``max(T_a + min(q (c-1), 1) (T_f - T_a), T_s)``.
 
     Parameters
     ----------
@@ -137,22 +141,25 @@ def steady_ttft_ms(prefill, t_fixed, u, budget, s0, s1, osl, concurrency):
     s0, s1 : numeric, decode-step law (``step_weights_ms``, ``step_kv_ms``) [ms], [ms per request]
     osl : numeric, output length [tokens]
     concurrency : numeric, c, NaN when blank [count]
+    q : numeric, quantile (NaN or 0: the mean) [fraction]
 
     Returns
     -------
-    numeric, mean TTFT [ms] (NaN without concurrency)
+    numeric, mean (or quantile) TTFT [ms] (NaN without concurrency)
     """
     P, F = _f(prefill), _f(t_fixed)
     U, K, k, s_b, tok, m_s, s_s, g, c = _shape(u, budget, s0, s1, osl, concurrency)
     V = np.maximum(P - K * F, 0.0)
     t_a = k * (s_b + F) + V
-    t_train = (t_a + (c - 1) * (1 + k) * (s_b + F + tok * V / U)) / c
+    t_f = (1 + k) * (s_b + F + tok * V / U)            # a follower of the train
+    qq = np.broadcast_to(np.nan_to_num(_f(q), nan=0.0), t_a.shape)
+    t_train = np.where(qq > 0, t_a + np.minimum(qq * (c - 1), 1.0) * (t_f - t_a), (t_a + (c - 1) * t_f) / c)
     t_s = (s_s + F + m_s * V / U) * g
     return np.where(np.isfinite(_f(concurrency) * U), np.maximum(t_train, t_s), np.nan)
 
 
 @excel_twin(steady_ttft_ms)
-def _(prefill, t_fixed, u, budget, s0, s1, osl, concurrency):
+def _(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=None):
     c = concurrency
     b = f"MAX({c}-1,0)"
     m = f"IF(ISNUMBER({budget}),{budget},{u}+{b})"
@@ -164,7 +171,13 @@ def _(prefill, t_fixed, u, budget, s0, s1, osl, concurrency):
     s_s = f"IF({b_s}>0,{s0}+{s1}*{b_s},0)"
     tok = f"MIN(MAX({m}-{b},1),{b}*{u})"
     t_a = f"{k}*({s_b}+{t_fixed})+{v}"
-    t_train = f"({t_a}+{b}*(1+{k})*({s_b}+{t_fixed}+{tok}*{v}/{u}))/MAX({c},1)"
+    t_f = f"(1+{k})*({s_b}+{t_fixed}+{tok}*{v}/{u})"
+    mean = f"({t_a}+{b}*{t_f})/MAX({c},1)"
+    if q is None:
+        t_train = mean
+    else:
+        quantile = f"{t_a}+MIN({q}*{b},1)*({t_f}-({t_a}))"
+        t_train = quantile if q in pp._POSITIVE_Q else f"IF({q}>0,{quantile},{mean})"
     t_s = f"({s_s}+{t_fixed}+{m_s}*{v}/{u})*({c}*{u}/{m_s}-{osl})"
     return f'IF(ISNUMBER({c}),MAX({t_train},{t_s}),"")'
 
@@ -229,3 +242,166 @@ def loop_coefficients(u, concurrency, budget, num_requests, stat, s0, s1, osl, p
         if best is None or value > best[0]:       # the statistic is the maximum of the branches
             best = (value, coef)
     return best[1]
+
+
+def concurrency_ttft_u(prefill, t_fixed, u, concurrency, budget, q, scheduler, s0, s1, osl):
+    r"""TTFT at a fixed concurrency (Workloads ``concurrency``) under the workload's scheduler.
+
+    .. math::
+        TTFT = \text{burst}(P, F, u, c, M, q) \ \text{(prefill_first, blank)}, \qquad
+        TTFT = \text{steady}(P, F, u, M, s_0, s_1, osl, c, q) \ \text{(decode_first)}
+
+    Prefill first every cycle of the loop is a burst of ``c``
+    (:func:`planner.equations.prefill_passes.burst_ttft_u`); decode first the loop runs steady,
+    :func:`steady_ttft_ms`.
+
+    Parameters
+    ----------
+    prefill, t_fixed, u, concurrency, budget, q : as :func:`planner.equations.prefill_passes.burst_ttft_u`
+    scheduler : str or array of str, ``prefill_first``, ``decode_first`` or blank
+    s0, s1 : numeric, decode-step law [ms], [ms per request]
+    osl : numeric, output length [tokens]
+
+    Returns
+    -------
+    numeric, TTFT [ms] (NaN without concurrency)
+    """
+    burst = pp.burst_ttft_u(prefill, t_fixed, u, concurrency, budget, q)
+    df = np.asarray(scheduler, dtype=object) == "decode_first"
+    if not np.any(df):
+        return burst
+    steady = steady_ttft_ms(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q)
+    return np.where(df, steady, burst)
+
+
+@excel_twin(concurrency_ttft_u)
+def _(prefill, t_fixed, u, concurrency, budget, q, scheduler, s0, s1, osl):
+    burst = pp.burst_ttft_u.xl(prefill, t_fixed, u, concurrency, budget, q)
+    steady = steady_ttft_ms.xl(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q)
+    return f'IF({scheduler}="decode_first",{steady},{burst})'
+
+
+def _is_df(scheduler):
+    return np.asarray(scheduler, dtype=object) == "decode_first"
+
+
+def steady_for(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=np.nan):
+    """:func:`steady_ttft_ms` where the workload's ``scheduler`` is ``decode_first``, else NaN (blank).
+
+    Parameters
+    ----------
+    scheduler : str or array of str, the Workloads scheduler
+    prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q : as :func:`steady_ttft_ms`
+
+    Returns
+    -------
+    numeric, TTFT [ms] (NaN unless decode first at a fixed concurrency)
+    """
+    return np.where(_is_df(scheduler), steady_ttft_ms(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q),
+                    np.nan)
+
+
+@excel_twin(steady_for)
+def _(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=None):
+    return f'IF({scheduler}="decode_first",{steady_ttft_ms.xl(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q)},"")'
+
+
+def steady_mean_for(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency):
+    """The mean of :func:`steady_for` (Results ``ttft_steady_ms``). Parameters as :func:`steady_for`.
+
+    Returns
+    -------
+    numeric, mean TTFT [ms]
+    """
+    return steady_for(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency)
+
+
+@excel_twin(steady_mean_for)
+def _(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency):
+    return steady_for.xl(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency)
+
+
+def steady_p90_for(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency):
+    """The 90th percentile of :func:`steady_for` (Results ``ttft_steady_p90_ms``). Parameters as
+    :func:`steady_for`.
+
+    Returns
+    -------
+    numeric, p90 TTFT [ms]
+    """
+    return steady_for(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency, C.Q_P90)
+
+
+@excel_twin(steady_p90_for)
+def _(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency):
+    return steady_for.xl(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency, N.Q_P90)
+
+
+def by_scheduler(scheduler, decode_first, prefill_first):
+    """The decode-first value where the workload's ``scheduler`` is ``decode_first``, else the
+    prefill-first one (blank scheduler: prefill first, the wave model).
+
+    Parameters
+    ----------
+    scheduler : str or array of str
+    decode_first, prefill_first : numeric, the two values [any unit]
+
+    Returns
+    -------
+    numeric
+    """
+    return np.where(_is_df(scheduler), _f(decode_first), _f(prefill_first))
+
+
+@excel_twin(by_scheduler)
+def _(scheduler, decode_first, prefill_first):
+    return f'IF({scheduler}="decode_first",{decode_first},{prefill_first})'
+
+
+def ttft_load_sched_ms(prefill, wait, concurrency, t_fixed, isl, hit, budget, scheduler, steady):
+    """Mean TTFT at the row's load (Results ``ttft_load_ms``): at a fixed concurrency with the
+    scheduler ``decode_first`` the steady loop's (``steady``, :func:`steady_mean_for`), else
+    :func:`planner.equations.queueing.ttft_load_ms` (the open loop, or the burst of a prefill-first loop).
+
+    Parameters
+    ----------
+    prefill, wait, concurrency, t_fixed, isl, hit, budget : as :func:`planner.equations.queueing.ttft_load_ms`
+    scheduler : str or array of str
+    steady : numeric, the decode-first steady TTFT [ms]
+
+    Returns
+    -------
+    numeric, TTFT at the load [ms]
+    """
+    base = qu.ttft_load_ms(prefill, wait, concurrency, t_fixed, isl, hit, budget)
+    return np.where(_is_df(scheduler) & np.isfinite(_f(concurrency)), _f(steady), base)
+
+
+@excel_twin(ttft_load_sched_ms)
+def _(prefill, wait, concurrency, t_fixed, isl, hit, budget, scheduler, steady):
+    base = qu.ttft_load_ms.xl(prefill, wait, concurrency, t_fixed, isl, hit, budget)
+    return f'IF(AND(ISNUMBER({concurrency}),{scheduler}="decode_first"),{steady},{base})'
+
+
+def ttft_load_p90_sched_ms(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget, scheduler, steady_p90):
+    """p90 TTFT at the row's load (Results ``ttft_load_p90_ms``): as :func:`ttft_load_sched_ms` with
+    :func:`planner.equations.queueing.ttft_load_p90_ms` and the steady p90 (:func:`steady_p90_for`).
+
+    Parameters
+    ----------
+    prefill, wait_p90, concurrency, t_fixed, isl, hit, budget : as :func:`planner.equations.queueing.ttft_load_p90_ms`
+    scheduler : str or array of str
+    steady_p90 : numeric, the decode-first steady p90 [ms]
+
+    Returns
+    -------
+    numeric, p90 TTFT at the load [ms]
+    """
+    base = qu.ttft_load_p90_ms(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget)
+    return np.where(_is_df(scheduler) & np.isfinite(_f(concurrency)), _f(steady_p90), base)
+
+
+@excel_twin(ttft_load_p90_sched_ms)
+def _(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget, scheduler, steady_p90):
+    base = qu.ttft_load_p90_ms.xl(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget)
+    return f'IF(AND(ISNUMBER({concurrency}),{scheduler}="decode_first"),{steady_p90},{base})'
