@@ -97,3 +97,15 @@ def test_libreoffice_recalculates_the_scheduler_cells(built, recalc):
     for i, (wl, cols) in enumerate(EXPECTED.items()):
         for col, v in cols.items():
             _check(v, ws.cell(i + 2, h[col]).value, f"LibreOffice {wl}.{col}")
+
+
+def test_the_blank_scheduler_is_said_at_its_row(built):
+    from planner.plan.load_notes import warnings
+
+    _src, plan, _out = built
+    said = [str(p) for p in warnings(plan) if "scheduler blank" in str(p)]
+    assert len(said) == 1 and "blank-conc" in said[0]
+    # the target the decode-first row meets, the prefill-first one misses, said with the number held to it
+    missed = [str(p) for p in warnings(plan) if "above ttft_slo_ms" in str(p)]
+    assert len(missed) == 2 and not any("df-conc" in m for m in missed)
+    assert f"{BURST_P90:,.0f} ms" in missed[0]
