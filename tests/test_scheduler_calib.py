@@ -91,3 +91,35 @@ def test_recovers_the_simulated_prefill():
     print(f"\nrecovered P: decode-first law {p_df:.1f} ms, wave {p_wave:.1f} ms (true {p_true:.0f})")
     assert p_df == pytest.approx(p_true, rel=0.12)
     assert abs(p_wave / p_true - 1) > 2 * abs(p_df / p_true - 1)
+
+
+def test_a_decode_first_deployment_calibrates_end_to_end(tmp_path):
+    """Load tests of a simulated vLLM-V1-like server (decode first, 2 ms client round trip) at
+    concurrency 8, 80 requests each, typed with scheduler decode_first: planner run recovers the
+    deployment's prefill law far closer than the same rows read with the wave (scheduler blank)."""
+    from test_load_calib import B_EFF, K_ATTN, K_FFN, OSL, S0, S1, S_8B, T_FIXED, _plan
+    from planner.equations.ttft_fit import ttft_law
+
+    pts = [(4096, 0.0), (8192, 0.0), (16384, 0.0), (8192, 0.5), (16384, 0.5)]
+    rows = []
+    for isl, hit in pts:
+        p = float(ttft_law(isl, hit, T_FIXED, K_ATTN, K_FFN, S_8B, B_EFF))
+        ttft, tpot, _b = simulate(p, S0, S1, OSL, clients=8, n=80, budget=8192.0, tokens=isl * (1 - hit),
+                                  pass_fixed=0.0, stagger=1e-7, decode_first=True, jitter=2.0, seed=7)
+        rows.append({"model": "Llama-3.1-8B", "gpu": "H100", "tp": 1, "isl": isl, "hit": hit,
+                     "ttft_ms": float(np.mean(ttft)), "tpot_ms": float(np.mean(tpot)), "concurrency": 8,
+                     "num_requests": 80, "ttft_stat": "mean", "osl": OSL, "scheduler": "decode_first"})
+    (tmp_path / "df").mkdir()
+    (tmp_path / "wave").mkdir()
+    p_df = float(_plan(tmp_path / "df", rows).results["ttft_ms"].iat[0])
+    p_wave = float(_plan(tmp_path / "wave", [dict(r, scheduler=None) for r in rows]).results["ttft_ms"].iat[0])
+    # the request-alone TTFT at the workload's shape (6000 tokens, hit 0.3), by the law the tests came from
+    true = float(ttft_law(6000, 0.3, T_FIXED, K_ATTN, K_FFN, S_8B, B_EFF))
+    print(f"\nrequest-alone TTFT at 6000 tokens, 30% hit: true {true:.1f} ms, decode-first reading {p_df:.1f}, "
+          f"wave reading {p_wave:.1f}")
+    # measured: true 329 ms, decode-first reading 257 ms (-22%), wave 196 ms (-41%). Per row the law is
+    # within 5% for the prompts of one to two passes (8192 and 16384 new tokens) but 37% high for those
+    # of half a pass (4096): with no fixed cost per pass (pass_fixed 0) this simulated train runs one
+    # prompt per step, not the full chunk the law's step of the train holds (docs/model.md, where it breaks)
+    assert p_df == pytest.approx(true, rel=0.25)
+    assert abs(p_wave / true - 1) > 1.5 * abs(p_df / true - 1)

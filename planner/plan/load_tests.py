@@ -8,7 +8,10 @@ tokens, each pass paying the fixed cost ``F`` once; the statistic is ``factor P 
 with both numbers fixed by (c, R, stat, new tokens, budget), so the request-alone prefill is
 ``P = (ttft - fixed_coef F) / factor`` once F is fitted (:mod:`planner.plan.calibrate` iterates
 the fit to a fixed point). At concurrency 1 the factor is 1 and fixed_coef 0: the row is read
-exactly as before.
+exactly as before. A row whose ``scheduler`` is ``decode_first`` (vLLM V1) is read as its first wave
+(the burst above) and then the steady loop of :mod:`planner.equations.decode_first`: the statistic
+is ``factor P + fixed_coef F + const``, the constant from the decode step beside the prompts; a
+blank scheduler is ``prefill_first``, said at each row it changes (``c > 1`` over several waves).
 
 Its measured throughput pins the chip time per request: ``C = 1000 / X`` ms for ``X`` completed
 requests/s (``request_throughput``, else ``output_throughput / osl``, else ``total_throughput /
