@@ -31,17 +31,28 @@ plus, when it holds prompt tokens, ``pass_fixed`` and their variable work.
 
 from __future__ import annotations
 
+import bisect
 import random
 from collections import deque
+
+
+def _send(pending: deque, at: float, delay: float) -> None:
+    """A client's next request reaches the server at ``at + delay``; ``pending`` stays in time order."""
+    if delay:
+        bisect.insort(pending, at + delay)
+    else:
+        pending.append(at)
 
 
 def simulate(prefill: float, s0: float, s1: float, osl: int, *, rate: float | None = None,
              n: int = 10_000, clients: int | None = None, seed: int = 1, budget: float | None = None,
              tokens: float = 1.0, pass_fixed: float = 0.0, stagger: float = 0.0, with_end: bool = False,
-             decode_first: bool = False):
+             decode_first: bool = False, jitter: float = 0.0):
     """Run the instance; returns (ttft list, tpot list, time-average decode batch), per request in
     order of arrival (ttft: arrival to first token; tpot: first token to last / osl); with
-    ``with_end`` also the time the last request completes [ms]."""
+    ``with_end`` also the time the last request completes [ms]. ``jitter`` [ms]: in a closed loop,
+    each client sends its next request a uniform random ``[0, jitter)`` ms after its previous one
+    completes (a client's and the network's turnaround), on top of ``stagger``."""
     rng = random.Random(seed)
     if rate is not None:
         t, arrivals = 0.0, []
@@ -92,7 +103,7 @@ def simulate(prefill: float, s0: float, s1: float, osl: int, *, rate: float | No
                     tpot[r[0]] = (t - r[2]) / osl
                     done += 1
                     if clients is not None and sent < n:
-                        pending.append(t + k * stagger)
+                        _send(pending, t + k * stagger, rng.random() * jitter if jitter else 0.0)
                         sent += 1
                         k += 1
                 else:
@@ -138,7 +149,7 @@ def simulate(prefill: float, s0: float, s1: float, osl: int, *, rate: float | No
                     tpot[r[0]] = (t - r[2]) / osl
                     done += 1
                     if clients is not None and sent < n:   # the client sends its next request now
-                        pending.append(t + k * stagger)
+                        _send(pending, t + k * stagger, rng.random() * jitter if jitter else 0.0)
                         sent += 1
                         k += 1
                 else:

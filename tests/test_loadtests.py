@@ -115,14 +115,30 @@ def test_sglang_jsonl_infinity_and_cache_report():
                "ttft_p50_ms": 820.0, "ttft_p99_ms": 1400.0, "tpot_ms": 25.0, "itl_ms": 24.8,
                "concurrency": 8,                 # max_concurrency (not the measured 'concurrency' 7.9)
                "num_requests": 200, "duration_s": 40.0, "request_throughput": 5.0, "output_throughput": 1280.0,
-               "total_throughput": 40960.0 + 1280.0})  # input_throughput + output_throughput
-    assert "device 37.5%, host 12.5%" in r1["note"]      # 614400 / 1638400, 204800 / 1638400
+               "total_throughput": 40960.0 + 1280.0,  # input_throughput + output_throughput
+               "scheduler": "prefill_first"})    # backend sglang: the native /generate API, an SGLang server
+    assert "device 37.5%, host 12.5%" in r1["note"]
+    assert "scheduler prefill_first from backend sglang" in r1["note"]      # 614400 / 1638400, 204800 / 1638400
     assert "--hit 0.25 not used" in r1["note"]
     check(r2, {"model": "Llama-3.1-8B-Instruct", "gpu": "H200", "tp": 1, "hit": 0.25,  # no cache_report: --hit
                "isl": 491520 / 120, "osl": 15360 / 120, "ttft_ms": 420.0, "ttft_stat": "mean", "ttft_p50_ms": 400.0,
                "ttft_p99_ms": 610.0, "tpot_ms": 13.2, "itl_ms": 13.1, "request_rate": 4.0,  # open loop, no cap
                "num_requests": 120, "duration_s": 30.0, "request_throughput": 4.0, "output_throughput": 512.0,
-               "total_throughput": 16384.0 + 512.0})
+               "total_throughput": 16384.0 + 512.0, "scheduler": "prefill_first"})
+
+
+def test_sglang_scheduler_only_from_the_server():
+    """bench_serving's backend names the client, not the server: only its native sglang backend (SGLang's
+    /generate API) and a server_info block (the server's own ServerArgs) say SGLang, prefill first
+    (python/sglang/srt/managers/scheduler.py get_next_batch_to_run: "Run prefill first if possible");
+    enable_mixed_chunk mixes a prefill chunk into the decode batch, which neither law states."""
+    from planner.loadtests.sglang import server_scheduler
+
+    assert server_scheduler({"backend": "sglang"}, {})[0] == "prefill_first"
+    assert server_scheduler({"backend": "sglang-oai"}, {"tp_size": 2})[0] == "prefill_first"
+    for backend in ("sglang-oai", "vllm", "openai", "lmdeploy", None):
+        assert server_scheduler({"backend": backend}, {}) == (None, "")
+    assert server_scheduler({"backend": "sglang"}, {"enable_mixed_chunk": True}) == (None, "")
 
 
 # ------------------------------------------------------------------------------ AIPerf / GenAI-Perf
@@ -556,7 +572,8 @@ def test_sglang_newer_serving_server_info_cache_report_and_trace():
     request_rate is the string "trace"."""
     r1, r2 = rows_of("sglang_serving_new.jsonl", gpu="H100", hit=0.0)
     common = {"model": "Qwen2.5-7B-Instruct", "gpu": "H100 SXM", "tp": 2, "isl": 2048.0, "osl": 256.0,
-              "ttft_stat": "mean", "tpot_ms": 11.0, "itl_ms": 10.9}
+              "ttft_stat": "mean", "tpot_ms": 11.0, "itl_ms": 10.9,
+              "scheduler": "prefill_first"}       # server_info: the server's own ServerArgs, an SGLang server
     check(r1, {**common, "hit": 163840 / (320 * 2048),   # total_cached_tokens / total_prompt_tokens = 0.25
                "ttft_ms": 200.0, "ttft_p50_ms": 200.0 * 0.98, "ttft_p90_ms": 200.0 * 1.2, "ttft_p99_ms": 200.0 * 1.5,
                "concurrency": 16,                        # max_concurrency, not the measured 15.2

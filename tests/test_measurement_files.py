@@ -111,12 +111,13 @@ def test_filled_cells_are_styled_commented_counted_and_listed(tmp_path):
     assert g.value == "H100 SXM" and "gpu H100 SXM and tp 1 from the Workloads of in.xlsx" in g.comment.text
     assert ws[f"{col['source']}7"].value == "guidellm_benchmarks.json, benchmark 3 of 3 (constant) (guidellm)"
     run = {r[0]: r[1] for r in wb["Run"].iter_rows(values_only=True) if r and r[0]}
-    # filled: vLLM 16 cells (model + 15 measured), SGLang 15 + 15 (model typed), guidellm 3 x 19 (+ gpu, tp)
-    assert run["Measurements cells filled from load-test files"].startswith("103 in 6 row(s)")
+    # filled: vLLM 16 cells (model + 15 measured), SGLang 16 + 16 (model typed; scheduler prefill_first from
+    # backend sglang), guidellm 3 x 19 (+ gpu, tp)
+    assert run["Measurements cells filled from load-test files"].startswith("105 in 6 row(s)")
     r = run_cli("validate", src, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     line = next(ln for ln in r.stderr.splitlines() if ln.startswith("planner: filled: Measurements:"))
-    assert "103 cell(s) of 6 row(s) filled from the load-test files" in line
+    assert "105 cell(s) of 6 row(s) filled from the load-test files" in line
     assert f"ttft_ms 6 (Measurements!{col['ttft_ms']}2, Measurements!{col['ttft_ms']}3, " in line
     assert hashlib.sha256(src.read_bytes()).hexdigest() == before  # the input is never modified
 

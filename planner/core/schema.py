@@ -23,6 +23,9 @@ NUMBERS = "numbers"  # a list of positive numbers in one cell: "200; 900" (Setti
 ANY = "any"          # a number or a text, kept as typed (Scenarios.value)
 
 # number formats used for inputs and outputs (also by the writer)
+# Measurements / Workloads scheduler (planner.equations.decode_first): how a TTFT at concurrency > 1 is read
+SCHEDULERS = ("prefill_first", "decode_first")
+
 FMT_INT = "#,##0"
 FMT_NUM = "#,##0.00"
 FMT_PCT = "0.0%"
@@ -213,6 +216,10 @@ COLUMNS: tuple[Column, ...] = (
     Column(W, "max_num_batched_tokens", "tokens", INT, "new prompt tokens the server packs into one forward pass "
            "(vLLM --max-num-batched-tokens; a burst at Workloads concurrency is packed into passes of this many; "
            "blank: Settings max_num_batched_tokens)", minimum=1, maximum=1e9, fmt=FMT_INT),
+    Column(W, "scheduler", "", CHOICE, "the serving engine's scheduler, for the TTFT at a fixed concurrency: "
+           "prefill_first (SGLang: a burst of concurrency requests, prefills first) or decode_first (vLLM V1: the "
+           "steady closed loop of planner.equations.decode_first); blank: prefill_first. A per-workload column, "
+           "as each workload names its own deployment and engine", choices=SCHEDULERS),
     Column(MEAS, "model", "", TEXT, "a model of the Models sheet (or the model catalog)", True, ref=M),
     Column(MEAS, "gpu", "", TEXT, "a GPU of the GPUs sheet (or the GPU catalog)", True, ref=G),
     Column(MEAS, "tp", "count", INT, "tensor-parallel size of the measured deployment", True,
@@ -261,6 +268,12 @@ COLUMNS: tuple[Column, ...] = (
     Column(MEAS, "max_num_batched_tokens", "tokens", INT, "the tested server's new prompt tokens per forward pass "
            "(vLLM --max-num-batched-tokens; blank: Settings max_num_batched_tokens)", minimum=1, maximum=1e9,
            fmt=FMT_INT),
+    Column(MEAS, "scheduler", "", CHOICE, "the tested engine's scheduler, which sets how a TTFT at concurrency > 1 "
+           "is read: prefill_first (SGLang: each wave of concurrency requests prefills, then decodes together) or "
+           "decode_first (vLLM V1: running decodes first, prefill chunks in the rest of max_num_batched_tokens; the "
+           "waves break into a steady train); blank: prefill_first, said at each row at concurrency > 1 (filled "
+           "from a load-test file only when it names the server: sglang bench_serving's native sglang backend)",
+           choices=SCHEDULERS),
     # ---------------------------------------------------------------- Demand (optional)
     Column(DEM, "workload", "", TEXT, "a workload of the Workloads sheet", True, ref=W),
     Column(DEM, "period", "", TEXT, "planning period, e.g. 2027-Q1", True),

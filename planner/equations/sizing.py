@@ -24,6 +24,7 @@ from typing import Callable, Mapping
 import numpy as np
 
 from planner.equations import kvhit as m
+from planner.equations import decode_first as df
 from planner.equations import prefill_passes as pp
 from planner.equations import queueing as q
 from planner.equations.fleet import cost_per_hour
@@ -34,7 +35,7 @@ from planner.equations.fleet import cost_per_hour
 INPUTS = ("demand_tpm", "tpm_delivered_target", "target_utilization", "ttft_ms",      # per row
           "isl", "osl", "concurrency", "t_decode_ms", "decode_step_ms", "step_weights_ms", "step_kv_ms",
           "ttft_slo_ms", "tpot_slo_ms", "slo_q", "max_batch_fit", "tp", "hourly_cost",
-          "pass_fixed_ms", "hit_target", "max_num_batched_tokens")  # per workload (hit_target: per row)
+          "pass_fixed_ms", "hit_target", "max_num_batched_tokens", "scheduler")  # per workload (hit_target: per row)
 
 STEPS: tuple[tuple[str, Callable, tuple[str, ...]], ...] = (
     ("instances_throughput", m.instances_needed, ("demand_tpm", "tpm_delivered_target", "target_utilization")),
@@ -52,8 +53,14 @@ STEPS: tuple[tuple[str, Callable, tuple[str, ...]], ...] = (
     ("burst_new_tokens", pp.new_tokens, ("isl", "hit_target")),
     ("ttft_burst_slo_ms", pp.burst_ttft_u, ("ttft_ms", "pass_fixed_ms", "burst_new_tokens", "concurrency",
                                             "max_num_batched_tokens", "slo_q")),
+    # under a decode-first scheduler (Workloads scheduler, planner.equations.decode_first) the loop at a fixed
+    # concurrency runs steady instead: its TTFT at the target's statistic, and the one the target is held to
+    ("ttft_steady_slo_ms", df.steady_for, ("scheduler", "ttft_ms", "pass_fixed_ms", "burst_new_tokens",
+                                           "max_num_batched_tokens", "step_weights_ms", "step_kv_ms", "osl",
+                                           "concurrency", "slo_q")),
+    ("ttft_at_c_slo_ms", df.by_scheduler, ("scheduler", "ttft_steady_slo_ms", "ttft_burst_slo_ms")),
     ("instances_ttft", q.instances_for_rho, ("demand_rps_open", "ttft_ms", "ttft_slo_ms", "ttft_rho_max",
-                                             "concurrency", "ttft_burst_slo_ms")),
+                                             "concurrency", "ttft_at_c_slo_ms")),
     ("instances_tpot", q.instances_tpot, ("demand_rps_open", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
                                           "t_decode_ms", "decode_step_ms", "tpot_slo_ms", "concurrency")),
     ("instances_hbm", q.instances_hbm, ("demand_rps_open", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",

@@ -51,7 +51,7 @@ CALC_COLS = ("workload", "period", "period_index", "demand_input", "demand_unit"
     # the workload's shape and targets the sizing chain reads, copied from Resolved/Results (short
     # references keep the long closed-form formulas within the length a spreadsheet accepts)
     "isl", "osl", "concurrency", "t_decode_ms", "decode_step_ms", "step_weights_ms", "step_kv_ms", "ttft_slo_ms",
-    "tpot_slo_ms", "slo_q", "pass_fixed_ms", "max_num_batched_tokens", "max_batch_fit") + tuple(  # the SLO-bound sizing steps (planner.equations.sizing)
+    "tpot_slo_ms", "slo_q", "pass_fixed_ms", "max_num_batched_tokens", "scheduler", "max_batch_fit") + tuple(  # the SLO-bound sizing steps (planner.equations.sizing)
     c for c in sz.NAMES if c not in ("instances_needed", "gpus_needed")) + tuple(
     # the same chain at the baseline hit ratio (planner.equations.sizing.BASELINE_STEPS), for instances_baseline
     c for c in sz.BASELINE_NAMES if c != "instances_baseline")

@@ -62,6 +62,8 @@ class Run:
     hit: float | None = None
     hit_source: str = ""
     kv_load_gbps: float | None = None
+    scheduler: str | None = None      # the engine's scheduler, only when the file names the server
+    scheduler_source: str = ""
     notes: list[str] = field(default_factory=list)
 
     @property

@@ -150,6 +150,8 @@ def row_of(r: Run, opts: Options) -> tuple[dict, list[str]]:
                      "caching off) or give --hit, before planner run reads this row")
     elif r.hit_source:
         notes.append(f"hit from {r.hit_source}")
+    if r.scheduler:
+        notes.append(f"scheduler {r.scheduler} from {r.scheduler_source}")
     stat = next(s for s in STAT_ORDER if s in r.ttft)
     if stat != "mean":
         notes.append(f"ttft_ms is the {stat}: the file has no mean TTFT")
@@ -160,7 +162,7 @@ def row_of(r: Run, opts: Options) -> tuple[dict, list[str]]:
         "ttft_p50_ms": r.ttft.get("median"), "ttft_p90_ms": r.ttft.get("p90"), "ttft_p99_ms": r.ttft.get("p99"),
         "itl_ms": r.itl_ms, "request_throughput": r.request_throughput, "output_throughput": r.output_throughput,
         "total_throughput": r.total_throughput, "source": r.source,
-        "kv_load_gbps": r.kv_load_gbps, "note": "; ".join(notes) or None,
+        "kv_load_gbps": r.kv_load_gbps, "scheduler": r.scheduler, "note": "; ".join(notes) or None,
     }
     return row, notes
 

@@ -42,6 +42,26 @@ def detect(doc: Any) -> bool:
         or "total_output_tokens_retokenized" in doc)
 
 
+def server_scheduler(doc: dict, info: dict) -> tuple[str | None, str]:
+    """The server's scheduler when the file names the server, else ``(None, "")``.
+
+    ``backend`` ``sglang`` is bench_serving's client of SGLang's native ``/generate`` API, which only
+    an SGLang server answers; a ``server_info`` block is the server's own ``/server_info`` (its
+    ServerArgs). SGLang runs waiting prefills before decode steps (``Scheduler.get_next_batch_to_run``:
+    a new prefill batch first, else the running decode batch; sgl-project/sglang
+    ``python/sglang/srt/managers/scheduler.py``): prefill first, unless ``enable_mixed_chunk`` mixes a
+    prefill chunk into the decode batch (then neither law is the engine's: left blank). Every other
+    backend (``sglang-oai``, ``vllm``, ``openai``, ...) is an OpenAI-compatible client that says
+    nothing about the server."""
+    if info.get("enable_mixed_chunk"):
+        return None, ""
+    if info:
+        return "prefill_first", "server_info (an SGLang server, prefill first)"
+    if str(doc.get("backend") or "").lower() == "sglang":
+        return "prefill_first", "backend sglang (SGLang's native /generate API, prefill first)"
+    return None, ""
+
+
 def parse(doc: dict, file: str, run: str = "") -> list[Run]:
     r = serving_run(doc, TOOL, file, run)
     info = doc.get("server_info") if isinstance(doc.get("server_info"), dict) else {}
@@ -52,6 +72,7 @@ def parse(doc: dict, file: str, run: str = "") -> list[Run]:
     r.model = str(model) if model else None
     if r.tp is None:
         r.tp = whole(info.get("tp_size"))
+    r.scheduler, r.scheduler_source = server_scheduler(doc, info)
     r.total_throughput = positive(doc.get("total_throughput"))
     if r.total_throughput is None and positive(doc.get("input_throughput")) and r.output_throughput:
         r.total_throughput = positive(doc["input_throughput"]) + r.output_throughput

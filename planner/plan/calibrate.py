@@ -174,6 +174,10 @@ def fit_deployments(measurements, models: dict, gpus: dict,
                                  f"forward passes of {', '.join(f'{b:,.0f}' for b in sorted(set(load['budget'])))} new "
                                  f"tokens (max_num_batched_tokens: the row's, else Settings; 8192 is vLLM's default "
                                  f"on GPUs of 70 GiB or more)")
+                n_df = sum(1 for sc, c in zip(load["scheduler"], load["concurrency"]) if sc == "decode_first" and c > 1)
+                if n_df:
+                    fit.notes.append(f"{n_df} load test(s) with scheduler decode_first are read as their first wave, "
+                                     f"then the steady decode-first loop (planner.equations.decode_first)")
             for _ in range(100 if with_c1 and np.any(load["fixed_coef"] != 0) else 0):
                 p_new = load_tests.prefill_given_fixed(load, r["t_fixed"])
                 if np.max(np.abs(p_new - pts["ttft_ms"].to_numpy()) / p_new) < 1e-12:

@@ -29,6 +29,7 @@ from planner.equations.constants import PCIE_GEN_GBPS, N
 from planner.equations.kvhit import excel_twin
 from planner.core.refs import defined_name, setting_name
 from planner.core.schema import CHOICE, FMT_INT, FMT_PCT, TEXT
+from planner.equations import decode_first as dfs
 from planner.equations import prefill_passes as pp
 from planner.equations import queueing as q
 from planner.equations import sizing as sz
@@ -109,6 +110,7 @@ def _baseline_columns() -> tuple[Out, ...]:
     (declared with the finance view): each the unit and format of the target's step, at hit_baseline."""
     units = {"instances": ("count", FMT_INT), "ttft_log_x": ("", FMT_RATIO), "ttft_rho_max": ("fraction", FMT_PCT),
              "burst_new_tokens": ("tokens", FMT_INT), "ttft_burst_slo_ms": ("ms", FMT_MS),
+             "ttft_steady_slo_ms": ("ms", FMT_MS), "ttft_at_c_slo_ms": ("ms", FMT_MS),
              "concurrency_rps": ("requests/s", FMT_MS), "binding": ("", None)}
     # the readable labels of the target's steps (declared below in RESULTS)
     labels = {"instances_throughput": "Serving instances on throughput alone",
@@ -116,6 +118,8 @@ def _baseline_columns() -> tuple[Out, ...]:
               "ttft_rho_max": "TTFT target: largest utilisation per instance",
               "burst_new_tokens": "New prompt tokens per request",
               "ttft_burst_slo_ms": "TTFT at the fixed concurrency, at the target's percentile",
+              "ttft_steady_slo_ms": "Steady decode-first TTFT at the fixed concurrency, at the target's percentile",
+              "ttft_at_c_slo_ms": "TTFT the target is held to at the fixed concurrency",
               "instances_ttft": "Instances the TTFT target needs", "instances_tpot": "Instances the TPOT target needs",
               "instances_hbm": "Instances for the decode batch to fit in HBM",
               "concurrency_rps": "Requests per second per instance at the fixed concurrency",
@@ -305,6 +309,14 @@ RESULTS: tuple[Out, ...] = (
         description="at a fixed concurrency: the TTFT statistic the target applies to (slo_percentile; mean: "
         "the mean) of the burst, its prefills packed into passes of max_num_batched_tokens (blank without "
         "concurrency; a step of instances_ttft)", label="TTFT at the fixed concurrency, at the target's percentile"),
+    out("ttft_steady_slo_ms", "ms", FMT_MS, *sz.step("ttft_steady_slo_ms"),
+        description="at a fixed concurrency with scheduler decode_first: the steady loop's TTFT at the target's "
+        "statistic (slo_percentile; planner.equations.decode_first; blank otherwise; a step of instances_ttft)",
+        label="Steady decode-first TTFT at the fixed concurrency, at the target's percentile"),
+    out("ttft_at_c_slo_ms", "ms", FMT_MS, *sz.step("ttft_at_c_slo_ms"),
+        description="the TTFT at the fixed concurrency the target is held to: ttft_steady_slo_ms under "
+        "decode_first, else ttft_burst_slo_ms (a step of instances_ttft)",
+        label="TTFT the target is held to at the fixed concurrency"),
     out("instances_ttft", "count", FMT_INT, *sz.step("instances_ttft"),
         description="instances the TTFT target needs (open loop, M/G/1 prefill queue; unreachable: the target is "
         "below the request-alone TTFT, or the TTFT at the fixed concurrency misses it)",
@@ -337,14 +349,27 @@ RESULTS: tuple[Out, ...] = (
     out("prefill_wait_ms", "ms", FMT_MS, q.wait_mean_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms",
         description="mean wait for the prefill at the load (M/G/1, prefills before decode steps)",
         label="Mean wait for the prefill at the planned load"),
-    out("ttft_load_ms", "ms", FMT_MS, q.ttft_load_ms, "ttft_ms", "prefill_wait_ms", "concurrency",
-        "pass_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", description="mean TTFT users see at the row's load: wait + the request-alone ttft_ms",
+    out("ttft_steady_ms", "ms", FMT_MS, dfs.steady_mean_for, "scheduler", "ttft_ms", "pass_fixed_ms",
+        "burst_new_tokens", "max_num_batched_tokens", "step_weights_ms", "step_kv_ms", "osl", "concurrency",
+        description="at a fixed concurrency with scheduler decode_first (vLLM V1): the mean TTFT of the steady "
+        "closed loop (planner.equations.decode_first; blank otherwise)",
+        label="Steady decode-first TTFT at the fixed concurrency (mean)"),
+    out("ttft_steady_p90_ms", "ms", FMT_MS, dfs.steady_p90_for, "scheduler", "ttft_ms", "pass_fixed_ms",
+        "burst_new_tokens", "max_num_batched_tokens", "step_weights_ms", "step_kv_ms", "osl", "concurrency",
+        description="90th percentile of ttft_steady_ms (blank unless decode_first at a fixed concurrency)",
+        label="Steady decode-first TTFT at the fixed concurrency, p90"),
+    out("ttft_load_ms", "ms", FMT_MS, dfs.ttft_load_sched_ms, "ttft_ms", "prefill_wait_ms", "concurrency",
+        "pass_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", "scheduler", "ttft_steady_ms",
+        description="mean TTFT users see at the row's load: wait + the request-alone ttft_ms (at a fixed "
+        "concurrency: the burst, or ttft_steady_ms under decode_first)",
         label="Time to first token at the planned load (mean)"),
     out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms",
         "decode_step_ms", description="90th percentile of the wait for the prefill (exponential tail)",
         label="Wait for the prefill at the planned load, p90"),
-    out("ttft_load_p90_ms", "ms", FMT_MS, q.ttft_load_p90_ms, "ttft_ms", "prefill_wait_p90_ms", "concurrency",
-        "pass_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", description="90th percentile TTFT at the row's load", label="Time to first token at the planned load, p90"),
+    out("ttft_load_p90_ms", "ms", FMT_MS, dfs.ttft_load_p90_sched_ms, "ttft_ms", "prefill_wait_p90_ms",
+        "concurrency", "pass_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", "scheduler",
+        "ttft_steady_p90_ms", description="90th percentile TTFT at the row's load",
+        label="Time to first token at the planned load, p90"),
     out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
         "prefill_wait_ms", "concurrency", description="mean time per output token at the row's load (decode-step law, prefills "
         "interleaved)", label="Time per output token at the planned load"),
@@ -387,8 +412,11 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
     out("burst_new_tokens", "tokens", FMT_INT, pp.new_tokens, "isl", "hit"),
     out("ttft_burst_slo_ms", "ms", FMT_MS, pp.burst_ttft_u, "ttft_ms", "pass_fixed_ms", "burst_new_tokens",
         "concurrency", "max_num_batched_tokens", "slo_q"),
+    out("ttft_steady_slo_ms", "ms", FMT_MS, dfs.steady_for, "scheduler", "ttft_ms", "pass_fixed_ms",
+        "burst_new_tokens", "max_num_batched_tokens", "step_weights_ms", "step_kv_ms", "osl", "concurrency", "slo_q"),
+    out("ttft_at_c_slo_ms", "ms", FMT_MS, dfs.by_scheduler, "scheduler", "ttft_steady_slo_ms", "ttft_burst_slo_ms"),
     out("instances_ttft", "count", FMT_INT, q.instances_for_rho, "demand_rps_open", "ttft_ms", "ttft_slo_ms",
-        "ttft_rho_max", "concurrency", "ttft_burst_slo_ms"),
+        "ttft_rho_max", "concurrency", "ttft_at_c_slo_ms"),
     out("instances_tpot", "count", FMT_INT, q.instances_tpot, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
         "step_kv_ms", "t_decode_ms", "decode_step_ms", "tpot_slo_ms", "concurrency"),
     out("instances_hbm", "count", FMT_INT, q.instances_hbm, "demand_rps_open", "ttft_ms", "osl", "step_weights_ms",
@@ -403,11 +431,16 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
     out("load_rps", "requests/s", FMT_MS, q.load_rate, "demand_tpm", "isl", "osl", "instances_needed", "chip_ms",
         "target_utilization", "concurrency_rps"),
     out("prefill_wait_ms", "ms", FMT_MS, q.wait_mean_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms"),
-    out("ttft_load_ms", "ms", FMT_MS, q.ttft_load_ms, "ttft_ms", "prefill_wait_ms", "concurrency",
-        "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens", description="mean TTFT at the load this hit plans for"),
+    out("ttft_steady_ms", "ms", FMT_MS, dfs.steady_mean_for, "scheduler", "ttft_ms", "pass_fixed_ms",
+        "burst_new_tokens", "max_num_batched_tokens", "step_weights_ms", "step_kv_ms", "osl", "concurrency"),
+    out("ttft_steady_p90_ms", "ms", FMT_MS, dfs.steady_p90_for, "scheduler", "ttft_ms", "pass_fixed_ms",
+        "burst_new_tokens", "max_num_batched_tokens", "step_weights_ms", "step_kv_ms", "osl", "concurrency"),
+    out("ttft_load_ms", "ms", FMT_MS, dfs.ttft_load_sched_ms, "ttft_ms", "prefill_wait_ms", "concurrency",
+        "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens", "scheduler", "ttft_steady_ms",
+        description="mean TTFT at the load this hit plans for"),
     out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms"),
-    out("ttft_load_p90_ms", "ms", FMT_MS, q.ttft_load_p90_ms, "ttft_ms", "prefill_wait_p90_ms", "concurrency",
-        "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens"),
+    out("ttft_load_p90_ms", "ms", FMT_MS, dfs.ttft_load_p90_sched_ms, "ttft_ms", "prefill_wait_p90_ms",
+        "concurrency", "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens", "scheduler", "ttft_steady_p90_ms"),
     out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
         "prefill_wait_ms", "concurrency"),
 )

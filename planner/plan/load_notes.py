@@ -134,6 +134,12 @@ def warnings(plan) -> list:
             ttft_c = float(burst_ttft_ms(alone[i], float(res["pass_fixed_ms"].iat[i]), float(res["isl"].iat[i]),
                                          float(res["hit_target"].iat[i]), conc[i],
                                          float(res["max_num_batched_tokens"].iat[i]), qq if qq > 0 else np.nan))
+            if "ttft_at_c_slo_ms" in r:   # the TTFT the target is held to: the burst, or the steady decode-first loop
+                ttft_c = float(r["ttft_at_c_slo_ms"].iat[i])
+            if plan.input.workloads.records[i].get("scheduler") is None:
+                out.append(Problem(place, f"TTFT at concurrency {conc[i]:,.0f} is read with prefill first (scheduler "
+                                          f"blank: each cycle a burst of {conc[i]:,.0f}, as SGLang schedules); type "
+                                          f"decode_first for a vLLM V1 server, whose steady loop queues differently"))
             if plan.input.workloads.records[i].get("max_num_batched_tokens") is None:
                 out.append(Problem(place, f"TTFT at concurrency {conc[i]:,.0f} packs the burst's prefills into passes "
                                           f"of {float(res['max_num_batched_tokens'].iat[i]):,.0f} new tokens (Settings "

@@ -8,7 +8,10 @@ tokens, each pass paying the fixed cost ``F`` once; the statistic is ``factor P 
 with both numbers fixed by (c, R, stat, new tokens, budget), so the request-alone prefill is
 ``P = (ttft - fixed_coef F) / factor`` once F is fitted (:mod:`planner.plan.calibrate` iterates
 the fit to a fixed point). At concurrency 1 the factor is 1 and fixed_coef 0: the row is read
-exactly as before.
+exactly as before. A row whose ``scheduler`` is ``decode_first`` (vLLM V1) is read as its first wave
+(the burst above) and then the steady loop of :mod:`planner.equations.decode_first`: the statistic
+is ``factor P + fixed_coef F + const``, the constant from the decode step beside the prompts; a
+blank scheduler is ``prefill_first``, said at each row it changes (``c > 1`` over several waves).
 
 Its measured throughput pins the chip time per request: ``C = 1000 / X`` ms for ``X`` completed
 requests/s (``request_throughput``, else ``output_throughput / osl``, else ``total_throughput /
@@ -31,7 +34,7 @@ import math
 import numpy as np
 
 from planner.core.places import Place
-from planner.equations import prefill_passes
+from planner.equations import decode_first, prefill_passes
 
 
 def _num(rec, name):
@@ -39,31 +42,62 @@ def _num(rec, name):
     return math.nan if v is None else float(v)
 
 
+def _decode_first_coefficients(rec, u, c, m_tok, n, stat, ttft):
+    """``(factor, fixed_coef, const)`` of a decode-first row (:func:`planner.equations.decode_first.loop_coefficients`):
+    the decode step beside the prompts is the row's measured ``tpot_ms`` less the other ``c - 1``
+    prompts' prefills its ``osl`` steps hold, ``s = max(tpot - (c-1) P / osl, 0)`` (blank: 0, the
+    prompts' own work only); ``P`` and the branch are those the row gives at ``F = 0`` (four
+    substitutions from the wave's reading: each branch is linear, so the binding one settles)."""
+    tpot = _num(rec, "tpot_ms")
+    tpot = 0.0 if math.isnan(tpot) else tpot
+    osl = _num(rec, "osl")
+    osl = 1.0 if math.isnan(osl) or osl <= 0 else osl
+    p0 = ttft / prefill_passes.burst_coefficients(u, c, m_tok, n, stat)[0]
+    for _ in range(4):
+        # a request's osl steps hold the other c - 1 prompts' prefill work (about P each): the rest of
+        # the measured TPOT is the decode step itself
+        step = max(tpot - (c - 1) * p0 / osl, 0.0)
+        a, b, k0 = decode_first.loop_coefficients(u, c, m_tok, n, stat, step, 0.0, osl, p0, 0.0)
+        p0 = max((ttft - k0) / a, 1e-9)
+    return a, b, k0
+
+
 def read_rows(recs: list[dict], budget: float = math.nan) -> dict:
-    """Per row: the load-test model's coefficients, TTFT statistic ``= factor P + fixed_coef F``
-    (:func:`planner.equations.prefill_passes.burst_coefficients`: waves of ``c`` requests, the
+    """Per row: the load-test model's coefficients, TTFT statistic ``= factor P + fixed_coef F + const``
+    (prefill first, the row's ``scheduler`` blank or ``prefill_first``:
+    :func:`planner.equations.prefill_passes.burst_coefficients`, waves of ``c`` requests, the
     first alone, the others packed into passes of ``max_num_batched_tokens`` new tokens, the row's
-    own or ``budget``, the Settings value), and ``prefill_ms`` at ``F = 0`` (``ttft / factor``;
-    :func:`prefill_given_fixed` for the fitted F). Concurrency 1: factor 1, fixed_coef 0."""
+    own or ``budget``, the Settings value, const 0; ``decode_first``: a burst then the steady loop of
+    :mod:`planner.equations.decode_first`), and ``prefill_ms`` at ``F = 0`` (``(ttft - const) / factor``;
+    :func:`prefill_given_fixed` for the fitted F). Concurrency 1: factor 1, fixed_coef 0, const 0."""
     conc = np.array([_num(r, "concurrency") if r.get("concurrency") is not None else 1.0 for r in recs])
     nreq = np.array([_num(r, "num_requests") for r in recs])
     stats = [str(r.get("ttft_stat") or "mean") for r in recs]
+    scheds = [str(r.get("scheduler") or "prefill_first") for r in recs]
     tokens = np.array([max(float(r["isl"]) * (1 - float(r["hit"])), 1.0) for r in recs])
     budgets = np.array([_num(r, "max_num_batched_tokens") if r.get("max_num_batched_tokens") is not None
                         else float(budget) for r in recs])
-    coef = [prefill_passes.burst_coefficients(u, c, m_tok, n, st) if c > 1 else (1.0, 0.0)
-            for u, c, m_tok, n, st in zip(tokens, conc, budgets, nreq, stats)]
-    factor = np.array([a for a, _ in coef])
-    fixed_coef = np.array([b for _, b in coef])
     ttft = np.array([float(r["ttft_ms"]) for r in recs])
-    return {"factor": factor, "fixed_coef": fixed_coef, "ttft_ms": ttft, "prefill_ms": ttft / factor,
-            "concurrency": conc, "num_requests": nreq, "stat": stats, "budget": budgets}
+    coef = []
+    for rec, u, c, m_tok, n, st, sc, t in zip(recs, tokens, conc, budgets, nreq, stats, scheds, ttft):
+        if c <= 1:
+            coef.append((1.0, 0.0, 0.0))
+        elif sc == "decode_first":
+            coef.append(_decode_first_coefficients(rec, u, c, m_tok, n, st, t))
+        else:
+            coef.append(prefill_passes.burst_coefficients(u, c, m_tok, n, st) + (0.0,))
+    factor = np.array([a for a, _, _ in coef])
+    fixed_coef = np.array([b for _, b, _ in coef])
+    const = np.array([k for _, _, k in coef])
+    return {"factor": factor, "fixed_coef": fixed_coef, "const": const, "ttft_ms": ttft,
+            "prefill_ms": (ttft - const) / factor, "concurrency": conc, "num_requests": nreq, "stat": stats,
+            "budget": budgets, "scheduler": scheds, "scheduler_typed": [r.get("scheduler") is not None for r in recs]}
 
 
 def prefill_given_fixed(load: dict, t_fixed: float) -> np.ndarray:
     """Request-alone prefill of each row once the per-pass fixed cost F is known:
-    ``P = (ttft - fixed_coef F) / factor`` (exact at concurrency 1: P = ttft)."""
-    return (load["ttft_ms"] - load["fixed_coef"] * float(t_fixed)) / load["factor"]
+    ``P = (ttft - fixed_coef F - const) / factor`` (exact at concurrency 1: P = ttft)."""
+    return (load["ttft_ms"] - load["fixed_coef"] * float(t_fixed) - load["const"]) / load["factor"]
 
 
 def read_warnings(recs: list[dict], rows: list[int], load: dict) -> list[tuple[str, str]]:
@@ -79,7 +113,11 @@ def read_warnings(recs: list[dict], rows: list[int], load: dict) -> list[tuple[s
                                f"into passes of {load['budget'][rows.index(row)]:,.0f} new tokens (TTFT = "
                                f"{f:.3g} request-alone prefills before the per-pass fixed cost); num_requests is blank: type it (and osl, tpot_ms or "
                                f"request_throughput) so the load test is read as run"))
-        elif rec.get("request_throughput") is None and rec.get("output_throughput") is None \
+        if not load["scheduler_typed"][rows.index(row)] and not (math.isnan(n) or n <= c):
+            out.append((place, f"{what}: scheduler is blank, so the test is read with prefill first (SGLang: each "
+                               f"wave of {int(c)} prefills, then decodes together); type decode_first for vLLM V1, "
+                               f"whose steady loop queues differently (planner.equations.decode_first)"))
+        if not math.isnan(n) and rec.get("request_throughput") is None and rec.get("output_throughput") is None \
                 and rec.get("total_throughput") is None and rec.get("tpot_ms") is None:
             out.append((place, f"{what} is read as waves of {int(c)} requests (TTFT = {f:.3g} request-alone "
                                f"prefills before the per-pass fixed cost); the decode is not measured (no tpot_ms or throughput)"))

@@ -95,6 +95,7 @@ RESULTS_GROUPS = (
     ("steps of the TTFT count", "ttft_log_x"),
     ("SLO-bound counts", "instances_ttft"),
     ("latency at load", "concurrency_rps"),
+    ("TTFT at the planned load", "ttft_steady_ms"),
     ("decode batch at load", "tpot_load_ms"),
     ("what the latency targets add", "gpus_throughput"),
     ("sizing chain at the baseline hit", "instances_throughput_baseline"),

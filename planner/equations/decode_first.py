@@ -1,0 +1,407 @@
+r"""The closed loop under a decode-first scheduler (vLLM V1), issue 16 "under load".
+
+vLLM's V1 scheduler schedules the running requests' decode tokens first and fills the rest of the
+step's token budget ``M`` (``max_num_batched_tokens``) with prefill chunks of the waiting requests,
+first come first served (vllm-project/vllm ``vllm/v1/core/sched/scheduler.py``,
+``Scheduler.schedule``: "First, schedule the RUNNING requests", then the WAITING ones within
+``token_budget``). SGLang schedules waiting prefills first (the wave model of
+:mod:`planner.equations.prefill_passes`): a wave of ``c`` requests prefills, then decodes together.
+Under decode first the wave breaks up after the first: a request that completes frees its client,
+whose next prompt is prefilled beside the others' decode tokens, so in a long steady run prompts
+rarely queue behind each other unless the prefills fill the GPU.
+
+The model of a closed loop of ``c`` clients (no think time) with equal lengths (a load tester's
+synthetic dataset: ``vllm bench serve --dataset-name random --ignore-eos``), each request ``u`` new
+prompt tokens and ``osl`` output tokens; a step over ``b`` decoding requests costs
+``s(b) = s0 + s1 b`` (0 when ``b = 0``) plus, when it holds prompt tokens, the per-pass fixed cost
+``F`` and their variable work ``V / u`` per token, ``V = max(P - K F, 0)``, ``K = ceil(u / M)`` the
+passes of a request alone (so a request alone still takes ``P``):
+
+* **the train** (steady, decode not saturated by prefill): under decode first a request that
+  completes in a step is followed by the next client's one step later (each was prefilled one pass
+  after the other and decodes one token per step whatever the step holds), and a client's next
+  prompt reaches the engine while the step after its completion runs (the HTTP round trip and the
+  tokenisation take milliseconds; the engine starts the next step at once), so it waits for that
+  step. The returning prompts form a train: the first finds only decode steps and takes
+  ``T_a = k (s(c-1) + F) + V`` with ``k = ceil(u / (M - c + 1))`` steps beside the ``c - 1``
+  decodes; each of the ``c - 1`` others waits for the step in progress, a step of the train, and
+  then its own ``k`` steps, each holding ``t = min(M - c + 1, (c - 1) u)`` prompt tokens:
+
+  .. math:: T_{train} = \big(T_a + (c - 1)(1 + k)\,(s(c-1) + F + t V / u)\big) / c
+
+* **prefill-bound** (the prompts fill every step): every step holds ``m = M - b_s`` prompt tokens
+  and the ``b_s`` requests in decode; a step completes ``m/u`` prompts, each decodes ``osl`` steps,
+  so ``b_s = osl\,m/u``, i.e. ``b_s = \min(osl\,M/(u + osl), c - 1)``; the step takes
+  ``τ = s(b_s) + F + m V/u`` and the throughput is ``X = m/(u τ)``; Little's law over the loop,
+  ``c = X (T + osl\,τ)``, gives
+
+  .. math:: T_s = τ\,(c\,u/m - osl)
+
+* the steady mean TTFT is the larger, ``T = \max(T_{train}, T_s)`` (:func:`steady_ttft_ms`);
+* a test of ``R`` requests starts with a burst of ``c`` on the idle engine (the wave model,
+  :func:`planner.equations.prefill_passes.burst_values`), then runs steady: the mean over the test
+  is ``(c B + (R - c) T) / R`` (:func:`loop_coefficients`; ``R`` blank: one burst).
+
+A client that returns within the same step boundary (no round trip: the first prompt of a step's
+completions enters the very next step) breaks the train: then every prompt takes ``T_a`` alone and
+``max(T_a, T_s)`` holds instead; the two bracket what a real client's round trip gives (measured
+in ``tests/test_decode_first.py``).
+
+Checked against the independent discrete-event simulation ``tests/sim_instance.py``
+(``decode_first=True``) in ``tests/test_decode_first.py``; where it holds and where it breaks is in
+``docs/model.md`` ("The scheduler"). Every branch is linear in ``(P, F)``: ``a P + b F + k0``, which
+the calibration from a load test inverts (:mod:`planner.plan.load_tests`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.core.schema import SCHEDULERS  # noqa: F401 (the values the scheduler columns take)
+from planner.equations.kvhit import excel_twin
+from planner.equations import prefill_passes as pp
+from planner.equations import queueing as qu
+from planner.equations.constants import C, N
+
+EPS = pp.EPS
+
+
+def _f(x):
+    return np.asarray(x, dtype=float)
+
+
+def _ceil(x):
+    return np.ceil(_f(x) - EPS)
+
+
+def _shape(u, budget, s0, s1, osl, concurrency):
+    """The pass structure of both branches (NaN budget: one prompt per pass beside the decodes)."""
+    U, M, S0, S1, L, c = np.broadcast_arrays(np.maximum(_f(u), 1.0), _f(budget), _f(s0), _f(s1), _f(osl),
+                                             _f(concurrency))
+    M = np.where(np.isfinite(M), M, U + np.maximum(c - 1, 0.0))
+    K = _ceil(U / M)                                   # passes of a request alone
+    b = np.maximum(c - 1, 0.0)
+    m = np.maximum(M - b, 1.0)
+    k = _ceil(U / m)                                   # steps of a prompt beside c - 1 decodes
+    s_b = np.where(b > 0, S0 + S1 * b, 0.0)
+    tok = np.minimum(m, b * U)                         # prompt tokens of a step of the train
+    b_s = np.clip(L * M / (U + L), 0.0, b)             # decodes beside a full prefill chunk
+    m_s = np.maximum(M - b_s, 1.0)
+    s_s = np.where(b_s > 0, S0 + S1 * b_s, 0.0)
+    g = c * U / m_s - L                                # T_s / tau
+    return U, K, k, s_b, tok, m_s, s_s, g, c
+
+
+def steady_coefficients(u, budget, s0, s1, osl, concurrency):
+    r"""Both branches of the steady mean TTFT as ``a P + b F + k0``.
+
+    Train: ``a = (1 + w t/u)/c``, ``b = (k - K + w (1 - K t/u))/c``, ``k0 = (k + w) s(c-1)/c`` with
+    ``w = (c-1)(1+k)``; prefill-bound: ``a = g m/u``,
+    ``b = g (1 - K m / u)``, ``k0 = g s(b_s)``, ``g = c u / m - osl`` (module docstring; both with
+    ``V = P - K F``, i.e. ``P >= K F``).
+
+    Parameters
+    ----------
+    u : numeric, new prompt tokens per request [tokens]
+    budget : numeric, M, ``max_num_batched_tokens`` [tokens]
+    s0, s1 : numeric, decode-step law [ms], [ms per request]
+    osl : numeric, output length [tokens]
+    concurrency : numeric, c [count]
+
+    Returns
+    -------
+    ((a, b, k0) train, (a, b, k0) prefill-bound) : arrays
+    """
+    U, K, k, s_b, tok, m_s, s_s, g, c = _shape(u, budget, s0, s1, osl, concurrency)
+    w = (c - 1) * (1 + k)                              # train steps the c - 1 followers wait, summed
+    train = ((1 + w * tok / U) / c, ((k - K) + w * (1 - K * tok / U)) / c, (k + w) * s_b / c)
+    bound = (g * m_s / U, g * (1 - K * m_s / U), g * s_s)
+    return train, bound
+
+
+def steady_ttft_ms(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=np.nan):
+    r"""Mean TTFT of a long steady closed loop of ``c`` clients under a decode-first scheduler.
+
+    .. math::
+        T = \max\Big(\frac{T_a + (c-1)(1+k)(s(c-1) + F + t V/u)}{c},\ τ (c u / m - osl)\Big),\quad
+        T_a = k (s(c-1) + F) + V,\ τ = s(b_s) + F + m V / u
+
+    with ``V = max(P - ceil(u/M) F, 0)``, ``k = ceil(u / (M - c + 1))``,
+    ``t = min(M - c + 1, (c-1) u)``, ``m = M - b_s``, ``b_s = min(osl M / (u + osl), c - 1)``
+    (module docstring). At ``c = 1``: ``P``. A quantile ``q`` (the values of one cycle ordered: the
+    train's head ``T_a``, then its ``c - 1`` followers at ``(1+k)(s(c-1) + F + t V/u)``; linear
+    interpolation at position ``q (c-1)``, numpy's default): ``max(T_a + min(q (c-1), 1) (T_f - T_a), T_s)``.
+
+    Parameters
+    ----------
+    prefill : numeric, request-alone prefill P (``ttft_ms``) [ms]
+    t_fixed : numeric, fixed cost per forward pass F [ms]
+    u : numeric, new prompt tokens per request (:func:`planner.equations.prefill_passes.new_tokens`) [tokens]
+    budget : numeric, M, new tokens per step (``max_num_batched_tokens``) [tokens]
+    s0, s1 : numeric, decode-step law (``step_weights_ms``, ``step_kv_ms``) [ms], [ms per request]
+    osl : numeric, output length [tokens]
+    concurrency : numeric, c, NaN when blank [count]
+    q : numeric, quantile (NaN or 0: the mean) [fraction]
+
+    Returns
+    -------
+    numeric, mean (or quantile) TTFT [ms] (NaN without concurrency)
+    """
+    P, F = _f(prefill), _f(t_fixed)
+    U, K, k, s_b, tok, m_s, s_s, g, c = _shape(u, budget, s0, s1, osl, concurrency)
+    V = np.maximum(P - K * F, 0.0)
+    t_a = k * (s_b + F) + V
+    t_f = (1 + k) * (s_b + F + tok * V / U)            # a follower of the train
+    qq = np.broadcast_to(np.nan_to_num(_f(q), nan=0.0), t_a.shape)
+    t_train = np.where(qq > 0, t_a + np.minimum(qq * (c - 1), 1.0) * (t_f - t_a), (t_a + (c - 1) * t_f) / c)
+    t_s = (s_s + F + m_s * V / U) * g
+    return np.where(np.isfinite(_f(concurrency) * U), np.maximum(t_train, t_s), np.nan)
+
+
+@excel_twin(steady_ttft_ms)
+def _(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=None):
+    c = concurrency
+    b = f"MAX({c}-1,0)"
+    m = f"IF(ISNUMBER({budget}),{budget},{u}+{b})"
+    v = f"MAX({prefill}-CEILING({u}/{m}-{EPS:g},1)*{t_fixed},0)"
+    k = f"CEILING({u}/MAX({m}-{b},1)-{EPS:g},1)"
+    s_b = f"IF({b}>0,{s0}+{s1}*{b},0)"
+    b_s = f"MAX(MIN({osl}*{m}/({u}+{osl}),{b}),0)"
+    m_s = f"MAX({m}-{b_s},1)"
+    s_s = f"IF({b_s}>0,{s0}+{s1}*{b_s},0)"
+    tok = f"MIN(MAX({m}-{b},1),{b}*{u})"
+    t_a = f"{k}*({s_b}+{t_fixed})+{v}"
+    t_f = f"(1+{k})*({s_b}+{t_fixed}+{tok}*{v}/{u})"
+    mean = f"({t_a}+{b}*{t_f})/MAX({c},1)"
+    if q is None:
+        t_train = mean
+    else:
+        quantile = f"{t_a}+MIN({q}*{b},1)*({t_f}-({t_a}))"
+        t_train = quantile if q in pp._POSITIVE_Q else f"IF({q}>0,{quantile},{mean})"
+    t_s = f"({s_s}+{t_fixed}+{m_s}*{v}/{u})*({c}*{u}/{m_s}-{osl})"
+    return f'IF(ISNUMBER({c}),MAX({t_train},{t_s}),"")'
+
+
+def loop_coefficients(u, concurrency, budget, num_requests, stat, s0, s1, osl, p0, f0=0.0):
+    r"""``(a, b, k0)`` with a decode-first load test's TTFT statistic ``= a P + b F + k0``.
+
+    The test of ``R`` requests is a burst of ``c`` on the idle engine (the wave model's
+    coefficients, :func:`planner.equations.prefill_passes.burst_values`) and ``R - c`` requests at
+    the steady TTFT (:func:`steady_coefficients`): mean ``(Σ_burst + (R - c) T) / R``; a quantile the
+    linear interpolation of the ordered values (numpy's default, as ``vllm bench serve``). ``R``
+    blank or ``<= c``: one burst, the wave model exactly. The steady branch (train or prefill-bound)
+    and the order of the values are those at ``(p0, f0)``: each branch is linear, the statistic is
+    their maximum, so the branch that gives the smaller ``P`` for the measured TTFT is the one that
+    binds (:mod:`planner.plan.load_tests` passes the prefill read at ``F = 0``).
+
+    Parameters
+    ----------
+    u : float, new prompt tokens per request [tokens]
+    concurrency : float, c [count]
+    budget : float, M [tokens]
+    num_requests : float, R (NaN: c) [count]
+    stat : str, ``mean``, ``median``/``p50``, ``p90``, ``p95`` or ``p99``
+    s0, s1 : float, decode-step law [ms], [ms per request]
+    osl : float, output length [tokens]
+    p0, f0 : float, the prefill and per-pass fixed cost that choose the branch [ms]
+
+    Returns
+    -------
+    (a, b, k0) : floats
+    """
+    c = int(round(float(concurrency)))
+    r_tot = c if not np.isfinite(num_requests) else int(round(float(num_requests)))
+    c = max(1, min(c, r_tot))
+    a_b, b_b = pp.burst_values(u, c, budget)
+    if r_tot <= c:
+        steady = [(0.0, 0.0, 0.0)]
+    else:
+        train, bound = steady_coefficients(u, budget, s0, s1, osl, c)
+        steady = [tuple(float(x) for x in train), tuple(float(x) for x in bound)]
+    best = None
+    for a_s, b_s, k_s in steady:
+        n_s = r_tot - c
+        a = np.concatenate([a_b, [a_s]])
+        b = np.concatenate([b_b, [b_s]])
+        k0 = np.concatenate([np.zeros(len(a_b)), [k_s]])
+        w = np.concatenate([np.ones(len(a_b)), [n_s]])
+        if stat == "mean":
+            coef = tuple(float((w * x).sum() / r_tot) for x in (a, b, k0))
+        else:
+            q = {"median": 0.5, "p50": 0.5, "p90": 0.9, "p95": 0.95, "p99": 0.99}[stat]
+            keep = w > 0
+            a, b, k0, w = a[keep], b[keep], k0[keep], w[keep]
+            order = np.argsort(a * p0 + b * f0 + k0, kind="stable")
+            a, b, k0, cum = a[order], b[order], k0[order], np.cumsum(w[order])
+            x = q * (r_tot - 1)
+            k_lo = int(np.floor(x))
+            i0, i1 = (int(np.searchsorted(cum, kk, side="right")) for kk in (k_lo, min(k_lo + 1, r_tot - 1)))
+            fr = x - k_lo
+            coef = tuple(float(y[i0] + fr * (y[i1] - y[i0])) for y in (a, b, k0))
+        value = coef[0] * p0 + coef[1] * f0 + coef[2]
+        if best is None or value > best[0]:       # the statistic is the maximum of the branches
+            best = (value, coef)
+    return best[1]
+
+
+def concurrency_ttft_u(prefill, t_fixed, u, concurrency, budget, q, scheduler, s0, s1, osl):
+    r"""TTFT at a fixed concurrency (Workloads ``concurrency``) under the workload's scheduler.
+
+    .. math::
+        TTFT = \text{burst}(P, F, u, c, M, q) \ \text{(prefill_first, blank)}, \qquad
+        TTFT = \text{steady}(P, F, u, M, s_0, s_1, osl, c, q) \ \text{(decode_first)}
+
+    Prefill first every cycle of the loop is a burst of ``c``
+    (:func:`planner.equations.prefill_passes.burst_ttft_u`); decode first the loop runs steady,
+    :func:`steady_ttft_ms`.
+
+    Parameters
+    ----------
+    prefill, t_fixed, u, concurrency, budget, q : as :func:`planner.equations.prefill_passes.burst_ttft_u`
+    scheduler : str or array of str, ``prefill_first``, ``decode_first`` or blank
+    s0, s1 : numeric, decode-step law [ms], [ms per request]
+    osl : numeric, output length [tokens]
+
+    Returns
+    -------
+    numeric, TTFT [ms] (NaN without concurrency)
+    """
+    burst = pp.burst_ttft_u(prefill, t_fixed, u, concurrency, budget, q)
+    df = np.asarray(scheduler, dtype=object) == "decode_first"
+    if not np.any(df):
+        return burst
+    steady = steady_ttft_ms(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q)
+    return np.where(df, steady, burst)
+
+
+@excel_twin(concurrency_ttft_u)
+def _(prefill, t_fixed, u, concurrency, budget, q, scheduler, s0, s1, osl):
+    burst = pp.burst_ttft_u.xl(prefill, t_fixed, u, concurrency, budget, q)
+    steady = steady_ttft_ms.xl(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q)
+    return f'IF({scheduler}="decode_first",{steady},{burst})'
+
+
+def _is_df(scheduler):
+    return np.asarray(scheduler, dtype=object) == "decode_first"
+
+
+def steady_for(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=np.nan):
+    """:func:`steady_ttft_ms` where the workload's ``scheduler`` is ``decode_first``, else NaN (blank).
+
+    Parameters
+    ----------
+    scheduler : str or array of str, the Workloads scheduler
+    prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q : as :func:`steady_ttft_ms`
+
+    Returns
+    -------
+    numeric, TTFT [ms] (NaN unless decode first at a fixed concurrency)
+    """
+    return np.where(_is_df(scheduler), steady_ttft_ms(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q),
+                    np.nan)
+
+
+@excel_twin(steady_for)
+def _(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=None):
+    return f'IF({scheduler}="decode_first",{steady_ttft_ms.xl(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q)},"")'
+
+
+def steady_mean_for(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency):
+    """The mean of :func:`steady_for` (Results ``ttft_steady_ms``). Parameters as :func:`steady_for`.
+
+    Returns
+    -------
+    numeric, mean TTFT [ms]
+    """
+    return steady_for(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency)
+
+
+@excel_twin(steady_mean_for)
+def _(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency):
+    return steady_for.xl(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency)
+
+
+def steady_p90_for(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency):
+    """The 90th percentile of :func:`steady_for` (Results ``ttft_steady_p90_ms``). Parameters as
+    :func:`steady_for`.
+
+    Returns
+    -------
+    numeric, p90 TTFT [ms]
+    """
+    return steady_for(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency, C.Q_P90)
+
+
+@excel_twin(steady_p90_for)
+def _(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency):
+    return steady_for.xl(scheduler, prefill, t_fixed, u, budget, s0, s1, osl, concurrency, N.Q_P90)
+
+
+def by_scheduler(scheduler, decode_first, prefill_first):
+    """The decode-first value where the workload's ``scheduler`` is ``decode_first``, else the
+    prefill-first one (blank scheduler: prefill first, the wave model).
+
+    Parameters
+    ----------
+    scheduler : str or array of str
+    decode_first, prefill_first : numeric, the two values [any unit]
+
+    Returns
+    -------
+    numeric
+    """
+    return np.where(_is_df(scheduler), _f(decode_first), _f(prefill_first))
+
+
+@excel_twin(by_scheduler)
+def _(scheduler, decode_first, prefill_first):
+    return f'IF({scheduler}="decode_first",{decode_first},{prefill_first})'
+
+
+def ttft_load_sched_ms(prefill, wait, concurrency, t_fixed, isl, hit, budget, scheduler, steady):
+    """Mean TTFT at the row's load (Results ``ttft_load_ms``): at a fixed concurrency with the
+    scheduler ``decode_first`` the steady loop's (``steady``, :func:`steady_mean_for`), else
+    :func:`planner.equations.queueing.ttft_load_ms` (the open loop, or the burst of a prefill-first loop).
+
+    Parameters
+    ----------
+    prefill, wait, concurrency, t_fixed, isl, hit, budget : as :func:`planner.equations.queueing.ttft_load_ms`
+    scheduler : str or array of str
+    steady : numeric, the decode-first steady TTFT [ms]
+
+    Returns
+    -------
+    numeric, TTFT at the load [ms]
+    """
+    base = qu.ttft_load_ms(prefill, wait, concurrency, t_fixed, isl, hit, budget)
+    return np.where(_is_df(scheduler) & np.isfinite(_f(concurrency)), _f(steady), base)
+
+
+@excel_twin(ttft_load_sched_ms)
+def _(prefill, wait, concurrency, t_fixed, isl, hit, budget, scheduler, steady):
+    base = qu.ttft_load_ms.xl(prefill, wait, concurrency, t_fixed, isl, hit, budget)
+    return f'IF(AND(ISNUMBER({concurrency}),{scheduler}="decode_first"),{steady},{base})'
+
+
+def ttft_load_p90_sched_ms(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget, scheduler, steady_p90):
+    """p90 TTFT at the row's load (Results ``ttft_load_p90_ms``): as :func:`ttft_load_sched_ms` with
+    :func:`planner.equations.queueing.ttft_load_p90_ms` and the steady p90 (:func:`steady_p90_for`).
+
+    Parameters
+    ----------
+    prefill, wait_p90, concurrency, t_fixed, isl, hit, budget : as :func:`planner.equations.queueing.ttft_load_p90_ms`
+    scheduler : str or array of str
+    steady_p90 : numeric, the decode-first steady p90 [ms]
+
+    Returns
+    -------
+    numeric, p90 TTFT at the load [ms]
+    """
+    base = qu.ttft_load_p90_ms(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget)
+    return np.where(_is_df(scheduler) & np.isfinite(_f(concurrency)), _f(steady_p90), base)
+
+
+@excel_twin(ttft_load_p90_sched_ms)
+def _(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget, scheduler, steady_p90):
+    base = qu.ttft_load_p90_ms.xl(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget)
+    return f'IF(AND(ISNUMBER({concurrency}),{scheduler}="decode_first"),{steady_p90},{base})'
