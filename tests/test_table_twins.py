@@ -81,6 +81,11 @@ CASES = [
     ("same", of(tb.same, E[4]), 120.0),
     ("number", of(tb.number_or_blank, A2), 3.0),
     ("number, blank", of(tb.number_or_blank, A3), ""),
+    ("typed", of(tb.typed_or, A2, E[4]), 3.0),                               # A2 typed: 3
+    ("typed, blank", of(tb.typed_or, A3, E[4]), 120.0),                      # A3 blank: the fall-back E4
+    ("typed, blank, an expression", of(tb.typed_or, A3, ref(20.0, "$E$4-$E$5")), 20.0),  # 120 - 100
+    ("text", of(tb.text_or, ref(" Tokens/Hour ", cell(1, 6)), ref("x", '"x"')), " Tokens/Hour "),
+    ("text, blank", of(tb.text_or, ref(None, cell(2, 6)), ref("x", '"x"')), "x"),
     ("at row", of(tb.at_row, A, ref(np.array([3]), "3")), 5.0),              # the 3rd entry: A4
     ("position", of(tb.position, C, key(["L40S"], KEYS["L40S"])), 3),
     ("unit", of(dm.unit_or_default, ref(" Tokens/Hour ", cell(1, 6))), "tokens/hour"),
@@ -113,6 +118,9 @@ CASES = [
     ("declared", of(tiers.declared_or_ceiling, B2, n(4.0)), 2.0),
     ("ceiling", of(tiers.declared_or_ceiling, E[3], n(4.0)), 4.0),
     ("curve last", of(tiers.curve_last, ref([NAN] + CAPS, "$J:$J"), n(2), n(4)), 4.0),  # J5: row 2 + 4 - 1
+    ("saved or zero", of(tiers.saved_or_zero, E[4], E[5]), 20.0),           # 120 - 100
+    ("saved or zero, blank with", of(tiers.saved_or_zero, A2, A3), 3.0),     # 3 - 0 (no demand: none)
+    ("saved or zero, blank without", of(tiers.saved_or_zero, A3, F3), -7.0),  # 0 - 7
     ("break-even", of(tiers.break_even_price, E[4], B2, n(3.0)), 20.0),     # 120 / (2 x 3)
     ("break-even, none bought", of(tiers.break_even_price, E[4], E[3], n(3.0)), ""),
     ("per unit bought", of(tiers.per_unit_bought, E[4], ref(6.0, "2*3")), 20.0),
@@ -151,6 +159,14 @@ def test_python_value_is_the_hand_value(label, both, hand):
         assert got == hand
     else:
         assert got == pytest.approx(hand, abs=1e-12)
+
+
+def test_typed_or_parenthesises_an_expression_fall_back():
+    """The fall-back of IF(ISNUMBER(x),x,fallback) in parentheses when it is an expression (the
+    Resolved and Calibration cells), a cell, name, number or call as it is."""
+    assert tb.typed_or.xl("Workloads!$H2", "$T2+$U2") == "IF(ISNUMBER(Workloads!$H2),Workloads!$H2,($T2+$U2))"
+    assert tb.typed_or.xl("A1", "s_alpha") == "IF(ISNUMBER(A1),A1,s_alpha)"
+    assert tiers.saved_or_zero.xl("A1", "B1") == "IF(ISNUMBER(A1),A1,0)-IF(ISNUMBER(B1),B1,0)"
 
 
 def test_waterfall_zero_step_keeps_pythons_order():

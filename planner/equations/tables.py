@@ -473,6 +473,52 @@ def _(x):
     return f'IF(ISNUMBER({x}),{x},"")'
 
 
+def typed_or(x, fallback):
+    """The typed number of an input cell, else ``fallback``: a blank (or text) cell takes the
+    fall-back (a default, a Settings value, another column, a fitted or estimated value).
+
+    The Excel twin parenthesises an expression fall-back (:func:`planner.equations.kvhit.xl_arg`):
+    ``IF(ISNUMBER(x),x,(a+b))``.
+
+    Parameters
+    ----------
+    x : numeric, NaN when blank [any unit]
+    fallback : numeric [unit of x]
+
+    Returns
+    -------
+    numeric [unit of x]
+    """
+    x = np.asarray(x, dtype=float)
+    return np.where(np.isnan(x), fallback, x)
+
+
+@excel_twin(typed_or)
+def _(x, fallback):
+    return f"IF(ISNUMBER({x}),{x},{fallback})"
+
+
+def text_or(x, fallback):
+    """The typed text of an input cell, else ``fallback`` (a text column's default).
+
+    Parameters
+    ----------
+    x : array of object, a str where text is typed
+    fallback : str
+
+    Returns
+    -------
+    array of object
+    """
+    x = np.asarray(x, dtype=object)
+    return np.array([v if isinstance(v, str) else fallback for v in x.ravel()], dtype=object).reshape(x.shape)
+
+
+@excel_twin(text_or)
+def _(x, fallback):
+    return f"IF(ISTEXT({x}),{x},{fallback})"
+
+
 def at_row(values, row):
     """The entries of a column at 1-based row numbers (Excel ``INDEX``).
 

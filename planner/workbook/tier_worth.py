@@ -105,14 +105,13 @@ VALUE_COLS = ("workload", "tier", "capacity_gib", "hit_without", "hit_with", "gp
 def value_row(sw: dict[str, np.ndarray], tier_price: float) -> dict[str, float]:
     """Tier_Value of one workload from its sweep."""
     d = DECLARED
-    g0, g1 = np.nan_to_num(sw["gpu_cost_per_month"][0]), np.nan_to_num(sw["gpu_cost_per_month"][d])
-    saved = g0 - g1
+    saved = float(tiers.saved_or_zero(sw["gpu_cost_per_month"][0], sw["gpu_cost_per_month"][d]))
     swept_cost = sw["capacity_gib"][d] * tier_price * sw["swept_units"][d]
     denom = sw["capacity_gib"][d] * sw["swept_units"][d]
     best = int(np.argmin(sw["total_cost_per_month"]))
     return {"capacity_gib": sw["capacity_gib"][d], "hit_without": sw["hit"][0], "hit_with": sw["hit"][d],
             "gpus_without": sw["gpus"][0], "gpus_with": sw["gpus"][d],
-            "gpus_saved": sw["gpus"][0] - sw["gpus"][d], "gpu_cost_saved_per_month": saved,
+            "gpus_saved": float(tiers.saved_or_zero(sw["gpus"][0], sw["gpus"][d])), "gpu_cost_saved_per_month": saved,
             "tier_cost_per_month": swept_cost, "net_saving_per_month": saved - swept_cost,
             "break_even_cost_per_gib_month": saved / denom if denom > 0 else np.nan,
             "cost_optimal_capacity_gib": sw["capacity_gib"][best],
@@ -226,8 +225,9 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
         V = lambda name: xl_rowcol_to_cell(vr, VALUE_COLS.index(name), col_abs=True)
         vf = {"capacity_gib": W("capacity_gib", r1), "hit_without": W("hit", r0), "hit_with": W("hit", r1),
               "gpus_without": W("gpus", r0), "gpus_with": W("gpus", r1),
-              "gpus_saved": f"N({W('gpus', r0)})-N({W('gpus', r1)})",
-              "gpu_cost_saved_per_month": f"N({W('gpu_cost_per_month', r0)})-N({W('gpu_cost_per_month', r1)})",
+              "gpus_saved": tiers.saved_or_zero.xl(W("gpus", r0), W("gpus", r1)),
+              "gpu_cost_saved_per_month": tiers.saved_or_zero.xl(W("gpu_cost_per_month", r0),
+                                                                 W("gpu_cost_per_month", r1)),
               "tier_cost_per_month": f"{W('capacity_gib', r1)}*{price}*{W('swept_units', r1)}",
               "net_saving_per_month": f"{V('gpu_cost_saved_per_month')}-{V('tier_cost_per_month')}",
               "break_even_cost_per_gib_month": tiers.break_even_price.xl(V("gpu_cost_saved_per_month"),
