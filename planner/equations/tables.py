@@ -630,19 +630,34 @@ def sum_where_all(values, *keys_and_keys):
     """Sum of ``values`` over the rows matching every criterion, given as pairs ``keys, key``
     (Excel ``SUMIFS`` with exact-text criteria: case ignored, no wildcards).
 
+    Vectorised over the names: given arrays of names (one per group row, the same length for
+    every criterion), the sums of every group at once; each name column is folded once.
+
     Parameters
     ----------
     values : array of numeric, NaN when blank [any unit]
-    *keys_and_keys : array of str, str, ... (a name column and the name, per criterion)
+    *keys_and_keys : array of str, str or array of str, ... (a name column and the name, per criterion)
 
     Returns
     -------
-    float [unit of values]
+    float, or an array of one per group [unit of values]
     """
-    on = np.ones(len(np.asarray(values, dtype=object).ravel()), dtype=bool)
-    for keys, key in zip(keys_and_keys[::2], keys_and_keys[1::2]):
-        on &= _matches(keys, key)
-    return total(_floats(values)[on])
+    x = _floats(values)
+    pairs = list(zip(keys_and_keys[::2], keys_and_keys[1::2]))
+    if all(np.ndim(key) == 0 for _keys, key in pairs):
+        on = np.ones(len(x), dtype=bool)
+        for keys, key in pairs:
+            on &= _matches(keys, key)
+        return total(x[on])
+    n = max(len(np.atleast_1d(np.asarray(key, dtype=object))) for _keys, key in pairs)
+    on = np.ones((n, len(x)), dtype=bool)
+    for keys, key in pairs:
+        folded = [str(k).casefold() for k in np.asarray(keys, dtype=object).ravel()]
+        code = {f: i for i, f in reversed(list(enumerate(folded)))}
+        rows = np.array([code[f] for f in folded], dtype=int)
+        wanted = np.broadcast_to(np.atleast_1d(np.asarray(key, dtype=object)), (n,))
+        on &= rows[None, :] == np.array([code.get(str(k).casefold(), -1) for k in wanted])[:, None]
+    return np.array([total(x[on[g]]) for g in range(n)])
 
 
 @excel_twin(sum_where_all)
