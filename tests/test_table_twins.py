@@ -169,11 +169,12 @@ def test_typed_or_parenthesises_an_expression_fall_back():
     assert tiers.saved_or_zero.xl("A1", "B1") == "IF(ISNUMBER(A1),A1,0)-IF(ISNUMBER(B1),B1,0)"
 
 
-def test_waterfall_zero_step_keeps_pythons_order():
-    """max(-0.0, 0.0) is -0.0 in Python (the first when equal): the stored value of a step of 0
-    is what the diff workbook always stored."""
-    assert str(float(tb.fall(0.0))) == str(max(-0.0, 0.0)) == "-0.0"
-    assert str(float(tb.floating_base(0.0, -0.0))) == str(min(0.0, -0.0))
+def test_waterfall_zero_step_is_stored_as_0():
+    """A zero step: -(0.0) is -0.0 in IEEE arithmetic, and the diff workbook stored it so (MAX(-K3,0)
+    beside a stored -0.0); a spreadsheet has no -0, so the stored value is 0 (issue 21)."""
+    assert str(float(tb.fall(0.0))) == "0.0" and str(float(tb.rise(-0.0))) == "0.0"
+    assert str(float(tb.floating_base(-0.0, 0.0))) == "0.0" and str(float(tb.floating_base(0.0, -0.0))) == "0.0"
+    assert float(tb.fall(-3.0)) == 3.0 and float(tb.floating_base(-4.0, 2.0)) == -4.0  # otherwise unchanged
 
 
 @pytest.mark.libreoffice

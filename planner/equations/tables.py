@@ -360,7 +360,7 @@ def floating_base(previous, running):
     numeric [same unit]
     """
     a, b = np.asarray(previous, dtype=float), np.asarray(running, dtype=float)
-    return np.where(b < a, b, a)
+    return np.where(b < a, b, a) + 0.0  # + 0.0: a -0.0 is stored as 0, as a spreadsheet has it
 
 
 @excel_twin(floating_base)
@@ -380,7 +380,7 @@ def rise(amount):
     numeric [same unit]
     """
     a = np.asarray(amount, dtype=float)
-    return np.where(0.0 > a, 0.0, a)
+    return np.where(0.0 > a, 0.0, a) + 0.0  # + 0.0: a -0.0 step is stored as 0, as a spreadsheet has it
 
 
 @excel_twin(rise)
@@ -400,7 +400,7 @@ def fall(amount):
     numeric [same unit]
     """
     a = -np.asarray(amount, dtype=float)
-    return np.where(0.0 > a, 0.0, a)
+    return np.where(0.0 > a, 0.0, a) + 0.0  # + 0.0: -(0.0) is -0.0; stored as 0, as MAX(-K3,0) is in a spreadsheet
 
 
 @excel_twin(fall)
