@@ -212,3 +212,13 @@ def test_twins_recalculated_by_libreoffice_are_the_hand_values(tmp_path, recalc)
             assert got == hand, label
         else:
             assert got == pytest.approx(hand, abs=1e-12), label
+
+
+def test_pcie_bandwidth_of_the_generation():
+    """A GPU without pcie_gbps: Gen5 x16 50 GB/s, Gen4 x16 (or no generation) 25 GB/s
+    (planner/equations/constants.py; the Resolved pcie_gbps rule and the calibration read it)."""
+    from planner.equations.kvhit import pcie_gbps_of_gen
+
+    assert pcie_gbps_of_gen([5, 4, None, 5.0]).tolist() == [50.0, 25.0, 25.0, 50.0]
+    assert float(pcie_gbps_of_gen(None)) == 25.0
+    assert pcie_gbps_of_gen.xl("INDEX(gpus_pcie_gen,$E2)") == "IF(INDEX(gpus_pcie_gen,$E2)=5,c_pcie_gen5_gbps,c_pcie_gen4_gbps)"
