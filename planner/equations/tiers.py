@@ -92,7 +92,7 @@ def units_per_instance(inst):
 
 @excel_twin(units_per_instance)
 def _(inst):
-    return f"N({inst})"
+    return typed_or.xl(inst, 0)  # IF(ISNUMBER(x),x,0), not N(x): see saved_or_zero
 
 
 def units_per_node(gpus, gpus_per_node):
@@ -114,7 +114,7 @@ def units_per_node(gpus, gpus_per_node):
 
 @excel_twin(units_per_node)
 def _(gpus, gpus_per_node):
-    return f"ROUNDUP(N({gpus})/{gpus_per_node},0)"
+    return f"ROUNDUP({typed_or.xl(gpus, 0)}/{gpus_per_node},0)"
 
 
 def units_of(scope: str, inst, gpus, gpus_per_node):
@@ -205,6 +205,28 @@ def saved_or_zero(without, with_):
 @excel_twin(saved_or_zero)
 def _(without, with_):
     return f"{typed_or.xl(without, 0)}-{typed_or.xl(with_, 0)}"
+
+
+def total_cost(gpu_cost, tier_cost):
+    r"""The month's cost of a sweep point: its GPUs (0 without demand) plus the tiers bought.
+
+    .. math:: c = n(c_{gpu}) + c_{tier}, \quad n(x) = x \text{ if a number, else } 0
+
+    Parameters
+    ----------
+    gpu_cost : numeric, NaN without demand or price [currency/month]
+    tier_cost : numeric [currency/month]
+
+    Returns
+    -------
+    numeric [currency/month]
+    """
+    return typed_or(gpu_cost, 0.0) + np.asarray(tier_cost, dtype=float)
+
+
+@excel_twin(total_cost)
+def _(gpu_cost, tier_cost):
+    return f"{typed_or.xl(gpu_cost, 0)}+{tier_cost}"
 
 
 def break_even_price(saved, capacity, units):

@@ -84,7 +84,7 @@ def sweep(plan, w: WorkloadTiers, tp: TierPlan, gpus_per_node: float, hours: flo
                chip_ms=chip, tpm_delivered_model=tpm_model, tpm_delivered_target=tpm, instances=inst, gpus=gpus,
                swept_units=units_of(tp.tiers[s].scope, inst, gpus, gpus_per_node),
                gpu_cost_per_month=gpu_cost, tier_cost_per_month=tier_cost,
-               total_cost_per_month=np.nan_to_num(gpu_cost) + tier_cost)
+               total_cost_per_month=tiers.total_cost(gpu_cost, tier_cost))
     return out
 
 
@@ -200,11 +200,11 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
             for k, t in enumerate(tp.tiers):
                 if t.row is None:
                     continue
-                price = f"N({sheet_ref(schema.TIERS, t.row + 1, tpos['cost_per_gib_month'])})"
+                price = tb.typed_or.xl(sheet_ref(schema.TIERS, t.row + 1, tpos['cost_per_gib_month']), 0)
                 cap = C("capacity_gib") if k == s else T(_tier_cols(k)[0])
                 terms.append(f"{cap}*{price}*{units_xl(t.scope, C('instances'), C('gpus'), gpn)}")
             f["tier_cost_per_month"] = "+".join(terms) if terms else "0"
-            f["total_cost_per_month"] = f"N({C('gpu_cost_per_month')})+{C('tier_cost_per_month')}"
+            f["total_cost_per_month"] = tiers.total_cost.xl(C("gpu_cost_per_month"), C("tier_cost_per_month"))
             for c in cols:
                 j = pos[c]
                 if c == "workload":
@@ -220,7 +220,7 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
         r0, r1 = 1 + b * k_pts, 1 + b * k_pts + DECLARED
         W = lambda name, r: sheet_ref(TIER_WORTH, r, pos[name], row_abs=True)
         rng = lambda name: sheet_range(TIER_WORTH, r0, pos[name], r0 + k_pts - 1, pos[name])
-        price = f"N({sheet_ref(schema.TIERS, swept.row + 1, tpos['cost_per_gib_month'])})"
+        price = tb.typed_or.xl(sheet_ref(schema.TIERS, swept.row + 1, tpos['cost_per_gib_month']), 0)
         vr = b + 1
         V = lambda name: xl_rowcol_to_cell(vr, VALUE_COLS.index(name), col_abs=True)
         vf = {"capacity_gib": W("capacity_gib", r1), "hit_without": W("hit", r0), "hit_with": W("hit", r1),
