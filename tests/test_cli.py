@@ -152,14 +152,17 @@ def test_run_explicit_output_twice_replaces_it(tmp_path, small_example):
     r = planner("run", src2, "-o", out, "--no-memo", cwd=tmp_path)  # memo replacement: test_memo.py
     assert r.returncode == 0, r.stderr
     assert sheet_rows(out, "Results")[0]["workload"] == "renamed-workload"
-    assert sorted(os.listdir(out_dir)) == Q4_FILES  # replaced in place, no temporaries
+    # replaced in place, no temporaries; the first run's memo and charts, which describe the old plan,
+    # are removed with the same commit and named (issue 21)
+    assert sorted(os.listdir(out_dir)) == ["q4.xlsx"]
+    assert "planner: removed q4-memo.md, q4-memo.html, q4-ttft.png, q4-tpm.png beside q4.xlsx" in r.stdout
 
     # a stale or damaged file at the output path is replaced by a complete workbook
     out.write_bytes(b"stale")
     r = planner("run", src, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     assert [x["workload"] for x in sheet_rows(out, "Results")] == example_workloads(small_example)
-    assert sorted(os.listdir(out_dir)) == Q4_FILES
+    assert sorted(os.listdir(out_dir)) == ["q4.xlsx"]
     assert src.read_bytes() == small_example.read_bytes()
 
 

@@ -214,7 +214,7 @@ def test_errors_are_located(tmp_path):
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "Tiers!C2: capacity_gib is required for a dram tier" in r.stderr
     assert "Tiers!A3: tier 'dram' duplicates row 2" in r.stderr
-    assert "t.jsonl:2: not a JSON object" in r.stderr
+    assert "t.jsonl line 2: not a JSON object" in r.stderr
     assert "Workloads!" in r.stderr and "is not a Mooncake or Bailian JSONL trace" in r.stderr
     (tmp_path / "t.jsonl").unlink()
     r = run_cli("validate", str(path), cwd=tmp_path)

@@ -313,7 +313,9 @@ def test_cli_lists_every_problem_and_writes_nothing(tmp_path, capsys):
         "notes.txt: is of no load-test format the planner knows",
         "vllm_metrics_truncated.prom line 11: is not a Prometheus sample line",
         "vllm_bench_serve_copy.json: is the same run as vllm_bench_serve.json",
-        "vllm_all_failed.json: no request completed (all 10 failed): its statistics are zeros, not measurements",
+        # a key path of a JSON file (issue 21): the key that says it
+        "vllm_all_failed.json: completed: is 0, no request completed (all 10 failed): its statistics are zeros, "
+        "not measurements",
         "vllm_failed.json: 3 of 50 requests failed",
         "vllm_bench_serve.json: the file does not say its GPU (--gpu NAME): give it as option",
         "sglang_bench_serving.jsonl line 1: names no model: give --model NAME",

@@ -81,7 +81,7 @@ def test_tornado_ties_rank_by_driver_order_in_python_and_libreoffice(tmp_path, r
     import xlsxwriter
 
     from planner.equations.constants import C, N
-    from planner.plan.sensitivity import rank_in_blocks, rank_in_blocks_xl
+    from planner.equations.sensitivity import rank_in_blocks, rank_in_blocks_xl
 
     x = 123456.789
     up = np.nextafter(x, np.inf)

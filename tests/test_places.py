@@ -3,7 +3,7 @@ order, and no place parsed back from its text anywhere in the package.
 
 The expected texts are the formats the messages have always shown (docs/SPEC: ``Workloads!J7``,
 ``Workloads row 7``, ``Workloads row 3 (name)``, ``Measurements rows 2-5 (label)``, a file name,
-``trace.jsonl:3``); they are written out here by hand, not produced by the code under test."""
+``trace.jsonl line 3``); they are written out here by hand, not produced by the code under test."""
 
 from __future__ import annotations
 
@@ -30,7 +30,12 @@ REPO = Path(__file__).resolve().parent.parent
     (Place.at_rows("Measurements", 4, 4, "x"), "Measurements row 4 (x)"),  # one row: singular
     (Place.whole("Settings"), "Settings"),
     (Place.whole("input.xlsx"), "input.xlsx"),
-    (Place.file_line("trace.jsonl", 3), "trace.jsonl:3"),
+    (Place.file_line("trace.jsonl", 3), "trace.jsonl line 3"),
+    (Place.file_key("vllm.json", "mean_ttft_ms"), "vllm.json: mean_ttft_ms"),
+    (Place.file_key("b.jsonl", "completed", 4), "b.jsonl line 4: completed"),
+    (Place.file_key("r.json", "[1].completed"), "r.json: [1].completed"),
+    (Place.file_part("g.json", "benchmark 2 of 5"), "g.json benchmark 2 of 5"),
+    (Place.file_line("b.jsonl", 4).in_file("runs/b.jsonl"), "runs/b.jsonl line 4"),
     (Place.within("OLD a.xlsx", Place.cell("Workloads", "J", 7)), "OLD a.xlsx: Workloads!J7"),
     (Place.within("NEW b.xlsx", "Workloads"), "NEW b.xlsx: Workloads"),
 ])
@@ -68,7 +73,7 @@ def test_one_sort_order():
     assert SHEET_ORDER[:4] == ("Models", "GPUs", "Workloads", "Settings")
     got = sorted(found, key=lambda p: p.order(SHEET_ORDER))
     assert got == ["Models!B4", "GPUs!C2", "Workloads", "Workloads row 2 (w)", "Workloads!Z3",
-                   "Workloads!AA3", "Settings", "t.jsonl:9", "a.jsonl", "t.jsonl:2"]
+                   "Workloads!AA3", "Settings", "t.jsonl line 9", "a.jsonl", "t.jsonl line 2"]
 
 
 def test_reader_sorts_by_the_parts(tmp_path):

@@ -81,6 +81,11 @@ CASES = [
     ("same", of(tb.same, E[4]), 120.0),
     ("number", of(tb.number_or_blank, A2), 3.0),
     ("number, blank", of(tb.number_or_blank, A3), ""),
+    ("typed", of(tb.typed_or, A2, E[4]), 3.0),                               # A2 typed: 3
+    ("typed, blank", of(tb.typed_or, A3, E[4]), 120.0),                      # A3 blank: the fall-back E4
+    ("typed, blank, an expression", of(tb.typed_or, A3, ref(20.0, "$E$4-$E$5")), 20.0),  # 120 - 100
+    ("text", of(tb.text_or, ref(" Tokens/Hour ", cell(1, 6)), ref("x", '"x"')), " Tokens/Hour "),
+    ("text, blank", of(tb.text_or, ref(None, cell(2, 6)), ref("x", '"x"')), "x"),
     ("at row", of(tb.at_row, A, ref(np.array([3]), "3")), 5.0),              # the 3rd entry: A4
     ("position", of(tb.position, C, key(["L40S"], KEYS["L40S"])), 3),
     ("unit", of(dm.unit_or_default, ref(" Tokens/Hour ", cell(1, 6))), "tokens/hour"),
@@ -113,6 +118,9 @@ CASES = [
     ("declared", of(tiers.declared_or_ceiling, B2, n(4.0)), 2.0),
     ("ceiling", of(tiers.declared_or_ceiling, E[3], n(4.0)), 4.0),
     ("curve last", of(tiers.curve_last, ref([NAN] + CAPS, "$J:$J"), n(2), n(4)), 4.0),  # J5: row 2 + 4 - 1
+    ("saved or zero", of(tiers.saved_or_zero, E[4], E[5]), 20.0),           # 120 - 100
+    ("saved or zero, blank with", of(tiers.saved_or_zero, A2, A3), 3.0),     # 3 - 0 (no demand: none)
+    ("saved or zero, blank without", of(tiers.saved_or_zero, A3, F3), -7.0),  # 0 - 7
     ("break-even", of(tiers.break_even_price, E[4], B2, n(3.0)), 20.0),     # 120 / (2 x 3)
     ("break-even, none bought", of(tiers.break_even_price, E[4], E[3], n(3.0)), ""),
     ("per unit bought", of(tiers.per_unit_bought, E[4], ref(6.0, "2*3")), 20.0),
@@ -153,11 +161,20 @@ def test_python_value_is_the_hand_value(label, both, hand):
         assert got == pytest.approx(hand, abs=1e-12)
 
 
-def test_waterfall_zero_step_keeps_pythons_order():
-    """max(-0.0, 0.0) is -0.0 in Python (the first when equal): the stored value of a step of 0
-    is what the diff workbook always stored."""
-    assert str(float(tb.fall(0.0))) == str(max(-0.0, 0.0)) == "-0.0"
-    assert str(float(tb.floating_base(0.0, -0.0))) == str(min(0.0, -0.0))
+def test_typed_or_parenthesises_an_expression_fall_back():
+    """The fall-back of IF(ISNUMBER(x),x,fallback) in parentheses when it is an expression (the
+    Resolved and Calibration cells), a cell, name, number or call as it is."""
+    assert tb.typed_or.xl("Workloads!$H2", "$T2+$U2") == "IF(ISNUMBER(Workloads!$H2),Workloads!$H2,($T2+$U2))"
+    assert tb.typed_or.xl("A1", "s_alpha") == "IF(ISNUMBER(A1),A1,s_alpha)"
+    assert tiers.saved_or_zero.xl("A1", "B1") == "IF(ISNUMBER(A1),A1,0)-IF(ISNUMBER(B1),B1,0)"
+
+
+def test_waterfall_zero_step_is_stored_as_0():
+    """A zero step: -(0.0) is -0.0 in IEEE arithmetic, and the diff workbook stored it so (MAX(-K3,0)
+    beside a stored -0.0); a spreadsheet has no -0, so the stored value is 0 (issue 21)."""
+    assert str(float(tb.fall(0.0))) == "0.0" and str(float(tb.rise(-0.0))) == "0.0"
+    assert str(float(tb.floating_base(-0.0, 0.0))) == "0.0" and str(float(tb.floating_base(0.0, -0.0))) == "0.0"
+    assert float(tb.fall(-3.0)) == 3.0 and float(tb.floating_base(-4.0, 2.0)) == -4.0  # otherwise unchanged
 
 
 @pytest.mark.libreoffice
@@ -195,3 +212,13 @@ def test_twins_recalculated_by_libreoffice_are_the_hand_values(tmp_path, recalc)
             assert got == hand, label
         else:
             assert got == pytest.approx(hand, abs=1e-12), label
+
+
+def test_pcie_bandwidth_of_the_generation():
+    """A GPU without pcie_gbps: Gen5 x16 50 GB/s, Gen4 x16 (or no generation) 25 GB/s
+    (planner/equations/constants.py; the Resolved pcie_gbps rule and the calibration read it)."""
+    from planner.equations.kvhit import pcie_gbps_of_gen
+
+    assert pcie_gbps_of_gen([5, 4, None, 5.0]).tolist() == [50.0, 25.0, 25.0, 50.0]
+    assert float(pcie_gbps_of_gen(None)) == 25.0
+    assert pcie_gbps_of_gen.xl("INDEX(gpus_pcie_gen,$E2)") == "IF(INDEX(gpus_pcie_gen,$E2)=5,c_pcie_gen5_gbps,c_pcie_gen4_gbps)"

@@ -184,7 +184,7 @@ def test_malformed_lines_are_located_when_streamed(tmp_path, monkeypatch):
         with pytest.raises(T.TraceError) as e:
             T.trace_reuse(file, None, 0.5)
         name = file.name
-        assert [str(p).split(": ")[0] for p in e.value.problems] == [f"{name}:6", f"{name}:8"]
+        assert [str(p).split(": ")[0] for p in e.value.problems] == [f"{name} line 6", f"{name} line 8"]
     with pytest.raises(T.TraceError, match="not found"):
         T.trace_reuse(tmp_path / "nope.jsonl", None, 0.5, place="Workloads!X2")
     (tmp_path / "cut.jsonl.gz").write_bytes(gzip.compress(("\n".join([GOOD] * 50) + "\n").encode())[:-30])

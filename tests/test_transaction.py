@@ -218,6 +218,80 @@ def test_a_run_without_charts_removes_the_older_charts_in_its_commit(tmp_path, s
     assert "no charts" in r.stdout
 
 
+def test_a_run_without_memo_removes_the_older_memo_and_charts_and_says_so(tmp_path, small_example, old_outputs,
+                                                                          private_tmp):
+    """--no-memo: last quarter's memo and charts do not stay beside the new workbook (they describe
+    the old plan); the commit removes them and the run names them. The old email, not the memo's
+    file, stays. On the old code all four files stayed, unmentioned."""
+    r = _cli_run(small_example, tmp_path, old_outputs, "--no-memo")
+    assert r.returncode == 0, r.stderr
+    after = tree(old_outputs)
+    assert sorted(after) == ["plan.eml", "plan.xlsx"] and after["plan.eml"] == b"old plan.eml"
+    assert after["plan.xlsx"].startswith(b"PK") and tree(private_tmp) == {}
+    assert ("planner: removed plan-memo.md, plan-memo.html, plan-ttft.png, plan-tpm.png beside plan.xlsx: left by "
+            "an earlier run and not written by this one, they would not match the new workbook") in r.stdout
+    again = _cli_run(small_example, tmp_path, old_outputs, "--no-memo")  # nothing left to remove: nothing said
+    assert again.returncode == 0 and "removed" not in again.stdout
+
+
+def test_a_run_without_memo_leaves_a_symbolic_link_and_says_so(tmp_path, small_example, old_outputs, private_tmp):
+    (tmp_path / "shared-memo.md").write_bytes(b"someone else's")
+    (old_outputs / "plan-memo.md").unlink()
+    (old_outputs / "plan-memo.md").symlink_to(tmp_path / "shared-memo.md")
+    r = _cli_run(small_example, tmp_path, old_outputs, "--no-memo", "-q")
+    assert r.returncode == 0 and r.stdout == "", r.stdout  # -q: problems only
+    assert (old_outputs / "plan-memo.md").is_symlink() and (tmp_path / "shared-memo.md").read_bytes() == b"someone else's"
+    assert sorted(tree(old_outputs)) == ["plan-memo.md", "plan.eml", "plan.xlsx"]
+    (old_outputs / "plan-memo.html").write_bytes(b"old")
+    r = _cli_run(small_example, tmp_path, old_outputs, "--no-memo")
+    assert "planner: removed plan-memo.html beside plan.xlsx: left by an earlier run and not written by this one, " \
+           "it would not match the new workbook" in r.stdout
+    assert "planner: left plan-memo.md beside plan.xlsx as it is: a symbolic link is not removed" in r.stdout
+
+
+def test_without_memo_an_older_memo_is_put_back_when_the_commit_fails(tmp_path, monkeypatch):
+    """The removal is part of the commit: when a later step of it fails, the workbook and every
+    removed memo file are back as they were."""
+    from planner.cli.transaction import write_outputs
+
+    out = tmp_path / "plan.xlsx"
+    memo = [tmp_path / n for n in ("plan-memo.md", "plan-memo.html", "plan-ttft.png", "plan-tpm.png")]
+    for p in [out] + memo:
+        p.write_bytes(f"old {p.name}".encode())
+    before = tree(tmp_path)
+    real = os.unlink
+
+    def flaky(path, *a, **k):  # the last removal fails, after the workbook and three memo files
+        if Path(path).name == "plan-tpm.png":
+            raise OSError(5, "Input/output error", str(path))
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(transaction.os, "unlink", flaky)
+    removed: list = []
+    with pytest.raises(OSError, match="Input/output error"):
+        write_outputs(out, lambda path, tmpdir: path.write_bytes(b"new"), None, memo_paths=memo, removed=removed)
+    monkeypatch.setattr(transaction.os, "unlink", real)
+    assert tree(tmp_path) == before and removed == []
+    write_outputs(out, lambda path, tmpdir: path.write_bytes(b"new"), None, memo_paths=memo, removed=removed)
+    assert tree(tmp_path) == {"plan.xlsx": b"new"} and removed == [(p, "removed") for p in memo]
+
+
+def test_a_diff_without_memo_removes_the_older_diff_memo(tmp_path, small_example, private_tmp):
+    from planner.diff.memo import memo_paths
+
+    other = tmp_path / "other.xlsx"
+    other.write_bytes(small_example.read_bytes())
+    out = tmp_path / "out" / "d.xlsx"
+    old = list(memo_paths(out).values())
+    out.parent.mkdir()
+    for p in old:
+        p.write_bytes(b"an earlier diff's")
+    r = run_cli("diff", small_example, other, "-o", out, "--no-memo", cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert sorted(tree(out.parent)) == ["d.xlsx"]
+    assert f"planner: removed {', '.join(p.name for p in old)} beside d.xlsx" in r.stdout
+
+
 def test_the_outputs_are_staged_before_the_charts_are_drawn(tmp_path, small_example, private_tmp, monkeypatch):
     """A destination that cannot be written is refused before the memo's charts are drawn (they
     were about 1.7 s of a 2 s failing run of the example); run and diff alike."""

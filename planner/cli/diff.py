@@ -7,7 +7,8 @@ import argparse
 import os
 from pathlib import Path
 
-from planner.cli.options import EXIT_OK, UsageError, _memo_options, _say, add_email_options, check_output_path
+from planner.cli.options import (EXIT_OK, UsageError, _memo_options, _say, add_email_options, check_output_path,
+                                 say_removed)
 
 
 def add_parser(sub) -> None:
@@ -22,7 +23,8 @@ def add_parser(sub) -> None:
     dif.add_argument("-q", "--quiet", action="store_true", help="print only problems")
     dmemo = dif.add_argument_group("memo and email")
     dmemo.add_argument("--no-memo", action="store_true",
-                       help="write only the workbook (no <output>-memo.md/.html and chart beside it)")
+                       help="write only the workbook (no <output>-memo.md/.html and chart beside it; an earlier "
+                            "diff's there are removed, and named)")
     add_email_options(dmemo, "also write the diff memo as an email (.eml), the diff workbook attached; nothing "
                              "is sent", "title and cost change")
     dif.add_argument("--fixed-time", metavar="ISO8601", help=argparse.SUPPRESS)
@@ -59,9 +61,10 @@ def cmd_diff(args) -> int:
         created = created if created.tzinfo else created.replace(tzinfo=dt.timezone.utc)
     d = diff_plans(old, new)
     make_memo = None if args.no_memo else (lambda: build_memo(d, out, created=created))  # drawn once staged
+    removed: list = []  # an earlier diff's memo there, after --no-memo: removed by the commit
     _, memo_ = write_outputs(out, lambda path, tmpdir: write_diff(d, path, created), make_memo, args.eml,
                              memo_paths=memo_paths(out).values(), to=args.to, sender=args.sender,
-                             subject=args.subject, date=created)
+                             subject=args.subject, date=created, removed=removed)
     counts = {s: sum(1 for w in d.workloads if w["status"] == s) for s in ("added", "removed", "changed")}
     cur = str(d.new.settings.get("currency") or "").strip()
     _say(f"planner: compared {old} with {new}: {len(d.changes)} input cells changed; workloads "
@@ -70,6 +73,7 @@ def cmd_diff(args) -> int:
          f"({d.total_change:+,.2f}); wrote {out}", args.quiet)
     if memo_ is not None:
         _say(f"planner: wrote memo {memo_.paths['md']} and {memo_.paths['html']}", args.quiet)
+    say_removed(removed, out, args.quiet)
     if args.eml:
         _say(f"planner: wrote email {args.eml} (not sent: use planner send)", args.quiet)
     return EXIT_OK

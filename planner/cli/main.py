@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 
 from planner.core.version import __version__
-from planner.cli.options import (EXIT_ERROR, EXIT_INPUT, EXIT_OK, UsageError, _fix_provenance, _memo_options, _say, add_email_options, check_output_path, default_output)
+from planner.cli.options import (EXIT_ERROR, EXIT_INPUT, EXIT_OK, UsageError, _fix_provenance, _memo_options, _say, add_email_options, check_output_path, default_output, say_removed)
 from planner.cli.diff import add_parser as add_diff_parser, cmd_diff
 from planner.core.errors import InputError
 
@@ -52,7 +52,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("-q", "--quiet", action="store_true", help="print only problems")
     memo = run.add_argument_group("memo and email")
     memo.add_argument("--no-memo", action="store_true",
-                      help="write only the workbook (no <output>-memo.md/.html and charts beside it)")
+                      help="write only the workbook (no <output>-memo.md/.html and charts beside it; an earlier "
+                           "run's there are removed, and named)")
     memo.add_argument("--no-charts", action="store_true",
                       help="write the memo without its two charts (no .png files; quicker)")
     memo.add_argument("--templates", type=Path, metavar="DIR",
@@ -162,9 +163,11 @@ def cmd_run(args) -> int:
 
     plan = build_plan(read_checked(src))
     plan = _fix_provenance(plan, args)
-    make_memo, may_write = None, ()
+    from planner.memo.render import memo_paths
+
+    make_memo = None
     if not args.no_memo:
-        from planner.memo.render import MemoTemplateError, build_memo, memo_paths
+        from planner.memo.render import MemoTemplateError, build_memo
 
         def make_memo():
             # rendered in memory once the outputs are staged (a destination that cannot be
@@ -175,13 +178,16 @@ def cmd_run(args) -> int:
             except MemoTemplateError as err:
                 raise UsageError(str(err)) from None
 
-        may_write = memo_paths(out).values()  # charts not drawn this time: older ones are removed
+    # every file a memo may write: one not written this time (charts after --no-charts, all of them
+    # after --no-memo) is an earlier run's, removed by the commit
+    may_write, removed = memo_paths(out).values(), []
     from planner.cli.transaction import write_outputs
 
     with _progress(plan, args.quiet) as tick:
         sheet_names, memo_ = write_outputs(
             out, lambda path, tmpdir: write_output(plan, path, progress=tick, tmpdir=tmpdir), make_memo, args.eml,
-            memo_paths=may_write, to=args.to, sender=args.sender, subject=args.subject, date=plan.created)
+            memo_paths=may_write, to=args.to, sender=args.sender, subject=args.subject, date=plan.created,
+            removed=removed)
     _print_warnings(plan)
     r = plan.results
     _say(f"planner: read {src} ({len(r)} workloads, {len(plan.models)} models, {len(plan.gpus)} GPUs)",
@@ -196,6 +202,7 @@ def cmd_run(args) -> int:
         p = memo_.paths
         drawn = f"charts {p['ttft'].name} and {p['tpm'].name} beside it" if memo_.charts else "no charts"
         _say(f"planner: wrote memo {p['md']} and {p['html']}, {drawn}", args.quiet)
+    say_removed(removed, out, args.quiet)
     if args.eml:
         to = ", ".join(args.to) if args.to else "no recipient yet"
         _say(f"planner: wrote email {args.eml} ({to}; not sent: use planner send)", args.quiet)

@@ -18,6 +18,20 @@ def _say(msg: str, quiet: bool = False) -> None:
         print(msg)
 
 
+def say_removed(removed, out: Path, quiet: bool = False) -> None:
+    """Say which older files beside the workbook ``out`` the run removed (an earlier run's memo
+    or charts it did not write again: they would not match the new workbook), and which it left
+    because they are symbolic links (``removed``: see :func:`planner.cli.transaction.write_outputs`)."""
+    gone = [p.name for p, kind in removed if kind == "removed"]
+    links = [p.name for p, kind in removed if kind == "link"]
+    if gone:
+        _say(f"planner: removed {', '.join(gone)} beside {out.name}: left by an earlier run and not written by "
+             f"this one, {'they' if len(gone) > 1 else 'it'} would not match the new workbook", quiet)
+    if links:
+        _say(f"planner: left {', '.join(links)} beside {out.name} as {'they are' if len(links) > 1 else 'it is'}: "
+             f"a symbolic link is not removed; not written by this run, it may not match the new workbook", quiet)
+
+
 def default_output(input_path: Path) -> Path:
     return Path.cwd() / "out" / f"{input_path.stem}-plan.xlsx"
 

@@ -34,7 +34,9 @@ Promises (each has a test in ``tests/test_transaction.py``):
   (``Outputs(..., optional=[...])``; :func:`write_outputs` passes every file the memo may
   write) that is not staged is removed by the commit, in the same held block, and put
   back if the commit fails: a ``--no-charts`` run does not leave last quarter's
-  ``<stem>-ttft.png`` beside the new memo. (A symbolic link there is left alone.)
+  ``<stem>-ttft.png`` beside the new memo, and a ``--no-memo`` run does not leave last
+  quarter's memo and charts beside the new workbook (:attr:`Outputs.removed` lists them, and
+  the command says so). A symbolic link there is left alone (:attr:`Outputs.links_kept`).
 """
 
 from __future__ import annotations
@@ -154,6 +156,8 @@ class Outputs:
         self._saved_tempdir: str | None = None
         self._tempdir_set = False
         self.committed = False
+        self.removed: list[Path] = []      # older optional targets the commit removed
+        self.links_kept: list[Path] = []   # optional targets not written that are symbolic links: left alone
 
     # ------------------------------------------------------------------ setup
     def _make_folder(self, folder: Path) -> None:
@@ -229,6 +233,8 @@ class Outputs:
         for s, t in staged:
             if t.is_dir() and not t.is_symlink():
                 raise IsADirectoryError(errno.EISDIR, "is a folder, a file is expected here", str(t))
+        gone = [t for s, t in staged if not s.is_file()]  # older files this run does not write again
+        links = [t for t in self.targets if t in self.optional and t.is_symlink() and not self.path(t).is_file()]
         with signals_held():
             for s, t in staged:
                 if s.is_file():
@@ -262,6 +268,7 @@ class Outputs:
                             os.unlink(t)
                 raise
             self.committed = True
+            self.removed, self.links_kept = gone, links
             self._made.clear()  # the folders hold the outputs now
 
     # ------------------------------------------------------------------ teardown
@@ -305,7 +312,7 @@ def _writing(target):
 
 
 def write_outputs(out, write_workbook, memo=None, eml=None, *, memo_paths=(), to=None, sender=None, subject=None,
-                  date=None):
+                  date=None, removed: list | None = None):
     """The outputs of ``planner run`` / ``planner diff`` as one transaction.
 
     The staging folders are made (and locked) first, so a destination that cannot be written
@@ -316,7 +323,10 @@ def write_outputs(out, write_workbook, memo=None, eml=None, *, memo_paths=(), to
     memo's files (:func:`planner.memo.render.memo_files`) and the ``.eml`` (built from the
     staged workbook, attached under its final name) are staged beside it, and everything is
     committed together. ``memo_paths``: every file the memo may write (its ``memo_paths``);
-    one this memo does not write (charts after ``--no-charts``) is removed by the commit.
+    one this memo does not write (charts after ``--no-charts``; every one of them without a
+    memo, ``--no-memo``: an earlier run's memo beside a new workbook would not match it) is
+    removed by the commit. ``removed``: a list extended with the files removed so, then with
+    the symbolic links left alone, as ``(path, "removed" | "link")``.
     Returns ``(write_workbook's result, the memo or None)``.
     """
     from planner.memo.render import memo_files
@@ -325,7 +335,7 @@ def write_outputs(out, write_workbook, memo=None, eml=None, *, memo_paths=(), to
         if callable(memo):
             raise ValueError("a memo built inside the transaction needs its memo_paths")
         memo_paths = memo.paths.values()
-    may_write = [Path(p) for p in memo_paths] if memo is not None else []
+    may_write = [Path(p) for p in memo_paths]  # without a memo too: an older one there is removed
     targets = [Path(out)] + may_write + ([Path(eml)] if eml else [])
     with Outputs(targets, optional=may_write) as tx:
         if callable(memo):
@@ -343,4 +353,6 @@ def write_outputs(out, write_workbook, memo=None, eml=None, *, memo_paths=(), to
             with _writing(eml):
                 tx.path(eml).write_bytes(message_bytes(msg))
         tx.commit()
+    if removed is not None:
+        removed.extend([(p, "removed") for p in tx.removed] + [(p, "link") for p in tx.links_kept])
     return result, memo

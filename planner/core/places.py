@@ -12,7 +12,10 @@ constructor                               text
 ``Place.at_row("Workloads", 3, "rag")``   ``Workloads row 3 (rag)``
 ``Place.at_rows("Measurements", 2, 5, "x")`` ``Measurements rows 2-5 (x)``
 ``Place.whole("Workloads")``              ``Workloads`` (a sheet, or a file by name)
-``Place.file_line("t.jsonl", 3)``         ``t.jsonl:3`` (a line of a trace or load-test file)
+``Place.file_line("t.jsonl", 3)``         ``t.jsonl line 3`` (a line of a trace or load-test file)
+``Place.file_key("vllm.json", "mean_ttft_ms")`` ``vllm.json: mean_ttft_ms`` (a key path of a JSON file)
+``Place.file_key("b.jsonl", "completed", 3)`` ``b.jsonl line 3: completed`` (a key of a JSON line)
+``Place.file_part("g.json", "benchmark 2 of 5")`` ``g.json benchmark 2 of 5`` (a run of a file, by its label)
 ``Place.within("OLD a.xlsx", inner)``     ``OLD a.xlsx: Workloads!J7`` (inner's parts kept)
 ========================================  ===========================================
 
@@ -49,8 +52,9 @@ class Place(str):
 
     The parts: ``sheet`` (sheet or file name), ``row`` (first sheet row, 1-based, or None),
     ``last_row`` (the last of a row range), ``column`` (Excel letters), ``label`` (the row's name),
-    ``line`` (a file's 1-based line) and ``outer`` (a prefix naming the file the place is in, as
-    the diff names OLD and NEW). Make one with the class methods; the text follows from the parts.
+    ``line`` (a file's 1-based line), ``key`` (a key path inside a JSON file or line) and ``outer``
+    (a prefix naming the file the place is in, as the diff names OLD and NEW). Make one with the
+    class methods; the text follows from the parts.
     """
 
     sheet: str
@@ -60,11 +64,12 @@ class Place(str):
     last_column: str | None
     label: str | None
     line: int | None
+    key: str | None
     outer: str | None
 
     def __new__(cls, sheet: str, row: int | None = None, column: str | None = None, label: Any = None,
                 last_row: int | None = None, line: int | None = None, outer: str | None = None,
-                last_column: str | None = None) -> "Place":
+                last_column: str | None = None, key: str | None = None) -> "Place":
         sheet = str(sheet)
         label = None if label is None else str(label)
         if column is not None and row is not None:
@@ -77,14 +82,18 @@ class Place(str):
             if label is not None:
                 text += f" ({label})"
         elif line is not None:
-            text = f"{sheet}:{line}"
+            text = f"{sheet} line {line}"
+        elif label is not None:  # a part of a file named by its label (a run: "benchmark 2 of 5")
+            text = f"{sheet} {label}"
         else:
             text = sheet
+        if key is not None and row is None:
+            text = f"{text}: {key}"
         if outer:
             text = f"{outer}: {text}" if text else outer
         self = super().__new__(cls, text)
         for k, v in (("sheet", sheet), ("row", row), ("last_row", last_row), ("column", column), ("last_column", last_column),
-                     ("label", label), ("line", line), ("outer", outer or None)):
+                     ("label", label), ("line", line), ("key", key), ("outer", outer or None)):
             object.__setattr__(self, k, v)
         return self
 
@@ -93,7 +102,7 @@ class Place(str):
 
     def __reduce__(self):  # pickling (multiprocessing) keeps the parts
         return (Place, (self.sheet, self.row, self.column, self.label, self.last_row, self.line, self.outer,
-                        self.last_column))
+                        self.last_column, self.key))
 
     @classmethod
     def cell(cls, sheet: str, column: str | int, row: int) -> "Place":
@@ -123,15 +132,31 @@ class Place(str):
 
     @classmethod
     def file_line(cls, file: str, line: int) -> "Place":
-        """Line ``line`` (1-based) of a file: ``name:3``."""
+        """Line ``line`` (1-based) of a file: ``name line 3`` (as a sheet's ``Workloads row 3``)."""
         return cls(file, line=int(line))
+
+    @classmethod
+    def file_key(cls, file: str, key: str, line: int | None = None) -> "Place":
+        """A key path inside a JSON file (``vllm.json: mean_ttft_ms``), or inside line ``line`` of
+        a JSON-lines file (``b.jsonl line 3: completed``)."""
+        return cls(file, line=None if line is None else int(line), key=str(key))
+
+    @classmethod
+    def file_part(cls, file: str, label: str) -> "Place":
+        """A part of a file named by its label (a run of a sweep: ``g.json benchmark 2 of 5``)."""
+        return cls(file, label=label)
+
+    def in_file(self, file: str) -> "Place":
+        """The same place in the file named ``file`` (a file given by another path or name)."""
+        return Place(file, self.row, self.column, self.label, self.last_row, self.line, self.outer, self.last_column,
+                     self.key)
 
     @classmethod
     def within(cls, outer: str, inner: Any) -> "Place":
         """``inner`` (a Place or a name) inside the file named by ``outer``: ``OLD a.xlsx: Workloads!J7``."""
         p = inner if isinstance(inner, Place) else cls(str(inner))
         return cls(p.sheet, p.row, p.column, p.label, p.last_row, p.line,
-                   f"{outer}: {p.outer}" if p.outer else outer, p.last_column)
+                   f"{outer}: {p.outer}" if p.outer else outer, p.last_column, p.key)
 
     @classmethod
     def of_table(cls, table, name: str, i: int, positions: dict[str, int] | None = None) -> "Place":

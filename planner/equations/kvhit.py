@@ -288,6 +288,29 @@ def _(hbm_gib, weights_gib, max_seq_len, s_kv):
 
 
 # --------------------------------------------------------------------------- prefill
+def pcie_gbps_of_gen(gen):
+    """The host-to-GPU bandwidth of a GPU whose ``pcie_gbps`` is not typed, from its PCIe
+    generation: Gen5 x16 ``c_pcie_gen5_gbps``, any other (or none) Gen4 x16 ``c_pcie_gen4_gbps``
+    (the Constants sheet; their sources there).
+
+    Parameters
+    ----------
+    gen : int or array, the GPUs table's ``pcie_gen`` (None when blank)
+
+    Returns
+    -------
+    float array [GB/s]
+    """
+    g = np.asarray(gen, dtype=object)
+    return np.array([C.PCIE_GEN5_GBPS if v == 5 else C.PCIE_GEN4_GBPS for v in g.ravel()],
+                    dtype=float).reshape(g.shape)
+
+
+@excel_twin(pcie_gbps_of_gen)
+def _(gen):
+    return f"IF({gen}=5,{N.PCIE_GEN5_GBPS},{N.PCIE_GEN4_GBPS})"
+
+
 def kv_load_ms(hit, isl, s_kv, pcie_gbps):
     r"""Time to load the cached prefix's KV shard from host memory over PCIe.
 

@@ -360,7 +360,7 @@ def floating_base(previous, running):
     numeric [same unit]
     """
     a, b = np.asarray(previous, dtype=float), np.asarray(running, dtype=float)
-    return np.where(b < a, b, a)
+    return np.where(b < a, b, a) + 0.0  # + 0.0: a -0.0 is stored as 0, as a spreadsheet has it
 
 
 @excel_twin(floating_base)
@@ -380,7 +380,7 @@ def rise(amount):
     numeric [same unit]
     """
     a = np.asarray(amount, dtype=float)
-    return np.where(0.0 > a, 0.0, a)
+    return np.where(0.0 > a, 0.0, a) + 0.0  # + 0.0: a -0.0 step is stored as 0, as a spreadsheet has it
 
 
 @excel_twin(rise)
@@ -400,7 +400,7 @@ def fall(amount):
     numeric [same unit]
     """
     a = -np.asarray(amount, dtype=float)
-    return np.where(0.0 > a, 0.0, a)
+    return np.where(0.0 > a, 0.0, a) + 0.0  # + 0.0: -(0.0) is -0.0; stored as 0, as MAX(-K3,0) is in a spreadsheet
 
 
 @excel_twin(fall)
@@ -471,6 +471,52 @@ def number_or_blank(x):
 @excel_twin(number_or_blank)
 def _(x):
     return f'IF(ISNUMBER({x}),{x},"")'
+
+
+def typed_or(x, fallback):
+    """The typed number of an input cell, else ``fallback``: a blank (or text) cell takes the
+    fall-back (a default, a Settings value, another column, a fitted or estimated value).
+
+    The Excel twin parenthesises an expression fall-back (:func:`planner.equations.kvhit.xl_arg`):
+    ``IF(ISNUMBER(x),x,(a+b))``.
+
+    Parameters
+    ----------
+    x : numeric, NaN when blank [any unit]
+    fallback : numeric [unit of x]
+
+    Returns
+    -------
+    numeric [unit of x]
+    """
+    x = np.asarray(x, dtype=float)
+    return np.where(np.isnan(x), fallback, x)
+
+
+@excel_twin(typed_or)
+def _(x, fallback):
+    return f"IF(ISNUMBER({x}),{x},{fallback})"
+
+
+def text_or(x, fallback):
+    """The typed text of an input cell, else ``fallback`` (a text column's default).
+
+    Parameters
+    ----------
+    x : array of object, a str where text is typed
+    fallback : str
+
+    Returns
+    -------
+    array of object
+    """
+    x = np.asarray(x, dtype=object)
+    return np.array([v if isinstance(v, str) else fallback for v in x.ravel()], dtype=object).reshape(x.shape)
+
+
+@excel_twin(text_or)
+def _(x, fallback):
+    return f"IF(ISTEXT({x}),{x},{fallback})"
 
 
 def at_row(values, row):
@@ -584,19 +630,34 @@ def sum_where_all(values, *keys_and_keys):
     """Sum of ``values`` over the rows matching every criterion, given as pairs ``keys, key``
     (Excel ``SUMIFS`` with exact-text criteria: case ignored, no wildcards).
 
+    Vectorised over the names: given arrays of names (one per group row, the same length for
+    every criterion), the sums of every group at once; each name column is folded once.
+
     Parameters
     ----------
     values : array of numeric, NaN when blank [any unit]
-    *keys_and_keys : array of str, str, ... (a name column and the name, per criterion)
+    *keys_and_keys : array of str, str or array of str, ... (a name column and the name, per criterion)
 
     Returns
     -------
-    float [unit of values]
+    float, or an array of one per group [unit of values]
     """
-    on = np.ones(len(np.asarray(values, dtype=object).ravel()), dtype=bool)
-    for keys, key in zip(keys_and_keys[::2], keys_and_keys[1::2]):
-        on &= _matches(keys, key)
-    return total(_floats(values)[on])
+    x = _floats(values)
+    pairs = list(zip(keys_and_keys[::2], keys_and_keys[1::2]))
+    if all(np.ndim(key) == 0 for _keys, key in pairs):
+        on = np.ones(len(x), dtype=bool)
+        for keys, key in pairs:
+            on &= _matches(keys, key)
+        return total(x[on])
+    n = max(len(np.atleast_1d(np.asarray(key, dtype=object))) for _keys, key in pairs)
+    on = np.ones((n, len(x)), dtype=bool)
+    for keys, key in pairs:
+        folded = [str(k).casefold() for k in np.asarray(keys, dtype=object).ravel()]
+        code = {f: i for i, f in reversed(list(enumerate(folded)))}
+        rows = np.array([code[f] for f in folded], dtype=int)
+        wanted = np.broadcast_to(np.atleast_1d(np.asarray(key, dtype=object)), (n,))
+        on &= rows[None, :] == np.array([code.get(str(k).casefold(), -1) for k in wanted])[:, None]
+    return np.array([total(x[on[g]]) for g in range(n)])
 
 
 @excel_twin(sum_where_all)

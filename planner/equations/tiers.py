@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.equations.kvhit import excel_twin
+from planner.equations.tables import typed_or
 
 NO_LOAD_GBPS = 1e290  # effective bandwidth when every hit is served from HBM (nothing to load; x 1e9 stays finite in Excel)
 
@@ -91,7 +92,7 @@ def units_per_instance(inst):
 
 @excel_twin(units_per_instance)
 def _(inst):
-    return f"N({inst})"
+    return typed_or.xl(inst, 0)  # IF(ISNUMBER(x),x,0), not N(x): see saved_or_zero
 
 
 def units_per_node(gpus, gpus_per_node):
@@ -113,7 +114,7 @@ def units_per_node(gpus, gpus_per_node):
 
 @excel_twin(units_per_node)
 def _(gpus, gpus_per_node):
-    return f"ROUNDUP(N({gpus})/{gpus_per_node},0)"
+    return f"ROUNDUP({typed_or.xl(gpus, 0)}/{gpus_per_node},0)"
 
 
 def units_of(scope: str, inst, gpus, gpus_per_node):
@@ -177,6 +178,55 @@ def curve_last(caps, first, count):
 @excel_twin(curve_last)
 def _(caps, first, count):
     return f"INDEX({caps},{first}+{count}-1)"
+
+
+def saved_or_zero(without, with_):
+    r"""What a tier saves, a blank side (no demand: no GPUs, no cost) counting as 0.
+
+    .. math:: s = n(without) - n(with), \quad n(x) = x \text{ if a number, else } 0
+
+    Written with ``IF(ISNUMBER(x),x,0)``, not ``N(x)``: ``N()`` of a formula's ``""`` is
+    engine-dependent (issue 21 reports #NUM! in Gnumeric; not checked here, Gnumeric is not
+    installed), the ISNUMBER test is 0 in every engine (the project's pattern,
+    :func:`planner.equations.tables.typed_or`).
+
+    Parameters
+    ----------
+    without : numeric, NaN when blank [count or currency/month]
+    with_ : numeric, NaN when blank [same unit]
+
+    Returns
+    -------
+    numeric [same unit]
+    """
+    return typed_or(without, 0.0) - typed_or(with_, 0.0)
+
+
+@excel_twin(saved_or_zero)
+def _(without, with_):
+    return f"{typed_or.xl(without, 0)}-{typed_or.xl(with_, 0)}"
+
+
+def total_cost(gpu_cost, tier_cost):
+    r"""The month's cost of a sweep point: its GPUs (0 without demand) plus the tiers bought.
+
+    .. math:: c = n(c_{gpu}) + c_{tier}, \quad n(x) = x \text{ if a number, else } 0
+
+    Parameters
+    ----------
+    gpu_cost : numeric, NaN without demand or price [currency/month]
+    tier_cost : numeric [currency/month]
+
+    Returns
+    -------
+    numeric [currency/month]
+    """
+    return typed_or(gpu_cost, 0.0) + np.asarray(tier_cost, dtype=float)
+
+
+@excel_twin(total_cost)
+def _(gpu_cost, tier_cost):
+    return f"{typed_or.xl(gpu_cost, 0)}+{tier_cost}"
 
 
 def break_even_price(saved, capacity, units):

@@ -6,7 +6,8 @@ their Excel formula (:func:`planner.workbook.fleet_sheets.write_fleet`,
 :func:`planner.workbook.periods_sheet.write_by_period`):
 
 - ``sum_of=(sheet, column)``: the sum of a Results/Resolved column over the workloads of
-  the group (Python: a NaN-skipping sum; Excel: ``SUMIFS`` over the defined names);
+  the group: :func:`planner.equations.tables.sum_where_all` (Excel: ``SUMIFS`` over the defined
+  names), one criterion per key column of the table (``total=None``: ``gpu``; ``period, gpu``);
 - ``priced=True``: blank for a GPU type without ``hourly_cost`` (Excel: ``IF(ISNUMBER(price), ...)``);
 - ``scale="@key"``: the sum times a Settings value (a cost per hour summed, per month);
 - ``twin=f, args=(...)``: an equation of :mod:`planner.equations` applied to the row's own
@@ -14,7 +15,9 @@ their Excel formula (:func:`planner.workbook.fleet_sheets.write_fleet`,
 - ``total``: the Total row, ``"sum"`` or ``"priced"`` (the priced types only, blank when none is).
 
 Adding a column is adding one declaration: the sheet, its stored values and its formulas
-follow.
+follow. Both sides walk the same :meth:`Agg._cell`: the Python side applies each equation's
+numpy function to the values (every group row at once), the Excel side its twin to the
+references, so a value and its formula cannot take two routes.
 """
 
 from __future__ import annotations
@@ -33,27 +36,64 @@ def _f(x) -> np.ndarray:
     return pd.to_numeric(pd.Series(x, dtype=object), errors="coerce").to_numpy(dtype=float)
 
 
-def _nansum(x: np.ndarray) -> float:
-    return float(np.nansum(x)) if len(x) else 0.0
-
-
-priced_sum = tb.priced_total  # sum of the priced entries; NaN when none is priced (a blank, not a 0)
-
-
 @dataclass(frozen=True)
 class GroupCell:
-    """Where one group row's formulas look (built by the sheet writer): ``key`` the row's own
-    key cell (its GPU name), ``key_source`` the input cell the key is read from, ``price`` the
-    group's hourly_cost cell, ``me(name)`` the row's own cell of column ``name``; ``source(sheet,
-    column)`` the range summed (default: the column's defined name) and ``criteria`` the SUMIFS
-    criteria, pairs ``(range, key cell)`` (default: the ``by`` column's defined name equal to ``key``)."""
+    """Where one group row's formulas look (built by the sheet writer): ``key_source`` the input
+    cell the row's key is read from (its GPU name), ``price`` the group's hourly_cost cell,
+    ``me(name)`` the row's own cell of column ``name`` (its key cells too: the SUMIFS criteria);
+    ``source(sheet, column)`` the range summed and matched (default: the column's defined name)."""
 
-    key: str
     key_source: str
     price: str
     me: Callable[[str], str]
     source: Callable[[str, str], str] | None = None
-    criteria: tuple[tuple[str, str], ...] | None = None
+
+
+class _Values:
+    """The Python side of a table's group rows, all rows at once: a summed column is its values
+    over the workloads (NaN when blank), a key is the group rows' keys, ``price`` the groups'
+    hourly_cost, ``me(name)`` a column of the rows computed so far; ``apply`` the numpy function."""
+
+    def __init__(self, frames: dict, settings: dict, price: np.ndarray, rows: dict):
+        self.frames, self.settings, self.price, self.rows = frames, settings, price, rows
+
+    def column(self, sheet: str, name: str) -> np.ndarray:
+        return _f(self.frames[sheet][name])
+
+    def key_column(self, sheet: str, name: str) -> np.ndarray:
+        return self.frames[sheet][name].to_numpy(dtype=object)
+
+    def setting(self, key: str) -> float:
+        return float(self.settings[key])
+
+    def me(self, name: str):
+        return self.rows[name]
+
+    @staticmethod
+    def apply(twin: Callable, *args):
+        return twin(*args)
+
+
+class _Formulas:
+    """The Excel side of one group row (a :class:`GroupCell`): the same calls, on references."""
+
+    def __init__(self, at: GroupCell):
+        self.at, self.price = at, at.price
+
+    def column(self, sheet: str, name: str) -> str:
+        return self.at.source(sheet, name) if self.at.source else range_name(sheet, name)
+
+    key_column = column
+
+    def setting(self, key: str) -> str:
+        return setting_name(key)
+
+    def me(self, name: str) -> str:
+        return self.at.me(name)
+
+    @staticmethod
+    def apply(twin: Callable, *args) -> str:
+        return twin.xl(*args)
 
 
 @dataclass(frozen=True)
@@ -63,46 +103,61 @@ class Agg:
     priced: bool = False
     twin: Callable | None = None   # an excel_twin equation
     args: tuple[str, ...] = ()
-    total: str | None = "sum"      # "sum", "priced", or None (the key column)
-    by: str = "gpu"
+    total: str | None = "sum"      # "sum", "priced", or None (a key column: the group's name)
     scale: str | None = None       # "@key": the sum times Settings key
 
-    # ----------------------------------------------------------------- Python
-    def value(self, frames: dict, settings: dict, on: np.ndarray, price: float, row: dict) -> float:
-        """The group's value: ``frames`` the summed sheets' frames by name, ``on`` marks the
-        group's rows, ``row`` holds its columns so far."""
+    def _cell(self, ev, keys: tuple[str, ...]):
+        """This column of a group row, once for both sides: ``ev`` gives the arguments (values or
+        references) and applies the equations (numpy functions or their twins). ``keys``: the
+        table's key columns, each a SUMIFS criterion (the summed sheet's column of that name
+        equal to the row's key)."""
         if self.sum_of is not None:
             sheet, col = self.sum_of
-            v = _nansum(_f(frames[sheet][col])[on])
-            if self.priced and np.isnan(price):
-                v = float("nan")
+            criteria = [x for k in keys for x in (ev.key_column(sheet, k), ev.me(k))]
+            f = ev.apply(tb.sum_where_all, ev.column(sheet, col), *criteria)
             if self.scale is not None:
-                v = float(np.asarray(v, dtype=float) * float(settings[self.scale[1:]]))
-            return v
+                factor = ev.setting(self.scale[1:])
+                return ev.apply(tb.priced_scaled, ev.price, f, factor) if self.priced else ev.apply(tb.times, f, factor)
+            return ev.apply(tb.priced, ev.price, f) if self.priced else f
         if self.twin is not None:
-            return float(self.twin(*(float(settings[a[1:]]) if a.startswith("@") else row[a] for a in self.args)))
+            return ev.apply(self.twin, *(ev.setting(a[1:]) if a.startswith("@") else ev.me(a) for a in self.args))
         raise ValueError(f"{self.name}: neither sum_of nor twin")
 
-    def total_value(self, column: pd.Series) -> float:
-        return priced_sum(column) if self.total == "priced" else float(column.sum())
+    # ----------------------------------------------------------------- Python
+    def values(self, frames: dict, settings: dict, price: np.ndarray, rows: dict, keys: tuple[str, ...]) -> np.ndarray:
+        """The column over every group row: ``frames`` the summed sheets' frames by name, ``price``
+        the groups' hourly_cost, ``rows`` the columns so far (the keys first)."""
+        out = self._cell(_Values(frames, settings, price, rows), keys)
+        return np.broadcast_to(np.asarray(out, dtype=float), (len(price),)).copy()
+
+    def total_value(self, column) -> float:
+        return float((tb.priced_total if self.total == "priced" else tb.total)(column))
 
     # ----------------------------------------------------------------- Excel
-    def formula(self, at: GroupCell) -> str:
+    def formula(self, at: GroupCell, keys: tuple[str, ...]) -> str:
         """The formula (without ``=``) of this column in a group row (the twins of
         :mod:`planner.equations.tables`)."""
         if self.total is None:
             return at.key_source
-        if self.sum_of is not None:
-            sheet, col = self.sum_of
-            rng = at.source(sheet, col) if at.source else range_name(sheet, col)
-            pairs = at.criteria or ((range_name(sheet, self.by), at.key),)
-            f = tb.sum_where_all.xl(rng, *(x for pair in pairs for x in pair))
-            factor = setting_name(self.scale[1:]) if self.scale is not None else None
-            if self.priced:
-                return tb.priced.xl(at.price, f) if factor is None else tb.priced_scaled.xl(at.price, f, factor)
-            return f if factor is None else tb.times.xl(f, factor)
-        return self.twin.xl(*(setting_name(a[1:]) if a.startswith("@") else at.me(a) for a in self.args))
+        return self._cell(_Formulas(at), keys)
 
     def total_formula(self, rng: str) -> str:
         """The formula of the Total row over the group rows ``rng``."""
         return tb.priced_total.xl(rng) if self.total == "priced" else tb.total.xl(rng)
+
+
+def keys_of(table: tuple[Agg, ...]) -> tuple[str, ...]:
+    """The key columns of a declared table (those without a total): its group rows' names."""
+    return tuple(a.name for a in table if a.total is None)
+
+
+def group_table(table: tuple[Agg, ...], frames: dict, settings: dict, keys: dict, price: np.ndarray) -> dict:
+    """Every column of a declared table over its group rows (``keys``: the key columns' values,
+    one per group row; ``price`` the groups' hourly_cost): Python values from the same
+    declaration as the formulas (:meth:`Agg.formula`)."""
+    rows = {k: np.asarray(v, dtype=object) for k, v in keys.items()}
+    names = keys_of(table)
+    for a in table:
+        if a.total is not None:
+            rows[a.name] = a.values(frames, settings, price, rows, names)
+    return rows

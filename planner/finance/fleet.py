@@ -16,11 +16,11 @@ from __future__ import annotations
 import weakref
 from dataclasses import dataclass
 
-import numpy as np
 import pandas as pd
 
 from planner.equations.fleet import per_month, per_year
-from planner.finance.aggregations import Agg, _f, _nansum, priced_sum as _priced_sum
+from planner.equations import tables as tb
+from planner.finance.aggregations import Agg, _f, group_table
 
 # The Fleet sheet, declared once: each column's Python value and Excel formula (planner.finance.aggregations)
 FLEET: tuple[Agg, ...] = (
@@ -59,23 +59,17 @@ def fleet_table(plan) -> pd.DataFrame:
     Σ cost_per_hour_for_latency · hours_per_month`` (NaN without a price).
     ``Total`` sums the types; its costs sum the priced types only (NaN when none is priced).
     """
-    wl_gpu = plan.resolved["gpu"].to_numpy()
     frames = {"Results": plan.results, "Resolved": plan.resolved}
-    rows = []
-    for g, price in zip(plan.gpus["gpu"].tolist(), _f(plan.gpus["hourly_cost"])):
-        on = wl_gpu == g
-        row = {"gpu": g}
-        for a in FLEET[1:]:
-            row[a.name] = a.value(frames, plan.settings, on, price, row)
-        rows.append(row)
-    frame = pd.DataFrame(rows, columns=list(FLEET_COLS))
+    types = plan.gpus["gpu"].tolist()
+    cols = group_table(FLEET, frames, plan.settings, {"gpu": types}, _f(plan.gpus["hourly_cost"]))
+    frame = pd.DataFrame({c: list(cols[c]) for c in FLEET_COLS}, columns=list(FLEET_COLS))
     total = {"gpu": TOTAL}
     for a in FLEET[1:]:
-        total[a.name] = a.total_value(frame[a.name])
+        total[a.name] = a.total_value(frame[a.name].to_numpy(dtype=float))
     frame = pd.concat([frame, pd.DataFrame([total])], ignore_index=True)
     frame = frame[list(FLEET_COLS)]
-    types = frame.iloc[:-1]
-    frame.attrs["uncosted_gpus"] = float(types.loc[types["cost_per_hour"].isna(), "gpus_needed"].sum())
+    t = frame.iloc[:-1]
+    frame.attrs["uncosted_gpus"] = float(tb.uncosted(_f(t["gpus_needed"]), _f(t["cost_per_hour"])))
     return frame
 
 
@@ -102,12 +96,12 @@ def totals(plan) -> Totals:
     fl = plan_fleet(plan)
     t = fl.iloc[-1]
     hours = float(plan.settings["hours_per_month"])
-    gm = _f(plan.results["gpus_baseline"])
-    cm = _priced_sum(_f(plan.results["cost_per_hour_baseline"])) if np.any(
-        ~np.isnan(_f(plan.resolved["hourly_cost"])) & ~np.isnan(gm)) else float("nan")
+    # the Summary's baseline cells, the same twins (planner.workbook.summary_sheet)
+    cost_h = _f(plan.results["cost_per_hour_baseline"])
     return Totals(float(t["gpus_needed"]), float(t["instances"]), float(t["cost_per_hour"]),
                   float(t["cost_per_month"]), fl.attrs["uncosted_gpus"], float(t["tpm_capacity"]),
-                  float(t["tpm_demand"]), _nansum(gm), cm, float(per_month(cm, hours)),
+                  float(t["tpm_demand"]), tb.total(_f(plan.results["gpus_baseline"])), tb.priced_total(cost_h),
+                  tb.priced_total_per_month(cost_h, hours),
                   float(t["gpus_for_latency"]), float(t["cost_per_month_for_latency"]))
 
 

@@ -36,7 +36,7 @@ from planner.equations import kvhit as m
 from planner.equations import sizing as sz
 from planner.equations import tables as tb
 from planner.core import schema
-from planner.finance.aggregations import Agg
+from planner.finance.aggregations import Agg, group_table
 from planner.finance.fleet import _f
 from planner.equations.fleet import cost_per_hour
 from planner.equations.demand import DEFAULT_UNIT, MINUTES_PER, demand_per_minute, grown_demand, saved  # noqa: F401 (importable from here)
@@ -269,17 +269,11 @@ def by_period(plan, calc: pd.DataFrame | None = None) -> pd.DataFrame:
     """``Fleet_By_Period``: per period (:func:`plan_periods` order) and GPU type (GPUs order),
     sums of the Demand_Calc rows; costs NaN for a type without a price."""
     calc = period_calc(plan) if calc is None else calc
-    rows = []
-    per, gpu = calc["period"].to_numpy(), calc["gpu"].to_numpy()
-    frames = {"Demand_Calc": calc}
-    for p in plan_periods(plan):
-        for g, price in zip(plan.gpus["gpu"].tolist(), _f(plan.gpus["hourly_cost"])):
-            on = (per == p) & (gpu == g)
-            row = {"period": p, "gpu": g}
-            for a in BY_PERIOD[2:]:
-                row[a.name] = a.value(frames, plan.settings, on, price, row)
-            rows.append(row)
-    return pd.DataFrame(rows, columns=list(PERIOD_COLS))
+    periods, types = plan_periods(plan), plan.gpus["gpu"].tolist()
+    keys = {"period": [p for p in periods for _g in types], "gpu": [g for _p in periods for g in types]}
+    price = np.tile(_f(plan.gpus["hourly_cost"]), len(periods))
+    cols = group_table(BY_PERIOD, {"Demand_Calc": calc}, plan.settings, keys, price)
+    return pd.DataFrame({c: list(cols[c]) for c in PERIOD_COLS}, columns=list(PERIOD_COLS))
 
 
 def period_totals(plan) -> pd.DataFrame:
@@ -288,13 +282,11 @@ def period_totals(plan) -> pd.DataFrame:
     bp = by_period(plan)
     out = []
     for p in plan_periods(plan):
-        on = bp[bp["period"] == p]
-        row = {"period": p}
+        row = {"period": p}  # the Summary's SUMIFS over Fleet_By_Period, the same twins
         for c in ("gpus_needed", "gpus_baseline"):
-            row[c] = float(on[c].sum())
+            row[c] = float(tb.sum_where(_f(bp[c]), bp["period"].to_numpy(dtype=object), p))
         for c in ("cost_per_month", "cost_per_month_baseline", "cost_saved_per_month"):
-            x = on[c].to_numpy(dtype=float)
-            row[c] = float(np.nansum(x)) if np.any(~np.isnan(x)) else float("nan")
+            row[c] = float(tb.priced_sum_where(_f(bp[c]), bp["period"].to_numpy(dtype=object), p))
         out.append(row)
     return pd.DataFrame(out, columns=["period", "gpus_needed", "cost_per_month", "gpus_baseline",
                                       "cost_per_month_baseline", "cost_saved_per_month"])

@@ -79,7 +79,11 @@ def _parts(text: Any) -> list[str]:
 
 
 def _relocate(place: str, names: dict[str, str]) -> str:
-    """A loadtests place (``vllm.json line 2``, ``a.prom -> b.prom``) with each file named as typed."""
+    """A loadtests place (``vllm.json line 2``, ``vllm.json: completed``, ``a.prom -> b.prom``) with
+    each file named as typed: a structured place keeps its parts (line, key path, label) in the
+    typed file; a scrape pair (two files' names) is renamed name by name."""
+    if isinstance(place, Place) and place.sheet in names:
+        return place.in_file(names[place.sheet])
     out = []
     for token in place.split(" -> "):
         for name, typed in names.items():

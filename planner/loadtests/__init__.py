@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from planner.loadtests import aiperf, guidellm, inferenceperf, llmperf, prometheus, sglang, vllm
-from planner.loadtests.common import LoadTestError, Run, json_problem, load_json
+from planner.core.places import Place
+from planner.loadtests.common import LoadTestError, Run, RunLabel, json_problem, load_json, run_place
 
 KNOWN = ("vLLM bench serve / benchmark_serving.py JSON, SGLang bench_serving JSONL, AIPerf/GenAI-Perf "
          "JSON or CSV, guidellm benchmarks.json/.yaml, LLMPerf *_summary.json, inference-perf "
@@ -70,7 +71,7 @@ def _dispatch(doc: Any, name: str, run: str, path: Path) -> list[Run]:
         raise LoadTestError(name, "is LLMPerf's per-request file (*_individual_responses.json), one entry per "
                                   "request: give the *_summary.json beside it")
     keys = ", ".join(list(doc)[:8]) if isinstance(doc, dict) else type(doc).__name__
-    raise LoadTestError(f"{name} {run}".strip(), f"is JSON but not a load-test result the planner knows "
+    raise LoadTestError(run_place(name, run), f"is JSON but not a load-test result the planner knows "
                                                  f"(keys: {keys}); it reads {KNOWN}")
 
 
@@ -82,9 +83,9 @@ def _json_lines(text: str, name: str, path: Path) -> list[Run]:
             doc = json.loads(ln)
         except json.JSONDecodeError as err:
             last = k == len(lines) - 1
-            raise LoadTestError(f"{name} line {n}", "the last line is cut short (a truncated file: was the run "
+            raise LoadTestError(Place.file_line(name, n), "the last line is cut short (a truncated file: was the run "
                                                     "interrupted?)" if last else f"not valid JSON: {err.msg}") from None
-        out += _dispatch(doc, name, f"line {n}", path)
+        out += _dispatch(doc, name, RunLabel(f"line {n}", line=n), path)
     return out
 
 
@@ -130,7 +131,7 @@ def load_file(path: Path) -> list[Run] | Scrape:
         if isinstance(doc, list):
             out: list[Run] = []
             for k, item in enumerate(doc, 1):
-                out += _dispatch(item, name, f"item {k}", path)
+                out += _dispatch(item, name, RunLabel(f"item {k}", key=f"[{k - 1}]"), path)
             return out
         return _dispatch(doc, name, "", path)
     if aiperf.detect_csv(text):

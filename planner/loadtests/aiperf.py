@@ -36,6 +36,7 @@ import io
 import re
 from typing import Any
 
+from planner.core.places import Place
 from planner.loadtests.common import LoadTestError, Run, dig, first, number, parse_number_text, positive, to_ms, whole
 
 TOOL_AIPERF = "aiperf"
@@ -115,19 +116,21 @@ def _per_s(metric: dict | None, where: str) -> float | None:
     return v
 
 
-def _run(doc: dict, tool: str, file: str) -> Run:
-    r = Run(tool=tool, file=file, run="")
-    where = r.place
+def _run(doc: dict, tool: str, file: str, run: str = "", keyed: bool = True, prefix: str = "") -> Run:
+    """``keyed``: ``doc`` is the file's JSON (at key path ``prefix``), so a problem names its key
+    path; a CSV's rows are read into the same layout but have no keys: the place is the file."""
+    r = Run(tool=tool, file=file, run=run)
+    where = (lambda key: r.at(prefix + key)) if keyed else (lambda _key: r.place)
     ttft = doc.get("time_to_first_token")
     for key, stat in (("avg", "mean"), ("p50", "median"), ("p90", "p90"), ("p99", "p99")):
-        v = _ms(ttft, key, where)
+        v = _ms(ttft, key, where("time_to_first_token.unit"))
         if v is not None:
             r.ttft[stat] = v
-    r.tpot_ms = r.itl_ms = _ms(doc.get("inter_token_latency"), "avg", where)
+    r.tpot_ms = r.itl_ms = _ms(doc.get("inter_token_latency"), "avg", where("inter_token_latency.unit"))
     r.isl = positive(dig(doc, "input_sequence_length", "avg"))
     r.osl = number(dig(doc, "output_sequence_length", "avg"))
-    r.request_throughput = _per_s(doc.get("request_throughput"), where)
-    r.output_throughput = _per_s(doc.get("output_token_throughput"), where)
+    r.request_throughput = _per_s(doc.get("request_throughput"), where("request_throughput.unit"))
+    r.output_throughput = _per_s(doc.get("output_token_throughput"), where("output_token_throughput.unit"))
     r.num_requests = whole(dig(doc, "request_count", "avg"))
     r.failed = whole(dig(doc, "error_request_count", "avg"))
     dur = doc.get("benchmark_duration")
@@ -137,7 +140,7 @@ def _run(doc: dict, tool: str, file: str) -> Run:
     if r.duration_s is None and r.num_requests and r.request_throughput:
         r.duration_s = r.num_requests / r.request_throughput
     if r.num_requests == 0:
-        raise LoadTestError(where, "request_count is 0: no request completed")
+        raise LoadTestError(where("request_count.avg"), "is 0: no request completed")
     return r
 
 
@@ -148,7 +151,8 @@ def parse(doc: dict, file: str, run: str = "") -> list[Run]:
     # the top level beside ``perf_analyzer``
     tool = TOOL_AIPERF if ("loadgen" in cfg or isinstance(dig(cfg, "endpoint", "model_names"), list)) \
         and "perf_analyzer" not in cfg else TOOL_GENAI
-    r = _run(_metrics(doc), tool, file)
+    m = _metrics(doc)
+    r = _run(m, tool, file, run, prefix="" if m is doc else "records.")
     names = first(dig(cfg, "endpoint", "model_names"), cfg.get("model"), cfg.get("model_names"),
                   _find(cfg, "model_names"))
     if isinstance(names, list):
@@ -171,7 +175,8 @@ def parse_csv(text: str, file: str) -> list[Run]:
     """The two-section CSV: per metric either the stat columns or a single ``Value``."""
     doc: dict[str, dict] = {}
     header: list[str] = []
-    for row in csv.reader(io.StringIO(text.lstrip("\ufeff"))):
+    rows = csv.reader(io.StringIO(text.lstrip("\ufeff")))
+    for row in rows:
         if not row or not any(c.strip() for c in row):
             continue
         if row[0].strip().lower() == "metric":
@@ -189,13 +194,13 @@ def parse_csv(text: str, file: str) -> list[Run]:
             missing = cell.strip().lower() in ("", "n/a", "na", "nan", "none")
             v = None if missing else parse_number_text(cell)
             if not missing and v is None:
-                raise LoadTestError(file, f"{row[0]!r} {h} {cell!r} is not a number")
+                raise LoadTestError(Place.file_line(file, rows.line_num), f"{row[0]!r} {h} {cell!r} is not a number")
             vals["avg" if h == "value" else h] = v
         vals["unit"] = unit  # "ms", "tokens", "requests/sec", "per sec", ""; a time without a unit is refused
         doc[tag] = vals
     if "time_to_first_token" not in doc:
         raise LoadTestError(file, "has no 'Time to First Token' row (a truncated export?)")
     tool = TOOL_GENAI if "Time To First Token" in text else TOOL_AIPERF
-    r = _run(doc, tool, file)
+    r = _run(doc, tool, file, keyed=False)
     r.notes.append("the CSV export carries no model or load shape: they come from the options")
     return [r]

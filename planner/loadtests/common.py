@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from planner.core.places import Place, as_place
+
 # time units as the writers spell them -> milliseconds per unit
 #   vLLM / SGLang / guidellm: ms in the key names; LLMPerf, inference-perf: seconds;
 #   AIPerf: MetricTimeUnit tags "ns", "us", "ms", "sec" (ai-dynamo/aiperf
@@ -23,12 +25,46 @@ _MS_PER = {"ns": 1e-6, "nanoseconds": 1e-6, "us": 1e-3, "µs": 1e-3, "microsecon
 
 
 class LoadTestError(Exception):
-    """A located problem with one result file (``place: message``)."""
+    """A located problem with one result file (``place: message``): ``place`` a
+    :class:`~planner.core.places.Place` (the whole file ``vllm.json``, a line ``b.jsonl line 3``, a
+    key path ``vllm.json: completed``; a plain text is a whole file named by it)."""
 
-    def __init__(self, place: str, message: str):
-        self.place = place
+    def __init__(self, place: Place | str, message: str):
+        self.place = as_place(place)
         self.message = message
-        super().__init__(f"{place}: {message}")
+        super().__init__(f"{self.place}: {message}")
+
+
+class RunLabel(str):
+    """Which run of a file, as the Measurements ``source`` cell names it (``line 3``, ``item 2``,
+    ``benchmark 2 of 5 (poisson)``), keeping where the run is: ``line`` (1-based, a JSON line)
+    or ``key`` (the key path of a JSON list's item, ``[1]``). See :func:`run_place`."""
+
+    line: int | None
+    key: str | None
+
+    def __new__(cls, text: str, line: int | None = None, key: str | None = None) -> "RunLabel":
+        self = super().__new__(cls, text)
+        self.line, self.key = line, key
+        return self
+
+
+def run_place(file: str, run: str, key: str | None = None) -> Place:
+    """Where run ``run`` of ``file`` is (``key``: a key path inside the run): a line of a JSON-lines
+    file, a key path of a JSON file, a labelled part (a benchmark of a sweep), or the whole file.
+
+    >>> run_place("b.jsonl", RunLabel("line 3", line=3), "completed"), run_place("v.json", "", "completed")
+    ('b.jsonl line 3: completed', 'v.json: completed')
+    >>> run_place("r.json", RunLabel("item 2", key="[1]")), run_place("g.json", "benchmark 2 of 5")
+    ('r.json: [1]', 'g.json benchmark 2 of 5')
+    """
+    line, base = getattr(run, "line", None), getattr(run, "key", None)
+    path = ".".join(k for k in (base, key) if k) or None
+    if line is not None:
+        return Place.file_key(file, path, line) if path else Place.file_line(file, line)
+    if run and base is None:
+        return Place(file, label=str(run), key=key)
+    return Place.file_key(file, path) if path else Place.whole(file)
 
 
 @dataclass
@@ -67,8 +103,13 @@ class Run:
     notes: list[str] = field(default_factory=list)
 
     @property
-    def place(self) -> str:
-        return f"{self.file} {self.run}".strip()
+    def place(self) -> Place:
+        """Where the run is in its file (:func:`run_place`): ``b.jsonl line 3``, ``vllm.json``."""
+        return run_place(self.file, self.run)
+
+    def at(self, key: str) -> Place:
+        """Where key path ``key`` of this run is: ``vllm.json: completed``, ``b.jsonl line 3: completed``."""
+        return run_place(self.file, self.run, key)
 
     @property
     def source(self) -> str:

@@ -74,7 +74,7 @@ def parse(doc: dict, file: str, run: str = "", path: Path | None = None) -> list
     s = doc["successes"]
     ok = whole(s.get("count"))
     if not ok:
-        raise LoadTestError(r.place, "successes.count is 0: no request succeeded")
+        raise LoadTestError(r.at("successes.count"), "is 0: no request succeeded")
     r.num_requests = ok
     r.failed = whole(dig(doc, "failures", "count"))
     lat = s.get("latency") or {}

@@ -41,7 +41,8 @@ def parse(doc: dict, file: str, run: str = "") -> list[Run]:
     r.model = str(doc["model"]) if doc.get("model") else None
     done = whole(doc.get("results_num_completed_requests"))
     if done == 0:
-        raise LoadTestError(r.place, "no request completed: its statistics are not measurements")
+        raise LoadTestError(r.at("results_num_completed_requests"), "is 0, no request completed: its statistics are "
+                                                                      "not measurements")
     r.num_requests = done
     r.failed = whole(doc.get("results_number_errors"))
     for stat, key in (("mean", "results_ttft_s_mean"), ("median", "results_ttft_s_quantiles_p50"),

@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 import re
 
+from planner.core.places import Place
 from planner.loadtests.common import LoadTestError
 
 _LINE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)(\s+\S+)?\s*$")
@@ -51,14 +52,14 @@ def parse(text: str, file: str) -> dict[str, float]:
             continue
         m = _LINE.match(line)
         if not m:
-            raise LoadTestError(f"{file} line {n}", f"is not a Prometheus sample line: {line[:60]!r} "
+            raise LoadTestError(Place.file_line(file, n), f"is not a Prometheus sample line: {line[:60]!r} "
                                                     f"(a truncated scrape?)")
         name, value = m.group(1), m.group(3)
         tt = _TRANSFER.search(m.group(2) or "")
         try:
             v = float(value)
         except ValueError:
-            raise LoadTestError(f"{file} line {n}", f"{name} value {value!r} is not a number") from None
+            raise LoadTestError(Place.file_line(file, n), f"{name} value {value!r} is not a number") from None
         if name.endswith("_total"):
             name = name[: -len("_total")]
         if name.endswith(("_created", "_bucket")) or not math.isfinite(v):

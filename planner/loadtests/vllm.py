@@ -65,10 +65,11 @@ def serving_run(doc: dict, tool: str, file: str, run: str) -> Run:
     completed = whole(doc.get("completed"))
     r = Run(tool=tool, file=file, run=run)
     if completed is None:
-        raise LoadTestError(r.place, "has no 'completed' count: not a finished benchmark result")
+        raise LoadTestError(r.at("completed"), f"{doc.get('completed')!r} is not a count: not a finished benchmark "
+                                               f"result")
     sent = whole(doc.get("num_prompts"))
     if completed == 0:
-        raise LoadTestError(r.place, f"no request completed{f' (all {sent} failed)' if sent else ''}: its "
+        raise LoadTestError(r.at("completed"), f"is 0, no request completed{f' (all {sent} failed)' if sent else ''}: its "
                                      f"statistics are zeros, not measurements")
     r.num_requests = completed
     failed = whole(doc.get("failed"))

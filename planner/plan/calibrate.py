@@ -30,7 +30,7 @@ import pandas as pd
 from planner.equations import kvhit as m
 from planner.core.places import Place
 from planner.equations.ttft_fit import fit_points, ttft_law
-from planner.equations.constants import PCIE_GEN_GBPS
+from planner.equations.kvhit import pcie_gbps_of_gen
 from planner.plan import columns as sheets
 from planner.plan import load_tests
 from planner.catalog.lookup import catalog_raw
@@ -99,7 +99,7 @@ class Fit:
 def _gpu_pcie(gpu_rec: dict) -> float:
     if gpu_rec.get("pcie_gbps") is not None:
         return float(gpu_rec["pcie_gbps"])
-    return PCIE_GEN_GBPS[5] if gpu_rec.get("pcie_gen") == 5 else PCIE_GEN_GBPS[4]
+    return float(pcie_gbps_of_gen(gpu_rec.get("pcie_gen")))
 
 
 def s_kv_of(model_rec: dict, tp: int) -> float:

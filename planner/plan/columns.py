@@ -25,7 +25,6 @@ from planner.equations import fleet as fl
 from planner.equations import kvhit as m
 from planner.equations import tables as tb
 from planner.core import schema
-from planner.equations.constants import PCIE_GEN_GBPS, N
 from planner.equations.kvhit import excel_twin
 from planner.core.refs import defined_name, setting_name
 from planner.core.schema import CHOICE, FMT_INT, FMT_PCT, TEXT
@@ -554,8 +553,8 @@ class _Row:
         return pd.to_numeric(pd.Series(self.raw, dtype=object), errors="coerce").to_numpy(dtype=float)
 
     def typed_else(self, fallback) -> np.ndarray:
-        """The typed number, else ``fallback`` (an array or a number)."""
-        return np.where(self.blank, fallback, self.num)
+        """The typed number, else ``fallback`` (an array or a number): :func:`planner.equations.tables.typed_or`."""
+        return tb.typed_or(self.num, fallback)
 
 
 class _Cell:
@@ -575,7 +574,9 @@ class _Cell:
             self.x = tb.at_row.xl(table(rc.source, rc.name), ref("model_row" if rc.source == "Models" else "gpu_row"))
 
     def typed_else(self, fallback: str, test: str = "ISNUMBER") -> str:
-        return f"IF({test}({self.x}),{self.x},{fallback})"
+        """The input cell when typed (a number, or text for ``test="ISTEXT"``), else ``fallback``
+        (the twins :func:`planner.equations.tables.typed_or` / :func:`~planner.equations.tables.text_or`)."""
+        return (tb.text_or if test == "ISTEXT" else tb.typed_or).xl(self.x, fallback)
 
 
 @dataclass(frozen=True)
@@ -601,12 +602,12 @@ def _breakdown_py(r: _Row) -> np.ndarray:
 def _pcie_py(r: _Row) -> np.ndarray:
     i = r.idx["GPUs"]
     gen = r.gpus["pcie_gen"].to_numpy(dtype=object)[i] if "pcie_gen" in r.gpus else np.full(len(i), None)
-    return r.typed_else(np.array([PCIE_GEN_GBPS[5] if g == 5 else PCIE_GEN_GBPS[4] for g in gen], dtype=float))
+    return r.typed_else(m.pcie_gbps_of_gen(gen))
 
 
 def _pcie_xl(k: _Cell) -> str:
     gen = tb.at_row.xl(k.table("GPUs", "pcie_gen"), k.ref("gpu_row"))
-    return f"IF(ISNUMBER({k.x}),{k.x},IF({gen}=5,{N.PCIE_GEN5_GBPS},{N.PCIE_GEN4_GBPS}))"
+    return k.typed_else(m.pcie_gbps_of_gen.xl(gen))
 
 
 def _setting_py(r: _Row) -> np.ndarray:

@@ -19,94 +19,12 @@ from planner.equations import kvhit as m
 from planner.plan import columns as sheets
 from planner.equations.constants import C, N
 from planner.plan.frames import column_arrays
-from planner.equations.kvhit import excel_twin
+from planner.equations.sensitivity import choose, override, rank_in_blocks, swing_of, vary  # the sweep helpers' twins
 from planner.core.schema import FMT_INT, FMT_PCT
 from planner.plan.columns import FMT_MS, Lit, Out, out
 
 ALPHA_STEPS = tuple(round(0.1 * i, 10) for i in range(11))
 HIT_ALPHA_STEPS = tuple(round(0.1 * i, 10) for i in range(11))
-
-
-# --------------------------------------------------------------------------- helper quantities
-def choose(k, *values):
-    """The k-th (1-based) of ``values``, per row (Excel CHOOSE).
-
-    Parameters
-    ----------
-    k : int array, 1-based index
-    values : numeric arrays, the candidates
-
-    Returns
-    -------
-    numeric
-    """
-    k = np.asarray(k, dtype=int)
-    stacked = np.stack([np.broadcast_to(np.asarray(v, dtype=float), k.shape) for v in values])
-    return np.take_along_axis(stacked, (k - 1)[None, ...], axis=0)[0]
-
-
-@excel_twin(choose)
-def _(k, *values):
-    return f"CHOOSE({k},{','.join(values)})"
-
-
-def vary(base, direction, swing, upper):
-    r"""A driver moved by ±swing, clamped to [0, upper].
-
-    .. math:: x = \min(upper, \max(0, base (1 + direction \cdot swing)))
-
-    Parameters
-    ----------
-    base : numeric, the driver's planned value
-    direction : numeric, -1 (low case) or +1 (high case)
-    swing : numeric, relative move [fraction]
-    upper : numeric, upper bound, NaN for none (1 for ratios)
-
-    Returns
-    -------
-    numeric, the moved value
-    """
-    x = np.maximum(0.0, np.asarray(base, dtype=float) * (1 + np.asarray(direction) * swing))
-    upper = np.asarray(upper, dtype=float)
-    return np.where(np.isnan(upper), x, np.minimum(upper, x))
-
-
-@excel_twin(vary)
-def _(base, direction, swing, upper):
-    x = f"MAX(0,{base}*(1+{direction}*{swing}))"
-    return f"IF(ISNUMBER({upper}),MIN({upper},{x}),{x})"
-
-
-def override(driver, name, value, base):
-    """``value`` on the rows that vary ``name``, the planned ``base`` elsewhere.
-
-    Parameters
-    ----------
-    driver : str array, the driver each row varies
-    name : str, this column's driver name
-    value : numeric, the varied value
-    base : numeric, the planned value
-
-    Returns
-    -------
-    numeric
-    """
-    return np.where(np.asarray(driver) == name, value, base)
-
-
-@excel_twin(override)
-def _(driver, name, value, base):
-    return f"IF({driver}={name},{value},{base})"
-
-
-def swing_of(low, high):
-    """Width of a tornado bar: |TPM(high) - TPM(low)| [tokens/min]."""
-    return np.abs(np.asarray(high, dtype=float) - low)
-
-
-@excel_twin(swing_of)
-def _(low, high):
-    return f"ABS({high}-{low})"
 
 
 # --------------------------------------------------------------------------- table declarations
@@ -257,42 +175,6 @@ def evaluate_table(t: SweepTable, resolved: pd.DataFrame, results: pd.DataFrame)
         frame[ld.name] = base[ld.name]
     values = sheets.evaluate(t.cols, base, n * k)
     return pd.concat([pd.DataFrame(frame), values], axis=1)
-
-
-def rank_in_blocks(swing, k: int):
-    r"""Rank of each swing within its block of k drivers: 1 for the widest, ties ranked by
-    driver order.
-
-    .. math:: rank_i = 1 + \#\{j: s_j - s_i > \epsilon\} + \#\{j < i: |s_j - s_i| \le \epsilon\}
-
-    Swings closer than ``c_swing_tolerance`` tie: drivers whose swings are mathematically
-    equal (``isl`` and ``alpha`` often are) differ by a few ulps depending on the order of
-    operations, and a second spreadsheet engine would otherwise rank them the other way
-    round. Plain arithmetic on the ranges (no function applied to a range inside
-    SUMPRODUCT), so every engine evaluates it as an array.
-
-    Parameters
-    ----------
-    swing : numeric array, n x k swings in driver order [tokens/min]
-    k : int, drivers per workload
-
-    Returns
-    -------
-    numeric array, ranks [1..k]
-    """
-    s = np.asarray(swing, dtype=float).reshape(-1, k)
-    d = s[:, None, :] - s[:, :, None]  # d[b, i, j] = s_j - s_i
-    tie = (d <= C.SWING_TOLERANCE) & (-d <= C.SWING_TOLERANCE)
-    greater = (d > C.SWING_TOLERANCE).sum(axis=2)
-    earlier_tie = (tie & (np.arange(k)[None, :] < np.arange(k)[:, None])[None]).sum(axis=2)
-    return (1 + greater + earlier_tie).reshape(-1).astype(float)
-
-
-def rank_in_blocks_xl(block: str, me: str) -> str:
-    """Excel twin of :func:`rank_in_blocks` for one cell ``me`` of the range ``block``."""
-    tol = N.SWING_TOLERANCE
-    return (f"1+SUMPRODUCT((({block}-{me})>{tol})+(({block}-{me})<={tol})*(({me}-{block})<={tol})"
-            f"*(ROW({block})<ROW({me})))")
 
 
 def tornado_summary(calc: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:

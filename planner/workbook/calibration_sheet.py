@@ -174,13 +174,12 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
                                    else lay.param(k, "t_fixed_ms")),
                     "kv_gbps": lay.param(k, "b_eff_gbps"),
                     "t_decode_ms": f"{res_cell('osl', i)}*{lay.param(k, 'tpot_per_token_ms')}"}[col]
-            out[(i, col)] = (f"IF(ISNUMBER({x}),{x},{expr})", value, prov) if expr else (None, value, prov)
+            out[(i, col)] = (tb.typed_or.xl(x, expr), value, prov) if expr else (None, value, prov)
         elif col in est_cols and str(prov).startswith("estimated by roofline") \
                 and (live := _live_estimate(plan, i)) is not None and \
                 abs(live[0][col] - value) <= 1e-9 * max(1.0, abs(value)):  # live over Settings and GPUs
             x = wl_cell(col, i)
-            out[(i, col)] = (f"IF(ISNUMBER({x}),{x},{estimate_formulas(_row_ref(res_cell, i), *live[1:])[col]})",
-                             value, prov)
+            out[(i, col)] = (tb.typed_or.xl(x, estimate_formulas(_row_ref(res_cell, i), *live[1:])[col]), value, prov)
         else:
             out[(i, col)] = (None, value, prov)
     for i, src in enumerate(calib.source):

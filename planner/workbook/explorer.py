@@ -16,7 +16,7 @@ from planner.workbook.charts import chart_cache, charts_for, write_markers, writ
 from planner.workbook.checks_sheet import wrapped_lines
 from planner.workbook.layout import Layout, write_rows
 from planner.core.refs import EXPLORER_WORKLOAD, range_name, sheet_ref
-from planner.plan.sensitivity import rank_in_blocks_xl, swing_of
+from planner.equations.sensitivity import rank_in_blocks_xl, swing_of
 from planner.workbook.styles import Formats, write_header, stored_value, write_cell
 
 FMT_INT_ = schema.FMT_INT

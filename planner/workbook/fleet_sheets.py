@@ -17,7 +17,7 @@ from planner.finance import scenarios as sc
 from planner.core import schema
 from planner.core.refs import cell, cell_range, setting_name, sheet_ref
 from planner.equations import tables as tb
-from planner.finance.aggregations import GroupCell
+from planner.finance.aggregations import GroupCell, keys_of
 from planner.finance.cells import Both, of, ref
 from planner.workbook.chart_data import add_series
 
@@ -125,14 +125,14 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
             "cost_per_month_for_latency": fm("calc", FMT_MONEY0)}
     n_types = len(frame) - 1
     rows = fleet_cells(n_types)
+    keys = keys_of(fl2.FLEET)
     for i in range(n_types):
         r = rows["first"] + i
         rec = frame.iloc[i]
-        at = GroupCell(key=cell(r, own["gpu"], col_abs=True), key_source=layout.other("GPUs", "gpu", i + 1),
-                       price=layout.other("GPUs", "hourly_cost", i + 1),
+        at = GroupCell(key_source=layout.other("GPUs", "gpu", i + 1), price=layout.other("GPUs", "hourly_cost", i + 1),
                        me=lambda c, r=r: cell(r, own[c], col_abs=True))
         for a in fl2.FLEET:  # each column declared once: its formula and, in rec, its Python value
-            ws.write_formula(r, own[a.name], "=" + a.formula(at), fmts.get(a.name), _v(rec[a.name]))
+            ws.write_formula(r, own[a.name], "=" + a.formula(at, keys), fmts.get(a.name), _v(rec[a.name]))
     t = rows["total"]
     tot = frame.iloc[-1]
     ws.write_string(t, own["gpu"], fl2.TOTAL, fm("header"))

@@ -23,6 +23,7 @@ from xlsxwriter.utility import xl_rowcol_to_cell
 
 from planner.core import schema
 from planner.equations import fleet as fl
+from planner.equations import tables as tb
 from planner.equations import tiers
 from planner.inputs.kv_tiers import GIB, TierPlan, WorkloadTiers
 from planner.workbook.layout import sheet_columns
@@ -197,7 +198,7 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
         for t_i, t in enumerate(tp.tiers):
             if t.row is None:
                 continue  # the implicit HBM tier is not bought
-            price = f"N({sheet_ref(schema.TIERS, t.row + 1, tpos['cost_per_gib_month'])})"
+            price = tb.typed_or.xl(sheet_ref(schema.TIERS, t.row + 1, tpos['cost_per_gib_month']), 0)
             unit = tiers.units_of.xl(t.scope, res("instances_needed"), res("gpus_needed"), gpn_cell)
             terms.append(f"{R(_tier_cols(t_i)[0])}*{price}*{unit}")
         ws.write_formula(r, cpos["tier_cost_per_month"], "=" + ("+".join(terms) if terms else "0"),

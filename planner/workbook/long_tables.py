@@ -7,7 +7,7 @@ from typing import Callable
 
 from planner.core import schema
 from planner.workbook.layout import MAX_COLUMNS, MAX_DATA_ROWS, TORNADO_COLS, WRITE_BLOCK, Chunks, Layout, column_templates
-from planner.plan.sensitivity import rank_in_blocks_xl, swing_of
+from planner.equations.sensitivity import rank_in_blocks_xl, swing_of
 from planner.core.refs import ROW, WL_ROW, RowSlot, cell, cell_range, sheet_ref
 from planner.workbook.xlfast import FastFormulaWorksheet, FormulaTemplate
 from planner.workbook.styles import Formats, write_header, col_width, values_list

@@ -19,7 +19,7 @@ from planner.finance import periods as pr
 from planner.core import schema
 from planner.workbook.fleet_sheets import FMT_INT, FMT_MONEY, FMT_MONEY0, NOTE_GAP, _cur, _header, _v, side_note
 from planner.core.refs import cell, range_name, sheet_range, sheet_ref
-from planner.finance.aggregations import GroupCell
+from planner.finance.aggregations import GroupCell, keys_of
 
 FMT_MS = "#,##0.00"
 
@@ -142,18 +142,18 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
     ws.freeze_panes(1, 2)
     periods = pr.plan_periods(plan)
     n_types = len(plan.gpus)
+    keys = keys_of(pr.BY_PERIOD)
     for idx in range(len(frame)):
         r = idx + 1
         pi, gi = divmod(idx, n_types)
         rec = frame.iloc[idx]
         me = lambda c: cell(r, p_own[c], col_abs=True)  # noqa: E731,B023
-        at = GroupCell(key=me("gpu"), key_source=layout.other("GPUs", "gpu", gi + 1),
-                       price=layout.other("GPUs", "hourly_cost", gi + 1), me=me, source=lambda _s, c: dc(c),
-                       criteria=((dc("period"), me("period")), (dc("gpu"), me("gpu"))))
+        at = GroupCell(key_source=layout.other("GPUs", "gpu", gi + 1), price=layout.other("GPUs", "hourly_cost", gi + 1),
+                       me=me, source=lambda _s, c: dc(c))
         ws.write_string(r, p_own["period"], periods[pi], fm("const", None))
         for a in pr.BY_PERIOD[1:]:  # each column declared once: its formula and, in rec, its Python value
             fmt = None if a.name == "gpu" else fm("calc", _fmt(a.name))
-            ws.write_formula(r, p_own[a.name], "=" + a.formula(at), fmt, _v(rec[a.name]))
+            ws.write_formula(r, p_own[a.name], "=" + a.formula(at, keys), fmt, _v(rec[a.name]))
     note_col = len(pr.PERIOD_COLS) + NOTE_GAP
     ws.set_column(note_col, note_col, 80)
     notes = [

@@ -129,8 +129,8 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
         (f"Cost per month [{cur}] ({_g(plan.settings['hours_per_month'])} h)", per_month, FMT_MONEY0),
         (f"Cost per quarter [{cur}]",
          of(fl.per_year, per_month, ref(C.MONTHS_PER_QUARTER, N.MONTHS_PER_QUARTER)), FMT_MONEY0),
-        (f"Cost per year [{cur}]",  # the Fleet total's cell, the month's cost times 12 in Python
-         ref(tot.cost_per_month * C.MONTHS_PER_YEAR, fleet_ref(T, "cost_per_year")), FMT_MONEY0),
+        (f"Cost per year [{cur}]", ref(float(frame["cost_per_year"].iat[-1]), fleet_ref(T, "cost_per_year")),
+         FMT_MONEY0),  # the Fleet total's cell and its value
     ]
     for k, (label, b, fmt) in enumerate(cost_rows):
         ws.write_string(r + 1 + k, 0, label)
@@ -139,7 +139,7 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     ws.write_string(r, 0, "GPUs of types without a price (not in the cost)")
     fleet_types = lambda c: ref(frame[c].to_numpy()[:n_types],  # noqa: E731
                                 sheet_range("Fleet", rows["first"], fleet_col[c], rows["last"], fleet_col[c]))
-    _put(ws, r, 1, of(tb.uncosted, fleet_types("gpus_needed"), fleet_types("cost_per_hour"), value=tot.uncosted_gpus),
+    _put(ws, r, 1, of(tb.uncosted, fleet_types("gpus_needed"), fleet_types("cost_per_hour")),
          fm("calc", FMT_INT))
 
     # savings of the hit-ratio target
@@ -148,10 +148,9 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     _header(ws, fm, ["", "At the baseline hit ratios", "At the target hit ratios", "Saved by the target"],
             [46, 17, 17, 17], top=r + 1)
     hours = ref(float(plan.settings["hours_per_month"]), SETTING_NAMES["hours_per_month"])
-    sav = [("GPUs", of(tb.total, _results(plan, "gpus_baseline"), value=tot.gpus_baseline),
+    sav = [("GPUs", of(tb.total, _results(plan, "gpus_baseline")),
             ref(tot.gpus, fleet_ref(T, "gpus_needed")), FMT_INT),
-           (f"Cost per month [{cur}]", of(tb.priced_total_per_month, _results(plan, "cost_per_hour_baseline"), hours,
-                                          value=tot.cost_per_month_baseline),
+           (f"Cost per month [{cur}]", of(tb.priced_total_per_month, _results(plan, "cost_per_hour_baseline"), hours),
             ref(tot.cost_per_month, fleet_ref(T, "cost_per_month")), FMT_MONEY0)]
     for k, (label, at_baseline, at_target, fmt) in enumerate(sav):
         rr = r + 2 + k
@@ -317,7 +316,7 @@ def write_period_block(ws, fm, plan, r: int, cur: str) -> int:
             fmt = FMT_INT if c.startswith("gpus") else FMT_MONEY0
             # a cost is blank when no type of the period is priced (a blank, not a 0)
             twin = tb.sum_where if c.startswith("gpus") else tb.priced_sum_where
-            _put(ws, rr, j, of(twin, rng(c), rng("period"), me, value=getattr(rec, c)), fm("calc", fmt))
+            _put(ws, rr, j, of(twin, rng(c), rng("period"), me), fm("calc", fmt))
     r += 2 + len(tot)
     ws.write_string(r, 0, "Per period at that period's demand and hit ratio (Demand sheet, or grown by "
                           "demand_growth over Settings periods); baseline at hit_baseline.", fm("note"))

@@ -84,7 +84,7 @@ def sweep(plan, w: WorkloadTiers, tp: TierPlan, gpus_per_node: float, hours: flo
                chip_ms=chip, tpm_delivered_model=tpm_model, tpm_delivered_target=tpm, instances=inst, gpus=gpus,
                swept_units=units_of(tp.tiers[s].scope, inst, gpus, gpus_per_node),
                gpu_cost_per_month=gpu_cost, tier_cost_per_month=tier_cost,
-               total_cost_per_month=np.nan_to_num(gpu_cost) + tier_cost)
+               total_cost_per_month=tiers.total_cost(gpu_cost, tier_cost))
     return out
 
 
@@ -105,14 +105,13 @@ VALUE_COLS = ("workload", "tier", "capacity_gib", "hit_without", "hit_with", "gp
 def value_row(sw: dict[str, np.ndarray], tier_price: float) -> dict[str, float]:
     """Tier_Value of one workload from its sweep."""
     d = DECLARED
-    g0, g1 = np.nan_to_num(sw["gpu_cost_per_month"][0]), np.nan_to_num(sw["gpu_cost_per_month"][d])
-    saved = g0 - g1
+    saved = float(tiers.saved_or_zero(sw["gpu_cost_per_month"][0], sw["gpu_cost_per_month"][d]))
     swept_cost = sw["capacity_gib"][d] * tier_price * sw["swept_units"][d]
     denom = sw["capacity_gib"][d] * sw["swept_units"][d]
     best = int(np.argmin(sw["total_cost_per_month"]))
     return {"capacity_gib": sw["capacity_gib"][d], "hit_without": sw["hit"][0], "hit_with": sw["hit"][d],
             "gpus_without": sw["gpus"][0], "gpus_with": sw["gpus"][d],
-            "gpus_saved": sw["gpus"][0] - sw["gpus"][d], "gpu_cost_saved_per_month": saved,
+            "gpus_saved": float(tiers.saved_or_zero(sw["gpus"][0], sw["gpus"][d])), "gpu_cost_saved_per_month": saved,
             "tier_cost_per_month": swept_cost, "net_saving_per_month": saved - swept_cost,
             "break_even_cost_per_gib_month": saved / denom if denom > 0 else np.nan,
             "cost_optimal_capacity_gib": sw["capacity_gib"][best],
@@ -201,11 +200,11 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
             for k, t in enumerate(tp.tiers):
                 if t.row is None:
                     continue
-                price = f"N({sheet_ref(schema.TIERS, t.row + 1, tpos['cost_per_gib_month'])})"
+                price = tb.typed_or.xl(sheet_ref(schema.TIERS, t.row + 1, tpos['cost_per_gib_month']), 0)
                 cap = C("capacity_gib") if k == s else T(_tier_cols(k)[0])
                 terms.append(f"{cap}*{price}*{units_xl(t.scope, C('instances'), C('gpus'), gpn)}")
             f["tier_cost_per_month"] = "+".join(terms) if terms else "0"
-            f["total_cost_per_month"] = f"N({C('gpu_cost_per_month')})+{C('tier_cost_per_month')}"
+            f["total_cost_per_month"] = tiers.total_cost.xl(C("gpu_cost_per_month"), C("tier_cost_per_month"))
             for c in cols:
                 j = pos[c]
                 if c == "workload":
@@ -221,13 +220,14 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
         r0, r1 = 1 + b * k_pts, 1 + b * k_pts + DECLARED
         W = lambda name, r: sheet_ref(TIER_WORTH, r, pos[name], row_abs=True)
         rng = lambda name: sheet_range(TIER_WORTH, r0, pos[name], r0 + k_pts - 1, pos[name])
-        price = f"N({sheet_ref(schema.TIERS, swept.row + 1, tpos['cost_per_gib_month'])})"
+        price = tb.typed_or.xl(sheet_ref(schema.TIERS, swept.row + 1, tpos['cost_per_gib_month']), 0)
         vr = b + 1
         V = lambda name: xl_rowcol_to_cell(vr, VALUE_COLS.index(name), col_abs=True)
         vf = {"capacity_gib": W("capacity_gib", r1), "hit_without": W("hit", r0), "hit_with": W("hit", r1),
               "gpus_without": W("gpus", r0), "gpus_with": W("gpus", r1),
-              "gpus_saved": f"N({W('gpus', r0)})-N({W('gpus', r1)})",
-              "gpu_cost_saved_per_month": f"N({W('gpu_cost_per_month', r0)})-N({W('gpu_cost_per_month', r1)})",
+              "gpus_saved": tiers.saved_or_zero.xl(W("gpus", r0), W("gpus", r1)),
+              "gpu_cost_saved_per_month": tiers.saved_or_zero.xl(W("gpu_cost_per_month", r0),
+                                                                 W("gpu_cost_per_month", r1)),
               "tier_cost_per_month": f"{W('capacity_gib', r1)}*{price}*{W('swept_units', r1)}",
               "net_saving_per_month": f"{V('gpu_cost_saved_per_month')}-{V('tier_cost_per_month')}",
               "break_even_cost_per_gib_month": tiers.break_even_price.xl(V("gpu_cost_saved_per_month"),
