@@ -55,8 +55,10 @@ def recalculate(src: Path, out_dir: Path, profile: Path | None = None, timeout: 
 def recalculate_many(srcs, out_dir: Path, profile: Path | None = None, timeout: float = 300) -> list[Path]:
     """:func:`recalculate` for several workbooks in ONE LibreOffice process (``soffice
     --convert-to`` takes several files): the start of LibreOffice and of its Calc filters
-    (~1.2-1.7 s CPU measured on a 1-workload output) is paid once. The file names must differ
-    (they keep their names in ``out_dir``). Returns the recalculated copies, in order."""
+    is paid once (measured, alternating on one profile: three small outputs 17.6 s CPU in
+    three calls, 14.6 s in one; two 6.6 -> 6.4 s; three one-cell workbooks 4.5 -> 1.9 s).
+    The file names must differ (they keep their names in ``out_dir``). Returns the
+    recalculated copies, in order."""
     srcs = [Path(s) for s in srcs]
     names = [s.stem for s in srcs]
     assert len(set(names)) == len(names), f"two workbooks of one batch share a name: {names}"

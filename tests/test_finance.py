@@ -338,7 +338,7 @@ def _edit_utilisation_and_period_demand(out: Path, edited: Path) -> None:
 @pytest.fixture(scope="module")
 def recalculated(small, lo_profile, tmp_path_factory) -> dict:
     """The stored output and its two live-edited copies, recalculated by ONE LibreOffice process
-    (libreoffice.recalculate_many; three calls cost ~3 s CPU more): for the three tests below."""
+    (libreoffice.recalculate_many; 0.2-1.5 s CPU less a workbook than separate calls): for the three tests below."""
     from libreoffice import recalculate_many
 
     _src, _plan, out = small

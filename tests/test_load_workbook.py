@@ -160,7 +160,7 @@ LIVE_EDITS = [("Workloads", 2, "demand_tpm", 9_000_000), ("Workloads", 3, "tpot_
 def recalculated(built, lo_profile, tmp_path_factory) -> dict:
     """The stored output and its live-edited copy (LIVE_EDITS, made in the input alike),
     recalculated by ONE LibreOffice process (libreoffice.recalculate_many; two calls cost
-    ~1.5-3 s CPU more): for the two tests below."""
+    0.2-1.5 s CPU more): for the two tests below."""
     from libreoffice import recalculate_many
 
     src, _plan, out = built

@@ -114,7 +114,7 @@ def _rows_added_case(d: Path) -> dict:
 @pytest.fixture(scope="module")
 def recalculated(lo_profile, tmp_path_factory) -> dict:
     """The workbooks of the three tests below recalculated by ONE LibreOffice process
-    (libreoffice.recalculate_many: its start is paid once, ~1.5 s CPU a workbook)."""
+    (libreoffice.recalculate_many: its start is paid once, 0.2-1.5 s CPU a workbook)."""
     from libreoffice import recalculate_many
 
     d = tmp_path_factory.mktemp("recalculated")

@@ -96,7 +96,7 @@ EXPLORER_PICK = 6  # the workload chosen in the Explorer before recalculation
 @pytest.fixture(scope="module")
 def recalculated(tmp_path_factory, lo_profile, example_output) -> dict:
     """Every workbook of this file recalculated by ONE LibreOffice process (recalculate_many:
-    its start is paid once, ~1.5 s CPU a workbook): the edited example (:func:`example_recalc`),
+    its start is paid once, 0.2-1.5 s CPU a workbook): the edited example (:func:`example_recalc`),
     the feature workbook and the live-edited output (their tests below)."""
     from libreoffice import recalculate_many
 
