@@ -35,7 +35,7 @@ _CALL = re.compile(r"\S[A-Za-z0-9_.]*\(")  # a name and its "(" with the charact
 
 
 def test_fast_path_equals_upstream_on_every_formula_of_the_example(tmp_path, example_formulas):
-    """Every formula shape of the example (24,910 distinct formulas, 564 shapes): the fast path
+    r"""Every formula shape of the example (24,910 distinct formulas, 564 shapes): the fast path
     and upstream give the formula itself. Both look only at the text's function calls
     (upstream: ``re.sub(r"\bNAME\(" ...)``, the "_xlfn." prefix and array braces; see
     Worksheet._prepare_formula), and a shape differs from its formulas only in row digits that
