@@ -49,6 +49,19 @@ def recalculate(src: Path, out_dir: Path, profile: Path | None = None, timeout: 
 
     Returns the path of the recalculated copy (same file name). ``src`` is not modified.
     """
+    return recalculate_many([src], out_dir, profile, timeout)[0]
+
+
+def recalculate_many(srcs, out_dir: Path, profile: Path | None = None, timeout: float = 300) -> list[Path]:
+    """:func:`recalculate` for several workbooks in ONE LibreOffice process (``soffice
+    --convert-to`` takes several files): the start of LibreOffice and of its Calc filters
+    is paid once (measured, alternating on one profile: three small outputs 17.6 s CPU in
+    three calls, 14.6 s in one; two 6.6 -> 6.4 s; three one-cell workbooks 4.5 -> 1.9 s).
+    The file names must differ (they keep their names in ``out_dir``). Returns the
+    recalculated copies, in order."""
+    srcs = [Path(s) for s in srcs]
+    names = [s.stem for s in srcs]
+    assert len(set(names)) == len(names), f"two workbooks of one batch share a name: {names}"
     binary = soffice()
     if binary is None:
         raise RuntimeError("LibreOffice (soffice) is not installed")
@@ -57,14 +70,15 @@ def recalculate(src: Path, out_dir: Path, profile: Path | None = None, timeout: 
     if own_profile:
         profile = make_profile(Path(tempfile.mkdtemp(prefix="lo-profile-")))
     cmd = [binary, f"-env:UserInstallation={profile.resolve().as_uri()}", "--headless", "--norestore",
-           "--convert-to", "xlsx:Calc MS Excel 2007 XML", "--outdir", str(out_dir), str(src)]
+           "--convert-to", "xlsx:Calc MS Excel 2007 XML", "--outdir", str(out_dir), *map(str, srcs)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout,
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout * len(srcs),
                               env={**os.environ, "HOME": str(profile)})
     finally:
         if own_profile:
             shutil.rmtree(profile, ignore_errors=True)
-    result = out_dir / (src.stem + ".xlsx")
-    if proc.returncode != 0 or not result.exists():
-        raise RuntimeError(f"LibreOffice failed ({proc.returncode}): {proc.stdout} {proc.stderr}")
-    return result
+    results = [out_dir / (name + ".xlsx") for name in names]
+    missing = [r.name for r in results if not r.exists()]
+    if proc.returncode != 0 or missing:
+        raise RuntimeError(f"LibreOffice failed ({proc.returncode}; missing {missing}): {proc.stdout} {proc.stderr}")
+    return results

@@ -291,7 +291,15 @@ def test_recalculated_tier_cells_and_live_edit_equal_a_fresh_run(tmp_path, recal
     src = make(tmp_path)
     out = tmp_path / "out.xlsx"
     write_output(build_plan(src), out)
-    again = recalc(out)
+    # the live edit (checked below) is made first: both workbooks in one LibreOffice process
+    wb = openpyxl.load_workbook(out)
+    ws = wb["Tiers"]
+    head = {str(c.value).split(" [")[0]: c.column for c in ws[1]}
+    ws.cell(3, head["capacity_gib"]).value = 1.5 / 512
+    ws.cell(3, head["cost_per_gib_month"]).value = 5.0
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    again, live = recalc(out, edited)
     wb_checks = openpyxl.load_workbook(again, data_only=True)["Checks"]
     assert wb_checks["B1"].value == "OK"  # master check recalculated, hit_target blank on the traced row
     req = next(r for r in wb_checks.iter_rows(values_only=True) if r[0] == "required workload cells filled")
@@ -302,14 +310,7 @@ def test_recalculated_tier_cells_and_live_edit_equal_a_fresh_run(tmp_path, recal
             for k in a:
                 assert same_value(a[k], b[k]), (sheet, k, a[k], b[k])
     # a live edit: the DRAM tier to 1.5/512 GiB and its price to 5 in the output's Tiers sheet
-    wb = openpyxl.load_workbook(out)
-    ws = wb["Tiers"]
-    head = {str(c.value).split(" [")[0]: c.column for c in ws[1]}
-    ws.cell(3, head["capacity_gib"]).value = 1.5 / 512
-    ws.cell(3, head["cost_per_gib_month"]).value = 5.0
-    edited = tmp_path / "edited.xlsx"
-    wb.save(edited)
-    live = recalc(edited)
+    # (made and recalculated above)
     fresh_tiers = [dict(TIERS[0]), dict(TIERS[1], capacity_gib=1.5 / 512, cost_per_gib_month=5.0)]
     fresh_dir = tmp_path / "fresh"
     fresh_dir.mkdir()

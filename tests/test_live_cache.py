@@ -122,15 +122,13 @@ def test_no_n_over_blanks(example_out):
                 assert not re.search(r"<f>[^<]*(?<![A-Z])N\(", text), name
 
 
-@pytest.mark.libreoffice
-def test_cleared_measured_time_turns_the_master_check(example_out, recalc, tmp_path):
-    """On three of the example's workloads (its first two and sheet row 9, the one beyond h*,
-    now row 4): the whole example's recalculation costs twice the CPU and proves nothing more
-    for these checks; the whole example's stored warning is checked below as well."""
+def _cleared_case(d: Path) -> dict:
+    """Three of the example's workloads (its first two and sheet row 9), planned, and the first
+    measured t_attn0_ms cleared in a copy of the output."""
     from conftest import edited_example, trim_workloads
 
-    small, _ = edited_example(tmp_path / "small.xlsx", lambda wb: trim_workloads(wb, 2, also=(9,)))
-    small_out = tmp_path / "plan.xlsx"
+    small, _ = edited_example(d / "small.xlsx", lambda wb: trim_workloads(wb, 2, also=(9,)))
+    small_out = d / "plan.xlsx"
     write_output(build_plan(small), small_out)
     wb = openpyxl.load_workbook(small_out)
     ws = wb["Workloads"]
@@ -138,9 +136,51 @@ def test_cleared_measured_time_turns_the_master_check(example_out, recalc, tmp_p
     row = next(r for r in range(2, ws.max_row + 1) if isinstance(ws.cell(r, head["t_attn0_ms"]).value, (int, float)))
     name = ws.cell(row, head["workload"]).value
     ws.cell(row, head["t_attn0_ms"]).value = None
-    edited = tmp_path / "cleared.xlsx"
+    edited = d / "cleared.xlsx"
     wb.save(edited)
-    done = openpyxl.load_workbook(recalc(edited), data_only=True)
+    return {"small_out": small_out, "edited": edited, "row": row, "name": name}
+
+
+def _mfu_case(d: Path) -> dict:
+    """Three of the example's workloads (its first two and the estimated one, sheet row 15),
+    planned, and Settings prefill_mfu 0.45 -> 0.30, decode_mbu 0.6 -> 0.5 in a copy of the output."""
+    from conftest import edited_example, trim_workloads
+
+    small, _ = edited_example(d / "small.xlsx", lambda wb: trim_workloads(wb, 2, also=(15,)))
+    example_out = d / "plan.xlsx"
+    write_output(build_plan(small), example_out)
+    wb = openpyxl.load_workbook(example_out)
+    _set_setting(wb, "prefill_mfu", 0.30)
+    _set_setting(wb, "decode_mbu", 0.5)
+    edited = d / "mfu.xlsx"
+    wb.save(edited)
+    return {"small": small, "edited": edited}
+
+
+@pytest.fixture(scope="module")
+def recalculated(lo_profile, tmp_path_factory) -> dict:
+    """The edited copies of :func:`_cleared_case` and :func:`_mfu_case` recalculated by ONE
+    LibreOffice process (libreoffice.recalculate_many): for the two tests below."""
+    from libreoffice import recalculate_many
+
+    d = tmp_path_factory.mktemp("recalculated")
+    (d / "cleared").mkdir()
+    (d / "mfu").mkdir()
+    cases = {"cleared": _cleared_case(d / "cleared"), "mfu": _mfu_case(d / "mfu")}
+    done = recalculate_many([c["edited"] for c in cases.values()], d / "recalc", profile=lo_profile)
+    for case, path in zip(cases.values(), done):
+        case["done"] = path
+    return cases
+
+
+@pytest.mark.libreoffice
+def test_cleared_measured_time_turns_the_master_check(example_out, recalculated):
+    """On three of the example's workloads (its first two and sheet row 9, the one beyond h*,
+    now row 4): the whole example's recalculation costs twice the CPU and proves nothing more
+    for these checks; the whole example's stored warning is checked below as well."""
+    case = recalculated["cleared"]
+    small_out, row, name = case["small_out"], case["row"], case["name"]
+    done = openpyxl.load_workbook(case["done"], data_only=True)
     checks = {r[0]: r for r in done["Checks"].iter_rows(values_only=True) if r and r[0]}
     hit = checks["prefill times given"]
     assert 1 in hit and f"Workloads row {row}: {name}" in hit
@@ -178,21 +218,12 @@ def test_estimated_times_are_formulas_over_the_settings(example_out):
 
 
 @pytest.mark.libreoffice
-def test_prefill_mfu_edited_in_the_output_recalculates_to_a_fresh_run(recalc, tmp_path):
+def test_prefill_mfu_edited_in_the_output_recalculates_to_a_fresh_run(recalculated, tmp_path):
     """Settings prefill_mfu 0.45 -> 0.30 and decode_mbu 0.6 -> 0.5 in the OUTPUT, recalculated by
     LibreOffice: Resolved and Results equal a fresh run of the equally edited input.
-    On three of the example's workloads, its first two and the estimated one (sheet row 15)."""
-    from conftest import edited_example, trim_workloads
-
-    small, _ = edited_example(tmp_path / "small.xlsx", lambda wb: trim_workloads(wb, 2, also=(15,)))
-    example_out = tmp_path / "plan.xlsx"
-    write_output(build_plan(small), example_out)
-    wb = openpyxl.load_workbook(example_out)
-    _set_setting(wb, "prefill_mfu", 0.30)
-    _set_setting(wb, "decode_mbu", 0.5)
-    edited = tmp_path / "mfu.xlsx"
-    wb.save(edited)
-    done = recalc(edited)
+    On three of the example's workloads, its first two and the estimated one (sheet row 15)
+    (:func:`_mfu_case`)."""
+    small, done = recalculated["mfu"]["small"], recalculated["mfu"]["done"]
     src = openpyxl.load_workbook(small)
     _set_setting(src, "prefill_mfu", 0.30)
     _set_setting(src, "decode_mbu", 0.5)

@@ -309,7 +309,8 @@ def test_kv_that_does_not_fit_is_a_finding(tmp_path):
         col = next(c.column for c in ws[1] if str(c.value).split(" [")[0].strip().lower() == "batch")
         ws.cell(2, col).value = 4000
 
-    src, _ = edited_example(tmp_path / "in" / "edited.xlsx", edit)
+    # three workloads: the finding is the edited first row's; the others add nothing to it
+    src, _ = edited_example(tmp_path / "in" / "edited.xlsx", edit, workloads=3)
     plan = build_plan(src)
     text = " ".join(f["text"] for f in memo_numbers.findings(plan) if f["kind"] == "hbm")
     name = plan.results["workload"].iat[0]
@@ -345,7 +346,10 @@ def test_format_number_refuses_unknown_formats():
 # --------------------------------------------------------------------------- escaping
 def test_hostile_workload_name_is_escaped(tmp_path):
     odd = "a|b *c* _d_ $x$ [e](f)"
-    src, _ = edited_example(tmp_path / "in" / "edited.xlsx", lambda wb: set_workload_names(wb, {1: XSS, 2: odd}))
+    # three workloads (the two renamed and one more): every output file, the charts and the
+    # email are written as for the whole example, and each shows the names
+    src, _ = edited_example(tmp_path / "in" / "edited.xlsx", lambda wb: set_workload_names(wb, {1: XSS, 2: odd}),
+                            workloads=3)
     out = tmp_path / "out" / "plan.xlsx"
     r = planner("run", src, "-o", out, "--eml", tmp_path / "out" / "plan.eml", *FIXED, cwd=tmp_path)
     assert r.returncode == 0, r.stderr

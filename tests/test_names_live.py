@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
+import numpy as np
 import openpyxl
 import pytest
 
@@ -44,19 +46,90 @@ def wild_input(path):
                          optional={"Measurements": ed.MEASUREMENTS, "Demand": demand})
 
 
-def test_wildcard_names_recalculate_to_python(tmp_path, recalc):
-    src = tmp_path / "wild.xlsx"
+def _wild_case(d: Path) -> dict:
+    """wild_input planned and written, its stored finance values read, then the wildcard-named
+    workload chosen in the Explorer (openpyxl keeps the formulas; LibreOffice recomputes every
+    value)."""
+    src = d / "wild.xlsx"
     wild_input(src)
     plan = build_plan(src)
-    out = tmp_path / "wild-plan.xlsx"
+    out = d / "wild-plan.xlsx"
     write_output(plan, out)
     stored = {sheet: _values(out, sheet) for sheet in ("Fleet", "Fleet_By_Period", "Demand_Calc", "Summary")}
-    # choose the wildcard-named workload in the Explorer (openpyxl keeps the formulas;
-    # LibreOffice recomputes every value)
     wb = openpyxl.load_workbook(out)
     wb["Explorer"]["B3"] = "wild-?*~"
     wb.save(out)
-    again = recalc(out)
+    return {"plan": plan, "stored": stored, "out": out}
+
+
+TIE_X = 123456.789
+TIE_UP = float(np.nextafter(TIE_X, np.inf))
+TIE_CASES = [[1000.0, TIE_X, 5.0, TIE_UP], [1000.0, TIE_UP, 5.0, TIE_X], [7.0, 7.0, 7.0, 7.0]]
+
+
+def _ties_case(d: Path) -> dict:
+    """TIE_CASES in blocks of four rows with their rank_in_blocks_xl formulas, on a small sheet."""
+    import xlsxwriter
+
+    from planner.equations.constants import C, N
+    from planner.equations.sensitivity import rank_in_blocks_xl
+
+    path = d / "ties.xlsx"
+    wb = xlsxwriter.Workbook(str(path))
+    ws = wb.add_worksheet("T")
+    ws.write_number(0, 5, C.SWING_TOLERANCE)
+    wb.define_name(N.SWING_TOLERANCE, "=T!$F$1")
+    for b, c in enumerate(TIE_CASES):
+        top = b * 4
+        block = f"$A${top + 1}:$A${top + 4}"
+        for i, v in enumerate(c):
+            ws.write_number(top + i, 0, v)
+            ws.write_formula(top + i, 1, "=" + rank_in_blocks_xl(block, f"A{top + i + 1}"), None, 0)
+    wb.close()
+    return {"out": path}
+
+
+def _rows_added_case(d: Path) -> dict:
+    """Three workloads planned; a workload row appended below the Workloads table and a model
+    appended to Models, in the output."""
+    from conftest import edited_example, trim_workloads
+
+    # three workloads: the checks count rows of any table; the whole example proves nothing more
+    src, _ = edited_example(d / "in.xlsx", lambda wb: trim_workloads(wb, 3))
+    plan = build_plan(src)
+    out = d / "plan.xlsx"
+    write_output(plan, out)
+    n = len(plan.results)
+    wb = openpyxl.load_workbook(out)
+    ws = wb["Workloads"]
+    for j in range(1, ws.max_column + 1):  # appended below the table
+        ws.cell(n + 2, j, ws.cell(2, j).value)
+    ws.cell(n + 2, 1, "added-after-run")
+    wm = wb["Models"]
+    wm.cell(wm.max_row + 1, 1, "Added-Model")
+    wb.save(out)
+    return {"plan": plan, "out": out}
+
+
+@pytest.fixture(scope="module")
+def recalculated(lo_profile, tmp_path_factory) -> dict:
+    """The workbooks of the three tests below recalculated by ONE LibreOffice process
+    (libreoffice.recalculate_many: its start is paid once, 0.2-1.5 s CPU a workbook)."""
+    from libreoffice import recalculate_many
+
+    d = tmp_path_factory.mktemp("recalculated")
+    cases = {}
+    for name, make in (("wild", _wild_case), ("ties", _ties_case), ("rows_added", _rows_added_case)):
+        (d / name).mkdir()
+        cases[name] = make(d / name)
+    done = recalculate_many([c["out"] for c in cases.values()], d / "recalc", profile=lo_profile)
+    for case, path in zip(cases.values(), done):
+        case["again"] = path
+    return cases
+
+
+def test_wildcard_names_recalculate_to_python(recalculated):
+    plan, stored, again = (recalculated["wild"][k] for k in ("plan", "stored", "again"))
     assert compare_all(again, plan) > 6_000  # 6,835 cells with these 5 workloads (10,000+ with all 16)
     # the finance sheets' SUMIFS/MATCH over names find the wildcard-named GPU's own rows
     for sheet, before in stored.items():
@@ -74,60 +147,30 @@ def test_wildcard_names_recalculate_to_python(tmp_path, recalc):
     assert wb["Explorer"]["B4"].value == row == len(plan.results) - 1
 
 
-def test_tornado_ties_rank_by_driver_order_in_python_and_libreoffice(tmp_path, recalc):
+def test_tornado_ties_rank_by_driver_order_in_python_and_libreoffice(recalculated):
     """Two swings equal but for one ulp (as isl and alpha often are) tie: the earlier driver
-    ranks first, in Python and in the spreadsheet formula alike."""
-    import numpy as np
-    import xlsxwriter
+    ranks first, in Python and in the spreadsheet formula alike (the sheet: :func:`_ties_case`)."""
+    from planner.equations.sensitivity import rank_in_blocks
 
-    from planner.equations.constants import C, N
-    from planner.equations.sensitivity import rank_in_blocks, rank_in_blocks_xl
-
-    x = 123456.789
-    up = np.nextafter(x, np.inf)
-    cases = [[1000.0, x, 5.0, up], [1000.0, up, 5.0, x], [7.0, 7.0, 7.0, 7.0]]
+    x, up, cases = TIE_X, TIE_UP, TIE_CASES
+    assert up > x and up == np.nextafter(x, np.inf)
     # hand ranks: the tied pair (123,456.789 tokens/min) widest, the earlier driver first; 1000 third; 5 last
     expected = [[3, 1, 4, 2], [3, 1, 4, 2], [1, 2, 3, 4]]
     got = [list(rank_in_blocks(np.array(c), 4)) for c in cases]
     assert got == expected
-    path = tmp_path / "ties.xlsx"
-    wb = xlsxwriter.Workbook(str(path))
-    ws = wb.add_worksheet("T")
-    ws.write_number(0, 5, C.SWING_TOLERANCE)
-    wb.define_name(N.SWING_TOLERANCE, "=T!$F$1")
-    for b, c in enumerate(cases):
-        top = b * 4
-        block = f"$A${top + 1}:$A${top + 4}"
-        for i, v in enumerate(c):
-            ws.write_number(top + i, 0, v)
-            ws.write_formula(top + i, 1, "=" + rank_in_blocks_xl(block, f"A{top + i + 1}"), None, 0)
-    wb.close()
-    again = openpyxl.load_workbook(recalc(path), data_only=True)["T"]
+    again = openpyxl.load_workbook(recalculated["ties"]["again"], data_only=True)["T"]
     assert [[again.cell(b * 4 + i + 1, 2).value for i in range(4)] for b in range(3)] == expected
 
 
-def test_rows_added_to_the_output_fail_the_master_check_and_are_named(tmp_path, recalc):
+def test_rows_added_to_the_output_fail_the_master_check_and_are_named(recalculated):
     """A workload row appended to the output's Workloads sheet, one inserted inside the table
     and a model appended to Models are not planned: after recalculation the master check is
-    ERROR and the Checks sheet names the first such row of each sheet (never a silent OK)."""
-    from conftest import edited_example, trim_workloads
-
-    # three workloads: the checks count rows of any table; the whole example proves nothing more
-    src, _ = edited_example(tmp_path / "in.xlsx", lambda wb: trim_workloads(wb, 3))
-    plan = build_plan(src)
+    ERROR and the Checks sheet names the first such row of each sheet (never a silent OK).
+    The output: :func:`_rows_added_case`."""
+    plan = recalculated["rows_added"]["plan"]
     assert len(plan.results) == 3
-    out = tmp_path / "plan.xlsx"
-    write_output(plan, out)
     n = len(plan.results)
-    wb = openpyxl.load_workbook(out)
-    ws = wb["Workloads"]
-    for j in range(1, ws.max_column + 1):  # appended below the table
-        ws.cell(n + 2, j, ws.cell(2, j).value)
-    ws.cell(n + 2, 1, "added-after-run")
-    wm = wb["Models"]
-    wm.cell(wm.max_row + 1, 1, "Added-Model")
-    wb.save(out)
-    again = openpyxl.load_workbook(recalc(out), data_only=True)
+    again = openpyxl.load_workbook(recalculated["rows_added"]["again"], data_only=True)
     checks = again["Checks"]
     assert checks["B1"].value == "ERROR"
     rows = {checks.cell(r, 1).value: (checks.cell(r, 3).value, checks.cell(r, 4).value, checks.cell(r, 6).value or "")

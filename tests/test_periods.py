@@ -192,10 +192,35 @@ def test_blank_period_demand_is_an_error_only_outside_settings_periods(tmp_path)
     assert p.returncode == 2 and "has no demand rows" in p.stderr
 
 
-@pytest.mark.libreoffice
-def test_recalculated_period_sheets_equal_hand_values(plan_out, recalc):
+def _edit_growth_and_baseline(out: Path, edited: Path) -> None:
+    """Settings demand_growth 0.1 -> 0.2 and a's hit_baseline 0 -> 0.5, in a copy of the output."""
+    wb = openpyxl.load_workbook(out)
+    ws = wb["Settings"]
+    row = next(r for r in range(2, ws.max_row + 1) if ws.cell(r, 1).value == "demand_growth")
+    ws.cell(row, 2).value = 0.2
+    ws = wb["Workloads"]
+    head = {str(c.value).split(" [")[0]: c.column for c in ws[1]}
+    ws.cell(2, head["hit_baseline"]).value = 0.5
+    wb.save(edited)
+
+
+@pytest.fixture(scope="module")
+def recalculated(plan_out, lo_profile, tmp_path_factory) -> dict:
+    """The stored output and its edited copy (_edit_growth_and_baseline) recalculated by ONE
+    LibreOffice process (libreoffice.recalculate_many): for the two tests below."""
+    from libreoffice import recalculate_many
+
     _plan, out = plan_out
-    done = recalc(out)
+    d = tmp_path_factory.mktemp("recalculated")
+    edited = d / "edited.xlsx"
+    _edit_growth_and_baseline(out, edited)
+    return dict(zip(("out", "edited"), recalculate_many([out, edited], d / "recalc", profile=lo_profile)))
+
+
+@pytest.mark.libreoffice
+def test_recalculated_period_sheets_equal_hand_values(plan_out, recalculated):
+    _plan, out = plan_out
+    done = recalculated["out"]
     _calc_equal(sheet_values(done, "Demand_Calc"))
     _periods_equal(sheet_values(done, "Fleet_By_Period"))
     s1 = list(openpyxl.load_workbook(out, data_only=True)["Summary"].values)
@@ -206,20 +231,11 @@ def test_recalculated_period_sheets_equal_hand_values(plan_out, recalc):
 
 
 @pytest.mark.libreoffice
-def test_live_edit_of_growth_and_baseline(plan_out, recalc, tmp_path):
-    """Settings demand_growth 0.1 -> 0.2 and a's hit_baseline 0 -> 0.5 edited in the output move
-    Demand_Calc as a fresh run of the equally edited input does."""
+def test_live_edit_of_growth_and_baseline(plan_out, recalculated, tmp_path):
+    """Settings demand_growth 0.1 -> 0.2 and a's hit_baseline 0 -> 0.5 edited in the output
+    (_edit_growth_and_baseline) move Demand_Calc as a fresh run of the equally edited input does."""
     _plan, out = plan_out
-    wb = openpyxl.load_workbook(out)
-    ws = wb["Settings"]
-    row = next(r for r in range(2, ws.max_row + 1) if ws.cell(r, 1).value == "demand_growth")
-    ws.cell(row, 2).value = 0.2
-    ws = wb["Workloads"]
-    head = {str(c.value).split(" [")[0]: c.column for c in ws[1]}
-    ws.cell(2, head["hit_baseline"]).value = 0.5
-    edited = tmp_path / "edited.xlsx"
-    wb.save(edited)
-    done = recalc(edited)
+    done = recalculated["edited"]
     live = {(r["workload"], r["period"]): r for r in sheet_values(done, "Demand_Calc") if r.get("workload")}
     # a Q2: 700,000 x 1.2 = 840,000 at hit 0.8: ceil(840,000 x 724 / 72e6) = ceil(8.45) = 9 x 2 = 18 GPUs;
     # baseline now 0.5: ceil(840,000 / 72,000) = ceil(11.67) = 12 x 2 = 24

@@ -94,15 +94,35 @@ EXPLORER_PICK = 6  # the workload chosen in the Explorer before recalculation
 
 
 @pytest.fixture(scope="module")
-def example_recalc(tmp_path_factory, lo_profile, example_output) -> dict:
+def recalculated(tmp_path_factory, lo_profile, example_output) -> dict:
+    """Every workbook of this file recalculated by ONE LibreOffice process (recalculate_many:
+    its start is paid once, 0.2-1.5 s CPU a workbook): the edited example (:func:`example_recalc`),
+    the feature workbook and the live-edited output (their tests below)."""
+    from libreoffice import recalculate_many
+
+    d = tmp_path_factory.mktemp("recalc-batch")
+    cases = {"example": _example_case(d / "example", example_output), "features": _feature_case(d / "features"),
+             "live": _live_edit_case(d / "live")}
+    srcs = [cases["example"]["edited"], cases["features"]["out"], cases["live"]["edited_out"]]
+    for case, again in zip(cases.values(), recalculate_many(srcs, d / "recalc", profile=lo_profile)):
+        case["again"] = again
+    return cases
+
+
+@pytest.fixture(scope="module")
+def example_recalc(recalculated) -> dict:
     """The example's output recalculated ONCE for every test of it: a wrong cached value planted
     in Results (the canary) and the Explorer switched to workload EXPLORER_PICK, both by editing
     the sheet XML so that every other cached value stays as written."""
-    from libreoffice import recalculate
+    return recalculated["example"]
+
+
+def _example_case(d: Path, example_output: Path) -> dict:
+    """The edited copy of the example's output for :func:`example_recalc` (not yet recalculated)."""
     from planner.workbook.explorer import EXPLORER_SELECT
 
     plan = build_plan(EXAMPLE)
-    d = tmp_path_factory.mktemp("example-recalc")
+    d.mkdir(parents=True)
     out = example_output  # write_output(plan, ...) once for the session (conftest; read-only)
     edited = d / "example-edited.xlsx"
     shutil.copyfile(out, edited)
@@ -114,8 +134,7 @@ def example_recalc(tmp_path_factory, lo_profile, example_output) -> dict:
     pick = openpyxl.utils.get_column_letter(EXPLORER_SELECT[1] + 1) + str(EXPLORER_SELECT[0] + 1)
     rewrite_cell_xml(edited, sheet_xml(edited, "Explorer"), rf'(<c r="{pick}"[^>]*><is><t>)[^<]*(</t>)',
                      rf"\g<1>{plan.results['workload'].iat[EXPLORER_PICK]}\g<2>")
-    again = recalculate(edited, d / "recalc", profile=lo_profile)
-    return {"plan": plan, "out": out, "edited": edited, "again": again, "canary": canary}
+    return {"plan": plan, "out": out, "edited": edited, "canary": canary}
 
 
 def test_example_values_before_and_after_recalculation(example_recalc):
@@ -221,10 +240,19 @@ def write_feature_input(path: Path) -> None:
     wb.save(path)
 
 
-def test_every_feature_workbook_recalculates_to_python(tmp_path, recalc):
-    src = tmp_path / "features.xlsx"
+def _feature_case(d: Path) -> dict:
+    """The feature workbook planned and written (recalculated by :func:`recalculated`)."""
+    d.mkdir(parents=True)
+    src = d / "features.xlsx"
     write_feature_input(src)
     plan = build_plan(src)
+    out = d / "features-plan.xlsx"
+    write_output(plan, out)
+    return {"plan": plan, "out": out}
+
+
+def test_every_feature_workbook_recalculates_to_python(recalculated):
+    plan, out, again = (recalculated["features"][k] for k in ("plan", "out", "again"))
     assert list(plan.results["workload"]) == ["w-const-16tp", "w-mla", "w-4bit", "w-blank-scaling", "w-hit-one"]
     r = plan.results.set_index("workload")
     res = plan.resolved.set_index("workload")
@@ -246,10 +274,7 @@ def test_every_feature_workbook_recalculates_to_python(tmp_path, recalc):
     assert len(plan.hit_grid) == 11  # hit_step "10%"
     assert plan.input.notes and "case or surrounding spaces" in plan.input.notes[0]
 
-    out = tmp_path / "features-plan.xlsx"
-    write_output(plan, out)
     n_before = compare_all(out, plan)
-    again = recalc(out)
     assert compare_all(again, plan) == n_before
     counts = checks_counts(again)
     assert counts == checks_counts(out)
@@ -266,20 +291,14 @@ def _set_by_header(ws, row: int, name: str, value) -> None:
     ws.cell(row, header_index(ws)[name]).value = value
 
 
-def test_live_edit_of_output_matches_fresh_run(tmp_path, recalc):
-    """Edit inputs inside the output (workload hit_target and tp, a GPU's bandwidth, a model's
-    layers, a workload's isl); after ONE recalculation Results, Resolved, every sensitivity
-    table and the tornado equal a fresh run of the same edit made in the input.
-    On the example's first five workloads (a smaller workbook for LibreOffice; the whole example
-    is recalculated by the tests above): every edit below still reaches a planned row (GPUs row 3
-    is H200-SXM of the second workload, Models row 2 Qwen2.5-72B of the first two)."""
+def _live_edit_case(d: Path) -> dict:
+    """The example's first five workloads planned, written and edited in the output and in the
+    input alike (the output recalculated by :func:`recalculated`)."""
     from conftest import edited_example, trim_workloads
 
-    src, _ = edited_example(tmp_path / "in.xlsx", lambda wb: trim_workloads(wb, 5))
+    src, _ = edited_example(d / "in.xlsx", lambda wb: trim_workloads(wb, 5))
     plan = build_plan(src)
-    assert len(plan.results) == 5
-    assert plan.resolved["gpu"].iat[1] == "H200-SXM" and plan.resolved["model"].iat[0] == "Qwen2.5-72B"
-    out = tmp_path / "plan.xlsx"
+    out = d / "plan.xlsx"
     write_output(plan, out)
     edits = [("Workloads", 4, "hit_target", 0.33), ("Workloads", 4, "tp", 8), ("Workloads", 6, "hit_target", 0.99),
              ("GPUs", 3, "pcie_gbps", 12.5), ("Models", 2, "layers", 40), ("Workloads", 5, "isl", 20000)]
@@ -287,9 +306,23 @@ def test_live_edit_of_output_matches_fresh_run(tmp_path, recalc):
     for sheet, row, name, value in edits:
         for wb in (wb_out, wb_in):
             _set_by_header(wb[sheet], row, name, value)
-    edited_out, edited_in = tmp_path / "plan-edited.xlsx", tmp_path / "input-edited.xlsx"
+    edited_out, edited_in = d / "plan-edited.xlsx", d / "input-edited.xlsx"
     wb_out.save(edited_out)
     wb_in.save(edited_in)
+    return {"plan": plan, "edited_out": edited_out, "edited_in": edited_in}
+
+
+def test_live_edit_of_output_matches_fresh_run(recalculated):
+    """Edit inputs inside the output (workload hit_target and tp, a GPU's bandwidth, a model's
+    layers, a workload's isl); after ONE recalculation Results, Resolved, every sensitivity
+    table and the tornado equal a fresh run of the same edit made in the input.
+    On the example's first five workloads (a smaller workbook for LibreOffice; the whole example
+    is recalculated by the tests above): every edit below still reaches a planned row (GPUs row 3
+    is H200-SXM of the second workload, Models row 2 Qwen2.5-72B of the first two)."""
+    case = recalculated["live"]
+    plan, edited_in, again = case["plan"], case["edited_in"], case["again"]
+    assert len(plan.results) == 5
+    assert plan.resolved["gpu"].iat[1] == "H200-SXM" and plan.resolved["model"].iat[0] == "Qwen2.5-72B"
     fresh = build_plan(edited_in)
     # the fresh run really carries the edit (sheet rows 4 and 6: the third and fifth workloads)
     assert list(fresh.resolved["workload"]) == list(plan.resolved["workload"])
@@ -299,5 +332,4 @@ def test_live_edit_of_output_matches_fresh_run(tmp_path, recalc):
     assert not np.allclose(fresh.results["ttft_ms"], plan.results["ttft_ms"])  # the edit matters
     pcie = "Sensitivity_PCIe"
     assert not np.allclose(fresh.sens.frames[pcie]["h_star"], plan.sens.frames[pcie]["h_star"])
-    again = recalc(edited_out)
     compare_all(again, fresh)

@@ -28,12 +28,31 @@ def example_formulas(example_output):
     return _formulas(example_output)
 
 
+# The row number of a cell reference (digits after a column letter or "$", not followed by a
+# digit, a letter, "(", "_" or "."): the formulas that differ only there have one shape.
+_ROW_DIGITS = re.compile(r"(?<=[A-Z$])\d+(?![\d(A-Za-z_.])")
+_CALL = re.compile(r"\S[A-Za-z0-9_.]*\(")  # a name and its "(" with the character before it
+
+
 def test_fast_path_equals_upstream_on_every_formula_of_the_example(tmp_path, example_formulas):
+    r"""Every formula shape of the example (24,910 distinct formulas, 564 shapes): the fast path
+    and upstream give the formula itself. Both look only at the text's function calls
+    (upstream: ``re.sub(r"\bNAME\(" ...)``, the "_xlfn." prefix and array braces; see
+    Worksheet._prepare_formula), and a shape differs from its formulas only in row digits that
+    are neither in a name nor before "(" and stay digits (so word boundaries stay): checked
+    below on every formula, so one formula per shape stands for all of them (12 s CPU -> 1 s)."""
     wb = xlsxwriter.Workbook(str(tmp_path / "x.xlsx"))
     upstream = wb.add_worksheet("up")
     fast = wb.add_worksheet("fast", worksheet_class=FastFormulaWorksheet)
     assert len(example_formulas) > 10_000
+    shapes: dict[str, str] = {}
     for f in set(example_formulas):
+        shape = _ROW_DIGITS.sub("0", f)
+        assert _CALL.findall(shape) == _CALL.findall(f) and ("_xlfn." in shape) == ("_xlfn." in f), f
+        assert (shape[:1] == "{", shape[-1:] == "}") == (f[:1] == "{", f[-1:] == "}"), f  # array braces
+        shapes.setdefault(shape, f)
+    assert 100 < len(shapes) < len(set(example_formulas)) / 10
+    for f in shapes.values():
         f = f.replace("&amp;", "&").replace("&lt;", "<").replace("&gt;", ">").replace("&quot;", '"')
         assert not needs_upstream("=" + f)
         assert fast._prepare_formula("=" + f) == upstream._prepare_formula("=" + f) == f

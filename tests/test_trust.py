@@ -317,7 +317,14 @@ def test_new_cells_recalculate_in_libreoffice(tmp_path, recalc):
     assert plan.calibration.fits[0].alpha_fit is not None
     out = tmp_path / "out.xlsx"
     write_output(plan, out)
-    again = recalc(out)
+    # the live edit (checked at the end) is made first: both workbooks in one LibreOffice process
+    wb = openpyxl.load_workbook(out)
+    col = next(c.column_letter for c in wb["Workloads"][1] if str(c.value).startswith("demand_tpm"))
+    wb["Workloads"][f"{col}2"] = 1_000_000
+    wb["Workloads"][f"{col}3"] = 1_000_000
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    again, again_edited = recalc(out, edited)
     stored, fresh = (openpyxl.load_workbook(p, data_only=True) for p in (out, again))
     assert fresh["Summary"]["D4"].value == stored["Summary"]["D4"].value == (
         "WARNING: no workload has a demand_tpm: the fleet is sized for nothing")
@@ -330,13 +337,7 @@ def test_new_cells_recalculate_in_libreoffice(tmp_path, recalc):
                 if isinstance(a.value, float):
                     assert b.value == pytest.approx(a.value, rel=1e-7, abs=1e-12), (wb_s.title, a.coordinate)
     # live: type a demand for both workloads in the output, recalculate: the warning goes
-    wb = openpyxl.load_workbook(out)
-    col = next(c.column_letter for c in wb["Workloads"][1] if str(c.value).startswith("demand_tpm"))
-    wb["Workloads"][f"{col}2"] = 1_000_000
-    wb["Workloads"][f"{col}3"] = 1_000_000
-    edited = tmp_path / "edited.xlsx"
-    wb.save(edited)
-    fresh2 = openpyxl.load_workbook(recalc(edited), data_only=True)
+    fresh2 = openpyxl.load_workbook(again_edited, data_only=True)
     assert fresh2["Summary"]["D4"].value in ("", None)
     assert {r[0]: r[1:4] for r in fresh2["Checks"].iter_rows(values_only=True) if r and r[0]}[
         "workloads have a demand_tpm"] == ("warning", 0, "OK")
