@@ -34,14 +34,6 @@ import numpy as np
 
 BLOCK_BYTES = 1 << 21          # text per block (about 12,000 lines of a Mooncake trace)
 MOONCAKE, BAILIAN = "mooncake", "bailian"
-_DIGITS = b"0123456789"
-_SPACES = bytes(c if 48 <= c < 58 else 32 for c in range(256))            # non-digits -> space
-_POW10 = 10 ** np.arange(1, 19, dtype=np.int64)                  # digits of v: 1 + #{10^j <= v}
-_ZEROS = bytes(48 if 48 <= c < 58 else c for c in range(256))
-_PREFIX = b'{"timestamp": 0, "input_length": 0, "output_length": 0, "hash_ids": [0'
-_SUFFIX = b"]}\n"
-_SKELETON: dict[int, bytes] = {}
-_POW18 = 10**18
 
 
 class Unreadable(Exception):
@@ -65,47 +57,110 @@ def blocks(path: Path, size: int | None = None):
             yield blk
 
 
-def _skeleton(k: int) -> bytes:
-    return _PREFIX + b", 0" * (k - 1) + _SUFFIX
+# The gaps between the numbers of a line in Mooncake's layout (``json.dumps`` of its record).
+_OPEN = b'{"timestamp": '
+_GAP_IN, _GAP_OUT, _GAP_IDS = b', "input_length": ', b', "output_length": ', b', "hash_ids": ['
+_CLOSE = b"]}\n"
+_NEXT = _CLOSE + _OPEN                       # the gap from a line's last id to the next line's timestamp
+# SWAR: eight ASCII digits to their value in three multiplications (simdjson's
+# ``parse_eight_digits_unrolled``, simdjson/simdjson ``include/simdjson/generic/numberparsing.h``;
+# Lemire, "Number parsing at a gigabyte per second", 2021). ``_NIB[c]`` keeps the low nibbles of the
+# top ``c`` bytes of a little-endian word: the ``c`` digits that end there, the bytes before them zero.
+_NIB = np.array([0] + [(0x0F0F0F0F0F0F0F0F << (8 * (8 - c))) & (2**64 - 1) for c in range(1, 9)],
+                dtype=np.uint64)
+_U = {x: np.uint64(x) for x in (8, 10, 16, 32, 0xFFFFFFFF, 0x000000FF000000FF, 0x000F424000000064,
+                                  0x0000271000000001)}
+
+
+def _eight(w: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Value of the last ``c`` (0..8) bytes, ASCII digits, of each little-endian word ``w`` [uint64]."""
+    d = w & _NIB[c]
+    d = d * _U[10] + (d >> _U[8])            # each even byte: two digits
+    m = _U[0x000000FF000000FF]
+    return (((d & m) * _U[0x000F424000000064] + ((d >> _U[16]) & m) * _U[0x0000271000000001]) >> _U[32]) \
+        & _U[0xFFFFFFFF]
+
+
+def _digits_value(blk: bytes, end: np.ndarray, ln: np.ndarray) -> np.ndarray:
+    """The numbers written as the ``ln`` (1..18) ASCII digits ending before each byte offset ``end``
+    [int64]. Every ``end - 8 * ceil(ln / 8)`` must be >= 0."""
+    words = np.ndarray((len(blk) - 7,), dtype="<u8", buffer=blk, strides=(1,))  # the 8 bytes at each offset
+    val = _eight(words[end - 8], np.minimum(ln, 8)).astype(np.int64)
+    long = np.flatnonzero(ln > 8)
+    if len(long):
+        e, c = end[long], ln[long]
+        hi = _eight(words[e - 16], np.clip(c - 8, 0, 8)).astype(np.int64)
+        big = c > 16
+        if np.any(big):
+            hi[big] += _eight(words[e[big] - 24], c[big] - 16).astype(np.int64) * 10**8
+        val[long] += hi * 10**8
+    return val
+
+
+def _window_is(u: np.ndarray, at: np.ndarray, text: bytes) -> bool:
+    """Every ``u[at + i] == text[i]``."""
+    if len(at) == 0:
+        return True
+    return bool(np.all(u[at[:, None] + np.arange(len(text))] == np.frombuffer(text, dtype=np.uint8)))
 
 
 def parse_mooncake(blk: bytes):
-    """``(input_length, output_length, timestamp, lens, ids)`` of a block in Mooncake's layout, or None."""
+    """``(input_length, output_length, timestamp, lens, ids)`` of a block in Mooncake's layout, or None.
+
+    The block is split into its runs of ASCII digits and the gaps between them. It is in the layout
+    when the gaps are, line for line, exactly ``{"timestamp": `` (the block's first),
+    ``, "input_length": ``, ``, "output_length": ``, ``, "hash_ids": [``, then ``, `` between ids
+    (one id at least) and ``]}`` newline before the next line's ``{"timestamp": `` (or the block's
+    end): each gap's length and every byte of it are checked, so a value is one run of digits where a
+    value goes and nothing else is anywhere. No run may have a leading zero (JSON's rule) or 19 digits
+    or more (int64). The runs are then read eight digits at a time (:func:`_eight`).
+    """
     if not blk.endswith(b"\n"):
         blk += b"\n"
-    if not blk.isascii():
+    u = np.frombuffer(blk, dtype=np.uint8)
+    if len(u) < len(_OPEN) + len(_GAP_IN) or u[0] != 123:
         return None
-    a = np.frombuffer(blk.translate(_ZEROS), dtype=np.uint8)   # every digit a 0, then each run of them one 0
-    d = a == 48
-    d[:-1] &= d[1:]                                 # a digit followed by a digit: dropped
-    z = a[~d].tobytes()
-    del a, d
-    if not z.startswith(_PREFIX):
+    dig = (u - np.uint8(48)) < 10                    # ASCII digits (the subtraction wraps for the rest)
+    edge = np.flatnonzero(dig[1:] != dig[:-1]) + 1   # run starts and ends, alternating (u[0], u[-1] not digits)
+    start, end = edge[0::2], edge[1::2]
+    del dig, edge
+    n_num = len(start)
+    gap_at = np.empty(n_num + 1, dtype=np.int64)     # gap i: [gap_at[i], gap_at[i] + gl[i])
+    gap_at[0] = 0
+    gap_at[1:] = end
+    gl = np.empty(n_num + 1, dtype=np.int64)
+    gl[:-1] = start - gap_at[:-1]
+    gl[-1] = len(u) - end[-1] if n_num else len(u)
+    if n_num < 4 or gl[0] != len(_OPEN) or gl[-1] != len(_CLOSE):
         return None
-    nl = np.flatnonzero(np.frombuffer(z, dtype=np.uint8) == 10)
-    n = len(nl)
-    width = np.diff(nl, prepend=-1) - (len(_PREFIX) + len(_SUFFIX))     # 3 (k - 1): the ", 0" of k ids
-    if width.min() < 0 or np.any(width % 3):
+    heads = np.flatnonzero(gl == len(_NEXT))
+    heads = np.concatenate(([0], heads))             # the gap opening each line
+    n = len(heads)
+    if heads[-1] + 4 > n_num or np.any(np.diff(heads) < 4):   # 3 fields and 1 id at least a line
         return None
-    k = width // 3 + 1
-    if len(_SKELETON) > 4096:
-        _SKELETON.clear()
-    for x in set(k.tolist()) - _SKELETON.keys():
-        _SKELETON[x] = _skeleton(x)
-    if b"".join(map(_SKELETON.__getitem__, k.tolist())) != z:  # line for line the layout, one run a value
+    if not (np.all(gl[heads + 1] == len(_GAP_IN)) and np.all(gl[heads + 2] == len(_GAP_OUT))
+            and np.all(gl[heads + 3] == len(_GAP_IDS))):
         return None
-    vals = np.fromstring(blk.translate(_SPACES), dtype=np.int64, sep=" ")
-    if len(vals) != 3 * n + int(k.sum()) or (len(vals) and (vals.min() < 0 or vals.max() >= _POW18)):
-        return None                                                     # a slot empty, or past int64
-    # every digit read as written: no leading zero (JSON's rule), none lost
-    if int(np.searchsorted(_POW10, vals, side="right").sum()) + len(vals) != len(blk) - len(z) + len(vals):
+    two = gl == 2
+    if int(np.count_nonzero(two)) != n_num - 4 * n:  # every other gap is one between two ids
         return None
-    head = np.zeros(n, dtype=np.int64)
-    np.cumsum(3 + k[:-1], out=head[1:])
-    keep = np.ones(len(vals), dtype=bool)
-    keep[head] = keep[head + 1] = keep[head + 2] = False
+    a2 = gap_at[two]
+    if not (np.all(u[a2] == 44) and np.all(u[a2 + 1] == 32)):   # ", "
+        return None
+    if not (_window_is(u, gap_at[heads[1:]], _NEXT) and _window_is(u, gap_at[:1], _OPEN)
+            and _window_is(u, gap_at[heads + 1], _GAP_IN) and _window_is(u, gap_at[heads + 2], _GAP_OUT)
+            and _window_is(u, gap_at[heads + 3], _GAP_IDS) and _window_is(u, gap_at[-1:], _CLOSE)):
+        return None
+    ln = end - start
+    if ln.max() > 18 or np.any((u[start] == 48) & (ln > 1)):   # past int64's 18 safe digits; a leading zero
+        return None
+    vals = _digits_value(blk, end, ln)
+    del start, end, ln, gap_at, gl, two, a2
+    k = np.diff(np.append(heads, n_num)) - 3          # ids of each line
+    keep = np.ones(n_num, dtype=bool)
+    keep[heads] = keep[heads + 1] = keep[heads + 2] = False
     ids = vals[keep]
-    return vals[head + 1], vals[head + 2], vals[head].astype(float), k.astype(np.int64), _small(ids)
+    return vals[heads + 1], vals[heads + 2], vals[heads].astype(float), k.astype(np.int64), _small(ids)
 
 
 def _small(a: np.ndarray) -> np.ndarray:
