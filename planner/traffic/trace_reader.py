@@ -25,9 +25,9 @@ that it was fed as many (else the caller reads the file whole).
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import json
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -40,21 +40,60 @@ class Unreadable(Exception):
     """A block neither fast parser takes: the file is read line by line to locate its problems."""
 
 
-def open_binary(path: Path):
-    """The file's bytes, decompressed when it is gzip (detected by its magic number)."""
-    with open(path, "rb") as f:
-        magic = f.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+RAW_BYTES = 1 << 20            # file bytes read at a time
 
 
-def blocks(path: Path, size: int | None = None):
-    """The file's text, ``size`` (default ``BLOCK_BYTES``) bytes at a time extended to the end of a line."""
+def _inflate(f):
+    """``(text, file bytes consumed)`` pieces of a gzip file, one ``zlib`` decompressor a member (its
+    CRC-32 and length checked by zlib at the member's end), none larger than ``BLOCK_BYTES``.
+
+    Raises ``EOFError`` for a file cut short and ``OSError`` for bytes after a member that are
+    neither another member nor zero padding (what ``gzip`` refuses too)."""
+    d = zlib.decompressobj(31)
+    read = 0
+    started = False
+    while raw := f.read(RAW_BYTES):
+        read += len(raw)
+        data = raw
+        while data:
+            out = d.decompress(data, BLOCK_BYTES)
+            started = True
+            data = d.unconsumed_tail
+            if d.eof:
+                data = d.unused_data
+                if data and not data.startswith(b"\x1f\x8b"):
+                    if data.strip(b"\0") or f.read(RAW_BYTES).strip(b"\0"):
+                        raise OSError("not a gzip member after the end of the last one")
+                    data = b""
+                d = zlib.decompressobj(31)
+                started = False
+            yield out, read - len(data)
+    if started and not d.eof:
+        raise EOFError("compressed file ended before the end-of-stream marker was reached")
+
+
+def blocks(path: Path, size: int | None = None, progress: bool = False):
+    """The file's text, about ``size`` (default ``BLOCK_BYTES``) bytes at a time, each ending at a
+    line's end (or the file's); with ``progress``, ``(text, share of the file's bytes read)`` (of the
+    compressed bytes for gzip, counted as the decompressor consumes them)."""
     size = size or BLOCK_BYTES
-    with open_binary(path) as fh:
-        while blk := fh.read(size):
-            if not blk.endswith(b"\n"):
-                blk += fh.readline()
-            yield blk
+    total = max(1, Path(path).stat().st_size)
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+        f.seek(0)
+        pieces = _inflate(f) if gz else ((b, f.tell()) for b in iter(lambda: f.read(size), b""))
+        buf = b""
+        for out, pos in pieces:
+            buf += out
+            if len(buf) < size:
+                continue
+            cut = buf.rfind(b"\n") + 1
+            if cut == 0:
+                continue
+            blk, buf = buf[:cut], buf[cut:]
+            yield (blk, pos / total) if progress else blk
+        if buf:
+            yield (buf, 1.0) if progress else buf
 
 
 # The gaps between the numbers of a line in Mooncake's layout (``json.dumps`` of its record).
@@ -207,23 +246,25 @@ def parse_json(blk: bytes):
     return fmt, inp_a, out_a, ts_a, np.fromiter(map(len, hs), dtype=np.int64, count=len(hs)), _small(flat_a)
 
 
-def chunks(path: Path, size: int | None = None):
-    """``(fmt, input_length, output_length, timestamp [as written], lens, ids)`` a block at a time.
+def chunks(path: Path, size: int | None = None, progress: bool = False):
+    """``(fmt, input_length, output_length, timestamp [as written], lens, ids)`` a block at a time
+    (with ``progress``, the share of the file read after it as a seventh).
 
     ``fmt`` is the format of the block's first record ("" for a block of blank lines). Raises
     :class:`Unreadable` at the first block neither parser takes, or a file that cannot be read to
     its end (not gzip, damaged).
     """
     try:
-        for blk in blocks(path, size):
+        for item in blocks(path, size, progress):
+            blk, frac = item if progress else (item, None)
             part = parse_mooncake(blk)
             if part is not None:
-                yield (MOONCAKE, *part)
-                continue
-            part = parse_json(blk)
-            if part is None:
-                raise Unreadable()
-            yield part
+                part = (MOONCAKE, *part)
+            else:
+                part = parse_json(blk)
+                if part is None:
+                    raise Unreadable()
+            yield (*part, frac) if progress else part
     except (OSError, EOFError) as exc:
         raise Unreadable() from exc
 

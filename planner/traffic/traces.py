@@ -76,7 +76,7 @@ import numpy as np
 from planner.core.errors import InputError, Problem
 from planner.core.places import Place
 from planner.traffic import trace_reader as TR
-from planner.traffic.lru_pass import NotDense, NotPrefix, Reuse, StackPass, count_smaller_before  # noqa: F401 (re-exported)
+from planner.traffic.lru_pass import NeedCount, NotDense, NotPrefix, Reuse, StackPass, count_smaller_before  # noqa: F401 (re-exported)
 
 MOONCAKE, BAILIAN = "mooncake", "bailian"
 DEFAULT_BLOCK = {MOONCAKE: 512, BAILIAN: 16}
@@ -439,23 +439,27 @@ def trace_reuse(path: str | Path, block_size: int | None = None, warmup: float =
     """
     path = Path(path)
     if path.is_file():
-        sp = None
-        try:
-            n = TR.count_requests(path) if warmup > 0 else None
-            stats = None
-            for fmt, inp, _out, ts, lens, ids in TR.chunks(path):
-                if not len(inp):
-                    continue
-                if sp is None:
-                    bs = int(block_size) if block_size else DEFAULT_BLOCK[fmt]
-                    sp = StackPass(n, warmup, bs, check_prefix=True)
-                    stats, scale = _LengthNotes(bs), 1000.0 if fmt == MOONCAKE else 1.0
-                stats.add(inp, lens, ts / scale)
-                sp.feed(lens, ids, inp)
-            if sp is not None and (n is None or sp.nreq == n):
-                return sp.result(), stats.notes(path.name)
-        except (TR.Unreadable, NotPrefix, NotDense):
-            pass
+        for counted in (False, True):   # the warm-up's cut found at the end; else counted first
+            sp = None
+            try:
+                n = TR.count_requests(path) if counted and warmup > 0 else None
+                stats = None
+                for fmt, inp, _out, ts, lens, ids, frac in TR.chunks(path, progress=True):
+                    if not len(inp):
+                        continue
+                    if sp is None:
+                        bs = int(block_size) if block_size else DEFAULT_BLOCK[fmt]
+                        sp = StackPass(n, warmup, bs, check_prefix=True)
+                        stats, scale = _LengthNotes(bs), 1000.0 if fmt == MOONCAKE else 1.0
+                    stats.add(inp, lens, ts / scale)
+                    sp.feed(lens, ids, inp, frac)
+                if sp is not None and (n is None or sp.nreq == n):
+                    return sp.result(), stats.notes(path.name)
+                break
+            except NeedCount:
+                continue
+            except (TR.Unreadable, NotPrefix, NotDense):
+                break
         sp = None  # free the pass's state before the trace is read whole
     tr = read_trace(path, block_size, place)
     return reuse(tr, warmup), list(tr.notes)
