@@ -359,24 +359,19 @@ class StackPass:
             raise NotDense(top)
         self.parent, self.n_parent = _grown(self.parent, self.n_parent, top + 1, -2)
 
-    def _check_parents(self, st, node, blk, order, sseq, same) -> None:
+    def _check_parents(self, st, node) -> None:
         """Every id always under the same parent (so an id names its whole prefix, and is not twice in
-        a request): the accesses of one block in the chunk agree, and the first with the parent kept."""
-        k = len(node)
-        par = np.empty(k, dtype=np.int32)                    # parent id of each block (chunk order)
+        a request): the parent of each id's first block is kept (one of them when a chunk first sees
+        an id under two), then every block's parent must be its id's."""
+        par = np.empty(len(node), dtype=np.int32)             # parent id of each block (chunk order)
         par[1:] = node[:-1]
         par[st[:-1][np.diff(st) > 0]] = -1
-        pa = par[blk[order]]                                 # ... of each access, grouped by block
-        del par
-        inner = same[1:]
-        if np.any(pa[1:][inner] != pa[:-1][inner]):
+        had = self.parent[node]
+        new = had == -2
+        self.parent[node[new]] = par[new]
+        had[new] = self.parent[node[new]]
+        if not np.array_equal(had, par):
             raise NotPrefix()
-        hb, hp = sseq[~same], pa[~same]
-        had = self.parent[hb]
-        seen = had != -2
-        if np.any(had[seen] != hp[seen]):
-            raise NotPrefix()
-        self.parent[hb] = hp
 
     def _above(self, p: np.ndarray, s: int) -> np.ndarray:
         """Marks (times < s still a block's last use) above each time ``p < s``."""
@@ -394,6 +389,8 @@ class StackPass:
         m = len(st) - 1
         bs = self.bs
         last = self.last
+        if self.check:
+            self._check_parents(st, node)
         req = np.repeat(np.arange(m, dtype=np.int32), np.diff(st))        # request of each access
         dfe = np.arange(k, dtype=it)
         dfe -= st[req].astype(it)                       # deeper blocks of its request touched before it
@@ -414,8 +411,6 @@ class StackPass:
             sseq = seq[order]
         same = np.zeros(k, dtype=bool)
         same[1:] = sseq[1:] == sseq[:-1]
-        if self.check:
-            self._check_parents(st, node, blk, order, sseq, same)
         prev = np.empty(k, dtype=it)
         prev[order[~same]] = last[sseq[~same]]                   # first use in the chunk: the last use before
         prev[order[1:][same[1:]]] = order[:-1][same[1:]] + s    # later uses: the one before, in the chunk
