@@ -88,6 +88,42 @@ def make(path: Path, requests: int, seed: int = 1) -> int:
     return blocks
 
 
+def make_bailian(path: Path, requests: int, seed: int = 1) -> int:
+    """The same conversations as :func:`make` written in the Qwen Bailian layout (``chat_id``,
+    ``parent_chat_id``, ``timestamp`` [s] with milliseconds, ``input_length``, ``output_length``,
+    ``type``, ``turn``, ``hash_ids``; alibaba-edu/qwen-bailian-usagetraces-anon README) with 16-token
+    blocks: the same ids, so the same blocks a request (about 18, inputs of about 290 tokens), and the
+    same hit curve in blocks. Returns the number of blocks."""
+    rng = np.random.default_rng(seed)
+    turns = 4
+    convs = -(-requests // turns)
+    sys_blocks = 4
+    new_per_turn = rng.integers(2, 10, (convs, turns))
+    start = np.sort(rng.uniform(0, 3600e3, convs))
+    gap = rng.exponential(60e3, (convs, turns))
+    t = start[:, None] + np.cumsum(gap, axis=1) - gap[:, :1]
+    order = np.argsort(t.ravel(), kind="stable")[:requests]
+    next_id = sys_blocks
+    conv_base = np.empty(convs, dtype=np.int64)
+    own = np.cumsum(new_per_turn, axis=1)
+    for c in range(convs):
+        conv_base[c] = next_id
+        next_id += int(own[c, -1])
+    blocks = 0
+    chat = {}
+    with gzip.open(path, "wt", compresslevel=1) as f:
+        for i, k in enumerate(order):
+            c, j = divmod(int(k), turns)
+            n_own = int(own[c, j])
+            ids = list(range(sys_blocks)) + list(range(conv_base[c], conv_base[c] + n_own))
+            blocks += len(ids)
+            f.write(json.dumps({"chat_id": i, "parent_chat_id": chat.get(c, -1), "timestamp": round(t[c, j] / 1e3, 3),
+                                "input_length": len(ids) * 16 - 3, "output_length": 20, "type": "text",
+                                "turn": j + 1, "hash_ids": ids}) + "\n")
+            chat[c] = i
+    return blocks
+
+
 def _child(path: str, phase: str) -> None:
     from planner.traffic import traces as T
     t0 = time.perf_counter()

@@ -233,7 +233,8 @@ class Deferred:
         if fate == "count" and units is not None:
             sp._count(units, 0, sp.nd)
         elif fate == "keep":
-            self.kept.append((r0, m, nd, self.new_blocks, inp, units))
+            small = np.int32 if len(inp) and inp.max() < I32_MAX else np.int64
+            self.kept.append((r0, m, nd, self.new_blocks.astype(np.int32), inp.astype(small), units))
         self.new_blocks = None
         low = math.floor(sp.nreq * self.warmup)                  # kept chunks now surely warm-up
         while self.kept and self.kept[0][0] + self.kept[0][1] <= low:
@@ -253,8 +254,8 @@ class Deferred:
                 continue
             first = max(0, cut - r0)
             if first and warm is None:
-                warm = nd + int(new[:first].sum())
-            total += int(inp[first:].sum())
+                warm = nd + int(new[:first].sum(dtype=np.int64))
+            total += int(inp[first:].sum(dtype=np.int64))
             if units is not None:
                 sp._count(units, first, sp.nd)
         if warm is None:                  # a cut inside a request range never kept
