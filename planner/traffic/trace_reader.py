@@ -202,6 +202,106 @@ def parse_mooncake(blk: bytes):
     return vals[heads + 1], vals[heads + 2], vals[heads].astype(float), k.astype(np.int64), _small(ids)
 
 
+_B_OPEN = b'{"chat_id": '
+_B_PARENT, _B_PARENT_NEG = b', "parent_chat_id": ', b', "parent_chat_id": -'
+_B_TS, _B_IN, _B_OUT = b', "timestamp": ', b', "input_length": ', b', "output_length": '
+_B_TYPE, _B_TURN, _B_IDS = b', "type": "', b'", "turn": ', b', "hash_ids": ['
+_LETTER = np.zeros(256, dtype=np.int32)
+_LETTER[ord("a"):ord("z") + 1] = 1
+
+
+def parse_bailian(blk: bytes):
+    """``(input_length, output_length, timestamp, lens, ids)`` of a block in the Qwen Bailian layout
+    (``json.dumps`` of ``{"chat_id": int, "parent_chat_id": int, "timestamp": float, "input_length":
+    int, "output_length": int, "type": str, "turn": int, "hash_ids": [int, ...]}``, one a line), or None.
+
+    As :func:`parse_mooncake`, gap by gap: a line is the runs of digits of its fields, each gap its
+    key's text exactly; ``parent_chat_id`` may be negative (``-1`` for a first turn); the timestamp
+    is digits, or digits ``.`` digits (no exponent), read as ``M / 10**n`` with ``M < 10**15`` (one
+    correctly rounded division of two exact doubles: the double ``json.loads`` reads); ``type`` is
+    lowercase letters only (no escape, no digit); one id at least. Anything else: None.
+    """
+    if not blk.endswith(b"\n"):
+        blk += b"\n"
+    u = np.frombuffer(blk, dtype=np.uint8)
+    if len(u) < len(_B_OPEN) + 2 or u[0] != 123:
+        return None
+    dig = (u - np.uint8(48)) < 10
+    edge = np.flatnonzero(dig[1:] != dig[:-1]) + 1
+    del dig
+    start, end = edge[0::2], edge[1::2]
+    n_num = len(start)
+    if n_num < 7:
+        return None
+    gap_at = np.empty(n_num + 1, dtype=np.int64)
+    gap_at[0] = 0
+    gap_at[1:] = end
+    gl = np.empty(n_num + 1, dtype=np.int64)
+    gl[:-1] = start - gap_at[:-1]
+    gl[-1] = len(u) - end[-1]
+    nl = np.flatnonzero(u == 10)
+    first = np.searchsorted(start, np.concatenate(([0], nl[:-1] + 1)))   # the first run of each line
+    n = len(first)
+    last = np.append(first[1:], n_num)                 # past the last run of each line
+    if np.any(last - first < 7) or gl[-1] != len(_CLOSE):   # 6 numbers and 1 id at least
+        return None
+    f = ((gl[first + 3] == 1) & (u[gap_at[first + 3]] == 46)).astype(np.int64)   # "." in the timestamp
+    head = np.zeros(n_num + 1, dtype=bool)             # the gaps of the fields
+    for j in range(7):
+        head[first + j] = True
+    head[first[f == 1] + 7] = True
+    head[-1] = True
+    two = ~head
+    k = last - first - 6 - f                           # ids of each line
+    if np.any(k < 1):
+        return None
+    if not (np.all(gl[two] == 2) and np.all(u[gap_at[two]] == 44) and np.all(u[gap_at[two] + 1] == 32)):
+        return None
+    neg = gl[first + 1] == len(_B_PARENT_NEG)
+    opened = np.full(n, len(_CLOSE + _B_OPEN), dtype=np.int64)
+    opened[0] = len(_B_OPEN)
+    if not (np.array_equal(gl[first], opened) and np.all(neg | (gl[first + 1] == len(_B_PARENT)))
+            and np.all(gl[first + 2] == len(_B_TS)) and np.all(gl[first + 3 + f] == len(_B_IN))
+            and np.all(gl[first + 4 + f] == len(_B_OUT)) and np.all(gl[first + 6 + f] == len(_B_IDS))):
+        return None                                     # every field's gap as long as its text
+    ty = first + 5 + f                                  # the gap holding the type string
+    ty_at, ty_len = gap_at[ty], gl[ty] - len(_B_TYPE) - len(_B_TURN)
+    if np.any(ty_len < 0):
+        return None
+    letters = np.zeros(len(u) + 1, dtype=np.int64)
+    np.cumsum(_LETTER[u], out=letters[1:])
+    a, b = ty_at + len(_B_TYPE), ty_at + len(_B_TYPE) + ty_len
+    if not (np.array_equal(letters[b] - letters[a], ty_len)
+            and _window_is(u, gap_at[:1], _B_OPEN) and _window_is(u, gap_at[first[1:]], _CLOSE + _B_OPEN)
+            and _window_is(u, gap_at[first[neg] + 1], _B_PARENT_NEG)
+            and _window_is(u, gap_at[first[~neg] + 1], _B_PARENT)
+            and _window_is(u, gap_at[first + 2], _B_TS)
+            and _window_is(u, gap_at[first + 3 + f], _B_IN) and _window_is(u, gap_at[first + 4 + f], _B_OUT)
+            and _window_is(u, ty_at, _B_TYPE) and _window_is(u, b, _B_TURN)
+            and _window_is(u, gap_at[first + 6 + f], _B_IDS) and _window_is(u, gap_at[-1:], _CLOSE)):
+        return None
+    ln = end - start
+    frac = np.zeros(n_num, dtype=bool)
+    frac[first[f == 1] + 3] = True                      # a timestamp's digits after the point: zeros lead
+    if ln.max() > 18 or np.any((u[start] == 48) & (ln > 1) & ~frac):
+        return None
+    vals = _digits_value(blk, end, ln)
+    ts = vals[first + 2].astype(np.float64)
+    fi = np.flatnonzero(f)
+    if len(fi):
+        nd = ln[first[fi] + 3]
+        if np.any(ln[first[fi] + 2] + nd > 15):         # M past 10**15: not one exact division
+            return None
+        m = vals[first[fi] + 2] * 10 ** nd + vals[first[fi] + 3]
+        ts[fi] = m.astype(np.float64) / (10.0 ** nd)
+    keep = np.ones(n_num, dtype=bool)
+    for j in range(6):
+        keep[first + j] = False
+    keep[first[fi] + 6] = False
+    return (vals[first + 3 + f], vals[first + 4 + f], ts, k.astype(np.int64),
+            _small(vals[keep]))
+
+
 def _small(a: np.ndarray) -> np.ndarray:
     return a.astype(np.int32) if len(a) == 0 or a.max() < 2**31 - 1 else a
 
@@ -260,6 +360,8 @@ def chunks(path: Path, size: int | None = None, progress: bool = False):
             part = parse_mooncake(blk)
             if part is not None:
                 part = (MOONCAKE, *part)
+            elif (part := parse_bailian(blk)) is not None:
+                part = (BAILIAN, *part)
             else:
                 part = parse_json(blk)
                 if part is None:
