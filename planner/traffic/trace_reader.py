@@ -206,8 +206,6 @@ _B_OPEN = b'{"chat_id": '
 _B_PARENT, _B_PARENT_NEG = b', "parent_chat_id": ', b', "parent_chat_id": -'
 _B_TS, _B_IN, _B_OUT = b', "timestamp": ', b', "input_length": ', b', "output_length": '
 _B_TYPE, _B_TURN, _B_IDS = b', "type": "', b'", "turn": ', b', "hash_ids": ['
-_LETTER = np.zeros(256, dtype=np.int32)
-_LETTER[ord("a"):ord("z") + 1] = 1
 
 
 def parse_bailian(blk: bytes):
@@ -268,10 +266,9 @@ def parse_bailian(blk: bytes):
     ty_at, ty_len = gap_at[ty], gl[ty] - len(_B_TYPE) - len(_B_TURN)
     if np.any(ty_len < 0):
         return None
-    letters = np.zeros(len(u) + 1, dtype=np.int64)
-    np.cumsum(_LETTER[u], out=letters[1:])
     a, b = ty_at + len(_B_TYPE), ty_at + len(_B_TYPE) + ty_len
-    if not (np.array_equal(letters[b] - letters[a], ty_len)
+    inner = np.repeat(a - np.cumsum(ty_len) + ty_len, ty_len) + np.arange(int(ty_len.sum()))  # the types' bytes
+    if not (bool(np.all((u[inner] - np.uint8(97)) < 26))      # a-z
             and _window_is(u, gap_at[:1], _B_OPEN) and _window_is(u, gap_at[first[1:]], _CLOSE + _B_OPEN)
             and _window_is(u, gap_at[first[neg] + 1], _B_PARENT_NEG)
             and _window_is(u, gap_at[first[~neg] + 1], _B_PARENT)
