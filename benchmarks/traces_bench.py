@@ -146,6 +146,8 @@ def _child(path: str, phase: str) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, nargs="+", default=[1_000_000])
+    ap.add_argument("--layout", nargs="+", choices=["mooncake", "bailian"], default=["mooncake"],
+                    help="the trace's layout: Mooncake's (512-token blocks) or Qwen Bailian's (16-token blocks)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -154,17 +156,17 @@ def main(argv=None) -> int:
         return 0
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for n in a.requests:
-            path = Path(tmp) / f"trace-{n}.jsonl.gz"
+        for layout, n in ((x, n) for x in a.layout for n in a.requests):
+            path = Path(tmp) / f"trace-{layout}-{n}.jsonl.gz"
             t0 = time.perf_counter()
-            blocks = make(path, n)
+            blocks = (make if layout == "mooncake" else make_bailian)(path, n)
             gen = time.perf_counter() - t0
             res = {}
             for phase in ("read", "all"):
                 p = subprocess.run([sys.executable, __file__, "--child", str(path), phase],
                                    capture_output=True, text=True, check=True)
                 res[phase] = json.loads(p.stdout)
-            row = {"requests": n, "blocks": blocks, "unique_blocks": res["all"]["unique_blocks"],
+            row = {"layout": layout, "requests": n, "blocks": blocks, "unique_blocks": res["all"]["unique_blocks"],
                    "file_mb": path.stat().st_size / 2**20, "generate_s": gen,
                    "read_cpu_s": res["read"]["cpu_s"], "read_max_rss_mb": res["read"]["max_rss_mb"],
                    "wall_s": res["all"]["reuse_curve_s"], "cpu_s": res["all"]["cpu_s"],

@@ -1,26 +1,31 @@
 """Reading a JSONL prefix-reuse trace a block of lines at a time, without a Python object per block (issue 19).
 
 :func:`chunks` yields the requests of a trace file (plain or gzip) a block of whole lines
-(``BLOCK_BYTES`` of text) at a time, as arrays. Each block is parsed by the first of:
+(``BLOCK_BYTES`` of text) at a time, as arrays. A gzip file is inflated by ``zlib`` directly
+(:func:`_inflate`: one decompressor a member, its CRC and length checked at the member's end), so the
+share of the file consumed is known after each block (the pass estimates the warm-up's cut from it).
+Each block is parsed by the first of:
 
 1. :func:`parse_mooncake` -- the layout Mooncake's traces are written in (``json.dumps`` of
    ``{"timestamp": int, "input_length": int, "output_length": int, "hash_ids": [int, ...]}``, one a
-   line). The block is checked whole, with bytes operations and numpy, no loop over lines: with
-   every digit made ``0`` and every run of them one ``0``, it must equal the layout's line for line
-   (each line's number of ids from its length), so each value is one run of digits where a value
-   goes, and nothing else is; no number has a leading zero (JSON's rule) or 19 digits or more
-   (int64), checked by counting the digits of the numbers read against the block's; every number of
-   the block is read at once by ``np.fromstring`` with its non-digits made spaces. A block that is
-   anything else (another key order or spacing, a float or negative number, an empty list, a blank
-   line, ``\r``) is not guessed at: it goes to
-2. :func:`parse_json` -- one ``json.loads`` of the block's lines as an array, with type checks over
-   whole columns (any format, Bailian's too), bounded Python objects (one block's).
-3. If that fails too the block raises :class:`Unreadable` and the caller reads the file line by
+   line). The block is split into its runs of ASCII digits and the gaps between them, with numpy,
+   no loop over lines: every gap must be, line for line, exactly the layout's text between two
+   values (its length and every byte), so each value is one run of digits where a value goes and
+   nothing else is anywhere; no number has a leading zero (JSON's rule) or 19 digits or more
+   (int64); the runs are read eight digits at a time (:func:`_eight`, simdjson's SWAR method).
+   A block that is anything else (another key order or spacing, a float or negative number, an
+   empty list, a blank line, ``\r``) is not guessed at: it goes to
+2. :func:`parse_bailian` -- the same for the Qwen Bailian layout (``chat_id``, ``parent_chat_id``
+   (negative allowed), ``timestamp`` (digits, or digits ``.`` digits, read exactly as ``json.loads``
+   reads them), ``input_length``, ``output_length``, ``type`` (lowercase letters), ``turn``,
+   ``hash_ids``), else to
+3. :func:`parse_json` -- one ``json.loads`` of the block's lines as an array, with type checks over
+   whole columns (any format), bounded Python objects (one block's).
+4. If that fails too the block raises :class:`Unreadable` and the caller reads the file line by
    line, naming every problem at its ``file:line`` (``planner.traffic.traces.read_trace``).
 
-:func:`count_requests` counts the requests (non-blank lines) first, a cheap pass over the text
-(``bytes.count``), when the warm-up needs the number of requests before the pass; the pass checks
-that it was fed as many (else the caller reads the file whole).
+:func:`count_requests` counts the requests (non-blank lines), a pass over the text (``bytes.count``):
+only when the pass's estimate of the warm-up's cut missed (``planner.traffic.lru_pass.Deferred``).
 """
 
 from __future__ import annotations
