@@ -87,18 +87,21 @@ def blocks(path: Path, size: int | None = None, progress: bool = False):
         gz = f.read(2) == b"\x1f\x8b"
         f.seek(0)
         pieces = _inflate(f) if gz else ((b, f.tell()) for b in iter(lambda: f.read(size), b""))
-        buf = b""
+        held, n_held = [], 0                             # text not yet yielded, in pieces
         for out, pos in pieces:
-            buf += out
-            if len(buf) < size:
+            held.append(out)
+            n_held += len(out)
+            if n_held < size:
                 continue
-            cut = buf.rfind(b"\n") + 1
+            cut = out.rfind(b"\n") + 1
             if cut == 0:
                 continue
-            blk, buf = buf[:cut], buf[cut:]
+            blk = b"".join(held[:-1]) + out[:cut]
+            held = [out[cut:]]
+            n_held = len(held[0])
             yield (blk, pos / total) if progress else blk
-        if buf:
-            yield (buf, 1.0) if progress else buf
+        if n_held:
+            yield (b"".join(held), 1.0) if progress else b"".join(held)
 
 
 # The gaps between the numbers of a line in Mooncake's layout (``json.dumps`` of its record).
@@ -129,7 +132,10 @@ def _digits_value(blk: bytes, end: np.ndarray, ln: np.ndarray) -> np.ndarray:
     """The numbers written as the ``ln`` (1..18) ASCII digits ending before each byte offset ``end``
     [int64]. Every ``end - 8 * ceil(ln / 8)`` must be >= 0."""
     words = np.ndarray((len(blk) - 7,), dtype="<u8", buffer=blk, strides=(1,))  # the 8 bytes at each offset
-    val = _eight(words[end - 8], np.minimum(ln, 8)).astype(np.int64)
+    val = np.empty(len(end), dtype=np.int64)
+    for a in range(0, len(end), 1 << 14):           # a slice at a time: small temporaries
+        b = a + (1 << 14)
+        val[a:b] = _eight(words[end[a:b] - 8], np.minimum(ln[a:b], 8))
     long = np.flatnonzero(ln > 8)
     if len(long):
         e, c = end[long], ln[long]
