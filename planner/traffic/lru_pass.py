@@ -189,7 +189,7 @@ class Deferred:
 
     def __init__(self, warmup: float):
         self.warmup = warmup
-        self.kept: list[tuple] = []      # (r0, m, nd at start, new blocks, input lengths, units)
+        self.kept: list[tuple] = []      # (r0, m, nd at start, [new blocks, input lengths, units...] in one, cuts, any units)
         self.dropped_to = 0              # requests below it dropped
         self.counted_from: int | None = None  # requests from it counted
         self.tokens_from_counted = 0
@@ -222,9 +222,6 @@ class Deferred:
         self._cur = [fate, r0, m, nd, inp, None]
 
     def log(self, units) -> None:
-        if self._cur[0] == "keep":       # held: in int32 where it fits (ranks and requests of the chunk)
-            units = tuple(a.astype(np.int32) if len(a) and a.dtype.itemsize > 4 and
-                          np.abs(a).max() < I32_MAX else a for a in units)
         self._cur[5] = units
 
     def end(self, sp: "StackPass") -> None:
@@ -232,9 +229,12 @@ class Deferred:
         self._cur = None
         if fate == "count" and units is not None:
             sp._count(units, 0, sp.nd)
-        elif fate == "keep":
-            small = np.int32 if len(inp) and inp.max() < I32_MAX else np.int64
-            self.kept.append((r0, m, nd, self.new_blocks.astype(np.int32), inp.astype(small), units))
+        elif fate == "keep":             # held as one array (int32 where it fits): few, whole allocations
+            arrs = [self.new_blocks, inp] + (list(units) if units is not None else [])
+            flat = np.concatenate([np.asarray(a, dtype=np.int64) for a in arrs])
+            if len(flat) and -I32_MAX < flat.min() and flat.max() < I32_MAX:
+                flat = flat.astype(np.int32)
+            self.kept.append((r0, m, nd, flat, np.cumsum([len(a) for a in arrs])[:-1], units is not None))
         self.new_blocks = None
         low = math.floor(sp.nreq * self.warmup)                  # kept chunks now surely warm-up
         while self.kept and self.kept[0][0] + self.kept[0][1] <= low:
@@ -249,9 +249,11 @@ class Deferred:
             raise NeedCount(cut)
         warm = self.starts.get(cut)
         total = self.tokens_from_counted
-        for r0, m, nd, new, inp, units in self.kept:
+        for r0, m, nd, flat, cuts, has_units in self.kept:
             if r0 + m <= cut:
                 continue
+            new, inp, *units = np.split(flat, cuts)
+            units = tuple(units) if has_units else None
             first = max(0, cut - r0)
             if first and warm is None:
                 warm = nd + int(new[:first].sum(dtype=np.int64))
