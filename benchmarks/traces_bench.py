@@ -1,44 +1,47 @@
 """Benchmark: read a prefix-reuse trace of millions of requests and compute its LRU hit curve.
 
-    python benchmarks/traces_bench.py                    # 1,000,000 requests
-    python benchmarks/traces_bench.py --requests 3000000 --json out/traces-bench.json
+    python benchmarks/traces_bench.py                    # 1,000,000 requests, Mooncake's layout
+    python benchmarks/traces_bench.py --requests 1000000 3000000 --layout mooncake bailian --json out/traces-bench.json
 
-Makes a synthetic Mooncake-format trace (gzip JSONL, 512-token blocks) of multi-turn
-conversations with a shared system prompt (the shape of the FAST'25 conversation trace:
-about 18 blocks a request), then runs, each in a fresh process with its peak memory (max RSS):
+Makes a synthetic trace (gzip JSONL) of multi-turn conversations with a shared system prompt (the
+shape of the FAST'25 conversation trace: about 18 blocks a request), in Mooncake's layout
+(``make``: 512-token blocks) or in Qwen Bailian's (``make_bailian``: the same conversations and ids,
+16-token blocks, ``chat_id``/``parent_chat_id``/``type``/``turn`` and timestamps in seconds with
+milliseconds), then runs, each in a fresh process with its peak memory (max RSS):
 
 - ``read``: the whole trace read into memory (``planner.traffic.traces.read_trace``), the path of a
   trace whose ids are not prefix hashes;
-- ``all``: what the planner runs, ``planner.traffic.traces.trace_reuse`` (the file read a block of
-  lines at a time and passed at once, the warm-up's request count by a first pass over the text)
-  and the curve at 64 capacities (``hit_curve``).
+- ``all``: what the planner runs, ``planner.traffic.traces.trace_reuse`` (the file read once, a block
+  of lines at a time, and passed at once) and the curve at 64 capacities (``hit_curve``).
 
 Prints a table and writes JSON; ``cpu_s`` is the CPU time of the process, which is what its wall
 time is on an idle core.
 
 Measured on the shared 2-core development machine (numpy 2.4, Python 3.11), 2026-12-01, on the
-traces this script writes (``make(path, n)``, seed 1), each run by
-``/usr/bin/time -v python benchmarks/traces_bench.py --child TRACE all`` (and ``read``), while other
-jobs held the load average at 9-11 on the 2 cores (wall times 2.5-3 times the CPU times; the CPU
-times themselves vary by 15% between runs at that load, so the two runs taken are both given):
+traces this script writes (seed 1), each by ``python benchmarks/traces_bench.py --child TRACE all``,
+this code and the previous one (main at 2871cca, its own copy of this script) run one after the
+other on the same file while other jobs held the load average at 9-13 (CPU times vary by 10-15%
+between runs at that load; at a million requests in Mooncake's layout the two were alternated three
+times and all three are given):
 
-=========  ==========  ================  ============================  ===========================
-requests   blocks      distinct blocks   ``all``: CPU, peak RSS        before (issue 19's last note)
-=========  ==========  ================  ============================  ===========================
-1,000,000  17,749,746   5,499,912        9.5-10.8 s, 136 MB            15.7 s, 268 MB
-3,000,000  53,249,544  16,499,897        26.3-27.1 s, 286-289 MB       55.7 s, 667 MB
-=========  ==========  ================  ============================  ===========================
+==========================  ==========  ================  ==========================  =====================
+trace                       blocks      distinct blocks   ``all``: CPU, peak RSS      before (2871cca)
+==========================  ==========  ================  ==========================  =====================
+Mooncake, 1,000,000         17,749,746   5,499,912        5.9 / 6.1 / 6.5 s, 149-160 MB  7.2 / 7.3 / 7.6 s, 136-139 MB
+Bailian, 1,000,000          17,749,746   5,499,912        BAIL1                       16.2 s, 144 MB
+Mooncake, 3,000,000         53,249,544  16,499,897        MOON3                       23.1 s, 293 MB
+Bailian, 3,000,000          53,249,544  16,499,897        BAIL3                       41.3 s, 293 MB
+==========================  ==========  ================  ==========================  =====================
 
-The previous code (main at 172bb87, ``read_trace`` then ``reuse``) run on the same million-request
-trace at the same load, just after: 25.8 s of CPU and 276 MB, so at equal load the streamed pass is
-2.4-2.7 times faster (its 15.7 s of the last note were taken at a lower load).
-``read`` alone: 3.8 s and 182 MB, 9.5 s and 447 MB. At a million requests, measured apart under
-the same load: the counting pass 0.9-1.5 s (the gzip stream decompressed once more), reading and
-parsing the blocks 3.8 s (of it 0.9 s decompression and 1.8 s the parser's ``np.fromstring``), the
-pass alone on the arrays 4.8 s. Memory at three million: 12 bytes per distinct block id (200 MB: last use, parent
-check, hits by rank), 1 bit per access (7 MB), one 2 MB block of text with its chunk's temporaries,
-and the interpreter with numpy (45 MB). Before this, the whole trace's block array was held (4 B a
-block) beside a sorted array of last uses compacted every chunk.
+Where the time went before (issue 19's last note, a million requests): a counting pass for the
+warm-up (the gzip decompressed twice) 0.8-1.5 s, parsing 3.8 s of which 1.8 s ``np.fromstring``,
+the pass 4.8 s; a Bailian trace took one ``json.loads`` a block and a Python int per id. Now: one
+decompression (0.65 s), the Mooncake parser 19 ms a 2 MB block (1.8 s), the Bailian one about the
+same, and the pass about 3.5-4 s (unchanged but for the prefix check): the pass is what is left.
+Memory at three million: 12 bytes per distinct block id (200 MB: last use, parent check, hits by
+rank), 1 bit per access (7 MB), the warm-up's kept chunks (about 20 bytes a request within a
+quarter of the cut either side, about 15 MB), one 2 MB block of text with its chunk's
+temporaries, and the interpreter with numpy (45 MB).
 """
 
 from __future__ import annotations

@@ -379,7 +379,7 @@ class StackPass:
     def _above(self, p: np.ndarray, s: int) -> np.ndarray:
         """Marks (times < s still a block's last use) above each time ``p < s``."""
         nw = (s + 63) >> 6
-        wc = np.zeros(nw + 1, dtype=np.int64)
+        wc = np.zeros(nw + 1, dtype=np.int32 if s < I32_MAX else np.int64)   # marks below each word
         np.cumsum(np.bitwise_count(self.bits[:nw]), out=wc[1:])
         x = p + 1                                      # marks at times >= p + 1
         wi = x >> 6

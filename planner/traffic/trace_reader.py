@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-BLOCK_BYTES = 1 << 21          # text per block (about 12,000 lines of a Mooncake trace)
+BLOCK_BYTES = 1 << 20          # text per block (about 5,000 lines of a Mooncake trace; 2 MB: as fast, 8 MB more)
 MOONCAKE, BAILIAN = "mooncake", "bailian"
 
 
