@@ -22,25 +22,26 @@ traces this script writes (seed 1), each by ``python benchmarks/traces_bench.py 
 this code and the previous one (main at 2871cca, its own copy of this script) run one after the
 other on the same file while other jobs held the load average at 9-13 (CPU times vary by 10-15%
 between runs at that load; at a million requests in Mooncake's layout the two were alternated three
-times and all three are given):
+times, 5.9 / 6.1 / 6.5 s against 7.2 / 7.3 / 7.6 s; the final code (1 MB blocks) ran 6.8 and 8.1 s
+at a load of 9-11):
 
 ==========================  ==========  ================  ==========================  =====================
 trace                       blocks      distinct blocks   ``all``: CPU, peak RSS      before (2871cca)
 ==========================  ==========  ================  ==========================  =====================
-Mooncake, 1,000,000         17,749,746   5,499,912        5.9 / 6.1 / 6.5 s, 149-160 MB  7.2 / 7.3 / 7.6 s, 136-139 MB
-Bailian, 1,000,000          17,749,746   5,499,912        BAIL1                       16.2 s, 144 MB
-Mooncake, 3,000,000         53,249,544  16,499,897        MOON3                       23.1 s, 293 MB
-Bailian, 3,000,000          53,249,544  16,499,897        BAIL3                       41.3 s, 293 MB
+Mooncake, 1,000,000         17,749,746   5,499,912        5.9-8.1 s, 140-160 MB       7.2-7.8 s, 136-139 MB
+Bailian, 1,000,000          17,749,746   5,499,912        9.2 s, 138 MB               14.2-16.2 s, 144 MB
+Mooncake, 3,000,000         53,249,544  16,499,897        20.6 s, 297 MB              23.1 s, 293 MB
+Bailian, 3,000,000          53,249,544  16,499,897        26.7 s, 291 MB              41.3 s, 293 MB
 ==========================  ==========  ================  ==========================  =====================
 
 Where the time went before (issue 19's last note, a million requests): a counting pass for the
 warm-up (the gzip decompressed twice) 0.8-1.5 s, parsing 3.8 s of which 1.8 s ``np.fromstring``,
 the pass 4.8 s; a Bailian trace took one ``json.loads`` a block and a Python int per id. Now: one
-decompression (0.65 s), the Mooncake parser 19 ms a 2 MB block (1.8 s), the Bailian one about the
+decompression (0.65 s), the Mooncake parser 19 ms a 2 MB block (1.8 s; blocks are now 1 MB), the Bailian one about the
 same, and the pass about 3.5-4 s (unchanged but for the prefix check): the pass is what is left.
 Memory at three million: 12 bytes per distinct block id (200 MB: last use, parent check, hits by
 rank), 1 bit per access (7 MB), the warm-up's kept chunks (about 20 bytes a request within a
-quarter of the cut either side, about 15 MB), one 2 MB block of text with its chunk's
+quarter of the cut either side, about 15 MB), one 1 MB block of text with its chunk's
 temporaries, and the interpreter with numpy (45 MB).
 """
 
