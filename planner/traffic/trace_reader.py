@@ -148,10 +148,18 @@ def _digits_value(blk: bytes, end: np.ndarray, ln: np.ndarray) -> np.ndarray:
 
 
 def _window_is(u: np.ndarray, at: np.ndarray, text: bytes) -> bool:
-    """Every ``u[at + i] == text[i]``."""
+    """Every ``u[at + i] == text[i]`` (``at + len(text) <= len(u)``): eight bytes at a time, the last
+    eight overlapping, for a text of eight bytes or more."""
     if len(at) == 0:
         return True
-    return bool(np.all(u[at[:, None] + np.arange(len(text))] == np.frombuffer(text, dtype=np.uint8)))
+    n = len(text)
+    if n < 8:
+        return bool(np.all(u[at[:, None] + np.arange(n)] == np.frombuffer(text, dtype=np.uint8)))
+    words = np.ndarray((len(u) - 7,), dtype="<u8", buffer=u, strides=(1,))   # the 8 bytes at each offset
+    for o in sorted({*range(0, n - 7, 8), n - 8}):
+        if not np.all(words[at + o] == np.frombuffer(text[o:o + 8], dtype="<u8")[0]):
+            return False
+    return True
 
 
 def parse_mooncake(blk: bytes):
