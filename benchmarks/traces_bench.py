@@ -22,15 +22,16 @@ traces this script writes (seed 1), each by ``python benchmarks/traces_bench.py 
 this code and the previous one (main at 2871cca, its own copy of this script) run one after the
 other on the same file while other jobs held the load average at 9-13 (CPU times vary by 10-15%
 between runs at that load; at a million requests in Mooncake's layout the two were alternated three
-times, 5.9 / 6.1 / 6.5 s against 7.2 / 7.3 / 7.6 s; the final code (1 MB blocks) ran 6.8 and 8.1 s
-at a load of 9-11):
+times, 5.9 / 6.1 / 6.5 s against 7.2 / 7.3 / 7.6 s; later pairs, as the load changed, 7.1 / 10.0,
+9.5 / 10.4, 7.4 / 11.5 and 9.0 / 11.1 s: this code takes 0.64-0.91 of the previous code's time, and
+a run's own CPU time moves by half with the other jobs):
 
 ==========================  ==========  ================  ==========================  =====================
 trace                       blocks      distinct blocks   ``all``: CPU, peak RSS      before (2871cca)
 ==========================  ==========  ================  ==========================  =====================
-Mooncake, 1,000,000         17,749,746   5,499,912        5.9-8.1 s, 140-160 MB       7.2-7.8 s, 136-139 MB
-Bailian, 1,000,000          17,749,746   5,499,912        9.2 s, 138 MB               14.2-16.2 s, 144 MB
-Mooncake, 3,000,000         53,249,544  16,499,897        20.6 s, 297 MB              23.1 s, 293 MB
+Mooncake, 1,000,000         17,749,746   5,499,912        5.9-9.5 s, 137-160 MB       7.2-11.5 s, 135-139 MB
+Bailian, 1,000,000          17,749,746   5,499,912        9.2-11.0 s, 138-145 MB      14.2-16.2 s, 144 MB
+Mooncake, 3,000,000         53,249,544  16,499,897        20.6-25.6 s, 297 MB         23.1 s, 293 MB
 Bailian, 3,000,000          53,249,544  16,499,897        26.7 s, 291 MB              41.3 s, 293 MB
 ==========================  ==========  ================  ==========================  =====================
 
