@@ -32,7 +32,7 @@ trace                       blocks      distinct blocks   ``all``: CPU, peak RSS
 Mooncake, 1,000,000         17,749,746   5,499,912        5.9-9.5 s, 137-160 MB       7.2-11.5 s, 135-139 MB
 Bailian, 1,000,000          17,749,746   5,499,912        9.2-11.0 s, 138-145 MB      14.2-16.2 s, 144 MB
 Mooncake, 3,000,000         53,249,544  16,499,897        20.6-25.6 s, 297 MB         23.1 s, 293 MB
-Bailian, 3,000,000          53,249,544  16,499,897        26.7 s, 291 MB              41.3 s, 293 MB
+Bailian, 3,000,000          53,249,544  16,499,897        26.7-28.2 s, 290-291 MB     41.3 s, 293 MB
 ==========================  ==========  ================  ==========================  =====================
 
 Where the time went before (issue 19's last note, a million requests): a counting pass for the
