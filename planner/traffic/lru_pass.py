@@ -179,10 +179,10 @@ class Deferred:
     - between: kept, per request (its hits as ranges of ranks, its input tokens, its new blocks),
       about 20 bytes a request of a Mooncake-like trace.
 
-    At the end the cut is exact: the kept chunks add their requests from the cut on. A cut that falls
-    below a counted chunk or above a dropped one (a file whose lines change length far more than the
-    margin) raises :class:`NeedCount`, and the caller passes the trace again with its count: the result
-    is exact either way.
+    At the end the cut is exact: the kept chunks add their requests from the cut on. A cut past the
+    first request counted at once, or before the end of a chunk dropped on the estimate (a file whose
+    lines change length along it by more than the margin), raises :class:`NeedCount`, and the caller
+    passes the trace again with its count (then about twice the time): the result is exact either way.
     """
 
     MARGIN = 0.25
