@@ -1,44 +1,49 @@
 """Benchmark: read a prefix-reuse trace of millions of requests and compute its LRU hit curve.
 
-    python benchmarks/traces_bench.py                    # 1,000,000 requests
-    python benchmarks/traces_bench.py --requests 3000000 --json out/traces-bench.json
+    python benchmarks/traces_bench.py                    # 1,000,000 requests, Mooncake's layout
+    python benchmarks/traces_bench.py --requests 1000000 3000000 --layout mooncake bailian --json out/traces-bench.json
 
-Makes a synthetic Mooncake-format trace (gzip JSONL, 512-token blocks) of multi-turn
-conversations with a shared system prompt (the shape of the FAST'25 conversation trace:
-about 18 blocks a request), then runs, each in a fresh process with its peak memory (max RSS):
+Makes a synthetic trace (gzip JSONL) of multi-turn conversations with a shared system prompt (the
+shape of the FAST'25 conversation trace: about 18 blocks a request), in Mooncake's layout
+(``make``: 512-token blocks) or in Qwen Bailian's (``make_bailian``: the same conversations and ids,
+16-token blocks, ``chat_id``/``parent_chat_id``/``type``/``turn`` and timestamps in seconds with
+milliseconds), then runs, each in a fresh process with its peak memory (max RSS):
 
 - ``read``: the whole trace read into memory (``planner.traffic.traces.read_trace``), the path of a
   trace whose ids are not prefix hashes;
-- ``all``: what the planner runs, ``planner.traffic.traces.trace_reuse`` (the file read a block of
-  lines at a time and passed at once, the warm-up's request count by a first pass over the text)
-  and the curve at 64 capacities (``hit_curve``).
+- ``all``: what the planner runs, ``planner.traffic.traces.trace_reuse`` (the file read once, a block
+  of lines at a time, and passed at once) and the curve at 64 capacities (``hit_curve``).
 
 Prints a table and writes JSON; ``cpu_s`` is the CPU time of the process, which is what its wall
 time is on an idle core.
 
 Measured on the shared 2-core development machine (numpy 2.4, Python 3.11), 2026-12-01, on the
-traces this script writes (``make(path, n)``, seed 1), each run by
-``/usr/bin/time -v python benchmarks/traces_bench.py --child TRACE all`` (and ``read``), while other
-jobs held the load average at 9-11 on the 2 cores (wall times 2.5-3 times the CPU times; the CPU
-times themselves vary by 15% between runs at that load, so the two runs taken are both given):
+traces this script writes (seed 1), each by ``python benchmarks/traces_bench.py --child TRACE all``,
+this code and the previous one (main at 2871cca, its own copy of this script) run one after the
+other on the same file while other jobs held the load average at 9-13 (CPU times vary by 10-15%
+between runs at that load; at a million requests in Mooncake's layout the two were alternated three
+times, 5.9 / 6.1 / 6.5 s against 7.2 / 7.3 / 7.6 s; later pairs, as the load changed, 7.1 / 10.0,
+9.5 / 10.4, 7.4 / 11.5 and 9.0 / 11.1 s: this code takes 0.64-0.91 of the previous code's time, and
+a run's own CPU time moves by half with the other jobs):
 
-=========  ==========  ================  ============================  ===========================
-requests   blocks      distinct blocks   ``all``: CPU, peak RSS        before (issue 19's last note)
-=========  ==========  ================  ============================  ===========================
-1,000,000  17,749,746   5,499,912        9.5-10.8 s, 136 MB            15.7 s, 268 MB
-3,000,000  53,249,544  16,499,897        26.3-27.1 s, 286-289 MB       55.7 s, 667 MB
-=========  ==========  ================  ============================  ===========================
+==========================  ==========  ================  ==========================  =====================
+trace                       blocks      distinct blocks   ``all``: CPU, peak RSS      before (2871cca)
+==========================  ==========  ================  ==========================  =====================
+Mooncake, 1,000,000         17,749,746   5,499,912        5.9-9.5 s, 137-160 MB       7.2-11.5 s, 135-139 MB
+Bailian, 1,000,000          17,749,746   5,499,912        9.2-11.0 s, 138-145 MB      14.2-16.2 s, 144 MB
+Mooncake, 3,000,000         53,249,544  16,499,897        20.6-25.6 s, 297 MB         23.1 s, 293 MB
+Bailian, 3,000,000          53,249,544  16,499,897        26.7-28.2 s, 290-291 MB     41.3 s, 293 MB
+==========================  ==========  ================  ==========================  =====================
 
-The previous code (main at 172bb87, ``read_trace`` then ``reuse``) run on the same million-request
-trace at the same load, just after: 25.8 s of CPU and 276 MB, so at equal load the streamed pass is
-2.4-2.7 times faster (its 15.7 s of the last note were taken at a lower load).
-``read`` alone: 3.8 s and 182 MB, 9.5 s and 447 MB. At a million requests, measured apart under
-the same load: the counting pass 0.9-1.5 s (the gzip stream decompressed once more), reading and
-parsing the blocks 3.8 s (of it 0.9 s decompression and 1.8 s the parser's ``np.fromstring``), the
-pass alone on the arrays 4.8 s. Memory at three million: 12 bytes per distinct block id (200 MB: last use, parent
-check, hits by rank), 1 bit per access (7 MB), one 2 MB block of text with its chunk's temporaries,
-and the interpreter with numpy (45 MB). Before this, the whole trace's block array was held (4 B a
-block) beside a sorted array of last uses compacted every chunk.
+Where the time went before (issue 19's last note, a million requests): a counting pass for the
+warm-up (the gzip decompressed twice) 0.8-1.5 s, parsing 3.8 s of which 1.8 s ``np.fromstring``,
+the pass 4.8 s; a Bailian trace took one ``json.loads`` a block and a Python int per id. Now: one
+decompression (0.65 s), the Mooncake parser 19 ms a 2 MB block (1.8 s; blocks are now 1 MB), the Bailian one about the
+same, and the pass about 3.5-4 s (unchanged but for the prefix check): the pass is what is left.
+Memory at three million: 12 bytes per distinct block id (200 MB: last use, parent check, hits by
+rank), 1 bit per access (7 MB), the warm-up's kept chunks (about 20 bytes a request within a
+quarter of the cut either side, about 15 MB), one 1 MB block of text with its chunk's
+temporaries, and the interpreter with numpy (45 MB).
 """
 
 from __future__ import annotations
@@ -88,6 +93,42 @@ def make(path: Path, requests: int, seed: int = 1) -> int:
     return blocks
 
 
+def make_bailian(path: Path, requests: int, seed: int = 1) -> int:
+    """The same conversations as :func:`make` written in the Qwen Bailian layout (``chat_id``,
+    ``parent_chat_id``, ``timestamp`` [s] with milliseconds, ``input_length``, ``output_length``,
+    ``type``, ``turn``, ``hash_ids``; alibaba-edu/qwen-bailian-usagetraces-anon README) with 16-token
+    blocks: the same ids, so the same blocks a request (about 18, inputs of about 290 tokens), and the
+    same hit curve in blocks. Returns the number of blocks."""
+    rng = np.random.default_rng(seed)
+    turns = 4
+    convs = -(-requests // turns)
+    sys_blocks = 4
+    new_per_turn = rng.integers(2, 10, (convs, turns))
+    start = np.sort(rng.uniform(0, 3600e3, convs))
+    gap = rng.exponential(60e3, (convs, turns))
+    t = start[:, None] + np.cumsum(gap, axis=1) - gap[:, :1]
+    order = np.argsort(t.ravel(), kind="stable")[:requests]
+    next_id = sys_blocks
+    conv_base = np.empty(convs, dtype=np.int64)
+    own = np.cumsum(new_per_turn, axis=1)
+    for c in range(convs):
+        conv_base[c] = next_id
+        next_id += int(own[c, -1])
+    blocks = 0
+    chat = {}
+    with gzip.open(path, "wt", compresslevel=1) as f:
+        for i, k in enumerate(order):
+            c, j = divmod(int(k), turns)
+            n_own = int(own[c, j])
+            ids = list(range(sys_blocks)) + list(range(conv_base[c], conv_base[c] + n_own))
+            blocks += len(ids)
+            f.write(json.dumps({"chat_id": i, "parent_chat_id": chat.get(c, -1), "timestamp": round(t[c, j] / 1e3, 3),
+                                "input_length": len(ids) * 16 - 3, "output_length": 20, "type": "text",
+                                "turn": j + 1, "hash_ids": ids}) + "\n")
+            chat[c] = i
+    return blocks
+
+
 def _child(path: str, phase: str) -> None:
     from planner.traffic import traces as T
     t0 = time.perf_counter()
@@ -110,6 +151,8 @@ def _child(path: str, phase: str) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, nargs="+", default=[1_000_000])
+    ap.add_argument("--layout", nargs="+", choices=["mooncake", "bailian"], default=["mooncake"],
+                    help="the trace's layout: Mooncake's (512-token blocks) or Qwen Bailian's (16-token blocks)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--child", nargs=2, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
@@ -118,17 +161,17 @@ def main(argv=None) -> int:
         return 0
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for n in a.requests:
-            path = Path(tmp) / f"trace-{n}.jsonl.gz"
+        for layout, n in ((x, n) for x in a.layout for n in a.requests):
+            path = Path(tmp) / f"trace-{layout}-{n}.jsonl.gz"
             t0 = time.perf_counter()
-            blocks = make(path, n)
+            blocks = (make if layout == "mooncake" else make_bailian)(path, n)
             gen = time.perf_counter() - t0
             res = {}
             for phase in ("read", "all"):
                 p = subprocess.run([sys.executable, __file__, "--child", str(path), phase],
                                    capture_output=True, text=True, check=True)
                 res[phase] = json.loads(p.stdout)
-            row = {"requests": n, "blocks": blocks, "unique_blocks": res["all"]["unique_blocks"],
+            row = {"layout": layout, "requests": n, "blocks": blocks, "unique_blocks": res["all"]["unique_blocks"],
                    "file_mb": path.stat().st_size / 2**20, "generate_s": gen,
                    "read_cpu_s": res["read"]["cpu_s"], "read_max_rss_mb": res["read"]["max_rss_mb"],
                    "wall_s": res["all"]["reuse_curve_s"], "cpu_s": res["all"]["cpu_s"],

@@ -250,3 +250,194 @@ def test_prefix_check_within_and_across_chunks():
             feed(*bad)
     r = feed([[0, 1, 2], [0, 1]], [[0, 3], [0, 1, 2, 4]])  # every id always under one parent
     assert r.unique_blocks == 5
+
+
+def _counted(monkeypatch):
+    """The calls of the counting pass (a second decompression of the file)."""
+    calls = []
+    real = TR.count_requests
+    monkeypatch.setattr(TR, "count_requests", lambda *a, **k: calls.append(1) or real(*a, **k))
+    return calls
+
+
+def _conversations(seed, n, bs):
+    """Prefix-hash requests: a shared 3-block prompt, then the turns of 6 conversations, each started
+    again after 2-5 turns, so the lines' lengths do not drift along the file."""
+    rng = random.Random(seed)
+    tree: dict[tuple[int, int], int] = {}
+    convs = [[] for _ in range(6)]
+    turns = [0] * 6
+    requests, inp = [], []
+    for _ in range(n):
+        c = rng.randrange(len(convs))
+        if turns[c] == 0:
+            convs[c], turns[c] = [], rng.randint(2, 5)
+        turns[c] -= 1
+        path = convs[c] or [tree.setdefault((-1, 0), 0), tree.setdefault((0, 0), 1), tree.setdefault((1, c), 2 + c)]
+        for _ in range(rng.randint(1, 3)):
+            path = path + [tree.setdefault((path[-1], rng.randrange(3)), len(tree) + 100)]
+        convs[c] = path
+        requests.append(path)
+        inp.append(len(path) * bs - rng.randrange(bs))
+    return requests, inp
+
+
+def _curve_equals_brute_at(r, requests, inp, bs, warmup, caps):
+    want = [brute_lru(requests, inp, bs, c, warmup) for c in caps]
+    assert T.hit_curve(r, caps).tolist() == want
+
+
+@pytest.mark.parametrize("warmup", [0.3, 0.5, 0.8])
+def test_warmup_cut_found_at_the_end_without_counting(tmp_path, monkeypatch, warmup):
+    """Lines of even length: the cut estimated from the share of the file read is right, the file is
+    read once (no counting pass), and the curve, warm-up and blocks equal the brute force's."""
+    monkeypatch.setattr(TR, "BLOCK_BYTES", 300)              # about 40 chunks
+    requests, inp = _conversations(5, 160, 4)
+    caps = [0, 1, 2, 3, 5, 8, 12, 20, 30, 45, 70, 100, 150, 250, np.inf]
+    for gz in (False, True):
+        file = _write(tmp_path / f"c.jsonl{'.gz' if gz else ''}", [_line(x, n) for x, n in zip(requests, inp)], gz)
+        calls = _counted(monkeypatch)
+        r, streamed = _streamed(monkeypatch, file, warmup, 4)
+        assert streamed and not calls
+        _curve_equals_brute_at(r, requests, inp, 4, warmup, caps)
+        w = int(len(requests) * warmup)
+        assert r.warmup_requests == w and r.requests == len(requests)
+        assert r.warmup_blocks == len({tuple(x[:i + 1]) for x in requests[:w] for i in range(len(x))})
+        assert r.total_tokens == sum(inp[w:])
+
+
+def test_warmup_cut_misestimated_is_counted_and_exact(tmp_path, monkeypatch):
+    """A file whose first half has lines padded with spaces to eight times their length (JSON's
+    reader takes them): the cut estimated from the share read is far off, so the pass raises
+    NeedCount and the trace is passed again with its count. Still the brute force's curve."""
+    from planner.traffic.lru_pass import NeedCount, StackPass
+    monkeypatch.setattr(TR, "BLOCK_BYTES", 300)
+    requests, inp = _conversations(9, 120, 4)
+    lines = [_line(x, n) for x, n in zip(requests, inp)]
+    lines = [x[:-1] + " " * 7 * len(x) + "}" if i < 60 else x for i, x in enumerate(lines)]
+    file = _write(tmp_path / "skew.jsonl", lines)
+    calls = _counted(monkeypatch)
+    raised = []
+    real = StackPass.result
+
+    def result(self):
+        try:
+            return real(self)
+        except NeedCount:
+            raised.append(1)
+            raise
+    monkeypatch.setattr(StackPass, "result", result)
+    r, streamed = _streamed(monkeypatch, file, 0.5, 4)
+    assert streamed and raised == [1] and calls == [1]
+    _curve_equals_brute_at(r, requests, inp, 4, 0.5, [0, 1, 2, 4, 7, 11, 16, 25, 40, 60, 90, np.inf])
+    assert r.warmup_requests == 60 and r.total_tokens == sum(inp[60:])
+
+
+def test_gzip_members_padding_and_damage(tmp_path, monkeypatch):
+    """The reader's own zlib loop reads what gzip reads: two members (``cat a.gz b.gz``), zero
+    padding after the last; a member cut short or foreign bytes after it are refused (the caller then
+    locates the problem through gzip)."""
+    import gzip as gz
+    monkeypatch.setattr(TR, "BLOCK_BYTES", 64)
+    monkeypatch.setattr(TR, "RAW_BYTES", 50)
+    lines = [_line([0, 1, i + 2], 12) for i in range(40)]
+    text = ("\n".join(lines) + "\n").encode()
+    two = gz.compress(text[:700]) + gz.compress(text[700:])
+    for data in (two, two + b"\0" * 30):
+        (tmp_path / "m.gz").write_bytes(data)
+        assert b"".join(TR.blocks(tmp_path / "m.gz")) == gz.decompress(two) == text
+        assert [b.endswith(b"\n") for b in TR.blocks(tmp_path / "m.gz")] == [True] * len(list(TR.blocks(tmp_path / "m.gz")))
+    (tmp_path / "m.gz").write_bytes(two)
+    fr = [f for _, f in TR.blocks(tmp_path / "m.gz", progress=True)]
+    assert fr == sorted(fr) and fr[-1] == 1.0 and fr[0] < 0.5
+    for bad in (two[:-9], two + b"junk"):
+        (tmp_path / "bad.gz").write_bytes(bad)
+        with pytest.raises((EOFError, OSError)):
+            list(TR.blocks(tmp_path / "bad.gz"))
+        with pytest.raises(TR.Unreadable):
+            list(TR.chunks(tmp_path / "bad.gz"))
+
+
+def _bailian(i, ids, ts=1.5, parent=-1, inp=100, typ="text", turn=1, out=7):
+    return json.dumps({"chat_id": i, "parent_chat_id": parent, "timestamp": ts, "input_length": inp,
+                       "output_length": out, "type": typ, "turn": turn, "hash_ids": ids})
+
+
+def test_bailian_fast_parser_equals_json_on_random_lines():
+    """The Bailian-layout block parser against json.loads line by line: negative parents, integer
+    and decimal timestamps (their doubles bit for bit), every type, ids up to 18 digits."""
+    rng = random.Random(19)
+    lines = []
+    for i in range(400):
+        ids = [rng.choice([0, rng.randrange(10), rng.randrange(10**6), rng.randrange(10**17)])
+               for _ in range(rng.randint(1, 30))]
+        ts = rng.choice([rng.randrange(10**6), round(rng.uniform(0, 7200), 3), 0.5, 0.0, 12.0,
+                         round(rng.uniform(0, 1), 6), 10**9 + 0.125])
+        lines.append(_bailian(i, ids, ts, rng.choice([-1, rng.randrange(10**5)]), rng.randrange(10**6),
+                              rng.choice(["text", "search", "image", "file", ""]), rng.randint(1, 9),
+                              rng.randrange(3000)))
+    blk = ("\n".join(lines) + "\n").encode()
+    fast = TR.parse_bailian(blk)
+    assert fast is not None and TR.parse_mooncake(blk) is None
+    recs = [json.loads(x) for x in lines]
+    assert fast[0].tolist() == [r["input_length"] for r in recs]
+    assert fast[1].tolist() == [r["output_length"] for r in recs]
+    assert fast[2].tolist() == [float(r["timestamp"]) for r in recs]   # == on doubles: bit for bit
+    assert fast[3].tolist() == [len(r["hash_ids"]) for r in recs]
+    assert fast[4].tolist() == [x for r in recs for x in r["hash_ids"]]
+    assert TR.parse_bailian(blk[:-1]) is not None  # the last line without its newline
+
+
+B_GOOD = _bailian(3, [0, 17, 2], 61.114, 55)
+
+
+@pytest.mark.parametrize("line", [
+    _bailian(3, [0, 17, 2], typ='te"xt'),                    # an escape in the type (json.dumps: \")
+    _bailian(3, [0, 17, 2], typ="t\u00e9xt"),                # a non-ASCII type (json.dumps: \u00e9)
+    _bailian(3, [0, 17, 2], typ="image2"),                   # a digit inside the type
+    _bailian(3, [0, 17, 2], typ="Text"),                     # not lowercase letters
+    _bailian(3, [0, 17, 2], ts=1e-05),                       # an exponent
+    _bailian(3, [0, 17, 2], ts=1234.5678901234567),          # 17 significant digits: no exact division
+    _bailian(3, [0, 17, 2], inp=-5),                         # negative input
+    _bailian(3, [0, 17, 2], inp=5.0),                        # a float input length
+    _bailian(3, [], 61.114, 55),                             # an empty list
+    _bailian(3, [0, 17, 2], parent=None),                    # null
+    B_GOOD.replace(": 61.114", ": 061.114"),                 # a leading zero
+    B_GOOD.replace(", ", ",", 1),                            # other separators
+    B_GOOD.replace("{", "{ "),                               # a space
+    B_GOOD.replace('"type": "text", ', ""),                  # another key set
+    json.dumps(dict(reversed(list(json.loads(B_GOOD).items())))),  # another key order
+    B_GOOD + "\r",                                           # CRLF
+])
+def test_bailian_fast_parser_leaves_every_near_miss_to_the_json_reader(line, tmp_path, monkeypatch):
+    for blk in ((line + "\n").encode(), (B_GOOD + "\n" + line + "\n" + B_GOOD + "\n").encode()):
+        assert TR.parse_bailian(blk) is None
+    monkeypatch.setattr(TR, "BLOCK_BYTES", 100)               # and streamed: the JSON reader's result
+    lines = [B_GOOD, line, _bailian(4, [0, 17, 5], 62.0, 3), B_GOOD]
+    file = _write(tmp_path / "b.jsonl", lines)
+    try:
+        recs = [json.loads(x) for x in lines]
+    except ValueError:
+        recs = None
+    whole = (lambda x: type(x) in (int, float) and float(x).is_integer() and x >= 0)  # the line reader's rule
+    if recs is None or not all(whole(r.get("input_length")) for r in recs):
+        with pytest.raises(T.TraceError, match="b.jsonl:2"):
+            T.trace_reuse(file, 16, 0.0)
+        return
+    r, _ = T.trace_reuse(file, 16, 0.0)
+    _curve_equals_brute(r, [x["hash_ids"] for x in recs], [int(x["input_length"]) for x in recs], 16, 0.0)
+
+
+def test_bailian_file_streamed_fast_equals_brute_force(tmp_path, monkeypatch):
+    """Conversations in the Bailian layout, read by the block parser (no json.loads), plain and
+    gzip, at a warm-up of one half: the brute force's curve."""
+    monkeypatch.setattr(TR, "BLOCK_BYTES", 400)
+    called = []
+    monkeypatch.setattr(TR, "parse_json", lambda blk: called.append(1))
+    requests, inp = _conversations(13, 120, 16)
+    for gz in (False, True):
+        file = _write(tmp_path / f"q.jsonl{'.gz' if gz else ''}",
+                      [_bailian(i, x, round(i * 0.37, 3), i - 1, n) for i, (x, n) in enumerate(zip(requests, inp))], gz)
+        r, streamed = _streamed(monkeypatch, file, 0.5)
+        assert streamed and not called and r.block_size == 16
+        _curve_equals_brute_at(r, requests, inp, 16, 0.5, [0, 1, 2, 4, 7, 11, 16, 25, 40, 60, 90, np.inf])

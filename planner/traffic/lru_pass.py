@@ -162,6 +162,113 @@ def _apply_bits(bits: np.ndarray, pos: np.ndarray, on: bool) -> None:
         bits[w] &= ~agg
 
 
+class NeedCount(Exception):
+    """The warm-up's cut fell outside the requests :class:`Deferred` kept: count the requests first."""
+
+
+class Deferred:
+    """The warm-up's cut ``floor(n * warmup)`` when the number of requests ``n`` is not known until
+    the trace's end (a gzip file is not decompressed twice to count its lines first).
+
+    Each chunk's hits are made as usual, then, by where the chunk's requests ``[r0, r1)`` lie against
+    the cut estimated from the share of the file read (``n ~ requests so far / progress``):
+
+    - below ``floor(requests so far * warmup)``, a bound the cut can only grow from: dropped (warm-up);
+    - below ``(1 - MARGIN)`` times the estimated cut (``MARGIN`` 0.25): dropped too, and the drop remembered;
+    - from ``(1 + MARGIN)`` times it on: counted at once, and remembered;
+    - between: kept, per request (its hits as ranges of ranks, its input tokens, its new blocks),
+      about 20 bytes a request of a Mooncake-like trace.
+
+    At the end the cut is exact: the kept chunks add their requests from the cut on. A cut past the
+    first request counted at once, or before the end of a chunk dropped on the estimate (a file whose
+    lines change length along it by more than the margin), raises :class:`NeedCount`, and the caller
+    passes the trace again with its count (then about twice the time): the result is exact either way.
+    """
+
+    MARGIN = 0.25
+
+    def __init__(self, warmup: float):
+        self.warmup = warmup
+        self.kept: list[tuple] = []      # (r0, m, nd at start, [new blocks, input lengths, units...] in one, cuts, any units)
+        self.dropped_to = 0              # requests below it dropped
+        self.counted_from: int | None = None  # requests from it counted
+        self.tokens_from_counted = 0
+        self.starts: dict[int, int] = {0: 0}  # distinct blocks before each chunk's first request
+        self.new_blocks = None
+        self._cur = None
+
+    def begin(self, r0: int, m: int, nd: int, inp: np.ndarray, progress: float | None) -> None:
+        self.starts[r0] = nd
+        r1 = r0 + m
+        low = math.floor(r1 * self.warmup)                       # the cut is at least this
+        fate = "keep"
+        if r1 <= low:
+            fate = "drop"
+        elif progress and progress > 0:
+            est = r1 / min(1.0, progress) * self.warmup          # the cut, estimated
+            if r1 <= (1 - self.MARGIN) * est:
+                fate = "drop"
+            elif r0 >= (1 + self.MARGIN) * est and r0 > low:
+                fate = "count"
+        if fate == "count" and self.counted_from is None:
+            self.counted_from = r0
+        if fate == "keep" and self.counted_from is not None:   # never keep after counting: count
+            fate = "count"
+        if fate == "drop":
+            self.dropped_to = max(self.dropped_to, r1)
+        if fate == "count":
+            self.tokens_from_counted += int(inp.sum())
+        self.new_blocks = np.zeros(m, dtype=np.int64)
+        self._cur = [fate, r0, m, nd, inp, None]
+
+    def log(self, units) -> None:
+        self._cur[5] = units
+
+    def end(self, sp: "StackPass") -> None:
+        fate, r0, m, nd, inp, units = self._cur
+        self._cur = None
+        if fate == "count" and units is not None:
+            sp._count(units, 0, sp.nd)
+        elif fate == "keep":             # held as one array (int32 where it fits): few, whole allocations
+            arrs = [self.new_blocks, inp] + (list(units) if units is not None else [])
+            flat = np.concatenate([np.asarray(a, dtype=np.int64) for a in arrs])
+            if len(flat) and -I32_MAX < flat.min() and flat.max() < I32_MAX:
+                flat = flat.astype(np.int32)
+            self.kept.append((r0, m, nd, flat, np.cumsum([len(a) for a in arrs])[:-1], units is not None))
+        self.new_blocks = None
+        low = math.floor(sp.nreq * self.warmup)                  # kept chunks now surely warm-up
+        while self.kept and self.kept[0][0] + self.kept[0][1] <= low:
+            self.dropped_to = max(self.dropped_to, self.kept[0][0] + self.kept[0][1])
+            del self.kept[0]
+        self.starts[sp.nreq] = sp.nd
+
+    def finish(self, sp: "StackPass") -> None:
+        n = sp.nreq
+        cut = max(0, min(n, math.floor(n * self.warmup))) if n else 0
+        if cut < self.dropped_to or (self.counted_from is not None and cut > self.counted_from):
+            raise NeedCount(cut)
+        warm = self.starts.get(cut)
+        total = self.tokens_from_counted
+        for r0, m, nd, flat, cuts, has_units in self.kept:
+            if r0 + m <= cut:
+                continue
+            new, inp, *units = np.split(flat, cuts)
+            units = tuple(units) if has_units else None
+            first = max(0, cut - r0)
+            if first and warm is None:
+                warm = nd + int(new[:first].sum(dtype=np.int64))
+            total += int(inp[first:].sum(dtype=np.int64))
+            if units is not None:
+                sp._count(units, first, sp.nd)
+        if warm is None:                  # a cut inside a request range never kept
+            raise NeedCount(cut)
+        self.kept = []
+        sp.w = cut
+        sp.warm_blocks = warm
+        sp.total_tokens = total
+        sp.deferred = None
+
+
 class StackPass:
     """The one pass over a trace fed a chunk of whole requests at a time (see the module).
 
@@ -176,13 +283,13 @@ class StackPass:
     """
 
     def __init__(self, requests: int | None, warmup: float, block_size: int, check_prefix: bool = True):
-        if requests is None:
-            if warmup > 0:
-                raise ValueError("the warm-up needs the number of requests")
-            self.w = 0
+        self.warmup = float(warmup)
+        if requests is None:               # the cut found at the end (see :class:`Deferred`)
+            self.w = 0 if warmup <= 0 else None
         else:
             self.w = max(0, min(requests, int(math.floor(requests * warmup)) if requests else 0))
         self.requests = requests
+        self.deferred = Deferred(self.warmup) if self.w is None else None
         self.bs = int(block_size)
         self.check = check_prefix
         self.t = 0                # accesses so far
@@ -200,11 +307,21 @@ class StackPass:
         self.warm_blocks: int | None = None
 
     # ---------------------------------------------------------------- feeding
-    def feed(self, lens: np.ndarray, ids: np.ndarray, input_length: np.ndarray) -> None:
-        """The next requests: their block counts, their ids concatenated, their input lengths [tokens]."""
+    def feed(self, lens: np.ndarray, ids: np.ndarray, input_length: np.ndarray,
+             progress: float | None = None) -> None:
+        """The next requests: their block counts, their ids concatenated, their input lengths [tokens];
+        ``progress``: the share of the file read so far [fraction], when the warm-up's cut is not
+        known yet (see :class:`Deferred`)."""
         lens = np.asarray(lens, dtype=np.int64)
         m = len(lens)
         r0 = self.nreq
+        if self.deferred is not None:
+            self.deferred.begin(r0, m, self.nd, np.asarray(input_length, dtype=np.int64), progress)
+            self.nreq += m
+            if len(ids):
+                self._feed_ids(lens, ids, np.asarray(input_length, dtype=np.int64), r0)
+            self.deferred.end(self)
+            return
         if r0 < self.w < r0 + m:          # the warm-up ends inside: two feeds (warm_blocks at the cut)
             c = self.w - r0
             cut = int(lens[:c].sum())
@@ -219,9 +336,12 @@ class StackPass:
         if self.nreq >= self.w:
             self.total_tokens += int(inp.sum())
         self.nreq += m
+        if len(ids):
+            self._feed_ids(lens, ids, inp, r0)
+
+    def _feed_ids(self, lens, ids, inp, r0) -> None:
+        m = len(lens)
         k = len(ids)
-        if k == 0:
-            return
         ids = np.asarray(ids)
         st = np.zeros(m + 1, dtype=np.int64)
         np.cumsum(lens, out=st[1:])
@@ -242,29 +362,24 @@ class StackPass:
             raise NotDense(top)
         self.parent, self.n_parent = _grown(self.parent, self.n_parent, top + 1, -2)
 
-    def _check_parents(self, st, node, blk, order, sseq, same) -> None:
+    def _check_parents(self, st, node) -> None:
         """Every id always under the same parent (so an id names its whole prefix, and is not twice in
-        a request): the accesses of one block in the chunk agree, and the first with the parent kept."""
-        k = len(node)
-        par = np.empty(k, dtype=np.int32)                    # parent id of each block (chunk order)
+        a request): the parent of each id's first block is kept (one of them when a chunk first sees
+        an id under two), then every block's parent must be its id's."""
+        par = np.empty(len(node), dtype=np.int32)             # parent id of each block (chunk order)
         par[1:] = node[:-1]
         par[st[:-1][np.diff(st) > 0]] = -1
-        pa = par[blk[order]]                                 # ... of each access, grouped by block
-        del par
-        inner = same[1:]
-        if np.any(pa[1:][inner] != pa[:-1][inner]):
+        had = self.parent[node]
+        new = had == -2
+        self.parent[node[new]] = par[new]
+        had[new] = self.parent[node[new]]
+        if not np.array_equal(had, par):
             raise NotPrefix()
-        hb, hp = sseq[~same], pa[~same]
-        had = self.parent[hb]
-        seen = had != -2
-        if np.any(had[seen] != hp[seen]):
-            raise NotPrefix()
-        self.parent[hb] = hp
 
     def _above(self, p: np.ndarray, s: int) -> np.ndarray:
         """Marks (times < s still a block's last use) above each time ``p < s``."""
         nw = (s + 63) >> 6
-        wc = np.zeros(nw + 1, dtype=np.int64)
+        wc = np.zeros(nw + 1, dtype=np.int32 if s < I32_MAX else np.int64)   # marks below each word
         np.cumsum(np.bitwise_count(self.bits[:nw]), out=wc[1:])
         x = p + 1                                      # marks at times >= p + 1
         wi = x >> 6
@@ -277,6 +392,8 @@ class StackPass:
         m = len(st) - 1
         bs = self.bs
         last = self.last
+        if self.check:
+            self._check_parents(st, node)
         req = np.repeat(np.arange(m, dtype=np.int32), np.diff(st))        # request of each access
         dfe = np.arange(k, dtype=it)
         dfe -= st[req].astype(it)                       # deeper blocks of its request touched before it
@@ -297,8 +414,6 @@ class StackPass:
             sseq = seq[order]
         same = np.zeros(k, dtype=bool)
         same[1:] = sseq[1:] == sseq[:-1]
-        if self.check:
-            self._check_parents(st, node, blk, order, sseq, same)
         prev = np.empty(k, dtype=it)
         prev[order[~same]] = last[sseq[~same]]                   # first use in the chunk: the last use before
         prev[order[1:][same[1:]]] = order[:-1][same[1:]] + s    # later uses: the one before, in the chunk
@@ -308,6 +423,8 @@ class StackPass:
         last[seq[ends]] = ends + s
         del order, same, end, seq, sseq
         old = np.sort(prev[(prev >= 0) & (prev < s)]).astype(np.int64)   # marks this chunk moves
+        if self.deferred is not None:                           # blocks first seen, by request
+            self.deferred.new_blocks = np.bincount(req[prev < 0], minlength=m)
         ti = np.flatnonzero(prev >= 0).astype(it, copy=False)  # accesses of blocks seen before
         p = prev[ti].astype(np.int64)
         del prev
@@ -341,35 +458,55 @@ class StackPass:
         rank = above + inside - moved - dfe[ti[hx]]   # rank of each unit's head
         del above, inside, moved, before, hp, ht
         nd_after = self.nd + len(ends) - len(old)
-        counted = rq[hx] >= self.w - r0
-        fu = counted & full[hx]                                 # units of full blocks: ranks lo..hi, 1 each
         self.full, self.n_full = _grown(self.full, self.n_full, nd_after + 1, 0)
         if self.t + k >= I32_MAX and self.full.dtype != np.int64:  # counts past int32: widen once
             self.full = _widened(self.full, self.n_full, np.int64)
-        np.add.at(self.full, rank[fu] - size[fu] + 1, 1)        # a difference array: +1 at lo, -1 past hi
-        np.add.at(self.full, rank[fu] + 1, -1)
-        part = np.flatnonzero(counted & ~full[hx])              # units of partial blocks (or past the input)
-        if len(part):
-            at = np.repeat(part, size[part])                    # each of their accesses
+        ufull = full[hx]
+        part = np.flatnonzero(~ufull)                           # units of partial blocks (or past the input)
+        if len(part):                                           # their accesses, one by one
+            at = np.repeat(part, size[part])
             off = np.arange(len(at)) - np.repeat(np.cumsum(size[part]) - size[part], size[part])
-            r_each = rank[at] - off
-            tk = tokens[hx[at] + off]
-            keep = tk > 0
-            u, inv = np.unique(r_each[keep], return_inverse=True)   # 8 bytes a rank when the sums fit int32
-            tok = np.bincount(inv.ravel(), weights=tk[keep], minlength=len(u)).round()
-            self.part_rank.append(u.astype(np.int32 if nd_after < I32_MAX else np.int64))
-            self.part_tok.append(tok.astype(np.int32 if len(tok) == 0 or tok.max() < I32_MAX else np.int64))
-        del rank, tokens, req, dfe, blk, rq, ti, hx, size, full, counted, fu, part
+            p_rank, p_tok, p_rq = rank[at] - off, tokens[hx[at] + off], rq[hx[at]]
+            keep = p_tok > 0
+            p_rank, p_tok, p_rq = p_rank[keep], p_tok[keep], p_rq[keep]
+        else:
+            p_rank = p_tok = p_rq = np.zeros(0, dtype=np.int64)
+        fu = np.flatnonzero(ufull)
+        units = (rq[hx[fu]], rank[fu] - size[fu] + 1, rank[fu], p_rq, p_rank, p_tok)  # (request, lo, hi)...
+        if self.deferred is not None:
+            self.deferred.log(units)
+        else:
+            self._count(units, self.w - r0, nd_after)
+        del rank, tokens, req, dfe, blk, rq, ti, hx, size, full, fu, part, units
         self.bits, self.n_bits = _grown(self.bits, self.n_bits, ((s + k) >> 6) + 1, 0)
         _apply_bits(self.bits, old, False)
         _apply_bits(self.bits, ends.astype(np.int64) + s, True)
         self.nd = nd_after
 
+    def _count(self, units, first: int, nd: int) -> None:
+        """Add the hits of the units of requests ``first`` on (chunk numbering) to the counts by rank."""
+        rq, lo, hi, p_rq, p_rank, p_tok = units
+        c = rq >= first
+        for at, sign in ((lo[c], 1), (hi[c] + 1, -1)):        # a difference array: +1 at lo, -1 past hi
+            u, n = np.unique(at, return_counts=True)           # (a sort and one += on distinct ranks:
+            self.full[u] += (sign * n).astype(self.full.dtype)  # six times np.add.at's speed here)
+        c = p_rq >= first
+        if np.any(c):
+            u, inv = np.unique(p_rank[c], return_inverse=True)   # 8 bytes a rank when the sums fit int32
+            tok = np.bincount(inv.ravel(), weights=p_tok[c], minlength=len(u)).round()
+            self.part_rank.append(u.astype(np.int32 if nd < I32_MAX else np.int64))
+            self.part_tok.append(tok.astype(np.int32 if len(tok) == 0 or tok.max() < I32_MAX else np.int64))
+
     # ---------------------------------------------------------------- result
     def result(self) -> Reuse:
-        """The cumulated tokens by rank; the state of the pass is freed."""
+        """The cumulated tokens by rank; the state of the pass is freed.
+
+        Raises :class:`NeedCount` when the warm-up's cut was not known and fell where the pass had
+        not kept what it needs (see :class:`Deferred`): feed the trace again with its count."""
         if self.requests is not None and self.nreq != self.requests:
             raise ValueError(f"fed {self.nreq} requests, expected {self.requests}")
+        if self.deferred is not None:
+            self.deferred.finish(self)
         warm = self.nd if self.warm_blocks is None else self.warm_blocks
         unique = self.nd
         self.last = self.parent = self.bits = None
@@ -380,8 +517,8 @@ class StackPass:
         np.cumsum(cum[1:], out=cum[1:])            # full-block hits by rank, from their differences (in place:
         #                                            a cumsum casting int32 into int64 holds a whole temporary)
         cum[1:] *= self.bs
-        for u, tok in zip(self.part_rank, self.part_tok):
-            np.add.at(cum, 1 + u.astype(np.int64), tok.astype(np.int64))
+        for u, tok in zip(self.part_rank, self.part_tok):      # each u distinct (np.unique's): one +=
+            cum[1 + u.astype(np.int64)] += tok.astype(np.int64)
         self.part_rank, self.part_tok = [], []
         np.cumsum(cum, out=cum)
         return Reuse(cum, int(self.total_tokens), self.w, int(warm), int(unique), self.nreq, self.bs)

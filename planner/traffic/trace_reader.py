@@ -1,111 +1,321 @@
 """Reading a JSONL prefix-reuse trace a block of lines at a time, without a Python object per block (issue 19).
 
 :func:`chunks` yields the requests of a trace file (plain or gzip) a block of whole lines
-(``BLOCK_BYTES`` of text) at a time, as arrays. Each block is parsed by the first of:
+(``BLOCK_BYTES`` of text) at a time, as arrays. A gzip file is inflated by ``zlib`` directly
+(:func:`_inflate`: one decompressor a member, its CRC and length checked at the member's end), so the
+share of the file consumed is known after each block (the pass estimates the warm-up's cut from it).
+Each block is parsed by the first of:
 
 1. :func:`parse_mooncake` -- the layout Mooncake's traces are written in (``json.dumps`` of
    ``{"timestamp": int, "input_length": int, "output_length": int, "hash_ids": [int, ...]}``, one a
-   line). The block is checked whole, with bytes operations and numpy, no loop over lines: with
-   every digit made ``0`` and every run of them one ``0``, it must equal the layout's line for line
-   (each line's number of ids from its length), so each value is one run of digits where a value
-   goes, and nothing else is; no number has a leading zero (JSON's rule) or 19 digits or more
-   (int64), checked by counting the digits of the numbers read against the block's; every number of
-   the block is read at once by ``np.fromstring`` with its non-digits made spaces. A block that is
-   anything else (another key order or spacing, a float or negative number, an empty list, a blank
-   line, ``\r``) is not guessed at: it goes to
-2. :func:`parse_json` -- one ``json.loads`` of the block's lines as an array, with type checks over
-   whole columns (any format, Bailian's too), bounded Python objects (one block's).
-3. If that fails too the block raises :class:`Unreadable` and the caller reads the file line by
+   line). The block is split into its runs of ASCII digits and the gaps between them, with numpy,
+   no loop over lines: every gap must be, line for line, exactly the layout's text between two
+   values (its length and every byte), so each value is one run of digits where a value goes and
+   nothing else is anywhere; no number has a leading zero (JSON's rule) or 19 digits or more
+   (int64); the runs are read eight digits at a time (:func:`_eight`, simdjson's SWAR method).
+   A block that is anything else (another key order or spacing, a float or negative number, an
+   empty list, a blank line, ``\r``) is not guessed at: it goes to
+2. :func:`parse_bailian` -- the same for the Qwen Bailian layout (``chat_id``, ``parent_chat_id``
+   (negative allowed), ``timestamp`` (digits, or digits ``.`` digits, read exactly as ``json.loads``
+   reads them), ``input_length``, ``output_length``, ``type`` (lowercase letters), ``turn``,
+   ``hash_ids``), else to
+3. :func:`parse_json` -- one ``json.loads`` of the block's lines as an array, with type checks over
+   whole columns (any format), bounded Python objects (one block's).
+4. If that fails too the block raises :class:`Unreadable` and the caller reads the file line by
    line, naming every problem at its ``file:line`` (``planner.traffic.traces.read_trace``).
 
-:func:`count_requests` counts the requests (non-blank lines) first, a cheap pass over the text
-(``bytes.count``), when the warm-up needs the number of requests before the pass; the pass checks
-that it was fed as many (else the caller reads the file whole).
+:func:`count_requests` counts the requests (non-blank lines), a pass over the text (``bytes.count``):
+only when the pass's estimate of the warm-up's cut missed (``planner.traffic.lru_pass.Deferred``).
 """
 
 from __future__ import annotations
 
-import gzip
 import itertools
 import json
+import zlib
 from pathlib import Path
 
 import numpy as np
 
-BLOCK_BYTES = 1 << 21          # text per block (about 12,000 lines of a Mooncake trace)
+BLOCK_BYTES = 1 << 20          # text per block (about 5,000 lines of a Mooncake trace; 2 MB: as fast, 8 MB more)
 MOONCAKE, BAILIAN = "mooncake", "bailian"
-_DIGITS = b"0123456789"
-_SPACES = bytes(c if 48 <= c < 58 else 32 for c in range(256))            # non-digits -> space
-_POW10 = 10 ** np.arange(1, 19, dtype=np.int64)                  # digits of v: 1 + #{10^j <= v}
-_ZEROS = bytes(48 if 48 <= c < 58 else c for c in range(256))
-_PREFIX = b'{"timestamp": 0, "input_length": 0, "output_length": 0, "hash_ids": [0'
-_SUFFIX = b"]}\n"
-_SKELETON: dict[int, bytes] = {}
-_POW18 = 10**18
 
 
 class Unreadable(Exception):
     """A block neither fast parser takes: the file is read line by line to locate its problems."""
 
 
-def open_binary(path: Path):
-    """The file's bytes, decompressed when it is gzip (detected by its magic number)."""
-    with open(path, "rb") as f:
-        magic = f.read(2)
-    return gzip.open(path, "rb") if magic == b"\x1f\x8b" else open(path, "rb")
+RAW_BYTES = 1 << 20            # file bytes read at a time
 
 
-def blocks(path: Path, size: int | None = None):
-    """The file's text, ``size`` (default ``BLOCK_BYTES``) bytes at a time extended to the end of a line."""
+def _inflate(f):
+    """``(text, file bytes consumed)`` pieces of a gzip file, one ``zlib`` decompressor a member (its
+    CRC-32 and length checked by zlib at the member's end), none larger than ``BLOCK_BYTES``.
+
+    Raises ``EOFError`` for a file cut short and ``OSError`` for bytes after a member that are
+    neither another member nor zero padding (what ``gzip`` refuses too)."""
+    d = zlib.decompressobj(31)
+    read = 0
+    started = False
+    while raw := f.read(RAW_BYTES):
+        read += len(raw)
+        data = raw
+        while data:
+            out = d.decompress(data, BLOCK_BYTES)
+            started = True
+            data = d.unconsumed_tail
+            if d.eof:
+                data = d.unused_data
+                if data and not data.startswith(b"\x1f\x8b"):
+                    if data.strip(b"\0") or f.read(RAW_BYTES).strip(b"\0"):
+                        raise OSError("not a gzip member after the end of the last one")
+                    data = b""
+                d = zlib.decompressobj(31)
+                started = False
+            yield out, read - len(data)
+    if started and not d.eof:
+        raise EOFError("compressed file ended before the end-of-stream marker was reached")
+
+
+def blocks(path: Path, size: int | None = None, progress: bool = False):
+    """The file's text, about ``size`` (default ``BLOCK_BYTES``) bytes at a time, each ending at a
+    line's end (or the file's); with ``progress``, ``(text, share of the file's bytes read)`` (of the
+    compressed bytes for gzip, counted as the decompressor consumes them)."""
     size = size or BLOCK_BYTES
-    with open_binary(path) as fh:
-        while blk := fh.read(size):
-            if not blk.endswith(b"\n"):
-                blk += fh.readline()
-            yield blk
+    total = max(1, Path(path).stat().st_size)
+    with open(path, "rb") as f:
+        gz = f.read(2) == b"\x1f\x8b"
+        f.seek(0)
+        pieces = _inflate(f) if gz else ((b, f.tell()) for b in iter(lambda: f.read(size), b""))
+        held, n_held = [], 0                             # text not yet yielded, in pieces
+        for out, pos in pieces:
+            held.append(out)
+            n_held += len(out)
+            if n_held < size:
+                continue
+            cut = out.rfind(b"\n") + 1
+            if cut == 0:
+                continue
+            blk = b"".join(held[:-1]) + out[:cut]
+            held = [out[cut:]]
+            n_held = len(held[0])
+            yield (blk, pos / total) if progress else blk
+        if n_held:
+            yield (b"".join(held), 1.0) if progress else b"".join(held)
 
 
-def _skeleton(k: int) -> bytes:
-    return _PREFIX + b", 0" * (k - 1) + _SUFFIX
+# The gaps between the numbers of a line in Mooncake's layout (``json.dumps`` of its record).
+_OPEN = b'{"timestamp": '
+_GAP_IN, _GAP_OUT, _GAP_IDS = b', "input_length": ', b', "output_length": ', b', "hash_ids": ['
+_CLOSE = b"]}\n"
+_NEXT = _CLOSE + _OPEN                       # the gap from a line's last id to the next line's timestamp
+# SWAR: eight ASCII digits to their value in three multiplications (simdjson's
+# ``parse_eight_digits_unrolled``, simdjson/simdjson ``include/simdjson/generic/numberparsing.h``;
+# Lemire, "Number parsing at a gigabyte per second", 2021). ``_NIB[c]`` keeps the low nibbles of the
+# top ``c`` bytes of a little-endian word: the ``c`` digits that end there, the bytes before them zero.
+_NIB = np.array([0] + [(0x0F0F0F0F0F0F0F0F << (8 * (8 - c))) & (2**64 - 1) for c in range(1, 9)],
+                dtype=np.uint64)
+_U = {x: np.uint64(x) for x in (8, 10, 16, 32, 0xFFFFFFFF, 0x000000FF000000FF, 0x000F424000000064,
+                                  0x0000271000000001)}
+
+
+def _eight(w: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Value of the last ``c`` (0..8) bytes, ASCII digits, of each little-endian word ``w`` [uint64]."""
+    d = w & _NIB[c]
+    d = d * _U[10] + (d >> _U[8])            # each even byte: two digits
+    m = _U[0x000000FF000000FF]
+    return (((d & m) * _U[0x000F424000000064] + ((d >> _U[16]) & m) * _U[0x0000271000000001]) >> _U[32]) \
+        & _U[0xFFFFFFFF]
+
+
+def _digits_value(blk: bytes, end: np.ndarray, ln: np.ndarray) -> np.ndarray:
+    """The numbers written as the ``ln`` (1..18) ASCII digits ending before each byte offset ``end``
+    [int64]. Every ``end - 8 * ceil(ln / 8)`` must be >= 0."""
+    words = np.ndarray((len(blk) - 7,), dtype="<u8", buffer=blk, strides=(1,))  # the 8 bytes at each offset
+    val = np.empty(len(end), dtype=np.int64)
+    for a in range(0, len(end), 1 << 14):           # a slice at a time: small temporaries
+        b = a + (1 << 14)
+        val[a:b] = _eight(words[end[a:b] - 8], np.minimum(ln[a:b], 8))
+    long = np.flatnonzero(ln > 8)
+    if len(long):
+        e, c = end[long], ln[long]
+        hi = _eight(words[e - 16], np.clip(c - 8, 0, 8)).astype(np.int64)
+        big = c > 16
+        if np.any(big):
+            hi[big] += _eight(words[e[big] - 24], c[big] - 16).astype(np.int64) * 10**8
+        val[long] += hi * 10**8
+    return val
+
+
+def _window_is(u: np.ndarray, at: np.ndarray, text: bytes) -> bool:
+    """Every ``u[at + i] == text[i]`` (``at + len(text) <= len(u)``): eight bytes at a time, the last
+    eight overlapping, for a text of eight bytes or more."""
+    if len(at) == 0:
+        return True
+    n = len(text)
+    if n < 8:
+        return bool(np.all(u[at[:, None] + np.arange(n)] == np.frombuffer(text, dtype=np.uint8)))
+    words = np.ndarray((len(u) - 7,), dtype="<u8", buffer=u, strides=(1,))   # the 8 bytes at each offset
+    for o in sorted({*range(0, n - 7, 8), n - 8}):
+        if not np.all(words[at + o] == np.frombuffer(text[o:o + 8], dtype="<u8")[0]):
+            return False
+    return True
 
 
 def parse_mooncake(blk: bytes):
-    """``(input_length, output_length, timestamp, lens, ids)`` of a block in Mooncake's layout, or None."""
+    """``(input_length, output_length, timestamp, lens, ids)`` of a block in Mooncake's layout, or None.
+
+    The block is split into its runs of ASCII digits and the gaps between them. It is in the layout
+    when the gaps are, line for line, exactly ``{"timestamp": `` (the block's first),
+    ``, "input_length": ``, ``, "output_length": ``, ``, "hash_ids": [``, then ``, `` between ids
+    (one id at least) and ``]}`` newline before the next line's ``{"timestamp": `` (or the block's
+    end): each gap's length and every byte of it are checked, so a value is one run of digits where a
+    value goes and nothing else is anywhere. No run may have a leading zero (JSON's rule) or 19 digits
+    or more (int64). The runs are then read eight digits at a time (:func:`_eight`).
+    """
     if not blk.endswith(b"\n"):
         blk += b"\n"
-    if not blk.isascii():
+    u = np.frombuffer(blk, dtype=np.uint8)
+    if len(u) < len(_OPEN) + len(_GAP_IN) or u[0] != 123:
         return None
-    a = np.frombuffer(blk.translate(_ZEROS), dtype=np.uint8)   # every digit a 0, then each run of them one 0
-    d = a == 48
-    d[:-1] &= d[1:]                                 # a digit followed by a digit: dropped
-    z = a[~d].tobytes()
-    del a, d
-    if not z.startswith(_PREFIX):
+    dig = (u - np.uint8(48)) < 10                    # ASCII digits (the subtraction wraps for the rest)
+    edge = np.flatnonzero(dig[1:] != dig[:-1]) + 1   # run starts and ends, alternating (u[0], u[-1] not digits)
+    start, end = edge[0::2], edge[1::2]
+    del dig, edge
+    n_num = len(start)
+    gap_at = np.empty(n_num + 1, dtype=np.int64)     # gap i: [gap_at[i], gap_at[i] + gl[i])
+    gap_at[0] = 0
+    gap_at[1:] = end
+    gl = np.empty(n_num + 1, dtype=np.int64)
+    gl[:-1] = start - gap_at[:-1]
+    gl[-1] = len(u) - end[-1] if n_num else len(u)
+    if n_num < 4 or gl[0] != len(_OPEN) or gl[-1] != len(_CLOSE):
         return None
-    nl = np.flatnonzero(np.frombuffer(z, dtype=np.uint8) == 10)
-    n = len(nl)
-    width = np.diff(nl, prepend=-1) - (len(_PREFIX) + len(_SUFFIX))     # 3 (k - 1): the ", 0" of k ids
-    if width.min() < 0 or np.any(width % 3):
+    heads = np.flatnonzero(gl == len(_NEXT))
+    heads = np.concatenate(([0], heads))             # the gap opening each line
+    n = len(heads)
+    if heads[-1] + 4 > n_num or np.any(np.diff(heads) < 4):   # 3 fields and 1 id at least a line
         return None
-    k = width // 3 + 1
-    if len(_SKELETON) > 4096:
-        _SKELETON.clear()
-    for x in set(k.tolist()) - _SKELETON.keys():
-        _SKELETON[x] = _skeleton(x)
-    if b"".join(map(_SKELETON.__getitem__, k.tolist())) != z:  # line for line the layout, one run a value
+    if not (np.all(gl[heads + 1] == len(_GAP_IN)) and np.all(gl[heads + 2] == len(_GAP_OUT))
+            and np.all(gl[heads + 3] == len(_GAP_IDS))):
         return None
-    vals = np.fromstring(blk.translate(_SPACES), dtype=np.int64, sep=" ")
-    if len(vals) != 3 * n + int(k.sum()) or (len(vals) and (vals.min() < 0 or vals.max() >= _POW18)):
-        return None                                                     # a slot empty, or past int64
-    # every digit read as written: no leading zero (JSON's rule), none lost
-    if int(np.searchsorted(_POW10, vals, side="right").sum()) + len(vals) != len(blk) - len(z) + len(vals):
+    two = gl == 2
+    if int(np.count_nonzero(two)) != n_num - 4 * n:  # every other gap is one between two ids
         return None
-    head = np.zeros(n, dtype=np.int64)
-    np.cumsum(3 + k[:-1], out=head[1:])
-    keep = np.ones(len(vals), dtype=bool)
-    keep[head] = keep[head + 1] = keep[head + 2] = False
+    a2 = gap_at[two]
+    if not (np.all(u[a2] == 44) and np.all(u[a2 + 1] == 32)):   # ", "
+        return None
+    if not (_window_is(u, gap_at[heads[1:]], _NEXT) and _window_is(u, gap_at[:1], _OPEN)
+            and _window_is(u, gap_at[heads + 1], _GAP_IN) and _window_is(u, gap_at[heads + 2], _GAP_OUT)
+            and _window_is(u, gap_at[heads + 3], _GAP_IDS) and _window_is(u, gap_at[-1:], _CLOSE)):
+        return None
+    ln = end - start
+    if ln.max() > 18 or np.any((u[start] == 48) & (ln > 1)):   # past int64's 18 safe digits; a leading zero
+        return None
+    vals = _digits_value(blk, end, ln)
+    del start, end, ln, gap_at, gl, two, a2
+    k = np.diff(np.append(heads, n_num)) - 3          # ids of each line
+    keep = np.ones(n_num, dtype=bool)
+    keep[heads] = keep[heads + 1] = keep[heads + 2] = False
     ids = vals[keep]
-    return vals[head + 1], vals[head + 2], vals[head].astype(float), k.astype(np.int64), _small(ids)
+    return vals[heads + 1], vals[heads + 2], vals[heads].astype(float), k.astype(np.int64), _small(ids)
+
+
+_B_OPEN = b'{"chat_id": '
+_B_PARENT, _B_PARENT_NEG = b', "parent_chat_id": ', b', "parent_chat_id": -'
+_B_TS, _B_IN, _B_OUT = b', "timestamp": ', b', "input_length": ', b', "output_length": '
+_B_TYPE, _B_TURN, _B_IDS = b', "type": "', b'", "turn": ', b', "hash_ids": ['
+
+
+def parse_bailian(blk: bytes):
+    """``(input_length, output_length, timestamp, lens, ids)`` of a block in the Qwen Bailian layout
+    (``json.dumps`` of ``{"chat_id": int, "parent_chat_id": int, "timestamp": float, "input_length":
+    int, "output_length": int, "type": str, "turn": int, "hash_ids": [int, ...]}``, one a line), or None.
+
+    As :func:`parse_mooncake`, gap by gap: a line is the runs of digits of its fields, each gap its
+    key's text exactly; ``parent_chat_id`` may be negative (``-1`` for a first turn); the timestamp
+    is digits, or digits ``.`` digits (no exponent), read as ``M / 10**n`` with ``M < 10**15`` (one
+    correctly rounded division of two exact doubles: the double ``json.loads`` reads); ``type`` is
+    lowercase letters only (no escape, no digit); one id at least. Anything else: None.
+    """
+    if not blk.endswith(b"\n"):
+        blk += b"\n"
+    u = np.frombuffer(blk, dtype=np.uint8)
+    if len(u) < len(_B_OPEN) + 2 or u[0] != 123:
+        return None
+    dig = (u - np.uint8(48)) < 10
+    edge = np.flatnonzero(dig[1:] != dig[:-1]) + 1
+    del dig
+    start, end = edge[0::2], edge[1::2]
+    n_num = len(start)
+    if n_num < 7:
+        return None
+    gap_at = np.empty(n_num + 1, dtype=np.int64)
+    gap_at[0] = 0
+    gap_at[1:] = end
+    gl = np.empty(n_num + 1, dtype=np.int64)
+    gl[:-1] = start - gap_at[:-1]
+    gl[-1] = len(u) - end[-1]
+    nl = np.flatnonzero(u == 10)
+    first = np.searchsorted(start, np.concatenate(([0], nl[:-1] + 1)))   # the first run of each line
+    n = len(first)
+    last = np.append(first[1:], n_num)                 # past the last run of each line
+    if np.any(last - first < 7) or gl[-1] != len(_CLOSE):   # 6 numbers and 1 id at least
+        return None
+    f = ((gl[first + 3] == 1) & (u[gap_at[first + 3]] == 46)).astype(np.int64)   # "." in the timestamp
+    head = np.zeros(n_num + 1, dtype=bool)             # the gaps of the fields
+    for j in range(7):
+        head[first + j] = True
+    head[first[f == 1] + 7] = True
+    head[-1] = True
+    two = ~head
+    k = last - first - 6 - f                           # ids of each line
+    if np.any(k < 1):
+        return None
+    if not (np.all(gl[two] == 2) and np.all(u[gap_at[two]] == 44) and np.all(u[gap_at[two] + 1] == 32)):
+        return None
+    neg = gl[first + 1] == len(_B_PARENT_NEG)
+    opened = np.full(n, len(_CLOSE + _B_OPEN), dtype=np.int64)
+    opened[0] = len(_B_OPEN)
+    if not (np.array_equal(gl[first], opened) and np.all(neg | (gl[first + 1] == len(_B_PARENT)))
+            and np.all(gl[first + 2] == len(_B_TS)) and np.all(gl[first + 3 + f] == len(_B_IN))
+            and np.all(gl[first + 4 + f] == len(_B_OUT)) and np.all(gl[first + 6 + f] == len(_B_IDS))):
+        return None                                     # every field's gap as long as its text
+    ty = first + 5 + f                                  # the gap holding the type string
+    ty_at, ty_len = gap_at[ty], gl[ty] - len(_B_TYPE) - len(_B_TURN)
+    if np.any(ty_len < 0):
+        return None
+    a, b = ty_at + len(_B_TYPE), ty_at + len(_B_TYPE) + ty_len
+    inner = np.repeat(a - np.cumsum(ty_len) + ty_len, ty_len) + np.arange(int(ty_len.sum()))  # the types' bytes
+    if not (bool(np.all((u[inner] - np.uint8(97)) < 26))      # a-z
+            and _window_is(u, gap_at[:1], _B_OPEN) and _window_is(u, gap_at[first[1:]], _CLOSE + _B_OPEN)
+            and _window_is(u, gap_at[first[neg] + 1], _B_PARENT_NEG)
+            and _window_is(u, gap_at[first[~neg] + 1], _B_PARENT)
+            and _window_is(u, gap_at[first + 2], _B_TS)
+            and _window_is(u, gap_at[first + 3 + f], _B_IN) and _window_is(u, gap_at[first + 4 + f], _B_OUT)
+            and _window_is(u, ty_at, _B_TYPE) and _window_is(u, b, _B_TURN)
+            and _window_is(u, gap_at[first + 6 + f], _B_IDS) and _window_is(u, gap_at[-1:], _CLOSE)):
+        return None
+    ln = end - start
+    frac = np.zeros(n_num, dtype=bool)
+    frac[first[f == 1] + 3] = True                      # a timestamp's digits after the point: zeros lead
+    if ln.max() > 18 or np.any((u[start] == 48) & (ln > 1) & ~frac):
+        return None
+    vals = _digits_value(blk, end, ln)
+    ts = vals[first + 2].astype(np.float64)
+    fi = np.flatnonzero(f)
+    if len(fi):
+        nd = ln[first[fi] + 3]
+        if np.any(ln[first[fi] + 2] + nd > 15):         # M past 10**15: not one exact division
+            return None
+        m = vals[first[fi] + 2] * 10 ** nd + vals[first[fi] + 3]
+        ts[fi] = m.astype(np.float64) / (10.0 ** nd)
+    keep = np.ones(n_num, dtype=bool)
+    for j in range(6):
+        keep[first + j] = False
+    keep[first[fi] + 6] = False
+    return (vals[first + 3 + f], vals[first + 4 + f], ts, k.astype(np.int64),
+            _small(vals[keep]))
 
 
 def _small(a: np.ndarray) -> np.ndarray:
@@ -152,23 +362,27 @@ def parse_json(blk: bytes):
     return fmt, inp_a, out_a, ts_a, np.fromiter(map(len, hs), dtype=np.int64, count=len(hs)), _small(flat_a)
 
 
-def chunks(path: Path, size: int | None = None):
-    """``(fmt, input_length, output_length, timestamp [as written], lens, ids)`` a block at a time.
+def chunks(path: Path, size: int | None = None, progress: bool = False):
+    """``(fmt, input_length, output_length, timestamp [as written], lens, ids)`` a block at a time
+    (with ``progress``, the share of the file read after it as a seventh).
 
     ``fmt`` is the format of the block's first record ("" for a block of blank lines). Raises
     :class:`Unreadable` at the first block neither parser takes, or a file that cannot be read to
     its end (not gzip, damaged).
     """
     try:
-        for blk in blocks(path, size):
+        for item in blocks(path, size, progress):
+            blk, frac = item if progress else (item, None)
             part = parse_mooncake(blk)
             if part is not None:
-                yield (MOONCAKE, *part)
-                continue
-            part = parse_json(blk)
-            if part is None:
-                raise Unreadable()
-            yield part
+                part = (MOONCAKE, *part)
+            elif (part := parse_bailian(blk)) is not None:
+                part = (BAILIAN, *part)
+            else:
+                part = parse_json(blk)
+                if part is None:
+                    raise Unreadable()
+            yield (*part, frac) if progress else part
     except (OSError, EOFError) as exc:
         raise Unreadable() from exc
 

@@ -51,8 +51,10 @@ Two ways in, one curve:
   (:mod:`planner.traffic.trace_reader`) and each block passed at once. Memory: about 12 bytes per
   distinct block id (last use, parent check, hits by rank), 1 bit per access, one block of text
   and its chunk's temporaries; no array of the whole trace, no Python object per block. The
-  warm-up needs the number of requests first: a counting pass over the text (the file
-  decompressed twice), checked against the requests the pass was fed.
+  file is read once: the warm-up's cut (a share of a number of requests known only at the end) is
+  estimated from the share of the file read, the chunks near it kept per request until the end
+  (:class:`planner.traffic.lru_pass.Deferred`); when the estimate misses (lines whose length drifts
+  by more than a quarter along the file) the requests are counted and the trace passed again.
 - :func:`read_trace` then :func:`reuse`: the whole trace in memory (4 bytes a block for ids below
   2^31, 24 bytes a request). :func:`trace_reuse` falls back to it for a trace whose ids are not
   prefix hashes (an id under two parents, or twice in a request), whose ids are too sparse to index
@@ -76,7 +78,7 @@ import numpy as np
 from planner.core.errors import InputError, Problem
 from planner.core.places import Place
 from planner.traffic import trace_reader as TR
-from planner.traffic.lru_pass import NotDense, NotPrefix, Reuse, StackPass, count_smaller_before  # noqa: F401 (re-exported)
+from planner.traffic.lru_pass import NeedCount, NotDense, NotPrefix, Reuse, StackPass, count_smaller_before  # noqa: F401 (re-exported)
 
 MOONCAKE, BAILIAN = "mooncake", "bailian"
 DEFAULT_BLOCK = {MOONCAKE: 512, BAILIAN: 16}
@@ -424,9 +426,11 @@ def trace_reuse(path: str | Path, block_size: int | None = None, warmup: float =
     The file is read a block of lines at a time (:func:`planner.traffic.trace_reader.chunks`) and
     each block's requests go straight into the pass (:class:`planner.traffic.lru_pass.StackPass`), so
     memory is the distinct blocks' state and one block. The warm-up is the first
-    ``floor(n * warmup)`` requests: with a warm-up, ``n`` is counted first by a cheap pass over the
-    text (:func:`planner.traffic.trace_reader.count_requests`, the file decompressed once more),
-    and the pass checks it was fed exactly ``n``.
+    ``floor(n * warmup)`` requests, ``n`` known at the end: the pass estimates the cut from the
+    share of the file read and keeps the chunks near it per request
+    (:class:`planner.traffic.lru_pass.Deferred`); when that misses, ``n`` is counted
+    (:func:`planner.traffic.trace_reader.count_requests`) and the trace passed again, checked to be
+    fed exactly ``n``.
 
     The same curve as ``reuse(read_trace(path))``, which it falls back to (the whole trace in
     memory) for a trace that is not a prefix-hash trace (an id under two parents, or twice in one
@@ -439,23 +443,27 @@ def trace_reuse(path: str | Path, block_size: int | None = None, warmup: float =
     """
     path = Path(path)
     if path.is_file():
-        sp = None
-        try:
-            n = TR.count_requests(path) if warmup > 0 else None
-            stats = None
-            for fmt, inp, _out, ts, lens, ids in TR.chunks(path):
-                if not len(inp):
-                    continue
-                if sp is None:
-                    bs = int(block_size) if block_size else DEFAULT_BLOCK[fmt]
-                    sp = StackPass(n, warmup, bs, check_prefix=True)
-                    stats, scale = _LengthNotes(bs), 1000.0 if fmt == MOONCAKE else 1.0
-                stats.add(inp, lens, ts / scale)
-                sp.feed(lens, ids, inp)
-            if sp is not None and (n is None or sp.nreq == n):
-                return sp.result(), stats.notes(path.name)
-        except (TR.Unreadable, NotPrefix, NotDense):
-            pass
+        for counted in (False, True):   # the warm-up's cut found at the end; else counted first
+            sp = None
+            try:
+                n = TR.count_requests(path) if counted and warmup > 0 else None
+                stats = None
+                for fmt, inp, _out, ts, lens, ids, frac in TR.chunks(path, progress=True):
+                    if not len(inp):
+                        continue
+                    if sp is None:
+                        bs = int(block_size) if block_size else DEFAULT_BLOCK[fmt]
+                        sp = StackPass(n, warmup, bs, check_prefix=True)
+                        stats, scale = _LengthNotes(bs), 1000.0 if fmt == MOONCAKE else 1.0
+                    stats.add(inp, lens, ts / scale)
+                    sp.feed(lens, ids, inp, frac)
+                if sp is not None and (n is None or sp.nreq == n):
+                    return sp.result(), stats.notes(path.name)
+                break
+            except NeedCount:
+                continue
+            except (TR.Unreadable, NotPrefix, NotDense):
+                break
         sp = None  # free the pass's state before the trace is read whole
     tr = read_trace(path, block_size, place)
     return reuse(tr, warmup), list(tr.notes)
