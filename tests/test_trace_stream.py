@@ -421,7 +421,7 @@ def test_bailian_fast_parser_leaves_every_near_miss_to_the_json_reader(line, tmp
         recs = None
     whole = (lambda x: type(x) in (int, float) and float(x).is_integer() and x >= 0)  # the line reader's rule
     if recs is None or not all(whole(r.get("input_length")) for r in recs):
-        with pytest.raises(T.TraceError, match="b.jsonl:2"):
+        with pytest.raises(T.TraceError, match="b.jsonl line 2"):
             T.trace_reuse(file, 16, 0.0)
         return
     r, _ = T.trace_reuse(file, 16, 0.0)

@@ -73,7 +73,7 @@ def _cell(table, name: str, i: int) -> Place:
 
 def check_inputs(path, tiers, workloads, wpos, settings, problems: list[Problem], notes: list[str]) -> None:
     """Tiers rows (unique names, one hbm row at most, a capacity for every other kind) and every
-    Workloads trace (found, readable, well formed: its problems at ``file:line``)."""
+    Workloads trace (found, readable, well formed: its problems at ``file line N``)."""
     if tiers is not None:
         seen: dict[str, int] = {}
         hbm_rows = []

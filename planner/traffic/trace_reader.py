@@ -22,7 +22,7 @@ Each block is parsed by the first of:
 3. :func:`parse_json` -- one ``json.loads`` of the block's lines as an array, with type checks over
    whole columns (any format), bounded Python objects (one block's).
 4. If that fails too the block raises :class:`Unreadable` and the caller reads the file line by
-   line, naming every problem at its ``file:line`` (``planner.traffic.traces.read_trace``).
+   line, naming every problem at its ``file line N`` (``planner.traffic.traces.read_trace``).
 
 :func:`count_requests` counts the requests (non-blank lines), a pass over the text (``bytes.count``):
 only when the pass's estimate of the warm-up's cut missed (``planner.traffic.lru_pass.Deferred``).

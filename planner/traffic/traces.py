@@ -111,7 +111,7 @@ class Trace:
 
 
 class TraceError(InputError):
-    """A trace file that is not what it claims: every problem, each at ``file:line``."""
+    """A trace file that is not what it claims: every problem, each at ``file line N``."""
 
 
 def _open(path: Path):
@@ -167,7 +167,7 @@ def read_trace(path: str | Path, block_size: int | None = None, place: str | Non
 
     Raises
     ------
-    TraceError : every malformed line at once, as ``file:line: what``
+    TraceError : every malformed line at once, as ``file line N: what``
     """
     path = Path(path)
     name = path.name
@@ -439,7 +439,7 @@ def trace_reuse(path: str | Path, block_size: int | None = None, warmup: float =
 
     Raises
     ------
-    TraceError : every malformed line at once, as ``file:line: what``
+    TraceError : every malformed line at once, as ``file line N: what``
     """
     path = Path(path)
     if path.is_file():
