@@ -109,3 +109,25 @@ def test_the_blank_scheduler_is_said_at_its_row(built):
     missed = [str(p) for p in warnings(plan) if "above ttft_slo_ms" in str(p)]
     assert len(missed) == 2 and not any("df-conc" in m for m in missed)
     assert f"{BURST_P90:,.0f} ms" in missed[0]
+
+
+def test_the_blank_scheduler_is_a_filled_cell(built):
+    """A blank scheduler beside a fixed concurrency is a choice that changes the TTFT (prefill first: the
+    burst's p90 2,960 ms against decode first's 1,688 ms above), so it is filled as the catalog fills: named
+    by validate's note, green italic with a comment in the output's Workloads sheet, counted on the Run
+    sheet. The two rows that type it are not."""
+    src, plan, out = built
+    typed = openpyxl.load_workbook(src)["Workloads"]   # validate's note names the cell of the input workbook
+    in_cell = typed.cell(row=4, column=header_index(typed)["scheduler"])
+    assert in_cell.value is None
+    wb = openpyxl.load_workbook(out)
+    ws = wb["Workloads"]
+    col = header_index(ws)["scheduler"]
+    cell = ws.cell(row=4, column=col)            # blank-conc, the third workload (row 4)
+    assert cell.value is None and cell.font.i
+    assert "prefill_first" in cell.comment.text and "decode_first for a vLLM V1 server" in cell.comment.text
+    for r in (2, 3):                             # df-conc and pf-conc typed theirs
+        assert ws.cell(row=r, column=col).comment is None
+    assert f"scheduler 1 (Workloads!{in_cell.coordinate})" in plan.filled_note
+    run = {r[0]: r[1] for r in wb["Run"].iter_rows(values_only=True) if r and r[0]}
+    assert "scheduler 1" in run["Workloads cells filled by the planner"]

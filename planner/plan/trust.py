@@ -68,6 +68,10 @@ def planner_filled(plan) -> list[dict[str, str]]:
                                f"{_f(res['kv_gbps'].iat[i]):,.4g} GB/s (GPUs pcie_gbps or pcie_gen)")
         if rec.get("t_decode_ms") is None and not (calib and (i, "t_decode_ms") in calib.filled):
             came["t_decode_ms"] = "blank: the planner uses 0 ms of decode (osl 0: no output tokens)"
+        if rec.get("scheduler") is None and rec.get("concurrency") is not None:
+            # the latency at a fixed concurrency depends on the engine's scheduler (issue 16): a blank is a choice
+            came["scheduler"] = ("blank: the planner reads the TTFT at this concurrency with prefill_first (each cycle "
+                                 "a burst, as SGLang schedules); type decode_first for a vLLM V1 server")
     if calib is not None:
         for (i, col), prov in calib.filled.items():
             if col in ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms", "kv_gbps", "alpha", "t_decode_batch"):
