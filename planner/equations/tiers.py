@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.equations.kvhit import excel_twin
-from planner.equations.tables import typed_or
+from planner.equations.tables import largest, typed_or
 
 NO_LOAD_GBPS = 1e290  # effective bandwidth when every hit is served from HBM (nothing to load; x 1e9 stays finite in Excel)
 
@@ -277,27 +277,11 @@ def _(saved, bought):
     return f'IF({bought}>0,{saved}/{bought},"")'
 
 
-def pool_once(x):
-    """The fleet's cost of a pool tier from its traced workloads' charges of it (Excel ``MAX``).
-
-    A ``pool`` tier is bought once (README "Tiers": scope); each workload's Tier_Value row charges it
-    the whole pool (what the tier is worth to that workload alone), so the fleet pays the largest of
-    those charges once, not their sum (two workloads on one 4 TiB pool do not buy 8 TiB).
-
-    Parameters
-    ----------
-    x : array of numeric [currency/month]
-
-    Returns
-    -------
-    float [currency/month]
-    """
-    return float(np.nanmax(np.asarray(x, dtype=float)))
-
-
-@excel_twin(pool_once)
-def _(x):
-    return f"MAX({x})"
+# The fleet's cost of a pool tier from its traced workloads' charges of it. A ``pool`` tier is bought
+# once (README "Tiers": scope); each workload's Tier_Value row charges it the whole pool (what the
+# tier is worth to that workload alone), so the fleet pays the largest of those charges once, not
+# their sum (two workloads on one 4 TiB pool do not buy 8 TiB): Excel ``MAX``, tables.largest.
+pool_once = largest
 
 
 def minimum(x):
