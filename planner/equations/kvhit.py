@@ -156,6 +156,12 @@ def uneven_heads(attention, kv_heads, tp):
     return (np.asarray(attention) == "gqa") & (np.mod(kv, tp) != 0) & (np.mod(tp, np.where(kv == 0, 1, kv)) != 0)
 
 
+@excel_twin(uneven_heads)
+def _(attention, kv_heads, tp):
+    # an array over the rows (1 where uneven): the Checks sheet counts it; kv_heads 0 divides as 1
+    return f'({attention}="gqa")*(MOD({kv_heads},{tp})<>0)*(MOD({tp},{kv_heads}+({kv_heads}=0))<>0)'
+
+
 def kv_bytes_per_token_gpu(attention, layers, kv_heads, head_dim, mla_kv_dim, kv_bytes, tp):
     r"""KV-cache bytes per token held by one GPU, S.
 
