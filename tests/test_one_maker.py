@@ -15,7 +15,7 @@ does) and rejects, outside the maker:
   (``f"INDEX(res_{name},{row})"``);
 - a positional placeholder ``{0}`` in a string (the old ``str.format`` row protocol);
 - in the declared writers (:data:`DECLARED`: the Summary, Fleet, Demand_Calc, the diff
-  workbook, the KV tiers sheets, the Explorer, the Checks sheet and the chart helpers, whose
+  workbook, the KV tiers sheets, the Explorer, the Checks sheet and its rules and the chart helpers, whose
   cells are declarations (:class:`planner.finance.cells.Both`, ``Agg``, ``periods.ROW_EQUATIONS``)
   over the twins of planner/equations), formula text written by hand: a string with an Excel function call
   (``f'=IF({a}>0,{a},"")'``); the formula comes from a twin or a declaration (on main at
@@ -44,7 +44,8 @@ MAKERS = {PKG / "core" / "refs.py"}
 DECLARED = {PKG / p for p in ("workbook/summary_sheet.py", "workbook/fleet_sheets.py", "workbook/periods_sheet.py",
                               "finance/periods.py", "finance/cells.py", "finance/aggregations.py", "diff/workbook.py",
                               "diff/bridge.py", "workbook/tier_worth.py", "workbook/kv_tiers_sheets.py",
-                              "workbook/charts.py", "workbook/explorer.py", "workbook/checks_sheet.py")}
+                              "workbook/charts.py", "workbook/explorer.py", "workbook/checks_sheet.py",
+                              "plan/check_rules.py")}
 _XL_FUNCTIONS = ("IF", "IFS", "IFERROR", "SUM", "SUMIF", "SUMIFS", "SUMPRODUCT", "COUNT", "COUNTA", "COUNTIF",
                  "COUNTIFS", "INDEX", "MATCH", "LOOKUP", "VLOOKUP", "HLOOKUP", "XLOOKUP", "CHOOSE", "INDIRECT",
                  "OFFSET", "ISNUMBER", "ISTEXT", "ISBLANK", "ISERROR", "AND", "OR", "NOT", "MIN", "MAX", "AVERAGE",

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 INSTANCES = "instances_needed = ceil(demand_tpm / (tpm_delivered_target · target_utilization))"
 
+#: the calibration's fit of the measured TTFTs (planner.plan.calibrate; the Calibration sheet's description)
+CALIBRATION_FIT = ("TTFT = t_fixed + c_hit*(h>0) + k_attn*N^2*(1-h^2) + k_ffn*N*(1-h) + load - "
+                   "alpha*MIN(load, compute), load = h*N*S/B_eff")
+
 #: the bullets of "The model in short", in order (Markdown)
 MODEL_IN_SHORT: tuple[str, ...] = (
     "`S = 2 · L · ceil(kv_heads / tp) · d_head · b_elem` (GQA/MHA/MQA; heads replicate when "

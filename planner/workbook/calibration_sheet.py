@@ -18,6 +18,7 @@ from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 from planner.equations import fleet as fl
 from planner.equations import tables as tb
 from planner.equations import kvhit as m
+from planner.equations import text as eq_text
 from planner.core import schema
 from planner.workbook.chart_data import add_series
 from planner.core.refs import range_name, sheet_range, sheet_ref
@@ -49,8 +50,7 @@ def header_text(name: str) -> str:
 
 TITLE = "Calibration"
 SUBTITLE = "prefill times fitted to the measured load tests (Measurements sheet)"
-DESCRIPTION = ("Fit per deployment of TTFT = t_fixed + c_hit*(h>0) + k_attn*N^2*(1-h^2) + k_ffn*N*(1-h) + load - "
-               "alpha*MIN(load, compute), load = h*N*S/B_eff; relative error minimised, parameters >= 0. "
+DESCRIPTION = (f"Fit per deployment of {eq_text.CALIBRATION_FIT}; relative error minimised, parameters >= 0. "
                "c_hit: the per-request hit cost, 0 unless the points call for it. "
                "Calibrated workloads take t_attn0 = k_attn*isl^2, t_ffn0 = k_ffn*isl, t_fixed (+ c_hit "
                "with hits), B_eff (Resolved refers to these cells). The fit itself is redone when the planner "
