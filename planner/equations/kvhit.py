@@ -96,7 +96,7 @@ def excel_twin(py_func: Callable) -> Callable[[Callable[..., str]], Callable[...
     return register
 
 
-def _approx(x):
+def approx_as_spreadsheets(x):
     """Round to 15 significant digits, as spreadsheets do before INT / ROUNDUP.
 
     LibreOffice (``rtl::math::approxFloor``) and Excel both snap a value a few ulps off an
@@ -285,7 +285,7 @@ def max_batch_fit(hbm_gib, weights_gib, max_seq_len, s_kv):
     numeric, requests [count]
     """
     fit = (np.asarray(hbm_gib, dtype=float) - weights_gib) * C.BYTES_PER_GIB / (max_seq_len * s_kv)
-    return np.maximum(0.0, np.floor(_approx(fit)))
+    return np.maximum(0.0, np.floor(approx_as_spreadsheets(fit)))
 
 
 @excel_twin(max_batch_fit)
@@ -690,7 +690,7 @@ def instances_needed(demand_tpm, tpm, utilization=1.0):
     -------
     numeric, instances [count]
     """
-    return np.ceil(_approx(np.asarray(demand_tpm, dtype=float) / (tpm * np.asarray(utilization, dtype=float))))
+    return np.ceil(approx_as_spreadsheets(np.asarray(demand_tpm, dtype=float) / (tpm * np.asarray(utilization, dtype=float))))
 
 
 @excel_twin(instances_needed)

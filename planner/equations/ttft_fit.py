@@ -98,7 +98,7 @@ def _fit_fixed_b(n, h, y, alpha, s_kv, b_gbps) -> tuple[np.ndarray, float]:
     return x, rr
 
 
-def _golden(f, lo: float, hi: float, iters: int = 60) -> float:
+def golden_section_min(f, lo: float, hi: float, iters: int = 60) -> float:
     g = (math.sqrt(5) - 1) / 2
     a, b = lo, hi
     c, d = b - g * (b - a), a + g * (b - a)
@@ -146,7 +146,7 @@ def fit_points(isl, hit, ttft_ms, s_kv: float, b_default: float, alpha=0.0, fit_
     vals = np.array([f(g) for g in grid])
     i = int(np.argmin(vals))
     at_bound = i in (0, len(grid) - 1)
-    lb = grid[i] if at_bound else _golden(f, grid[i - 1], grid[i + 1])
+    lb = grid[i] if at_bound else golden_section_min(f, grid[i - 1], grid[i + 1])
     b = math.exp(lb)
     x, rr = _fit_fixed_b(n, h, y, a, s_kv, b)
     return dict(t_fixed=x[0], k_attn=x[1], k_ffn=x[2], b_gbps=b, b_fitted=True, b_at_bound=at_bound, sse=rr)

@@ -91,7 +91,7 @@ def column_widths(labels=()) -> list[int]:
 MAX_CHARTS = 20
 
 
-class Layout:
+class CalibrationLayout:
     """Where each part of the Calibration sheet lies (0-based rows), from the plan alone."""
 
     def __init__(self, calib):
@@ -131,7 +131,7 @@ def _curve_hit(f) -> float:
     return float(vals[np.argmax(counts)])
 
 
-def _ttft_formula(lay: Layout, k: int, isl: str, hit: str, alpha: str) -> str:
+def _ttft_formula(lay: CalibrationLayout, k: int, isl: str, hit: str, alpha: str) -> str:
     """The fitted law at one point: t_fixed plus the per-request hit cost c_hit on a request with hits
     (0 when the fit did not select it: planner.plan.calib_extra.select_hit_cost), compute, load."""
     p = lambda name: lay.param(k, name)
@@ -140,7 +140,7 @@ def _ttft_formula(lay: Layout, k: int, isl: str, hit: str, alpha: str) -> str:
     return m.ttft_ms.xl(_fixed_with_hit_cost(lay, k, hit), load, comp, alpha)
 
 
-def _fixed_with_hit_cost(lay: Layout, k: int, hit: str) -> str:
+def _fixed_with_hit_cost(lay: CalibrationLayout, k: int, hit: str) -> str:
     """``t_fixed + c_hit x (hit > 0)`` of fit ``k`` at the hit ratio ``hit`` (a cell or a number)."""
     return f"({lay.param(k, 't_fixed_ms')}+{lay.param(k, 'c_hit_ms')}*({hit}>0))"
 
@@ -157,7 +157,7 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
         return {}
     from planner.equations.roofline import estimate_formulas
 
-    lay = Layout(calib)
+    lay = CalibrationLayout(calib)
     out = {}
     est_cols = ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms")
     for (i, col), prov in calib.filled.items():
@@ -228,7 +228,7 @@ def write_calibration(wb, fm, plan) -> None:
         return
     from planner.workbook.xlfast import RowBuffer
 
-    lay = Layout(calib)
+    lay = CalibrationLayout(calib)
     ws_real = wb.add_worksheet(SHEET)
     ws = RowBuffer(ws_real)
     meas_cols = [c.name for c in schema.columns("Measurements")]

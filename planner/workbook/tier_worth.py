@@ -30,7 +30,7 @@ from planner.core import schema
 from planner.equations import tables as tb
 from planner.equations import tiers
 from planner.inputs.kv_tiers import TierPlan, WorkloadTiers, hits_at
-from planner.workbook.kv_tiers_sheets import TIER_HITS, _interp_xl, _tier_cols, columns as th_columns
+from planner.workbook.kv_tiers_sheets import TIER_HITS, interp_xl, tier_cols, columns as th_columns
 from planner.workbook.layout import sheet_columns
 from planner.core.refs import cell_range, setting_name, sheet_range, sheet_ref, whole_column
 from planner.workbook.styles import write_header
@@ -176,14 +176,14 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
             f["capacity_gib"] = tb.times.xl(C("multiplier"), base_cap)
             caps = []
             for k, t in enumerate(tp.tiers):
-                caps.append(C("capacity_gib") if k == s else T(_tier_cols(k)[0]))
-                f[f"t{k + 1}_hit_upto"] = _interp_xl(tiers.hits_upto_capacity.xl(*caps), first_curve, count)
+                caps.append(C("capacity_gib") if k == s else T(tier_cols(k)[0]))
+                f[f"t{k + 1}_hit_upto"] = interp_xl(tiers.hits_upto_capacity.xl(*caps), first_curve, count)
                 prev = C(f"t{k}_hit_upto") if k else 0
                 f[f"t{k + 1}_hit"] = tiers.served_by.xl(C(f"t{k + 1}_hit_upto"), prev)
             f["hit"] = tiers.total_hit.xl(*(C(f"t{k + 1}_hit") for k in range(len(tp.tiers))))
             loaded = [k for k, t in enumerate(tp.tiers) if t.kind != "hbm"]
             f["load_per_gbps"] = tiers.load_per_gbps.xl([C(f"t{k + 1}_hit") for k in loaded],
-                                                        [T(_tier_cols(k)[3]) for k in loaded])
+                                                        [T(tier_cols(k)[3]) for k in loaded])
             f["kv_gbps_eff"] = tiers.effective_kv_gbps.xl(C("hit"), C("load_per_gbps"), T("base_kv_gbps"))
             f["load_ms"] = m.kv_load_ms.xl(C("hit"), rsv("isl"), res("kv_bytes_per_token_gpu"), C("kv_gbps_eff"))
             f["compute_ms"] = m.compute_ms.xl(C("hit"), rsv("t_attn0_ms"), rsv("t_ffn0_ms"), rsv("t_other0_ms"),
@@ -203,7 +203,7 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
                 if t.row is None:
                     continue
                 price = tb.typed_or.xl(sheet_ref(schema.TIERS, t.row + 1, tpos['cost_per_gib_month']), 0)
-                cap = C("capacity_gib") if k == s else T(_tier_cols(k)[0])
+                cap = C("capacity_gib") if k == s else T(tier_cols(k)[0])
                 terms.append(tiers.tier_cost.xl(cap, price, units_xl(t.scope, C("instances"), C("gpus"), gpn)))
             f["tier_cost_per_month"] = tiers.tiers_cost.xl(*terms)
             f["total_cost_per_month"] = tiers.total_cost.xl(C("gpu_cost_per_month"), C("tier_cost_per_month"))
