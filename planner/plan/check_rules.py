@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 
 from planner.core import schema
+from planner.core.excel import MAX_DATA_ROWS
 from planner.core.refs import col_range, range_name, sheet_range
 from planner.core.schema import FRACTION, INT, NUMBER
 from planner.equations import checks as ck
@@ -33,7 +34,7 @@ from planner.equations.kvhit import uneven_heads
 
 INPUT_TABLES = ("Workloads", "Models", "GPUs")
 UNPLANNED_SCAN = 1000  # rows below a table searched for the name of a row added after the run
-WHOLE_COLUMN_ROWS = 1_048_575  # data rows of a whole sheet column (Excel's 1,048,576 rows less the header)
+WHOLE_COLUMN_ROWS = MAX_DATA_ROWS  # data rows of a whole sheet column (planner.core.excel: one constant)
 
 
 @dataclass(frozen=True)
