@@ -105,16 +105,7 @@ ASSUMPTIONS: tuple[str, ...] = (
     "taken as 25 GB/s and Gen5 x16 as 50 GB/s. Decode time does not change with hits.",
 )
 
-EQUATIONS: tuple[tuple[str, str], ...] = (
-    ("KV bytes per token per GPU", "S = 2·L·⌈kv_heads/tp⌉·d_head·b (GQA);  S = L·mla_kv_dim·b (MLA)"),
-    ("KV load", "T_load(h) = h·N·S / B_pcie"),
-    ("Compute after a hit", "T_compute(h) = T_attn0·(1−h²) + T_ffn0·(1−h) + T_other0·f(h)"),
-    ("TTFT", "TTFT(h, α) = T_fixed + T_load + T_compute − α·min(T_load, T_compute)"),
-    ("Break-even hit", "δ = N·S / (B_pcie·T0),  h* = 1 / (1 + δ)"),
-    ("Chip time and TPM", "C(h) = TTFT(h, α) + T_decode;  delivered = (isl + osl)·60000 / C;  "
-                          "physical = (isl·(1−h) + osl)·60000 / C"),
-    ("GPUs", "instances = ⌈demand / TPM⌉,  GPUs = instances · tp"),
-)
+EQUATIONS: tuple[tuple[str, str], ...] = equation_text.BRIEF  # the memo's "model in brief" (one source)
 
 
 # --------------------------------------------------------------------------- context
