@@ -237,7 +237,7 @@ def test_hit_cost_in_the_calibration_sheet_and_resolved_is_live(tmp_path, recalc
     assert fit.c_hit_ms > 0
     out = tmp_path / "out.xlsx"
     write_output(plan, out)
-    lay = cs.Layout(plan.calibration)
+    lay = cs.CalibrationLayout(plan.calibration)
     # the edit of c_hit_ms in the output (checked at the end) is made first, so that both
     # workbooks are recalculated by one LibreOffice process
     wb2 = openpyxl.load_workbook(out)

@@ -322,3 +322,6 @@ def test_wheel_carries_the_data_files(tmp_path):
     (wheel,) = out.glob("*.whl")
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"planner/catalog/data/models.json", "planner/catalog/data/gpus.json"} <= names
+    # the test tools stay out of the wheel (issue 21: tests/libreoffice.py once shipped in it)
+    assert [n for n in names if n.startswith("tests/") or n.endswith("libreoffice.py")] == []
+    assert all(n.startswith(("planner/", "kv_planner-")) for n in names), sorted(names)[:5]

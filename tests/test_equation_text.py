@@ -29,6 +29,21 @@ def test_no_stale_instance_formula_anywhere():
     assert "ceil(demand / TPM)" not in (ROOT / "README.md").read_text(encoding="utf-8")
 
 
+def test_every_instance_formula_carries_the_utilisation():
+    """The instance count in every form the texts write it (``ceil(...)``, ``⌈...⌉``) divides by
+    the utilisation: the memo's "model in brief" once said ``instances = ⌈demand / TPM⌉`` four lines
+    below the assumption that sized them at target_utilization (tests/golden/example-memo.md)."""
+    import re
+
+    form = re.compile(r"(?:ceil\(|⌈)\s*demand(?:_tpm)?\s*/\s*\(?\s*(?:TPM|tpm)[^⌉)]*[⌉)]")
+    texts = [ROOT / "README.md", *(ROOT / "docs").glob("*.md"), *(ROOT / "planner").rglob("*.py"),
+             *(ROOT / "templates").glob("*.j2"), *(ROOT / "tests" / "golden").glob("example-memo.*")]
+    bad = [f"{p.name}: {m.group()}" for p in texts for m in form.finditer(p.read_text(encoding="utf-8"))
+           if "utilization" not in m.group() and "· u" not in m.group()]
+    assert bad == []
+    assert any("target_utilization" in f for n, f in T.BRIEF if n == "GPUs")
+
+
 def test_the_instance_equation_is_the_code():
     # instances_needed = ceil(demand / (TPM * u)): 1,000,000 tokens/min over 300,000 at 0.8 -> ceil(4.1667) = 5
     import numpy as np

@@ -127,3 +127,14 @@ def test_problems_of_many_files_keep_their_structure(tmp_path):
     (tmp_path / "b.jsonl").write_text("{\n")
     got = load([tmp_path / "a.json", tmp_path / "b.jsonl"]).problems
     assert [(p.place.sheet, p.place.key) for p in got] == [("a.json", "completed"), ("b.jsonl", None)]
+
+
+def test_a_scrape_pair_names_both_files_as_parts(tmp_path):
+    """Two scrapes bracketing nothing (no result file before them): the problem is the pair's, a
+    structured Place (issue 21), not the text "a.prom -> b.prom" glued by hand."""
+    got = load([DATA / "vllm_metrics_before.prom", DATA / "vllm_metrics_after.prom"]).problems
+    assert len(got) == 1
+    place = got[0].place
+    assert (place.sheet, place.second) == ("vllm_metrics_before.prom", "vllm_metrics_after.prom")
+    assert str(got[0]) == ("vllm_metrics_before.prom -> vllm_metrics_after.prom: scrapes must follow the result "
+                           "file of the run they bracket")

@@ -15,11 +15,14 @@ does) and rejects, outside the maker:
   (``f"INDEX(res_{name},{row})"``);
 - a positional placeholder ``{0}`` in a string (the old ``str.format`` row protocol);
 - in the declared writers (:data:`DECLARED`: the Summary, Fleet, Demand_Calc, the diff
-  workbook, the KV tiers sheets, the Explorer, the Checks sheet and the chart helpers, whose
+  workbook, the KV tiers sheets, the Explorer, the Checks sheet and its rules and the chart helpers, whose
   cells are declarations (:class:`planner.finance.cells.Both`, ``Agg``, ``periods.ROW_EQUATIONS``)
   over the twins of planner/equations), formula text written by hand: a string with an Excel function call
   (``f'=IF({a}>0,{a},"")'``); the formula comes from a twin or a declaration (on main at
-  172bb87 this rule found 99 such strings in those 13 modules).
+  172bb87 this rule found 99 such strings in those 13 modules);
+- anywhere outside planner/equations (the twins), a string with an Excel function call: on main at
+  a46249d 28 such strings in plan/check_rules.py and workbook/calibration_sheet.py, none since house5
+  (issue 21 item 3: "no hand formula strings").
 
 The planted examples at the bottom show each rule failing on a small source string; on the
 sources of main before this change (d7b7b87) the rules found 148 offences.
@@ -44,7 +47,8 @@ MAKERS = {PKG / "core" / "refs.py"}
 DECLARED = {PKG / p for p in ("workbook/summary_sheet.py", "workbook/fleet_sheets.py", "workbook/periods_sheet.py",
                               "finance/periods.py", "finance/cells.py", "finance/aggregations.py", "diff/workbook.py",
                               "diff/bridge.py", "workbook/tier_worth.py", "workbook/kv_tiers_sheets.py",
-                              "workbook/charts.py", "workbook/explorer.py", "workbook/checks_sheet.py")}
+                              "workbook/charts.py", "workbook/explorer.py", "workbook/checks_sheet.py",
+                              "plan/check_rules.py", "workbook/calibration_sheet.py")}
 _XL_FUNCTIONS = ("IF", "IFS", "IFERROR", "SUM", "SUMIF", "SUMIFS", "SUMPRODUCT", "COUNT", "COUNTA", "COUNTIF",
                  "COUNTIFS", "INDEX", "MATCH", "LOOKUP", "VLOOKUP", "HLOOKUP", "XLOOKUP", "CHOOSE", "INDIRECT",
                  "OFFSET", "ISNUMBER", "ISTEXT", "ISBLANK", "ISERROR", "AND", "OR", "NOT", "MIN", "MAX", "AVERAGE",
@@ -58,6 +62,7 @@ _GLUED_LITERAL = re.compile(rf"(?<![\w'.]){_SHEET}!{_CELL}")   # Results!$B2, 'M
 _SHEET_BANG_END = re.compile(rf"(?<![\w'.]){_SHEET}!$")          # "=Checks!" + cell, f"Checks!{cell}"
 _PREFIXES = sorted({p for p in refs._PREFIX.values() if p}, key=len, reverse=True)
 _NAME_PREFIX_END = re.compile(r"(?<![A-Za-z0-9_])(?:%s)$" % "|".join(map(re.escape, _PREFIXES)))  # f"res_{name}"
+_OPERATORS = ("+", "-", "*", "/", "^")  # Excel's arithmetic: glued between two values it is formula text
 _POSITIONAL = re.compile(r"(?<!\\[dswDSW])(?<![\])])\{[0-9]+\}")  # not a regular expression's \d{4}, [a-f]{64}
 
 
@@ -105,9 +110,11 @@ def _docstrings(tree: ast.AST) -> set[int]:
     return out
 
 
-def offences(source: str, where: str = "<planted>", declared: bool = False) -> list[str]:
+def offences(source: str, where: str = "<planted>", declared: bool = False, xl_calls: bool = False) -> list[str]:
     """Every place in ``source`` that makes a reference, a defined name or a row hole by hand
-    (``declared``: a declared writer, where formula text by hand is an offence too)."""
+    (``declared``: a declared writer, where formula text by hand is an offence too, and terms glued
+    with an operator; ``xl_calls``: a module outside planner/equations, where a string with an Excel
+    function call is one)."""
     tree = ast.parse(source)
     docs = _docstrings(tree)
     doc_lines = {n.lineno for n in ast.walk(tree) if id(n) in docs}
@@ -119,6 +126,13 @@ def offences(source: str, where: str = "<planted>", declared: bool = False) -> l
             found.append(f"{where}:{node.lineno}: quote_sheetname outside planner.core.refs")
         if isinstance(node, ast.ImportFrom) and any(a.name == "quote_sheetname" for a in node.names):
             found.append(f"{where}:{node.lineno}: imports quote_sheetname")
+    if declared:
+        for node in ast.walk(tree):
+            # "+".join(terms): a sum (or product) glued by hand; tiers.sum_of / product_of parenthesise
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join"
+                    and isinstance(node.func.value, ast.Constant) and node.func.value.value in _OPERATORS):
+                found.append(f"{where}:{node.lineno}: {node.func.value.value!r}.join glues formula terms by hand "
+                             "(use tables.sum_of / product_of or a twin of planner.equations)")
     for line, text, (kind, before, after) in _strings(tree):
         if kind == "s" and line in doc_lines:
             continue  # a docstring is prose
@@ -135,7 +149,10 @@ def offences(source: str, where: str = "<planted>", declared: bool = False) -> l
                 found.append(f"{where}:{line}: defined name {w!r} typed as a literal (use planner.core.refs)")
         if _POSITIONAL.search(text):
             found.append(f"{where}:{line}: positional placeholder in {text[:60]!r} (use refs.RowSlot)")
-        if declared and _XL_CALL.search(text):
+        if declared and kind == "f" and before and after and text in _OPERATORS:
+            found.append(f"{where}:{line}: f-string glues two values with {text!r} in a declared writer "
+                         "(an expression argument would change meaning; use a twin of planner.equations)")
+        if (declared or xl_calls) and _XL_CALL.search(text):
             found.append(f"{where}:{line}: formula text written by hand in a declared writer: {text[:60]!r} "
                          "(declare the cell: planner.finance.cells.of over a twin of planner.equations)")
     return found
@@ -146,7 +163,9 @@ def test_no_reference_is_made_by_hand_outside_the_maker():
     for path in sorted(PKG.rglob("*.py")):
         if path in MAKERS:
             continue
-        problems += offences(path.read_text(encoding="utf-8"), str(path.relative_to(PKG.parent)), path in DECLARED)
+        rel = path.relative_to(PKG.parent).as_posix()
+        problems += offences(path.read_text(encoding="utf-8"), rel, path in DECLARED,
+                             xl_calls=not rel.startswith("planner/equations/"))
     assert problems == [], "\n".join(problems)
 
 
@@ -161,11 +180,16 @@ def test_the_declared_writers_exist():
     'crit = "SUMIFS(" + rng + "," + key + ")"',
     'R = lambda name: f"INDEX({range_name(\'Resolved\', name)},{row})"',
     'x = f\'IF(ISTEXT({u}),LOWER(TRIM({u})),"tokens/min")\'',
+    'f["hit"] = "+".join(C(k) for k in cols)',
+    'terms.append(f"{cap}*{price}*{units}")',
+    'f = "=" + ("*".join(parts) if parts else "1")',
+    'loaded.append(f"{R(hit_c)}/{R(bw_c)}")',
+    'f["t2_hit"] = f"{upto}-{prev}"',
 ])
 def test_hand_formula_text_fails_in_a_declared_writer(source):
     found = offences(source, declared=True)
-    assert any("formula text written by hand" in f for f in found), (source, found)
-    assert not any("formula text written by hand" in f for f in offences(source)), "only declared writers are held"
+    assert any("formula text written by hand" in f or "glues" in f for f in found), (source, found)
+    assert offences(source) == [], "only declared writers are held"
 
 
 @pytest.mark.parametrize("source", [
@@ -173,6 +197,9 @@ def test_hand_formula_text_fails_in_a_declared_writer(source):
     'ws.write_string(r, 0, "Headroom (capacity / demand - 1)")',
     'note = "MAX_BATCH(x) is a name, not a call"',
     'def f():\n    """Stored with IF(ISNUMBER(x),x,"") as the formula (prose)."""',
+    'ws.write_string(r, 0, "; ".join(descr))',
+    'label = f"{a} - {b} tiers"',
+    'f = tiers.tiers_cost.xl(*terms)',
 ])
 def test_declarations_pass_in_a_declared_writer(source):
     assert offences(source, declared=True) == []

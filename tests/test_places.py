@@ -38,6 +38,8 @@ REPO = Path(__file__).resolve().parent.parent
     (Place.file_line("b.jsonl", 4).in_file("runs/b.jsonl"), "runs/b.jsonl line 4"),
     (Place.within("OLD a.xlsx", Place.cell("Workloads", "J", 7)), "OLD a.xlsx: Workloads!J7"),
     (Place.within("NEW b.xlsx", "Workloads"), "NEW b.xlsx: Workloads"),
+    (Place.file_pair("a.prom", "b.prom"), "a.prom -> b.prom"),
+    (Place.within("run 2", Place.file_pair("a.prom", "b.prom")), "run 2: a.prom -> b.prom"),
 ])
 def test_one_formatter(place, text):
     assert place == text and str(place) == text and f"{place}" == text
@@ -54,6 +56,20 @@ def test_parts_are_kept_not_parsed():
     assert pickle.loads(pickle.dumps(Place.cell("Models", "B", 2))).column == "B"
     with pytest.raises(AttributeError):
         p.row = 4
+
+
+def test_a_scrape_pair_is_a_place_of_its_own():
+    """Two Prometheus scrapes read as one (before and after a run): both files kept as parts, the
+    pair sorted with the files (after the sheets), never on an input sheet, kept by pickling."""
+    p = Place.file_pair("before.prom", "after.prom")
+    assert (p.sheet, p.second, p.row, p.line, p.key) == ("before.prom", "after.prom", None, None, None)
+    assert not p.is_on(["before.prom"])
+    assert pickle.loads(pickle.dumps(p)).second == "after.prom"
+    assert p.in_file("runs/before.prom") == "runs/before.prom -> after.prom"
+    got = sorted([p, Place.cell("Workloads", "J", 7)], key=lambda q: q.order(["Workloads"]))
+    assert got == ["Workloads!J7", "before.prom -> after.prom"]
+    with pytest.raises(ValueError, match="pair of files"):
+        Place("a.prom", row=3, second="b.prom")
 
 
 def test_column_letters():

@@ -7,7 +7,7 @@ import argparse
 import os
 from pathlib import Path
 
-from planner.cli.options import (EXIT_OK, UsageError, _memo_options, _say, add_email_options, check_output_path,
+from planner.cli.options import (EXIT_OK, UsageError, memo_options, say, add_email_options, check_output_path,
                                  say_removed)
 
 
@@ -48,7 +48,7 @@ def cmd_diff(args) -> int:
         if out.resolve() == src.resolve():
             raise UsageError(f"{out}: the output may not be the input itself; choose another -o path")
     args.templates = None
-    _memo_options(args, old, out)
+    memo_options(args, old, out)
     if args.eml and any(args.eml.resolve() == p.resolve() for p in
                         [new] + ([] if args.no_memo else list(memo_paths(out).values()))):
         raise UsageError(f"{args.eml}: is an input or another output; choose another --eml path")
@@ -67,13 +67,13 @@ def cmd_diff(args) -> int:
                              subject=args.subject, date=created, removed=removed)
     counts = {s: sum(1 for w in d.workloads if w["status"] == s) for s in ("added", "removed", "changed")}
     cur = str(d.new.settings.get("currency") or "").strip()
-    _say(f"planner: compared {old} with {new}: {len(d.changes)} input cells changed; workloads "
+    say(f"planner: compared {old} with {new}: {len(d.changes)} input cells changed; workloads "
          f"{counts['added']} added, {counts['removed']} removed, {counts['changed']} changed", args.quiet)
-    _say(f"planner: fleet cost per month {cur} {d.bridge[0][1]:,.2f} -> {cur} {d.bridge[-1][1]:,.2f} "
+    say(f"planner: fleet cost per month {cur} {d.bridge[0][1]:,.2f} -> {cur} {d.bridge[-1][1]:,.2f} "
          f"({d.total_change:+,.2f}); wrote {out}", args.quiet)
     if memo_ is not None:
-        _say(f"planner: wrote memo {memo_.paths['md']} and {memo_.paths['html']}", args.quiet)
+        say(f"planner: wrote memo {memo_.paths['md']} and {memo_.paths['html']}", args.quiet)
     say_removed(removed, out, args.quiet)
     if args.eml:
-        _say(f"planner: wrote email {args.eml} (not sent: use planner send)", args.quiet)
+        say(f"planner: wrote email {args.eml} (not sent: use planner send)", args.quiet)
     return EXIT_OK

@@ -16,7 +16,7 @@ import textwrap
 from pathlib import Path
 
 from planner.core.version import __version__
-from planner.cli.options import (EXIT_ERROR, EXIT_INPUT, EXIT_OK, UsageError, _fix_provenance, _memo_options, _say, add_email_options, check_output_path, default_output, say_removed)
+from planner.cli.options import (EXIT_ERROR, EXIT_INPUT, EXIT_OK, UsageError, fix_provenance, memo_options, say, add_email_options, check_output_path, default_output, say_removed)
 from planner.cli.diff import add_parser as add_diff_parser, cmd_diff
 from planner.core.errors import InputError
 
@@ -158,11 +158,11 @@ def cmd_run(args) -> int:
 
         raise InputError([missing_problem(src)])
     check_output_path(src, out)
-    _memo_options(args, src, out)
+    memo_options(args, src, out)
     from planner.finance.validation import read_checked
 
     plan = build_plan(read_checked(src))
-    plan = _fix_provenance(plan, args)
+    plan = fix_provenance(plan, args)
     from planner.memo.render import memo_paths
 
     make_memo = None
@@ -190,22 +190,22 @@ def cmd_run(args) -> int:
             removed=removed)
     _print_warnings(plan)
     r = plan.results
-    _say(f"planner: read {src} ({len(r)} workloads, {len(plan.models)} models, {len(plan.gpus)} GPUs)",
+    say(f"planner: read {src} ({len(r)} workloads, {len(plan.models)} models, {len(plan.gpus)} GPUs)",
          args.quiet)
     w = len(plan.warnings)
-    _say(f"planner: wrote {out}: {len(sheet_names)} sheets ({', '.join(sheet_names[:4])}, ...); "
+    say(f"planner: wrote {out}: {len(sheet_names)} sheets ({', '.join(sheet_names[:4])}, ...); "
          f"{w} warning{'s' if w != 1 else ''}", args.quiet)
     gpus = plan.results["gpus_needed"].sum(min_count=1)
     if gpus == gpus:  # some workloads have demand
-        _say(f"planner: the workloads with demand need {gpus:,.0f} GPUs at their target hit ratios", args.quiet)
+        say(f"planner: the workloads with demand need {gpus:,.0f} GPUs at their target hit ratios", args.quiet)
     if memo_ is not None:
         p = memo_.paths
         drawn = f"charts {p['ttft'].name} and {p['tpm'].name} beside it" if memo_.charts else "no charts"
-        _say(f"planner: wrote memo {p['md']} and {p['html']}, {drawn}", args.quiet)
+        say(f"planner: wrote memo {p['md']} and {p['html']}, {drawn}", args.quiet)
     say_removed(removed, out, args.quiet)
     if args.eml:
         to = ", ".join(args.to) if args.to else "no recipient yet"
-        _say(f"planner: wrote email {args.eml} ({to}; not sent: use planner send)", args.quiet)
+        say(f"planner: wrote email {args.eml} ({to}; not sent: use planner send)", args.quiet)
     return EXIT_OK
 
 

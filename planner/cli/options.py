@@ -13,7 +13,7 @@ class UsageError(Exception):
     """A wrong path or option (exit 2, like a wrong input)."""
 
 
-def _say(msg: str, quiet: bool = False) -> None:
+def say(msg: str, quiet: bool = False) -> None:
     if not quiet:
         print(msg)
 
@@ -25,10 +25,10 @@ def say_removed(removed, out: Path, quiet: bool = False) -> None:
     gone = [p.name for p, kind in removed if kind == "removed"]
     links = [p.name for p, kind in removed if kind == "link"]
     if gone:
-        _say(f"planner: removed {', '.join(gone)} beside {out.name}: left by an earlier run and not written by "
+        say(f"planner: removed {', '.join(gone)} beside {out.name}: left by an earlier run and not written by "
              f"this one, {'they' if len(gone) > 1 else 'it'} would not match the new workbook", quiet)
     if links:
-        _say(f"planner: left {', '.join(links)} beside {out.name} as {'they are' if len(links) > 1 else 'it is'}: "
+        say(f"planner: left {', '.join(links)} beside {out.name} as {'they are' if len(links) > 1 else 'it is'}: "
              f"a symbolic link is not removed; not written by this run, it may not match the new workbook", quiet)
 
 
@@ -69,7 +69,7 @@ def check_output_path(input_path: Path, output: Path) -> None:
         raise UsageError(f"{output}: is a folder")
 
 
-def _memo_options(args, src: Path, out: Path) -> None:
+def memo_options(args, src: Path, out: Path) -> None:
     """Check the memo and email options before anything is read or written."""
     from planner.memo import mail
     from planner.memo import render as memo
@@ -98,7 +98,7 @@ def _memo_options(args, src: Path, out: Path) -> None:
             raise UsageError(str(err)) from None
 
 
-def _fix_provenance(plan, args):
+def fix_provenance(plan, args):
     """--fixed-time / --fixed-sha256 (hidden, for tests): a copy of ``plan`` with the run time
     and input hash replaced (the plan itself is not changed)."""
     import dataclasses

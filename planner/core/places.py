@@ -17,6 +17,7 @@ constructor                               text
 ``Place.file_key("b.jsonl", "completed", 3)`` ``b.jsonl line 3: completed`` (a key of a JSON line)
 ``Place.file_part("g.json", "benchmark 2 of 5")`` ``g.json benchmark 2 of 5`` (a run of a file, by its label)
 ``Place.within("OLD a.xlsx", inner)``     ``OLD a.xlsx: Workloads!J7`` (inner's parts kept)
+``Place.file_pair("a.prom", "b.prom")``   ``a.prom -> b.prom`` (two files read as one: scrapes before and after a run)
 ========================================  ===========================================
 
 >>> p = Place.cell("Workloads", "J", 7)
@@ -52,9 +53,10 @@ class Place(str):
 
     The parts: ``sheet`` (sheet or file name), ``row`` (first sheet row, 1-based, or None),
     ``last_row`` (the last of a row range), ``column`` (Excel letters), ``label`` (the row's name),
-    ``line`` (a file's 1-based line), ``key`` (a key path inside a JSON file or line) and ``outer``
-    (a prefix naming the file the place is in, as the diff names OLD and NEW). Make one with the
-    class methods; the text follows from the parts.
+    ``line`` (a file's 1-based line), ``key`` (a key path inside a JSON file or line), ``outer``
+    (a prefix naming the file the place is in, as the diff names OLD and NEW) and ``second`` (the
+    second file of a pair read together, ``sheet`` being the first). Make one with the class
+    methods; the text follows from the parts.
     """
 
     sheet: str
@@ -66,11 +68,15 @@ class Place(str):
     line: int | None
     key: str | None
     outer: str | None
+    second: str | None
 
     def __new__(cls, sheet: str, row: int | None = None, column: str | None = None, label: Any = None,
                 last_row: int | None = None, line: int | None = None, outer: str | None = None,
-                last_column: str | None = None, key: str | None = None) -> "Place":
+                last_column: str | None = None, key: str | None = None, second: str | None = None) -> "Place":
         sheet = str(sheet)
+        second = None if second is None else str(second)
+        if second is not None and (row is not None or line is not None or column is not None):
+            raise ValueError("a pair of files is a place of its own: no row, line or column")
         label = None if label is None else str(label)
         if column is not None and row is not None:
             coord = f"{column}{row}" + (f":{last_column}{last_row}" if last_column is not None and last_row is not None
@@ -83,6 +89,8 @@ class Place(str):
                 text += f" ({label})"
         elif line is not None:
             text = f"{sheet} line {line}"
+        elif second is not None:  # two files read as one (Prometheus scrapes before and after a run)
+            text = f"{sheet} -> {second}"
         elif label is not None:  # a part of a file named by its label (a run: "benchmark 2 of 5")
             text = f"{sheet} {label}"
         else:
@@ -93,7 +101,7 @@ class Place(str):
             text = f"{outer}: {text}" if text else outer
         self = super().__new__(cls, text)
         for k, v in (("sheet", sheet), ("row", row), ("last_row", last_row), ("column", column), ("last_column", last_column),
-                     ("label", label), ("line", line), ("key", key), ("outer", outer or None)):
+                     ("label", label), ("line", line), ("key", key), ("outer", outer or None), ("second", second)):
             object.__setattr__(self, k, v)
         return self
 
@@ -102,7 +110,7 @@ class Place(str):
 
     def __reduce__(self):  # pickling (multiprocessing) keeps the parts
         return (Place, (self.sheet, self.row, self.column, self.label, self.last_row, self.line, self.outer,
-                        self.last_column, self.key))
+                        self.last_column, self.key, self.second))
 
     @classmethod
     def cell(cls, sheet: str, column: str | int, row: int) -> "Place":
@@ -146,17 +154,23 @@ class Place(str):
         """A part of a file named by its label (a run of a sweep: ``g.json benchmark 2 of 5``)."""
         return cls(file, label=label)
 
+    @classmethod
+    def file_pair(cls, first: str, second: str) -> "Place":
+        """Two files read as one, in their order (Prometheus scrapes taken before and after a run):
+        ``a.prom -> b.prom``; ``sheet`` is the first, ``second`` the other."""
+        return cls(first, second=second)
+
     def in_file(self, file: str) -> "Place":
         """The same place in the file named ``file`` (a file given by another path or name)."""
         return Place(file, self.row, self.column, self.label, self.last_row, self.line, self.outer, self.last_column,
-                     self.key)
+                     self.key, self.second)
 
     @classmethod
     def within(cls, outer: str, inner: Any) -> "Place":
         """``inner`` (a Place or a name) inside the file named by ``outer``: ``OLD a.xlsx: Workloads!J7``."""
         p = inner if isinstance(inner, Place) else cls(str(inner))
         return cls(p.sheet, p.row, p.column, p.label, p.last_row, p.line,
-                   f"{outer}: {p.outer}" if p.outer else outer, p.last_column, p.key)
+                   f"{outer}: {p.outer}" if p.outer else outer, p.last_column, p.key, p.second)
 
     @classmethod
     def of_table(cls, table, name: str, i: int, positions: dict[str, int] | None = None) -> "Place":
@@ -172,7 +186,7 @@ class Place(str):
     def is_on(self, sheets) -> bool:
         """Whether the place lies on one of ``sheets`` (names, any case) of the input itself
         (not a line of a file, not inside another file)."""
-        return self.outer is None and self.line is None and self.sheet.strip().lower() in \
+        return self.outer is None and self.line is None and self.second is None and self.sheet.strip().lower() in \
             {s.lower() for s in sheets}
 
     def order(self, sheet_order=()) -> tuple:
@@ -181,7 +195,8 @@ class Place(str):
         then column (A < Z < AA). Equal keys keep the order they were found in (a stable sort)."""
         rank = {s.lower(): k for k, s in enumerate(sheet_order)}
         col = self.column or ""
-        where = len(rank) if self.outer or self.line is not None else rank.get(self.sheet.lower(), len(rank))
+        where = len(rank) if self.outer or self.line is not None or self.second is not None \
+            else rank.get(self.sheet.lower(), len(rank))
         return (where, self.row or 0, (len(col), col))
 
 

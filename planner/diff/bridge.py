@@ -56,7 +56,7 @@ from planner.core.places import Place
 from planner.core import schema
 from planner.inputs.kv_tiers import trace_path
 from planner.core.errors import InputError, Problem
-from planner.diff.input_changes import Change, _same_record, fold, input_changes
+from planner.diff.input_changes import Change, same_record, fold, input_changes
 from planner.diff.names import align_names
 from planner.inputs.reader import PlanInput, Table
 
@@ -188,7 +188,7 @@ def bridge_states(old: PlanInput, new: PlanInput) -> list[tuple[str, PlanInput]]
             cur = next((x for x in have if fold(x[col]) == k), None)
             if cur is None:
                 have.append(dict(want))
-            elif not _same_record(cur, want, col):
+            elif not same_record(cur, want, col):
                 if (col, k) not in aliases:
                     name, n = f"{want[col]} (NEW)", 2
                     while any(fold(x[col]) == fold(name) for x in have):
@@ -374,10 +374,10 @@ def bridge(old_plan, new_plan, build, gpus: dict[str, float] | None = None,
         common = [r for r in state.workloads.records if fold(r["workload"]) in old_names]
         if len(common) != len(state.workloads):
             state = with_records(state, {"Workloads": common})
-        from planner.finance.scenarios import _row_problems  # the row checks of the reader, on the state
+        from planner.finance.scenarios import row_problems  # the row checks of the reader, on the state
 
         try:
-            if rows := _row_problems(state):
+            if rows := row_problems(state):
                 raise InputError(rows)
             planned = build(state) if len(state.workloads) else None
             cost = fleet_cost_per_month(planned) if planned is not None else 0.0

@@ -41,7 +41,7 @@ class Change:
     new_place: str = ""
 
 
-def _cell_place(t: Table | None, i: int | None, col: str) -> str:
+def cell_place(t: Table | None, i: int | None, col: str) -> str:
     if t is None or i is None:
         return ""
     return Place.of_table(t, col, i)
@@ -60,7 +60,7 @@ def _same(a: Any, b: Any) -> bool:
     return a == b
 
 
-def _same_record(a: dict, b: dict, key: str) -> bool:
+def same_record(a: dict, b: dict, key: str) -> bool:
     """Two rows hold the same values (blanks alike), their name column aside."""
     return all(_same(None if _blank(a.get(c)) else a.get(c), None if _blank(b.get(c)) else b.get(c))
                for c in set(a) | set(b) if c != key)
@@ -112,7 +112,7 @@ def _table_changes(sheet: str, a: Table | None, b: Table | None) -> list[Change]
             vb = None if _blank(vb) else vb
             if _same(va, vb):
                 continue
-            out.append(Change(sheet, name, c, va, vb, _cell_place(a, i, c), _cell_place(b, j, c)))
+            out.append(Change(sheet, name, c, va, vb, cell_place(a, i, c), cell_place(b, j, c)))
     return out
 
 

@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from planner.diff.bridge import Diff
-from planner.memo.render import Memo, _template_error, data_uri, environments
-from planner.memo.charts import Chart, _figure_png, _png_size, _style
+from planner.memo.render import Memo, template_error, data_uri, environments
+from planner.memo.charts import Chart, figure_png, png_size, style_axes
 from planner.memo.numbers import FMT_MONEY, num
 from planner.core.schema import FMT_INT, FMT_PCT
 
@@ -159,9 +159,9 @@ def bridge_chart(d: Diff, currency: str) -> bytes:
     ax.bar(labels, heights, bottom=bottoms, color=colors, width=0.6)
     ax.set_ylabel(f"{currency} per month".strip(), fontsize=8)
     ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda x, _: f"{x:,.0f}"))
-    _style(ax)
+    style_axes(ax)
     fig.tight_layout()
-    png = _figure_png(fig)
+    png = figure_png(fig)
     plt.close(fig)
     return png
 
@@ -171,7 +171,7 @@ def render(kind: str, context: dict[str, Any], envs: dict[str, Any]) -> str:
     try:
         return envs[kind].get_template(name).render(context)
     except Exception as err:  # noqa: BLE001 - a failing template is reported, not raised raw
-        raise _template_error(name, err, None) from None
+        raise template_error(name, err, None) from None
 
 
 def build_memo(d: Diff, output: str | Path, *, created: _dt.datetime) -> Memo:
@@ -181,7 +181,7 @@ def build_memo(d: Diff, output: str | Path, *, created: _dt.datetime) -> Memo:
     paths = memo_paths(output)
     currency = str(d.new.settings.get("currency") or "").strip()
     png = bridge_chart(d, currency)
-    w, h = _png_size(png)
+    w, h = png_size(png)
     chart = Chart("bridge", "Fleet cost per month, OLD to NEW", "Each bar is the change one step makes, in the "
                   "fixed order of the bridge; red adds cost, green saves.", "Waterfall of the fleet cost per month",
                   png, CHART_PX, round(CHART_PX * h / w), filename=paths["bridge"].name,

@@ -19,7 +19,7 @@ import dataclasses
 
 from planner.catalog.lookup import GPU, MODEL, name_key
 from planner.core import schema
-from planner.diff.input_changes import Change, _cell_place, fold
+from planner.diff.input_changes import Change, cell_place, fold
 from planner.inputs.reader import PlanInput
 
 NAMED = ((schema.M, MODEL), (schema.G, GPU))  # sheet, its key column (= the catalog kind)
@@ -61,8 +61,8 @@ def align_names(old: PlanInput, new: PlanInput) -> tuple[PlanInput, list[Change]
         for j, r in enumerate(t_new.records):
             to = renames[col].get(fold(r.get(col, "")))
             if to is not None:
-                changes.append(Change(sheet, to, col, to, r[col], _cell_place(t_old, at_old.get(fold(to)), col),
-                                      _cell_place(t_new, j, col)))
+                changes.append(Change(sheet, to, col, to, r[col], cell_place(t_old, at_old.get(fold(to)), col),
+                                      cell_place(t_new, j, col)))
 
     def renamed(t, cols):
         recs = copy.deepcopy(t.records)

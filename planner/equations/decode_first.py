@@ -177,7 +177,7 @@ def _(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=None):
         t_train = mean
     else:
         quantile = f"{t_a}+MIN({q}*{b},1)*({t_f}-({t_a}))"
-        t_train = quantile if q in pp._POSITIVE_Q else f"IF({q}>0,{quantile},{mean})"
+        t_train = quantile if q in pp.POSITIVE_Q else f"IF({q}>0,{quantile},{mean})"
     t_s = f"({s_s}+{t_fixed}+{m_s}*{v}/{u})*({c}*{u}/{m_s}-{osl})"
     return f'IF(ISNUMBER({c}),MAX({t_train},{t_s}),"")'
 

@@ -96,7 +96,7 @@ def excel_twin(py_func: Callable) -> Callable[[Callable[..., str]], Callable[...
     return register
 
 
-def _approx(x):
+def approx_as_spreadsheets(x):
     """Round to 15 significant digits, as spreadsheets do before INT / ROUNDUP.
 
     LibreOffice (``rtl::math::approxFloor``) and Excel both snap a value a few ulps off an
@@ -154,6 +154,12 @@ def uneven_heads(attention, kv_heads, tp):
     kv = np.asarray(kv_heads, dtype=float)
     tp = np.asarray(tp, dtype=float)
     return (np.asarray(attention) == "gqa") & (np.mod(kv, tp) != 0) & (np.mod(tp, np.where(kv == 0, 1, kv)) != 0)
+
+
+@excel_twin(uneven_heads)
+def _(attention, kv_heads, tp):
+    # an array over the rows (1 where uneven): the Checks sheet counts it; kv_heads 0 divides as 1
+    return f'({attention}="gqa")*(MOD({kv_heads},{tp})<>0)*(MOD({tp},{kv_heads}+({kv_heads}=0))<>0)'
 
 
 def kv_bytes_per_token_gpu(attention, layers, kv_heads, head_dim, mla_kv_dim, kv_bytes, tp):
@@ -279,7 +285,7 @@ def max_batch_fit(hbm_gib, weights_gib, max_seq_len, s_kv):
     numeric, requests [count]
     """
     fit = (np.asarray(hbm_gib, dtype=float) - weights_gib) * C.BYTES_PER_GIB / (max_seq_len * s_kv)
-    return np.maximum(0.0, np.floor(_approx(fit)))
+    return np.maximum(0.0, np.floor(approx_as_spreadsheets(fit)))
 
 
 @excel_twin(max_batch_fit)
@@ -684,7 +690,7 @@ def instances_needed(demand_tpm, tpm, utilization=1.0):
     -------
     numeric, instances [count]
     """
-    return np.ceil(_approx(np.asarray(demand_tpm, dtype=float) / (tpm * np.asarray(utilization, dtype=float))))
+    return np.ceil(approx_as_spreadsheets(np.asarray(demand_tpm, dtype=float) / (tpm * np.asarray(utilization, dtype=float))))
 
 
 @excel_twin(instances_needed)

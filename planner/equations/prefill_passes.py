@@ -245,7 +245,7 @@ def _(prefill, t_fixed, isl, hit, concurrency, budget, q=None):
 
 
 # the quantile constants of slo_percentile: known above 0, so their formulas need no mean branch
-_POSITIVE_Q = (N.Q_P50, N.Q_P90, N.Q_P95, N.Q_P99)
+POSITIVE_Q = (N.Q_P50, N.Q_P90, N.Q_P95, N.Q_P99)
 
 
 @excel_twin(burst_ttft_u)
@@ -264,7 +264,7 @@ def _(prefill, t_fixed, u, concurrency, budget, q=None):
         hi = _xl_value_scalar(f"MIN({i0}+1,{c}-1)", t_fixed, u, m, c, v)
         quantile = f"{lo}+({x}-{i0})*({hi}-{lo})"
         # q 0 (the mean target) or blank: the mean, as in Python
-        body = quantile if q in _POSITIVE_Q else f"IF({q}>0,{quantile},{mean})"
+        body = quantile if q in POSITIVE_Q else f"IF({q}>0,{quantile},{mean})"
     return f'IF(ISNUMBER({c}),{body},"")'
 
 

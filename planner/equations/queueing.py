@@ -66,7 +66,7 @@ import numpy as np
 
 from planner.equations.constants import C, N
 from planner.equations import prefill_passes as pp
-from planner.equations.kvhit import _approx, excel_twin
+from planner.equations.kvhit import approx_as_spreadsheets, excel_twin
 
 BINDINGS = ("throughput", "ttft_slo", "tpot_slo", "hbm", "concurrency")
 _Q = {"mean": 0.0, "p50": C.Q_P50, "p90": C.Q_P90, "p95": C.Q_P95, "p99": C.Q_P99}
@@ -349,7 +349,7 @@ def wait_mean_ms(rate, prefill, t_decode, step):
     lam = _f(rate) / C.MS_PER_S
     rho = lam * prefill
     # compared as spreadsheets compare (15 significant digits): 0.9999999999999999 is saturated
-    return np.where(_approx(rho) < 1, _div(lam * (_f(prefill) ** 2 + _f(t_decode) * step) * C.HALF, 1 - rho),
+    return np.where(approx_as_spreadsheets(rho) < 1, _div(lam * (_f(prefill) ** 2 + _f(t_decode) * step) * C.HALF, 1 - rho),
                     np.nan)
 
 
@@ -385,7 +385,7 @@ def wait_quantile_ms(rate, prefill, t_decode, step, q):
     with np.errstate(divide="ignore", invalid="ignore"):
         r = lam * _f(t_decode) * step * C.HALF / (1 - rho)
         tail = P * C.HALF / (1 - rho) * np.log(rho / (1 - q))
-    return np.where(_approx(rho) < 1, r + np.where(_approx(rho) > _approx(1 - q), tail, 0.0), np.nan)
+    return np.where(approx_as_spreadsheets(rho) < 1, r + np.where(approx_as_spreadsheets(rho) > approx_as_spreadsheets(1 - q), tail, 0.0), np.nan)
 
 
 @excel_twin(wait_quantile_ms)
@@ -519,7 +519,7 @@ def tpot_load_ms(rate, prefill, osl, s0, s1, wait, concurrency=np.nan):
     load = lam * (P + osl * s1)
     den = 1 - load
     osl1 = np.where(osl > 0, osl, 1.0)
-    open_ = np.where((_approx(load) < 1) & ~np.isnan(_f(wait)), _div(lam * P * (_f(wait) + P) / osl1 + s0 + s1, den), np.nan)
+    open_ = np.where((approx_as_spreadsheets(load) < 1) & ~np.isnan(_f(wait)), _div(lam * P * (_f(wait) + P) / osl1 + s0 + s1, den), np.nan)
     c = _f(concurrency)
     closed = _f(s0) + _f(s1) * c + _div((c - 1) * P * C.HALF, osl1)
     return np.where(osl > 0, np.where(np.isnan(c), open_, closed), np.nan)
@@ -700,7 +700,7 @@ def instances_ttft(rate_total, prefill, t_decode, step, slo, q, concurrency=np.n
         a = 2 * w / P
         rho_tail = _lambert_u(a, (2 * w + k) / (2 * w), q)
         rho = np.where(q > 0, np.where(rho_low <= 1 - q, rho_low, rho_tail), rho_mean)
-        n = np.ceil(_approx(_f(rate_total) / C.MS_PER_S * P / rho))
+        n = np.ceil(approx_as_spreadsheets(_f(rate_total) / C.MS_PER_S * P / rho))
     open_ = np.where(np.isnan(_f(slo)) | np.isnan(_f(rate_total)), np.nan, np.where(w > 0, n, np.inf))
     c = _f(concurrency)
     at_c = ttft_load_ms(prefill, np.nan, np.where(np.isnan(c), 1.0, c), t_fixed=t_fixed, isl=isl, hit=hit,
@@ -854,7 +854,7 @@ def instances_for_rho(rate_total, prefill, slo, rho, concurrency=np.nan, ttft_at
     """
     P, w = _f(prefill), _f(slo) - prefill
     with np.errstate(divide="ignore", invalid="ignore"):
-        n = np.ceil(_approx(_f(rate_total) / C.MS_PER_S * P / _f(rho)))
+        n = np.ceil(approx_as_spreadsheets(_f(rate_total) / C.MS_PER_S * P / _f(rho)))
     open_ = np.where(np.isnan(_f(slo)) | np.isnan(_f(rate_total)), np.nan, np.where(w > 0, n, np.inf))
     c, at_c = _f(concurrency), _f(ttft_at_c)
     return np.where(np.isnan(c), open_, np.where(~np.isnan(_f(slo)) & (at_c > _f(slo)), np.inf, np.nan))
@@ -938,7 +938,7 @@ def instances_tpot(rate_total, prefill, osl, s0, s1, t_decode, step, slo, concur
     t1 = _f(s0) + s1
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = rate_for_tpot(prefill, osl, s0, s1, t_decode, step, slo) * C.MS_PER_S
-        n = np.ceil(_approx(_f(rate_total) / lam))
+        n = np.ceil(approx_as_spreadsheets(_f(rate_total) / lam))
     open_ = np.where(np.isnan(_f(slo)) | np.isnan(_f(rate_total)) | (_f(osl) <= 0), np.nan,
                      np.where(t1 < slo, n, np.inf))
     c = _f(concurrency)
@@ -989,7 +989,7 @@ def instances_hbm(rate_total, prefill, osl, s0, s1, t_decode, step, max_fit, ttf
     with np.errstate(divide="ignore", invalid="ignore"):
         lam1 = bm / (osl * t1 + bm * K)
         lam = rate_for_tpot(prefill, osl, s0, s1, t_decode, step, bm / (lam1 * osl)) * C.MS_PER_S
-        n = np.ceil(_approx(_f(rate_total) / lam))
+        n = np.ceil(approx_as_spreadsheets(_f(rate_total) / lam))
     return np.where(np.isnan(_f(rate_total)) | (osl <= 0), np.nan, np.where(bm > 0, n, np.inf))
 
 
@@ -1017,7 +1017,7 @@ def instances_concurrency(rate_total, rate_instance, concurrency):
     numeric, instances [count] (NaN without concurrency or demand)
     """
     with np.errstate(divide="ignore", invalid="ignore"):
-        n = np.ceil(_approx(_f(rate_total) / rate_instance))
+        n = np.ceil(approx_as_spreadsheets(_f(rate_total) / rate_instance))
     return np.where(np.isnan(_f(concurrency)) | np.isnan(_f(rate_total)), np.nan, n)
 
 

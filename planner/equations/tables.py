@@ -726,6 +726,67 @@ def _(x, factor):
     return f"{x}*{factor}"
 
 
+def sum_of(*terms):
+    r"""The sum of a list of terms, element by element (0 for none): a cell's ``a+b+c``.
+
+    .. math:: s = \sum_k t_k
+
+    The Excel twin joins the terms with ``+``, each through :func:`planner.equations.kvhit.xl_arg`
+    (an expression term is parenthesised, so a term ``A1-B1`` stays one term); no term gives ``0``.
+    A blank cell counts 0 in Excel's ``+``; here a blank is NaN and the sum NaN, so the callers
+    pass cells that always hold a number.
+
+    Parameters
+    ----------
+    *terms : numeric or arrays of one shape [one unit, the result's]
+
+    Returns
+    -------
+    numeric [same unit]
+    """
+    if not terms:
+        return np.float64(0.0)
+    total = np.asarray(terms[0], dtype=float)
+    for t in terms[1:]:
+        total = total + np.asarray(t, dtype=float)
+    return total
+
+
+@excel_twin(sum_of)
+def _(*terms):
+    return "+".join(str(t) for t in terms) if terms else "0"
+
+
+def product_of(*factors):
+    r"""The product of a list of factors, element by element (1 for none): a cell's ``a*b*c``.
+
+    .. math:: p = \prod_k f_k
+
+    The Excel twin joins the factors with ``*``, each through :func:`planner.equations.kvhit.xl_arg`
+    (an expression factor such as ``A1+B1`` is parenthesised: without it ``2*A1+B1`` would mean
+    ``(2*A1)+B1``); no factor gives ``1``.
+
+    Parameters
+    ----------
+    *factors : numeric or arrays of one shape [units multiply]
+
+    Returns
+    -------
+    numeric [the product of the units]
+    """
+    if not factors:
+        return np.float64(1.0)
+    out = np.asarray(factors[0], dtype=float)
+    for f in factors[1:]:
+        out = out * np.asarray(f, dtype=float)
+    return out
+
+
+@excel_twin(product_of)
+def _(*factors):
+    return "*".join(str(f) for f in factors) if factors else "1"
+
+
 def priced_total(x):
     """Sum of the priced entries of a column; blank when none is priced (a blank, not a 0).
 

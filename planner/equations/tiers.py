@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from planner.equations.kvhit import excel_twin
-from planner.equations.tables import largest, typed_or
+from planner.equations.constants import C, N
+from planner.equations.kvhit import excel_twin, xl_arg
+from planner.equations.tables import largest, product_of, sum_of, typed_or
 
 NO_LOAD_GBPS = 1e290  # effective bandwidth when every hit is served from HBM (nothing to load; x 1e9 stays finite in Excel)
 
@@ -277,6 +278,28 @@ def _(saved, bought):
     return f'IF({bought}>0,{saved}/{bought},"")'
 
 
+def net_saving(gpu_cost_saved, tier_cost):
+    r"""What a tier saves in a month net of its own cost.
+
+    .. math:: s = \Delta c_{gpu} - c_{tier}
+
+    Parameters
+    ----------
+    gpu_cost_saved : numeric, GPU cost saved by the tier [currency/month]
+    tier_cost : numeric, the tier's cost [currency/month]
+
+    Returns
+    -------
+    numeric [currency/month]
+    """
+    return np.asarray(gpu_cost_saved, dtype=float) - np.asarray(tier_cost, dtype=float)
+
+
+@excel_twin(net_saving)
+def _(gpu_cost_saved, tier_cost):
+    return f"{gpu_cost_saved}-{tier_cost}"
+
+
 # The fleet's cost of a pool tier from its traced workloads' charges of it. A ``pool`` tier is bought
 # once (README "Tiers": scope); each workload's Tier_Value row charges it the whole pool (what the
 # tier is worth to that workload alone), so the fleet pays the largest of those charges once, not
@@ -387,3 +410,197 @@ def hits_text(without, with_):
 @excel_twin(hits_text)
 def _(without, with_):
     return f'TEXT({without},"0%")&" / "&TEXT({with_},"0%")'
+
+
+# --------------------------------------------------------------------------- the tiers' sums (Tier_Hits, Tier_Worth)
+def curve_gib(blocks, block_size, bytes_per_token_instance):
+    r"""The cache capacity of a hit-curve point: its blocks at the instance's KV bytes per token.
+
+    .. math:: c = n_{blocks} \cdot b \cdot S_{inst} / 2^{30}
+
+    Parameters
+    ----------
+    blocks : numeric, cache size of the point [blocks]
+    block_size : numeric, tokens per KV block [tokens/block]
+    bytes_per_token_instance : numeric, KV bytes per token of one serving instance, S x tp [B/token]
+
+    Returns
+    -------
+    numeric [GiB]
+
+    Source: docs/model.md, the KV tiers (a block of ``b`` tokens holds ``b S_inst`` bytes);
+    :mod:`planner.inputs.kv_tiers` computes the curve's ``grid_gib`` so.
+    """
+    return np.asarray(blocks, dtype=float) * block_size * bytes_per_token_instance / C.BYTES_PER_GIB
+
+
+@excel_twin(curve_gib)
+def _(blocks, block_size, bytes_per_token_instance):
+    return f"{product_of.xl(blocks, block_size, bytes_per_token_instance)}/{N.BYTES_PER_GIB}"
+
+
+def hits_upto_capacity(*capacities):
+    r"""The capacity of tiers 1..k together, where the curve is read for their joint hit ratio.
+
+    .. math:: c_{1..k} = \sum_{j \le k} c_j
+
+    Parameters
+    ----------
+    *capacities : numeric, each tier's capacity [GiB]
+
+    Returns
+    -------
+    numeric [GiB]
+    """
+    return sum_of(*capacities)
+
+
+@excel_twin(hits_upto_capacity)
+def _(*capacities):
+    return sum_of.xl(*capacities)
+
+
+def served_by(hit_upto, hit_upto_before):
+    r"""The hit ratio served by tier k: the hit of tiers 1..k less that of tiers 1..k-1.
+
+    .. math:: h_k = h_{1..k} - h_{1..k-1}
+
+    Parameters
+    ----------
+    hit_upto : numeric, hit ratio of tiers 1..k together [fraction]
+    hit_upto_before : numeric, hit ratio of tiers 1..k-1 together (0 for the first tier) [fraction]
+
+    Returns
+    -------
+    numeric [fraction]
+    """
+    return np.asarray(hit_upto, dtype=float) - np.asarray(hit_upto_before, dtype=float)
+
+
+@excel_twin(served_by)
+def _(hit_upto, hit_upto_before):
+    return f"{hit_upto}-{hit_upto_before}"
+
+
+def total_hit(*tier_hits):
+    r"""The hit ratio of all tiers (or of a subset, such as the HBM ones): the sum of theirs; 0 for none.
+
+    .. math:: h = \sum_k h_k
+
+    Parameters
+    ----------
+    *tier_hits : numeric, each tier's served hit ratio [fraction]
+
+    Returns
+    -------
+    numeric [fraction]
+    """
+    return sum_of(*tier_hits)
+
+
+@excel_twin(total_hit)
+def _(*tier_hits):
+    return sum_of.xl(*tier_hits)
+
+
+def load_per_gbps(hits, read_gbps):
+    r"""KV load per byte of the loaded tiers: each tier's hit over its read bandwidth, summed
+    (HBM tiers, which load nothing, are left out by the caller); 0 when no tier loads.
+
+    .. math:: L = \sum_k h_k / B_k, \qquad B_{eff} = h / L
+
+    Parameters
+    ----------
+    hits : sequence of numeric, the loaded tiers' served hit ratios [fraction]
+    read_gbps : sequence of numeric, their read bandwidths, one per hit [GB/s]
+
+    Returns
+    -------
+    numeric [1/(GB/s)]
+
+    Source: docs/model.md, the KV tiers (the load time is the sum of each tier's bytes over its bandwidth).
+    """
+    if len(hits) != len(read_gbps):
+        raise ValueError(f"load_per_gbps: {len(hits)} hits but {len(read_gbps)} bandwidths")
+    return sum_of(*(np.asarray(h, dtype=float) / np.asarray(b, dtype=float) for h, b in zip(hits, read_gbps)))
+
+
+def _load_per_gbps_xl(hits, read_gbps) -> str:
+    if len(hits) != len(read_gbps):
+        raise ValueError(f"load_per_gbps.xl: {len(hits)} hits but {len(read_gbps)} bandwidths")
+    return sum_of.xl(*(f"{xl_arg(h)}/{xl_arg(b)}" for h, b in zip(hits, read_gbps)))
+
+
+load_per_gbps.xl = _load_per_gbps_xl
+
+
+def tier_cost(capacity_gib, cost_per_gib_month, units):
+    r"""The month's cost of one tier: capacity x price x units bought.
+
+    .. math:: c_t = cap_t \cdot p_t \cdot u_t
+
+    Parameters
+    ----------
+    capacity_gib : numeric, the tier's capacity per unit [GiB]
+    cost_per_gib_month : numeric, its price [currency/(GiB month)]
+    units : numeric, units bought (instances, nodes or 1 for a pool) [count]
+
+    Returns
+    -------
+    numeric [currency/month]
+    """
+    return product_of(capacity_gib, cost_per_gib_month, units)
+
+
+@excel_twin(tier_cost)
+def _(capacity_gib, cost_per_gib_month, units):
+    return product_of.xl(capacity_gib, cost_per_gib_month, units)
+
+
+def tiers_cost(*tier_costs):
+    r"""The month's cost of the tiers bought: the sum of each tier's (0 when none is bought).
+
+    .. math:: c = \sum_t c_t
+
+    Parameters
+    ----------
+    *tier_costs : numeric, each tier's cost [currency/month]
+
+    Returns
+    -------
+    numeric [currency/month]
+    """
+    return sum_of(*tier_costs)
+
+
+@excel_twin(tiers_cost)
+def _(*tier_costs):
+    return sum_of.xl(*tier_costs)
+
+
+def bought_gib(capacities, units):
+    r"""GiB bought over several rows: each capacity times its units bought, summed.
+
+    .. math:: G = \sum_i cap_i \cdot u_i
+
+    Parameters
+    ----------
+    capacities : sequence of numeric, capacity per unit [GiB]
+    units : sequence of numeric, units bought, one per capacity [count]
+
+    Returns
+    -------
+    numeric [GiB]
+    """
+    if len(capacities) != len(units):
+        raise ValueError(f"bought_gib: {len(capacities)} capacities but {len(units)} unit counts")
+    return sum_of(*(product_of(c, u) for c, u in zip(capacities, units)))
+
+
+def _bought_gib_xl(capacities, units) -> str:
+    if len(capacities) != len(units):
+        raise ValueError(f"bought_gib.xl: {len(capacities)} capacities but {len(units)} unit counts")
+    return sum_of.xl(*(product_of.xl(c, u) for c, u in zip(capacities, units)))
+
+
+bought_gib.xl = _bought_gib_xl

@@ -32,7 +32,7 @@ from planner.core.refs import range_name, setting_name
 from planner.equations import tables as tb
 
 
-def _f(x) -> np.ndarray:
+def to_floats(x) -> np.ndarray:
     return pd.to_numeric(pd.Series(x, dtype=object), errors="coerce").to_numpy(dtype=float)
 
 
@@ -49,7 +49,7 @@ class GroupCell:
     source: Callable[[str, str], str] | None = None
 
 
-class _Values:
+class _GroupValues:
     """The Python side of a table's group rows, all rows at once: a summed column is its values
     over the workloads (NaN when blank), a key is the group rows' keys, ``price`` the groups'
     hourly_cost, ``me(name)`` a column of the rows computed so far; ``apply`` the numpy function."""
@@ -58,7 +58,7 @@ class _Values:
         self.frames, self.settings, self.price, self.rows = frames, settings, price, rows
 
     def column(self, sheet: str, name: str) -> np.ndarray:
-        return _f(self.frames[sheet][name])
+        return to_floats(self.frames[sheet][name])
 
     def key_column(self, sheet: str, name: str) -> np.ndarray:
         return self.frames[sheet][name].to_numpy(dtype=object)
@@ -127,7 +127,7 @@ class Agg:
     def values(self, frames: dict, settings: dict, price: np.ndarray, rows: dict, keys: tuple[str, ...]) -> np.ndarray:
         """The column over every group row: ``frames`` the summed sheets' frames by name, ``price``
         the groups' hourly_cost, ``rows`` the columns so far (the keys first)."""
-        out = self._cell(_Values(frames, settings, price, rows), keys)
+        out = self._cell(_GroupValues(frames, settings, price, rows), keys)
         return np.broadcast_to(np.asarray(out, dtype=float), (len(price),)).copy()
 
     def total_value(self, column) -> float:

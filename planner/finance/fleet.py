@@ -20,7 +20,7 @@ import pandas as pd
 
 from planner.equations.fleet import per_month, per_year
 from planner.equations import tables as tb
-from planner.finance.aggregations import Agg, _f, group_table
+from planner.finance.aggregations import Agg, to_floats, group_table
 
 # The Fleet sheet, declared once: each column's Python value and Excel formula (planner.finance.aggregations)
 FLEET: tuple[Agg, ...] = (
@@ -61,7 +61,7 @@ def fleet_table(plan) -> pd.DataFrame:
     """
     frames = {"Results": plan.results, "Resolved": plan.resolved}
     types = plan.gpus["gpu"].tolist()
-    cols = group_table(FLEET, frames, plan.settings, {"gpu": types}, _f(plan.gpus["hourly_cost"]))
+    cols = group_table(FLEET, frames, plan.settings, {"gpu": types}, to_floats(plan.gpus["hourly_cost"]))
     frame = pd.DataFrame({c: list(cols[c]) for c in FLEET_COLS}, columns=list(FLEET_COLS))
     total = {"gpu": TOTAL}
     for a in FLEET[1:]:
@@ -69,7 +69,7 @@ def fleet_table(plan) -> pd.DataFrame:
     frame = pd.concat([frame, pd.DataFrame([total])], ignore_index=True)
     frame = frame[list(FLEET_COLS)]
     t = frame.iloc[:-1]
-    frame.attrs["uncosted_gpus"] = float(tb.uncosted(_f(t["gpus_needed"]), _f(t["cost_per_hour"])))
+    frame.attrs["uncosted_gpus"] = float(tb.uncosted(to_floats(t["gpus_needed"]), to_floats(t["cost_per_hour"])))
     return frame
 
 
@@ -97,10 +97,10 @@ def totals(plan) -> Totals:
     t = fl.iloc[-1]
     hours = float(plan.settings["hours_per_month"])
     # the Summary's baseline cells, the same twins (planner.workbook.summary_sheet)
-    cost_h = _f(plan.results["cost_per_hour_baseline"])
+    cost_h = to_floats(plan.results["cost_per_hour_baseline"])
     return Totals(float(t["gpus_needed"]), float(t["instances"]), float(t["cost_per_hour"]),
                   float(t["cost_per_month"]), fl.attrs["uncosted_gpus"], float(t["tpm_capacity"]),
-                  float(t["tpm_demand"]), tb.total(_f(plan.results["gpus_baseline"])), tb.priced_total(cost_h),
+                  float(t["tpm_demand"]), tb.total(to_floats(plan.results["gpus_baseline"])), tb.priced_total(cost_h),
                   tb.priced_total_per_month(cost_h, hours),
                   float(t["gpus_for_latency"]), float(t["cost_per_month_for_latency"]))
 

@@ -37,10 +37,10 @@ from planner.equations import sizing as sz
 from planner.equations import tables as tb
 from planner.core import schema
 from planner.finance.aggregations import Agg, group_table
-from planner.finance.fleet import _f
+from planner.finance.fleet import to_floats
 from planner.equations.fleet import cost_per_hour
 from planner.equations.demand import DEFAULT_UNIT, MINUTES_PER, demand_per_minute, grown_demand, saved  # noqa: F401 (importable from here)
-from planner.inputs.period_labels import _QUARTER, parse_periods  # noqa: F401 (the Settings periods, read at the boundary)
+from planner.inputs.period_labels import QUARTER, parse_periods  # noqa: F401 (the Settings periods, read at the boundary)
 
 
 CALC_COLS = ("workload", "period", "period_index", "demand_input", "demand_unit", "demand_tpm", "res_row",
@@ -152,7 +152,7 @@ def span_label(periods: list[str]) -> str:
     a, b = periods[0], periods[-1]
     if a == b:
         return a
-    qa, qb = _QUARTER.match(a), _QUARTER.match(b)
+    qa, qb = QUARTER.match(a), QUARTER.match(b)
     if qa and qb and qa.group(1) == qb.group(1):
         return f"{a}–Q{qb.group(2)}"
     return f"{a}–{b}"
@@ -218,7 +218,7 @@ def _layout(plan) -> list[dict]:
         rows.append({"workload": str(rec["workload"]), "period": p, "k": k_of.get(p), "dem": i})
         have.add((str(rec["workload"]).strip().lower(), p))
     if sp:
-        demand = _f(res["demand_tpm"])
+        demand = to_floats(res["demand_tpm"])
         for k, p in enumerate(sp):
             for w, d in zip(res["workload"].tolist(), demand):
                 if not np.isnan(d) and (str(w).strip().lower(), p) not in have:
@@ -251,7 +251,7 @@ def period_calc(plan) -> pd.DataFrame:
         frame = res if sheet == "R" else r
         if name in _TEXT:
             return frame[name].to_numpy(dtype=object)[idx] if n else np.zeros(0, dtype=object)
-        return _f(frame[name])[idx] if n else np.zeros(0)
+        return to_floats(frame[name])[idx] if n else np.zeros(0)
 
     own["hit_target"] = np.where(np.isnan(hit_row), at("R", "hit_target"), hit_row)  # the Demand row's, else R's
     if n:
@@ -271,7 +271,7 @@ def by_period(plan, calc: pd.DataFrame | None = None) -> pd.DataFrame:
     calc = period_calc(plan) if calc is None else calc
     periods, types = plan_periods(plan), plan.gpus["gpu"].tolist()
     keys = {"period": [p for p in periods for _g in types], "gpu": [g for _p in periods for g in types]}
-    price = np.tile(_f(plan.gpus["hourly_cost"]), len(periods))
+    price = np.tile(to_floats(plan.gpus["hourly_cost"]), len(periods))
     cols = group_table(BY_PERIOD, {"Demand_Calc": calc}, plan.settings, keys, price)
     return pd.DataFrame({c: list(cols[c]) for c in PERIOD_COLS}, columns=list(PERIOD_COLS))
 
@@ -284,9 +284,9 @@ def period_totals(plan) -> pd.DataFrame:
     for p in plan_periods(plan):
         row = {"period": p}  # the Summary's SUMIFS over Fleet_By_Period, the same twins
         for c in ("gpus_needed", "gpus_baseline"):
-            row[c] = float(tb.sum_where(_f(bp[c]), bp["period"].to_numpy(dtype=object), p))
+            row[c] = float(tb.sum_where(to_floats(bp[c]), bp["period"].to_numpy(dtype=object), p))
         for c in ("cost_per_month", "cost_per_month_baseline", "cost_saved_per_month"):
-            row[c] = float(tb.priced_sum_where(_f(bp[c]), bp["period"].to_numpy(dtype=object), p))
+            row[c] = float(tb.priced_sum_where(to_floats(bp[c]), bp["period"].to_numpy(dtype=object), p))
         out.append(row)
     return pd.DataFrame(out, columns=["period", "gpus_needed", "cost_per_month", "gpus_baseline",
                                       "cost_per_month_baseline", "cost_saved_per_month"])

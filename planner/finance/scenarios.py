@@ -26,7 +26,7 @@ import pandas as pd
 from planner.core import schema
 from planner.core.errors import InputError, Problem
 from planner.finance.fleet import fleet_table, plan_fleet
-from planner.inputs.scenario_checks import BASE, Override, _key_of, _new_value, _setting_column, overrides
+from planner.inputs.scenario_checks import BASE, Override, key_of, new_value, setting_column, overrides
 
 SCENARIO_COLS = ("scenario", "gpus_needed", "cost_per_month", "tpm_capacity",
                  # issue 16: each scenario is sized by Results' SLO-bound chain (planner.equations.sizing);
@@ -48,12 +48,12 @@ def scenario_input(p_in, name: str, ovs: list[Override]):
     settings = dict(p_in.settings)
     for o in (o for o in ovs if o.scenario == name):
         if o.sheet == schema.SETTINGS:
-            col = _setting_column(next(s for s in schema.SETTING_KEYS if s.key == o.column))
-            settings[o.column], _err = _new_value(parse_value, col, o.op, settings.get(o.column), o.value)
+            col = setting_column(next(s for s in schema.SETTING_KEYS if s.key == o.column))
+            settings[o.column], _err = new_value(parse_value, col, o.op, settings.get(o.column), o.value)
             continue
         t = tables[o.sheet]
         col = schema.column(o.sheet, o.column)
-        keycol = _key_of(o.sheet)
+        keycol = key_of(o.sheet)
         for rec in t.records:
             if o.match is None or str(rec.get(keycol)) == o.match:
                 old = rec.get(o.column)
@@ -61,7 +61,7 @@ def scenario_input(p_in, name: str, ovs: list[Override]):
                     old = col.default if isinstance(col.default, (int, float)) else None
                     if old is None:
                         continue  # blank stays blank (checked in overrides)
-                rec[o.column], _err = _new_value(parse_value, col, o.op, old, o.value)
+                rec[o.column], _err = new_value(parse_value, col, o.op, old, o.value)
     optional = {k: v for k, v in p_in.optional.items() if k != schema.SCN}
     if schema.TIERS in tables:
         optional[schema.TIERS] = tables[schema.TIERS]
@@ -113,22 +113,22 @@ def scenario_compare(plan) -> pd.DataFrame:
 
 
 def _scenario_place(scn, name: str) -> str:
-    from planner.inputs.demand_checks import _place
+    from planner.inputs.demand_checks import table_place
 
     i = next(i for i, r in enumerate(scn.records) if str(r.get("scenario")) == name)
-    return _place(scn, "scenario", i)
+    return table_place(scn, "scenario", i)
 
 
-def _row_problems(s_in) -> list[Problem]:
-    from planner.inputs.checks import _check_gpus, _check_models, _check_workloads
+def row_problems(s_in) -> list[Problem]:
+    from planner.inputs.checks import check_gpus, check_models, check_workloads
 
     probs: list[Problem] = []
     m, g, w = s_in.models, s_in.gpus, s_in.workloads
-    _check_models(m, m.positions, probs)
-    _check_gpus(g, g.positions, probs)
+    check_models(m, m.positions, probs)
+    check_gpus(g, g.positions, probs)
     canon = {"Models": {str(r["model"]).strip().lower(): r["model"] for r in m.records if r.get("model")},
              "GPUs": {str(r["gpu"]).strip().lower(): r["gpu"] for r in g.records if r.get("gpu")}}
-    _check_workloads(w, w.positions, canon, probs, [])
+    check_workloads(w, w.positions, canon, probs, [])
     return probs
 
 
@@ -167,7 +167,7 @@ def check_scenarios(p_in) -> list[Problem]:
     for name in names:
         where = _scenario_place(scn, name)
         s_in = scenario_input(p_in, name, ovs)
-        rows = _row_problems(s_in)
+        rows = row_problems(s_in)
         if rows:
             problems += [Problem(where, f"scenario {name!r} makes {p.place}: {p.message}") for p in rows]
             continue

@@ -185,7 +185,7 @@ def _number(col: Column, raw: Any, number_format: str | None, note: list[str] | 
     return v, None
 
 
-def _parse_numbers(key: str, raw: Any) -> tuple[tuple[float, ...], list[str]]:
+def parse_numbers(key: str, raw: Any) -> tuple[tuple[float, ...], list[str]]:
     """``"200; 450"`` (or one number) -> (200.0, 450.0); each must be a positive number."""
     if raw is None or (isinstance(raw, str) and not raw.strip()):
         return (), []

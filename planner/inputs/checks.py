@@ -29,7 +29,7 @@ def _cell(table: Table, ws_cols: dict[str, int], name: str, i: int) -> str:
     return cell_place(table, name, i, ws_cols)
 
 
-def _check_keys(table: Table, pos: dict[str, int], key: str, problems: list[Problem]) -> dict[str, str]:
+def check_keys(table: Table, pos: dict[str, int], key: str, problems: list[Problem]) -> dict[str, str]:
     """Unique names (case and surrounding spaces ignored); returns folded -> canonical name."""
     first: dict[str, int] = {}
     canon: dict[str, str] = {}
@@ -49,7 +49,7 @@ def _check_keys(table: Table, pos: dict[str, int], key: str, problems: list[Prob
     return canon
 
 
-def _check_required(table: Table, sheet: str, pos: dict[str, int], problems: list[Problem],
+def check_required(table: Table, sheet: str, pos: dict[str, int], problems: list[Problem],
                     skip: set[str]) -> None:
     for c in schema.columns(sheet):
         if c.required is True and c.name in pos and c.name not in skip:
@@ -64,7 +64,7 @@ def _had_error(problems: list[Problem], place: str) -> bool:
     return any(p.place == place for p in problems)
 
 
-def _check_models(t: Table, pos: dict[str, int], problems: list[Problem]) -> None:
+def check_models(t: Table, pos: dict[str, int], problems: list[Problem]) -> None:
     for i, rec in enumerate(t.records):
         att = rec.get("attention") or "gqa"
         needs = ("layers", "kv_bytes") + (("kv_heads", "head_dim") if att == "gqa" else ("mla_kv_dim",))
@@ -74,7 +74,7 @@ def _check_models(t: Table, pos: dict[str, int], problems: list[Problem]) -> Non
             problems.extend(catalog.missing_problem(t, "Models", i, missing, f"attention {att}"))
 
 
-def _check_gpus(t: Table, pos: dict[str, int], problems: list[Problem]) -> None:
+def check_gpus(t: Table, pos: dict[str, int], problems: list[Problem]) -> None:
     for i, rec in enumerate(t.records):
         missing = [] if rec.get("hbm_gib") is not None or _had_error(problems, _cell(t, pos, "hbm_gib", i)) \
             else ["hbm_gib"]
@@ -90,7 +90,7 @@ def _check_gpus(t: Table, pos: dict[str, int], problems: list[Problem]) -> None:
             problems.extend(catalog.missing_problem(t, "GPUs", i, missing))
 
 
-def _check_workloads(t: Table, pos: dict[str, int], canon: dict[str, dict[str, str]],
+def check_workloads(t: Table, pos: dict[str, int], canon: dict[str, dict[str, str]],
                      problems: list[Problem], notes: list[str]) -> None:
     fuzzy: list[str] = []
     for i, rec in enumerate(t.records):
@@ -121,7 +121,7 @@ def _check_workloads(t: Table, pos: dict[str, int], canon: dict[str, dict[str, s
                      f"case or surrounding spaces; matched them: {'; '.join(fuzzy[:3])}{more}")
 
 
-def _check_optional_refs(optional: dict, canon: dict[str, dict[str, str]], problems: list[Problem]) -> None:
+def check_optional_refs(optional: dict, canon: dict[str, dict[str, str]], problems: list[Problem]) -> None:
     """The reference columns of the optional sheets (Measurements ``model``/``gpu``, and any
     ``ref`` column added to the schema later) against the Models/GPUs names, in the same pass
     as every other check (they used to wait for the calibration, after the others passed).

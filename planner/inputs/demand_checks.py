@@ -9,11 +9,11 @@ from planner.core.errors import Problem
 from planner.inputs.places import cell_place
 
 
-def _place(t, col: str, i: int) -> str:
+def table_place(t, col: str, i: int) -> str:
     return cell_place(t, col, i)
 
 
-def _check_demand(dem, w, problems: list[Problem], grown: frozenset = frozenset(),
+def check_demand(dem, w, problems: list[Problem], grown: frozenset = frozenset(),
                   notes: list[str] | None = None, order: tuple = ()) -> None:
     """Unknown workloads (when ``w`` is given), duplicate (workload, period), empty periods (a
     period of Settings ``periods``, in ``grown``, takes the grown demand where it is blank).
@@ -32,9 +32,9 @@ def _check_demand(dem, w, problems: list[Problem], grown: frozenset = frozenset(
         label, how = period_label(rec["period"])
         label = spelling.setdefault(fold(label), label)
         if how is not None:
-            read.append(f"{_place(dem, 'period', i)} {how}")
+            read.append(f"{table_place(dem, 'period', i)} {how}")
         elif label != rec["period"]:
-            read.append(f"{_place(dem, 'period', i)} {rec['period']!r} is period {label!r}")
+            read.append(f"{table_place(dem, 'period', i)} {rec['period']!r} is period {label!r}")
         rec["period"] = label
     if read and notes is not None:
         more = f" (and {len(read) - 3} more)" if len(read) > 3 else ""
@@ -45,20 +45,20 @@ def _check_demand(dem, w, problems: list[Problem], grown: frozenset = frozenset(
     for i, rec in enumerate(dem.records):
         wl, period = rec.get("workload"), rec.get("period")
         if wl is not None and names is not None and str(wl).strip().lower() not in names:
-            problems.append(Problem(_place(dem, "workload", i), f"workload {wl!r} is not in Workloads"))
+            problems.append(Problem(table_place(dem, "workload", i), f"workload {wl!r} is not in Workloads"))
         elif wl is not None and names is not None:
             rec["workload"] = names[str(wl).strip().lower()]  # matched as the Workloads sheet spells it
         if wl is None or period is None:
             continue
         key = (str(wl).strip().lower(), str(period))
         if key in seen:
-            problems.append(Problem(_place(dem, "period", i), f"workload {wl!r} has period {period!r} twice "
+            problems.append(Problem(table_place(dem, "period", i), f"workload {wl!r} has period {period!r} twice "
                                                               f"(also row {seen[key]})"))
         else:
             seen[key] = dem.rows[i]
         by_period.setdefault(str(period), []).append(i)
     for period, rows in by_period.items():
         if period not in grown and all(dem.records[i].get("demand_tpm") is None for i in rows):
-            problems.append(Problem(_place(dem, "period", rows[0]),
+            problems.append(Problem(table_place(dem, "period", rows[0]),
                                     f"period {period!r} has no demand rows: every demand_tpm of it is blank "
                                     f"(give the demands, or delete the period's rows)"))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as _dt
 import re
 
-_QUARTER = re.compile(r"^\s*(\d{4})\s*-\s*Q([1-4])\s*$", re.I)
+QUARTER = re.compile(r"^\s*(\d{4})\s*-\s*Q([1-4])\s*$", re.I)
 _RANGE = re.compile(r"^(.*?)\s*(?:\.\.|–|—| to | - )\s*(.*)$")
 _YEAR_Q = re.compile(r"^(\d{4})\s*[-/_ ]?\s*Q0?([1-4])$", re.I)
 _Q_YEAR = re.compile(r"^Q0?([1-4])\s*[-/_ ']?\s*(\d{4}|\d{2})$", re.I)
@@ -66,7 +66,7 @@ def quarter_label(value) -> tuple[str | None, str | None]:
     if isinstance(value, (_dt.date, _dt.datetime)):
         return f"{value.year}-Q{(value.month - 1) // 3 + 1}", "a date, read as its calendar quarter"
     text = re.sub(r"\s+", " ", str(value).strip())
-    if m := _QUARTER.match(text):
+    if m := QUARTER.match(text):
         label = f"{m.group(1)}-Q{m.group(2)}"
         return label, (None if label == text else "a quarter")
     if m := _YEAR_Q.match(text):

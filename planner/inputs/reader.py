@@ -27,9 +27,9 @@ from planner.core import schema
 from planner.core.errors import InputError, Problem
 from planner.core.places import Place
 from planner.inputs.container import SheetScan, check_container, require_defusedxml, scan_sheet, sheet_xml_paths
-from planner.inputs.cells import _parse_numbers, cell_value, normalise_header, parse_cell
-from planner.inputs.checks import (_check_gpus, _check_keys, _check_models, _check_optional_refs, _check_required,
-                                   _check_workloads)
+from planner.inputs.cells import parse_numbers, cell_value, normalise_header, parse_cell
+from planner.inputs.checks import (check_gpus, check_keys, check_models, check_optional_refs, check_required,
+                                   check_workloads)
 from planner.core.schema import Column
 from planner.inputs import typed_text as th
 from planner.inputs import header_units
@@ -362,22 +362,22 @@ def read_input(path: str | Path, *, checks: Sequence[Callable[[BoundaryState], l
     canon: dict[str, dict[str, str]] = {}
     for t, key, sheet in ((m, "model", "Models"), (g, "gpu", "GPUs"), (w, "workload", "Workloads")):
         if t is not None:
-            canon[sheet] = _check_keys(t, positions[sheet], key, problems)
+            canon[sheet] = check_keys(t, positions[sheet], key, problems)
             catalog.fill_table(t, sheet, problems, notes)  # blank Models/GPUs cells from the catalogs
-            _check_required(t, sheet, positions[sheet], problems, skip={key})
+            check_required(t, sheet, positions[sheet], problems, skip={key})
     if m is not None:
-        _check_models(m, positions["Models"], problems)
+        check_models(m, positions["Models"], problems)
     if g is not None:
-        _check_gpus(g, positions["GPUs"], problems)
+        check_gpus(g, positions["GPUs"], problems)
     if w is not None:
-        _check_workloads(w, positions["Workloads"], canon, problems, notes)
+        check_workloads(w, positions["Workloads"], canon, problems, notes)
     if schema.MEAS in optional:  # rows naming a load-test result file filled from it (issue 18)
         from planner.inputs.measurement_files import fill_measurements
 
         fill_measurements(path, optional[schema.MEAS], m, g, w, problems, notes)
     for sheet, t in optional.items():
-        _check_required(t, sheet, positions[sheet], problems, skip=set())
-    _check_optional_refs(optional, canon, problems)
+        check_required(t, sheet, positions[sheet], problems, skip=set())
+    check_optional_refs(optional, canon, problems)
     from planner.inputs.scenario_checks import check_optional  # Demand and Scenarios against the inputs (the finance view)
 
     check_optional(optional, {"Models": m, "GPUs": g, "Workloads": w}, settings, problems, notes)
@@ -476,7 +476,7 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
         if places is not None:
             places[key] = where
         if s.kind == schema.NUMBERS:
-            values[key], errs = _parse_numbers(key, raw)
+            values[key], errs = parse_numbers(key, raw)
             problems.extend(Problem(where, e) for e in errs)
             continue
         col = Column(schema.SETTINGS, key, "", s.kind, s.description, minimum=s.minimum,

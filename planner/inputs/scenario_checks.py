@@ -12,7 +12,7 @@ from typing import Any
 
 
 from planner.core import schema
-from planner.inputs.demand_checks import _check_demand, _place
+from planner.inputs.demand_checks import check_demand, table_place
 from planner.core.errors import Problem
 BASE = "base"
 
@@ -31,11 +31,11 @@ class Override:
     value: Any
 
 
-def _key_of(sheet: str) -> str:
+def key_of(sheet: str) -> str:
     return {schema.M: "model", schema.G: "gpu", schema.W: "workload", schema.TIERS: "tier"}[sheet]
 
 
-def _setting_column(s: schema.Setting) -> schema.Column:
+def setting_column(s: schema.Setting) -> schema.Column:
     return schema.Column(schema.SETTINGS, s.key, "", s.kind, s.description, minimum=s.minimum,
                          maximum=s.maximum, min_open=s.min_open)
 
@@ -60,7 +60,7 @@ def check_optional(optional: dict, tables: dict, settings: dict, problems: list[
         from planner.inputs.period_labels import parse_periods
 
         sp = parse_periods(settings.get("periods"))[0]
-        _check_demand(dem, w if base_ok else None, problems, frozenset(sp), notes, tuple(sp))
+        check_demand(dem, w if base_ok else None, problems, frozenset(sp), notes, tuple(sp))
     scn = optional.get(schema.SCN)
     if scn is not None and base_ok:
         overrides(scn, {**tables, schema.TIERS: optional.get(schema.TIERS)}, settings, problems)
@@ -83,55 +83,55 @@ def overrides(scn, tables: dict, settings: dict, problems: list[Problem]) -> lis
         if None in (name, sheet_raw, col_raw, op, value):
             continue  # the reader already reported the blank required cell or the bad op
         if str(name).strip().lower() == BASE:
-            problems.append(Problem(_place(scn, "scenario", i), f"scenario name {name!r} is taken by the base plan"))
+            problems.append(Problem(table_place(scn, "scenario", i), f"scenario name {name!r} is taken by the base plan"))
             continue
         sheet = sheet_of.get(str(sheet_raw).strip().lower())
         if sheet is None:
-            problems.append(Problem(_place(scn, "sheet", i), f"sheet {sheet_raw!r} is not one of "
+            problems.append(Problem(table_place(scn, "sheet", i), f"sheet {sheet_raw!r} is not one of "
                                                              f"{', '.join(SCENARIO_SHEETS)}"))
             continue
         col_name = str(col_raw).strip().lower()
         if sheet == schema.SETTINGS:
             s = setting_of.get(col_name)
             if s is None or s.kind == schema.NUMBERS:
-                problems.append(Problem(_place(scn, "column", i), f"column {col_raw!r} is not a Settings key "
+                problems.append(Problem(table_place(scn, "column", i), f"column {col_raw!r} is not a Settings key "
                                         f"a scenario can change ({', '.join(k for k, v in setting_of.items() if v.kind != schema.NUMBERS)})"))
                 continue
-            col = _setting_column(s)
+            col = setting_column(s)
         else:
             cols = {c.name: c for c in schema.columns(sheet) if not c.key}
             col = cols.get(col_name)
             if col is None:
-                problems.append(Problem(_place(scn, "column", i), f"column {col_raw!r} is not a column of {sheet} "
+                problems.append(Problem(table_place(scn, "column", i), f"column {col_raw!r} is not a column of {sheet} "
                                                                   f"a scenario can change"))
                 continue
         if op in ("add", "multiply"):
             if col.kind not in (schema.INT, schema.NUMBER, schema.FRACTION):
-                problems.append(Problem(_place(scn, "op", i), f"op {op!r} needs a number column; "
+                problems.append(Problem(table_place(scn, "op", i), f"op {op!r} needs a number column; "
                                                               f"{sheet}.{col.name} is {col.kind}"))
                 continue
             if not isinstance(value, float):
-                problems.append(Problem(_place(scn, "value", i), f"value {value!r} is not a number (op {op})"))
+                problems.append(Problem(table_place(scn, "value", i), f"value {value!r} is not a number (op {op})"))
                 continue
         key = str(name)
         st = state.setdefault(key, {})
         if sheet == schema.SETTINGS:
             if match is not None:
-                problems.append(Problem(_place(scn, "match", i), "a Settings override names no row: leave match blank"))
+                problems.append(Problem(table_place(scn, "match", i), "a Settings override names no row: leave match blank"))
                 continue
             old = st.get((sheet, "", col.name), settings.get(col.name))
-            new, err = _new_value(parse_value, col, op, old, value)
+            new, err = new_value(parse_value, col, op, old, value)
             if err:
-                problems.append(Problem(_place(scn, "value", i), f"scenario {key!r}: Settings {col.name}: {err}"))
+                problems.append(Problem(table_place(scn, "value", i), f"scenario {key!r}: Settings {col.name}: {err}"))
                 continue
             st[(sheet, "", col.name)] = new
             out.append(Override(scn.rows[i], key, sheet, col.name, None, op, value))
             continue
         t = tables.get(sheet)
         if t is None:  # a Tiers override without a Tiers sheet
-            problems.append(Problem(_place(scn, "sheet", i), f"the input has no {sheet} sheet to override"))
+            problems.append(Problem(table_place(scn, "sheet", i), f"the input has no {sheet} sheet to override"))
             continue
-        keycol = _key_of(sheet)
+        keycol = key_of(sheet)
         names = [str(x) for x in t.column(keycol)]
         if match is None:
             targets = list(range(len(names)))
@@ -139,12 +139,12 @@ def overrides(scn, tables: dict, settings: dict, problems: list[Problem]) -> lis
             folded = str(match).strip().lower()
             targets = [j for j, x in enumerate(names) if x.strip().lower() == folded]
             if not targets:
-                problems.append(Problem(_place(scn, "match", i), f"row {match!r} is not in {sheet}"))
+                problems.append(Problem(table_place(scn, "match", i), f"row {match!r} is not in {sheet}"))
                 continue
         if col.ref is not None:
-            refs = {str(x).strip().lower(): str(x) for x in tables[col.ref].column(_key_of(col.ref))}
+            refs = {str(x).strip().lower(): str(x) for x in tables[col.ref].column(key_of(col.ref))}
             if str(value).strip().lower() not in refs:
-                problems.append(Problem(_place(scn, "value", i), f"{col.name} {value!r} is not in {col.ref}"))
+                problems.append(Problem(table_place(scn, "value", i), f"{col.name} {value!r} is not in {col.ref}"))
                 continue
             value = refs[str(value).strip().lower()]
         bad = False
@@ -155,13 +155,13 @@ def overrides(scn, tables: dict, settings: dict, problems: list[Problem]) -> lis
                 if old is None and match is None:
                     continue  # every row: a blank without a default stays blank (no demand stays none)
                 if old is None:
-                    problems.append(Problem(_place(scn, "value", i), f"scenario {key!r}: {sheet} row "
+                    problems.append(Problem(table_place(scn, "value", i), f"scenario {key!r}: {sheet} row "
                                             f"{names[j]!r} has no {col.name} to {op}"))
                     bad = True
                     break
-            new, err = _new_value(parse_value, col, op, old, value)
+            new, err = new_value(parse_value, col, op, old, value)
             if err:
-                problems.append(Problem(_place(scn, "value", i), f"scenario {key!r} makes {_place(t, col.name, j)} "
+                problems.append(Problem(table_place(scn, "value", i), f"scenario {key!r} makes {table_place(t, col.name, j)} "
                                                                  f"({names[j]}) {err}"))
                 bad = True
                 break
@@ -172,7 +172,7 @@ def overrides(scn, tables: dict, settings: dict, problems: list[Problem]) -> lis
     return out
 
 
-def _new_value(parse_value, col: schema.Column, op: str, old: Any, value: Any):
+def new_value(parse_value, col: schema.Column, op: str, old: Any, value: Any):
     try:
         raw = _apply(op, old, value)
     except TypeError:

@@ -205,7 +205,7 @@ def load(paths: list[Path]) -> Loaded:
             if len(pending) == 2:
                 before, after = pending
                 pending.clear()
-                pair = f"{before.file} -> {after.file}"
+                pair = Place.file_pair(before.file, after.file)
                 if last is None:
                     res.problems.append(LoadTestError(pair, "scrapes must follow the result file of the run they "
                                                             "bracket"))

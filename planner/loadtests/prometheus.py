@@ -71,7 +71,7 @@ def parse(text: str, file: str) -> dict[str, float]:
     return out
 
 
-def difference(before: dict[str, float], after: dict[str, float], files: str) -> dict:
+def difference(before: dict[str, float], after: dict[str, float], files: Place) -> dict:
     """hit, the source of it, the KV load bandwidth and notes from a before/after pair."""
     def delta(name: str) -> float | None:
         if name not in after:

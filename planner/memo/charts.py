@@ -96,7 +96,7 @@ def undrawable(texts) -> str:
     return "".join(missing)
 
 
-def _figure_png(fig) -> bytes:
+def figure_png(fig) -> bytes:
     """The figure as a 256-colour PNG (a third of the full-colour size, same look: the
     charts travel in every copy of the email)."""
     from PIL import Image
@@ -118,7 +118,7 @@ def _label(text: Any, width: int) -> str:
     return s.replace("$", r"\$")
 
 
-def _style(ax) -> None:
+def style_axes(ax) -> None:
     for side in ("top", "right"):
         ax.spines[side].set_visible(False)
     for side in ("left", "bottom"):
@@ -184,14 +184,14 @@ def ttft_chart(plan, rows: list[int]) -> bytes:
             ax.set_ylabel("TTFT [ms]", fontsize=8, color="#374151")
         if j // ncol == nrow - 1 or j + ncol >= k:
             ax.set_xlabel("hit ratio", fontsize=8, color="#374151")
-        _style(ax)
+        style_axes(ax)
     for j in range(k, nrow * ncol):
         axes[j // ncol][j % ncol].set_visible(False)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="lower center", ncol=4, frameon=False, fontsize=8,
                bbox_to_anchor=(0.5, 0.0))
     fig.tight_layout(rect=(0, 0.06, 1, 1))
-    png = _figure_png(fig)
+    png = figure_png(fig)
     plt.close(fig)
     return png
 
@@ -228,11 +228,11 @@ def tpm_chart(plan, rows: list[int]) -> bytes:
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: "0" if v == 0 else f"{v / 1e6:g}M"
                                                if v >= 1e6 else f"{v / 1e3:g}k"))
     ax.set_xlabel("tokens/min per GPU at the target hit (one instance's TPM / tp)", fontsize=8, color="#374151")
-    _style(ax)
+    style_axes(ax)
     ax.grid(False, axis="y")
     ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=2, frameon=False, fontsize=8, borderaxespad=0.3)
     fig.tight_layout()
-    png = _figure_png(fig)
+    png = figure_png(fig)
     plt.close(fig)
     return png
 
@@ -277,10 +277,10 @@ def _make_charts(plan, n: int) -> list[Chart]:
     for c in out:
         if missing:
             c.caption += " " + NO_GLYPH_NOTE
-        w, h = _png_size(c.png)
+        w, h = png_size(c.png)
         c.height = round(c.width * h / w)
     return out
 
 
-def _png_size(png: bytes) -> tuple[int, int]:
+def png_size(png: bytes) -> tuple[int, int]:
     return int.from_bytes(png[16:20], "big"), int.from_bytes(png[20:24], "big")

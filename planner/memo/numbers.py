@@ -165,7 +165,7 @@ def table_cell(plan, i: int, col: TableColumn) -> Num | str:
     return result_num(plan, i, col.key, signed=col.signed)
 
 
-def _f(series: pd.Series) -> np.ndarray:
+def to_floats(series: pd.Series) -> np.ndarray:
     return pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
 
 
@@ -174,8 +174,8 @@ def measured_tpm(plan) -> np.ndarray:
     """Delivered TPM of one instance at the measured hit: ``tpm_measured`` when given,
     else the model's ``(isl + osl) · 60000 / C(h_measured)`` [tokens/min]."""
     res = plan.resolved
-    model_tpm = m.tpm_delivered(_f(res["isl"]), _f(res["osl"]), _f(plan.results["chip_ms_measured"]))
-    given = _f(res["tpm_measured"])
+    model_tpm = m.tpm_delivered(to_floats(res["isl"]), to_floats(res["osl"]), to_floats(plan.results["chip_ms_measured"]))
+    given = to_floats(res["tpm_measured"])
     return np.where(np.isnan(given), model_tpm, given)
 
 
@@ -199,18 +199,18 @@ def fleet_totals(plan) -> dict[str, Any]:
         ``gpus_change``, ``cost_change_per_hour`` (target minus baseline, signed).
     """
     r, res = plan.results, plan.resolved
-    demand = _f(res["demand_tpm"])
-    price = _f(res["hourly_cost"])
+    demand = to_floats(res["demand_tpm"])
+    price = to_floats(res["hourly_cost"])
     has_d = ~np.isnan(demand)
     has_c = has_d & ~np.isnan(price)
-    inst = _f(r["instances_needed"])
+    inst = to_floats(r["instances_needed"])
     tot = lambda x, mask=has_d: float(np.sum(np.where(mask, x, 0.0)))  # noqa: E731
     n_d, n_c = int(has_d.sum()), int(has_c.sum())
     # the Fleet sheet's Total row and the fleet at the baseline hits (what the Summary shows)
     ft = fleet_.totals(plan)
     g, g_m, cost, cost_m = ft.gpus, ft.gpus_baseline, ft.cost_per_hour, ft.cost_per_hour_baseline
-    delivered = tot(inst * _f(r["tpm_delivered_target"]))
-    physical = tot(inst * _f(r["tpm_physical_target"]))
+    delivered = tot(inst * to_floats(r["tpm_delivered_target"]))
+    physical = tot(inst * to_floats(r["tpm_physical_target"]))
     blank_d = lambda x: x if n_d else None  # noqa: E731
     blank_c = lambda x: x if n_c else None  # noqa: E731
     int_fmt, pct_fmt = schema.FMT_INT, schema.FMT_PCT
@@ -309,13 +309,13 @@ def findings(plan) -> list[dict[str, str]]:
                             "the row's own TTFT rises, plan at or below the hit ratio of its lowest TTFT, or "
                             "raise the bandwidth or the overlap."})
     else:
-        closest = int(np.argmin(_f(r["h_star"]) - _f(res["hit_target"])))
+        closest = int(np.argmin(to_floats(r["h_star"]) - to_floats(res["hit_target"])))
         out.append({"kind": "h-star", "title": "Targets below break-even h*",
                     "text": f"Every target hit is at or below its break-even h*; the closest is "
                             f"{r['workload'].iat[closest]} (target {V(closest, 'hit_target')}, "
                             f"h* {R(closest, 'h_star')})."})
 
-    head = _f(r["hbm_headroom_gib"])
+    head = to_floats(r["hbm_headroom_gib"])
     no_fit = [int(i) for i in np.flatnonzero(fl.hbm_no_fit)]
     if no_fit:
         parts = [f"{r['workload'].iat[i]} (weights {R(i, 'weights_gib_per_gpu')} GiB + peak KV "
@@ -332,7 +332,7 @@ def findings(plan) -> list[dict[str, str]]:
                             f"{r['workload'].iat[t]} with {R(t, 'hbm_headroom_gib')} GiB left per GPU "
                             f"({R(t, 'max_batch_fit')} full-length requests fit, batch is {V(t, 'batch')})."})
 
-    t0, t1 = _f(r["ttft_alpha0_ms"]), _f(r["ttft_alpha1_ms"])
+    t0, t1 = to_floats(r["ttft_alpha0_ms"]), to_floats(r["ttft_alpha1_ms"])
     cut = t0 - t1
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = np.where(t0 > 0, cut / t0, 0.0)
@@ -367,7 +367,7 @@ def table_rows(plan, limit: int) -> list[int]:
 def chart_rows(plan, limit: int) -> list[int]:
     """Rows to chart: all when at most ``limit``, else the ``limit`` with the largest
     demand_tpm (rows without demand after, in input order)."""
-    demand = _f(plan.resolved["demand_tpm"])
+    demand = to_floats(plan.resolved["demand_tpm"])
     order = sorted(range(len(demand)), key=lambda i: (np.isnan(demand[i]), -np.nan_to_num(demand[i]), i))
     return order[:limit]
 

@@ -72,7 +72,7 @@ from planner.core.version import __version__
 from planner.equations import text as equation_text
 from planner.plan.calibrate import memo_lines
 from planner.memo.charts import Chart, make_charts
-from planner.memo.numbers import (MEMO_TABLE_MAX, TABLE_COLUMNS, _f, findings, fleet_totals, headline, period_subject, resolved_num, result_num, table_cell, table_rows)
+from planner.memo.numbers import (MEMO_TABLE_MAX, TABLE_COLUMNS, to_floats, findings, fleet_totals, headline, period_subject, resolved_num, result_num, table_cell, table_rows)
 from planner.plan import load_notes as load_memo
 from planner.workbook.tier_worth import memo_findings
 from planner.finance import periods as _periods
@@ -105,16 +105,7 @@ ASSUMPTIONS: tuple[str, ...] = (
     "taken as 25 GB/s and Gen5 x16 as 50 GB/s. Decode time does not change with hits.",
 )
 
-EQUATIONS: tuple[tuple[str, str], ...] = (
-    ("KV bytes per token per GPU", "S = 2·L·⌈kv_heads/tp⌉·d_head·b (GQA);  S = L·mla_kv_dim·b (MLA)"),
-    ("KV load", "T_load(h) = h·N·S / B_pcie"),
-    ("Compute after a hit", "T_compute(h) = T_attn0·(1−h²) + T_ffn0·(1−h) + T_other0·f(h)"),
-    ("TTFT", "TTFT(h, α) = T_fixed + T_load + T_compute − α·min(T_load, T_compute)"),
-    ("Break-even hit", "δ = N·S / (B_pcie·T0),  h* = 1 / (1 + δ)"),
-    ("Chip time and TPM", "C(h) = TTFT(h, α) + T_decode;  delivered = (isl + osl)·60000 / C;  "
-                          "physical = (isl·(1−h) + osl)·60000 / C"),
-    ("GPUs", "instances = ⌈demand / TPM⌉,  GPUs = instances · tp"),
-)
+EQUATIONS: tuple[tuple[str, str], ...] = equation_text.BRIEF  # the memo's "model in brief" (one source)
 
 
 # --------------------------------------------------------------------------- context
@@ -142,7 +133,7 @@ def build_context(plan, *, workbook: str, charts: list[Chart] | None = None, ema
                 "header": c.header(currency), "align": "left" if c.text else "right"} for c in TABLE_COLUMNS]
     rows = []
     r = plan.results
-    hit_t, h_star, headroom = _f(plan.resolved["hit_target"]), _f(r["h_star"]), _f(r["hbm_headroom_gib"])
+    hit_t, h_star, headroom = to_floats(plan.resolved["hit_target"]), to_floats(r["h_star"]), to_floats(r["hbm_headroom_gib"])
     shown = table_rows(plan, MEMO_TABLE_MAX)
     for i in shown:
         cells = [table_cell(plan, i, c) for c in TABLE_COLUMNS]
@@ -244,7 +235,7 @@ def environments(user_dir: Path | None = None) -> dict[str, Any]:
 _TEMPLATE_FRAMES = ("top-level template code", "template")
 
 
-def _template_error(name: str, err: BaseException, user_dir: Path | None) -> MemoTemplateError:
+def template_error(name: str, err: BaseException, user_dir: Path | None) -> MemoTemplateError:
     """A :class:`MemoTemplateError` naming the template (and file) and line of ``err``."""
     from jinja2 import TemplateSyntaxError
 
@@ -282,7 +273,7 @@ def render(kind: str, context: dict[str, Any], envs: dict[str, Any], user_dir: P
     except RecursionError as err:
         raise MemoTemplateError(f"template {name}: recursion too deep ({err}); nothing was written") from None
     except Exception as err:  # noqa: BLE001 - any failure inside a template is the template's
-        raise _template_error(name, err, user_dir) from None
+        raise template_error(name, err, user_dir) from None
 
 
 def check_template_dir(user_dir: Path) -> list[str]:

@@ -22,7 +22,7 @@ import math
 import numpy as np
 
 from planner.equations import kvhit as m
-from planner.equations.ttft_fit import B_MAX_GBPS, B_MIN_GBPS, _golden, nnls_small
+from planner.equations.ttft_fit import B_MAX_GBPS, B_MIN_GBPS, golden_section_min, nnls_small
 
 # two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom (any statistics table,
 # e.g. NIST/SEMATECH e-Handbook of Statistical Methods, table 1.4.2.3); 1.96 beyond
@@ -110,7 +110,7 @@ def _best_b(n, h, y, s_kv, alpha, hit_cost, grid_n: int = 25) -> tuple[float, np
     grid = np.linspace(lo, hi, grid_n)
     vals = [f(g) for g in grid]
     i = int(np.argmin(vals))
-    lb = grid[i] if i in (0, grid_n - 1) else _golden(f, grid[i - 1], grid[i + 1], iters=22)
+    lb = grid[i] if i in (0, grid_n - 1) else golden_section_min(f, grid[i - 1], grid[i + 1], iters=22)
     x, rr = fit_law(n, h, y, s_kv, math.exp(lb), alpha, hit_cost)
     return math.exp(lb), x, rr
 
@@ -142,7 +142,7 @@ def fit_alpha(isl, hit, ttft_ms, s_kv: float, hit_cost: bool = False, grid_n: in
     prof = np.array([_best_b(n, h, y, s_kv, a, hit_cost)[2] for a in grid])
     k = int(np.argmin(prof))
     if 0 < k < grid_n - 1:
-        a_hat = _golden(lambda a: _best_b(n, h, y, s_kv, a, hit_cost)[2], grid[k - 1], grid[k + 1], iters=12)
+        a_hat = golden_section_min(lambda a: _best_b(n, h, y, s_kv, a, hit_cost)[2], grid[k - 1], grid[k + 1], iters=12)
     else:
         a_hat = float(grid[k])
     b, x, sse = _best_b(n, h, y, s_kv, a_hat, hit_cost)

@@ -17,8 +17,6 @@ sees numbers only.
 
 from __future__ import annotations
 
-import math
-from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -26,13 +24,17 @@ import numpy as np
 import pandas as pd
 
 from planner.core import schema
-from planner.core.refs import col_range, exact_criteria, exact_text, range_name, sheet_range
+from planner.core.excel import MAX_DATA_ROWS
+from planner.core.refs import col_range, range_name, sheet_range
 from planner.core.schema import FRACTION, INT, NUMBER
+from planner.equations import checks as ck
 from planner.equations import queueing as q
+from planner.equations import tables as tb
+from planner.equations.kvhit import uneven_heads
 
 INPUT_TABLES = ("Workloads", "Models", "GPUs")
 UNPLANNED_SCAN = 1000  # rows below a table searched for the name of a row added after the run
-WHOLE_COLUMN_ROWS = 1_048_575  # data rows of a whole sheet column (Excel's 1,048,576 rows less the header)
+WHOLE_COLUMN_ROWS = MAX_DATA_ROWS  # data rows of a whole sheet column (planner.core.excel: one constant)
 
 
 @dataclass(frozen=True)
@@ -71,28 +73,13 @@ class Rule:
     first_mask: Callable[[Any], np.ndarray] | None = None
 
 
-# --------------------------------------------------------------------------- cell semantics
+# --------------------------------------------------------------------------- reading the plan
 def _values(frame: pd.DataFrame, name: str) -> list:
     return list(frame[name]) if name in frame.columns else [None] * len(frame)
 
 
-def _is_blank(v) -> bool:
-    """An empty cell as written (None, NaN) or an empty text: what COUNTBLANK counts."""
-    return v is None or (isinstance(v, float) and math.isnan(v)) or (isinstance(v, str) and v == "")
-
-
-def _is_number(v) -> bool:
-    """A cell COUNT counts: a number (a logical value is not one)."""
-    return isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, (bool, np.bool_)) \
-        and not math.isnan(float(v))
-
-
 def _frame(plan, sheet: str) -> pd.DataFrame:
     return {"Workloads": plan.workloads, "Models": plan.models, "GPUs": plan.gpus}[sheet]
-
-
-def _fold(v) -> str:
-    return str(v).casefold()
 
 
 def _n(name: str) -> str:
@@ -100,46 +87,41 @@ def _n(name: str) -> str:
     return range_name(sheet, col)
 
 
-def _sum(parts: list[str]) -> str:
-    return "+".join(parts) if parts else "0"
+def _column(name: str) -> Callable[[Any], list]:
+    """The cells of ``Sheet.column`` as the output's input sheet holds them."""
+    sheet, col = name.split(".")
+    return lambda plan: _values(_frame(plan, sheet), col)
 
 
 # --------------------------------------------------------------------------- Python counts
+def _total(*parts: Callable[[Any], int]) -> Callable[[Any], int]:
+    return lambda plan: sum(p(plan) for p in parts)
+
+
 def unresolved(sheet: str, key: str, table: str, table_key: str) -> Callable[[Any], int]:
     """Rows of ``sheet`` whose ``key`` names no row of ``table`` (MATCH is case-blind)."""
-    def count(plan) -> int:
-        names = {_fold(v) for v in _values(_frame(plan, table), table_key) if not _is_blank(v)}
-        return sum(1 for v in _values(_frame(plan, sheet), key) if _is_blank(v) or _fold(v) not in names)
-    return count
+    return lambda plan: ck.count_unmatched(_values(_frame(plan, sheet), key), _values(_frame(plan, table), table_key))
 
 
 def duplicated(sheet: str, key: str) -> Callable[[Any], int]:
     """Rows of ``sheet`` whose ``key`` appears more than once (COUNTIF is case-blind)."""
-    def count(plan) -> int:
-        vals = [_fold(v) for v in _values(_frame(plan, sheet), key) if not _is_blank(v)]
-        seen = Counter(vals)
-        return sum(1 for v in vals if seen[v] > 1)
-    return count
+    return lambda plan: ck.count_repeated(_values(_frame(plan, sheet), key))
 
 
 def blank_cells(sheet: str, names: list[str], traced_hit: bool = False) -> Callable[[Any], int]:
     """Blank cells of ``names``; with ``traced_hit`` a blank hit_target of a traced row does not count."""
     def count(plan) -> int:
         frame = _frame(plan, sheet)
-        n = sum(1 for name in names for v in _values(frame, name) if _is_blank(v))
+        n = sum(ck.count_blank(_values(frame, name)) for name in names)
         if traced_hit and plan.input.kv_tiers is not None:
-            n -= sum(1 for h, t in zip(_values(frame, "hit_target"), _values(frame, "trace"))
-                     if _is_blank(h) and not _is_blank(t))
+            n = ck.count_less(n, ck.count_blank_beside(_values(frame, "hit_target"), _values(frame, "trace")))
         return n
     return count
 
 
 def not_numbers(cols: list) -> Callable[[Any], int]:
     """Cells of numeric columns that hold something other than a number."""
-    def count(plan) -> int:
-        return sum(1 for c in cols for v in _values(_frame(plan, c.sheet), c.name)
-                   if not _is_blank(v) and not _is_number(v))
-    return count
+    return lambda plan: sum(ck.count_not_number(_values(_frame(plan, c.sheet), c.name)) for c in cols)
 
 
 def outside(cols: list, upper: bool = True) -> Callable[[Any], int]:
@@ -147,44 +129,32 @@ def outside(cols: list, upper: bool = True) -> Callable[[Any], int]:
     def count(plan) -> int:
         n = 0
         for c in cols:
-            for v in _values(plan.workloads, c.name):
-                if not _is_number(v):
-                    continue
-                x = float(v)
-                if c.minimum is not None and (x <= c.minimum if c.min_open else x < c.minimum):
-                    n += 1
-                if upper and c.maximum is not None and x > c.maximum:
-                    n += 1
+            v = _values(plan.workloads, c.name)
+            if c.minimum is not None:
+                n += ck.count_below(v, minimum=c.minimum, open_minimum=bool(c.min_open))
+            if upper and c.maximum is not None:
+                n += ck.count_above(v, maximum=c.maximum)
         return n
     return count
 
 
 def not_whole(sheet: str, name: str) -> Callable[[Any], int]:
-    def count(plan) -> int:
-        return sum(1 for v in _values(_frame(plan, sheet), name) if _is_number(v) and float(v) % 1 != 0)
-    return count
+    return lambda plan: ck.count_not_whole(_values(_frame(plan, sheet), name))
 
 
 def results_errors(plan) -> int:
     """Results cells Python found infinite (a division by zero, which Excel shows as #DIV/0!); a
     blank result (NaN) is written blank on purpose and is no error."""
-    n = 0
-    for name in plan.results.columns:
-        x = pd.to_numeric(plan.results[name], errors="coerce").to_numpy(dtype=float)
-        n += int(np.isinf(x).sum())
-    return n
+    return sum(ck.count_errors(pd.to_numeric(plan.results[name], errors="coerce").to_numpy(dtype=float))
+               for name in plan.results.columns)
 
 
 def unplanned(sheet: str, key: str) -> Callable[[Any], int]:
     """Names in the whole ``key`` column less the planned rows (COUNTA - ROWS, as the formula)."""
     def count(plan) -> int:
         frame = _frame(plan, sheet)
-        return sum(1 for v in _values(frame, key) if not _is_blank(v)) - max(len(frame), 1)
+        return ck.count_beyond_table(_values(frame, key), len(frame))
     return count
-
-
-def _sum_of(*parts: Callable[[Any], int]) -> Callable[[Any], int]:
-    return lambda plan: sum(p(plan) for p in parts)
 
 
 def flag(name: str) -> Callable[[Any], np.ndarray]:
@@ -193,7 +163,7 @@ def flag(name: str) -> Callable[[Any], np.ndarray]:
 
 
 def _mask_count(mask: Callable[[Any], np.ndarray]) -> Callable[[Any], int]:
-    return lambda plan: int(mask(plan).sum())
+    return lambda plan: ck.count_true(mask(plan))
 
 
 def missing_breakdown(plan) -> np.ndarray:
@@ -207,29 +177,27 @@ def _outside_xl(c, upper: bool = True) -> str:
     rng = _n("Workloads." + c.name)
     parts = []
     if c.minimum is not None:
-        parts.append(f'COUNTIF({rng},"{"<=" if c.min_open else "<"}{c.minimum:g}")')
+        parts.append(ck.count_below.xl(rng, minimum=c.minimum, open_minimum=bool(c.min_open)))
     if upper and c.maximum is not None:
-        parts.append(f'COUNTIF({rng},">{c.maximum:g}")')
-    return "+".join(parts) or "0"
+        parts.append(ck.count_above.xl(rng, maximum=c.maximum))
+    return tb.sum_of.xl(*parts)
 
 
 def first_row_xl(mask: str) -> str:
     """Array formula naming the first workload whose ``mask`` (an array over the workload rows)
     is true: ``Workloads row 7: chat-a`` (blank when none), for the Checks' first-row column."""
-    m = f"MATCH(1,--{mask},0)"
-    return f'IFERROR("Workloads row "&(1+{m})&": "&INDEX({_n("Resolved.workload")},{m}),"")'
+    return ck.first_row.xl(mask, _n("Resolved.workload"))
 
 
 def _unplanned_first(sheet: str, key: str, planned: str) -> Callable[[Where], str]:
     def xl(where: Where) -> str:
         scan = col_range(sheet, where.pos[sheet][key], where.rows[sheet] + UNPLANNED_SCAN)
-        return (f'IFERROR("{sheet} row "&(1+MATCH(1,({scan}<>"")*ISNA(MATCH({exact_text(scan)},{planned},0)),0))'
-                f'&": "&INDEX({scan},MATCH(1,({scan}<>"")*ISNA(MATCH({exact_text(scan)},{planned},0)),0)),"")')
+        return ck.first_unplanned_xl(scan, planned, sheet)
     return xl
 
 
 def _unplanned_count_xl(sheet: str, key: str, planned: str) -> Callable[[Where], str]:
-    return lambda where: f"COUNTA({col_range(sheet, where.pos[sheet][key], WHOLE_COLUMN_ROWS)})-ROWS({planned})"
+    return lambda where: ck.count_beyond_table.xl(col_range(sheet, where.pos[sheet][key], WHOLE_COLUMN_ROWS), planned)
 
 
 # --------------------------------------------------------------------------- the table
@@ -238,63 +206,63 @@ _REQUIRED_WL = [c for c in schema.columns("Workloads") if c.required is True]
 _FRACTIONS = [c for c in schema.columns("Workloads") if c.kind == FRACTION]
 _NONNEG = [c for c in schema.columns("Workloads") if c.kind in (NUMBER, INT) and c.minimum is not None]
 _ISL, _TP = schema.column("Workloads", "isl"), schema.column("Workloads", "tp")
-_TPM_NO_HIT = f"(ISNUMBER({_n('Workloads.tpm_measured')})*NOT(ISNUMBER({_n('Workloads.hit_measured')})))"
-_BEYOND = f"({_n('Resolved.hit_target')}>{_n('Results.h_star')})"
+_TPM_NO_HIT = ck.typed_without.xl(_n("Workloads.tpm_measured"), _n("Workloads.hit_measured"))
+_BEYOND = ck.above.xl(_n("Resolved.hit_target"), _n("Results.h_star"))
+_UNREACHABLE = "unreachable"  # the start of Results.binding when no instance count meets the targets
 
 
 def _required_xl(where: Where) -> str:
-    return (_sum([f"COUNTBLANK({_n('Workloads.' + c.name)})" for c in _REQUIRED_WL])
-            # a traced row may leave hit_target blank (planner.inputs.kv_tiers): not counted
-            + (f"-SUMPRODUCT(({_n('Workloads.hit_target')}=\"\")*({_n('Workloads.trace')}<>\"\"))"
-               if where.traced else ""))
+    blank = tb.sum_of.xl(*(ck.count_blank.xl(_n("Workloads." + c.name)) for c in _REQUIRED_WL))
+    if not where.traced:
+        return blank
+    # a traced row may leave hit_target blank (planner.inputs.kv_tiers): not counted
+    return ck.count_less.xl(blank, ck.count_blank_beside.xl(_n("Workloads.hit_target"), _n("Workloads.trace")))
 
 
 ERROR_RULES: tuple[Rule, ...] = (
     Rule("model references resolve", "error", "every Workloads.model names a row of Models",
          unresolved("Workloads", "model", "Models", "model"),
-         lambda w: f"SUMPRODUCT(--ISNA(MATCH({exact_text(_n('Workloads.model'))},{_n('Models.model')},0)))"),
+         lambda w: ck.count_unmatched.xl(_n("Workloads.model"), _n("Models.model"))),
     Rule("gpu references resolve", "error", "every Workloads.gpu names a row of GPUs",
          unresolved("Workloads", "gpu", "GPUs", "gpu"),
-         lambda w: f"SUMPRODUCT(--ISNA(MATCH({exact_text(_n('Workloads.gpu'))},{_n('GPUs.gpu')},0)))"),
+         lambda w: ck.count_unmatched.xl(_n("Workloads.gpu"), _n("GPUs.gpu"))),
     Rule("model names unique", "error", "no model name appears twice in Models", duplicated("Models", "model"),
-         lambda w: f"SUMPRODUCT(--(COUNTIF({_n('Models.model')},{exact_criteria(_n('Models.model'))})>1))"),
+         lambda w: ck.count_repeated.xl(_n("Models.model"))),
     Rule("gpu names unique", "error", "no GPU name appears twice in GPUs", duplicated("GPUs", "gpu"),
-         lambda w: f"SUMPRODUCT(--(COUNTIF({_n('GPUs.gpu')},{exact_criteria(_n('GPUs.gpu'))})>1))"),
+         lambda w: ck.count_repeated.xl(_n("GPUs.gpu"))),
     Rule("required workload cells filled", "error",
          "blank cells in required Workloads columns: " + ", ".join(c.name for c in _REQUIRED_WL),
          blank_cells("Workloads", [c.name for c in _REQUIRED_WL], traced_hit=True), _required_xl),
     Rule("numeric cells hold numbers", "error", "text in numeric columns of Models, GPUs and Workloads",
          not_numbers(_NUMERIC),
-         lambda w: _sum([f"(COUNTA({_n(c.sheet + '.' + c.name)})-COUNT({_n(c.sheet + '.' + c.name)}))"
-                         for c in _NUMERIC])),
+         lambda w: tb.sum_of.xl(*(ck.count_not_number.xl(_n(c.sheet + "." + c.name)) for c in _NUMERIC))),
     Rule("ratios within their range", "error",
          "Workloads ratios within the schema's range: " + ", ".join(f"{c.name} {c.range_text()}" for c in _FRACTIONS),
-         outside(_FRACTIONS), lambda w: _sum([_outside_xl(c) for c in _FRACTIONS])),
+         outside(_FRACTIONS), lambda w: tb.sum_of.xl(*(_outside_xl(c) for c in _FRACTIONS))),
     Rule("lengths and times not negative", "error", "Workloads lengths, times and TPM at or above their minimum",
-         outside(_NONNEG, upper=False), lambda w: _sum([_outside_xl(c, upper=False) for c in _NONNEG])),
+         outside(_NONNEG, upper=False), lambda w: tb.sum_of.xl(*(_outside_xl(c, upper=False) for c in _NONNEG))),
     Rule("input length positive", "error", "isl above 0", outside([_ISL], upper=False),
          lambda w: _outside_xl(_ISL, upper=False)),
     Rule("tp is a whole number >= 1", "error", "tensor-parallel size is a positive integer",
-         _sum_of(outside([_TP], upper=False), not_whole("Workloads", "tp")),
-         lambda w: f'{_outside_xl(_TP, upper=False)}+SUMPRODUCT(--(MOD({_n("Workloads.tp")},1)<>0))'),
+         _total(outside([_TP], upper=False), not_whole("Workloads", "tp")),
+         lambda w: tb.sum_of.xl(_outside_xl(_TP, upper=False), ck.count_not_whole.xl(_n("Workloads.tp")))),
     Rule("prefill times given", "error",
          "workloads whose t_attn0_ms / t_ffn0_ms are missing (breakdown_source 'missing': a typed time "
          "cleared after the run counts as 0); type them, or clear both and run the planner to calibrate "
          "or estimate them",
          _mask_count(missing_breakdown),
-         lambda w: f'COUNTIF({_n("Resolved.breakdown_source")},"missing")',
-         lambda w: (f'IFERROR("Workloads row "&(1+MATCH("missing",{_n("Resolved.breakdown_source")},0))&": "&'
-                    f'INDEX({_n("Resolved.workload")},MATCH("missing",{_n("Resolved.breakdown_source")},0)),"")'),
+         lambda w: ck.count_equal.xl(_n("Resolved.breakdown_source"), text="missing"),
+         lambda w: ck.first_equal_row.xl(_n("Resolved.breakdown_source"), _n("Resolved.workload"), text="missing"),
          missing_breakdown),
     Rule("results free of errors", "error", "no #DIV/0!, #N/A or other error in Results", results_errors,
-         lambda w: f"SUMPRODUCT(--ISERROR({w.results_block()}))"),
+         lambda w: ck.count_errors.xl(w.results_block())),
     Rule("latency targets reachable", "error",
          "workloads whose TTFT/TPOT target (or HBM fit) no instance count meets: binding says unreachable "
          "(a target below the request-alone latency, or missed at the fixed concurrency)",
          lambda plan: int(q.unreachable_count(plan.results["binding"])),
          lambda w: q.unreachable_count.xl(_n("Results.binding")),
-         lambda w: first_row_xl(f'(LEFT({_n("Results.binding")},11)="unreachable")'),
-         lambda plan: np.array([str(b).startswith("unreachable") for b in plan.results["binding"]], dtype=bool)),
+         lambda w: first_row_xl(ck.starts_with.xl(_n("Results.binding"), prefix=_UNREACHABLE)),
+         lambda plan: ck.starts_with(plan.results["binding"], prefix=_UNREACHABLE)),
 )
 
 UNPLANNED_RULES: tuple[Rule, ...] = tuple(
@@ -309,27 +277,26 @@ UNPLANNED_RULES: tuple[Rule, ...] = tuple(
 
 WARNING_RULES: tuple[Rule, ...] = (
     Rule("KV fits in HBM", "warning", "rows whose weights + peak KV exceed device memory",
-         _mask_count(flag("hbm_no_fit")), lambda w: f'COUNTIF({_n("Results.hbm_headroom_gib")},"<0")',
-         lambda w: first_row_xl(f'({_n("Results.hbm_headroom_gib")}<0)'), flag("hbm_no_fit")),
+         _mask_count(flag("hbm_no_fit")), lambda w: ck.count_negative.xl(_n("Results.hbm_headroom_gib")),
+         lambda w: first_row_xl(ck.below.xl(_n("Results.hbm_headroom_gib"), 0)), flag("hbm_no_fit")),
     Rule("hit_target within break-even h*", "warning",
          "rows whose hit_target is beyond h*, where more hits make prefill slower",
-         _mask_count(flag("beyond_h_star")), lambda w: f"SUMPRODUCT(--{_BEYOND})",
+         _mask_count(flag("beyond_h_star")), lambda w: ck.count_true.xl(_BEYOND),
          lambda w: first_row_xl(_BEYOND), flag("beyond_h_star")),
     Rule("kv_heads and tp divide", "warning",
          "GQA rows where neither kv_heads/tp nor tp/kv_heads is whole (uneven head split)",
          _mask_count(flag("uneven_heads")),
-         lambda w: (f"SUMPRODUCT(({_n('Resolved.attention')}=\"gqa\")*(MOD({_n('Resolved.kv_heads')},"
-                    f"{_n('Resolved.tp')})<>0)*(MOD({_n('Resolved.tp')},{_n('Resolved.kv_heads')}"
-                    f"+({_n('Resolved.kv_heads')}=0))<>0))")),
+         lambda w: ck.count_true.xl(uneven_heads.xl(_n("Resolved.attention"), _n("Resolved.kv_heads"),
+                                                     _n("Resolved.tp")))),
     Rule("params_b given", "warning", "models without params_b: weights taken as 0 in the HBM check",
-         _mask_count(flag("params_missing")), lambda w: f"COUNTBLANK({_n('Models.params_b')})"),
+         _mask_count(flag("params_missing")), lambda w: ck.count_blank.xl(_n("Models.params_b"))),
     Rule("tpm_measured has hit_measured", "warning",
          "rows with tpm_measured but no hit_measured (taken as measured at 0 hit)",
-         _mask_count(flag("tpm_without_hit")), lambda w: f"SUMPRODUCT{_TPM_NO_HIT}",
+         _mask_count(flag("tpm_without_hit")), lambda w: ck.count_true.xl(_TPM_NO_HIT),
          lambda w: first_row_xl(_TPM_NO_HIT), flag("tpm_without_hit")),
     Rule("workloads have a demand_tpm", "warning",
          "rows without demand_tpm: they need no GPUs, so the fleet and its cost leave them out",
-         blank_cells("Workloads", ["demand_tpm"]), lambda w: f"COUNTBLANK({_n('Workloads.demand_tpm')})"),
+         blank_cells("Workloads", ["demand_tpm"]), lambda w: ck.count_blank.xl(_n("Workloads.demand_tpm"))),
 )
 
 RULES: tuple[Rule, ...] = ERROR_RULES + UNPLANNED_RULES + WARNING_RULES

@@ -281,9 +281,9 @@ def plausibility_warnings(plan) -> list[Problem]:
 
 
 def _link_gbps(gpu_rec: dict) -> float:
-    from planner.plan.calibrate import _gpu_pcie
+    from planner.plan.calibrate import gpu_pcie_gbps
 
-    return _gpu_pcie(gpu_rec) if gpu_rec else float("nan")
+    return gpu_pcie_gbps(gpu_rec) if gpu_rec else float("nan")
 
 
 def _one_message(table, col: str, i: int) -> Problem:
@@ -312,10 +312,10 @@ def h_star_message(plan, i: int) -> tuple[bool, str]:
     k = int(np.argmin(curve))
     h_min, t_min = float(grid[k]), float(curve[k])
     if 0 < k < len(grid) - 1:  # refined between the grid's neighbours (TTFT is piecewise smooth in h)
-        from planner.equations.ttft_fit import _golden
+        from planner.equations.ttft_fit import golden_section_min
 
         f = lambda h: float(ttft_curve(res, r, i, np.array([h]))[0])  # noqa: E731
-        h_ref = _golden(f, float(grid[k - 1]), float(grid[k + 1]), iters=60)
+        h_ref = golden_section_min(f, float(grid[k - 1]), float(grid[k + 1]), iters=60)
         if f(h_ref) <= t_min:
             h_min, t_min = h_ref, f(h_ref)
     at_t = float(ttft_curve(res, r, i, np.array([h_t]))[0])

@@ -18,6 +18,8 @@ from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 from planner.equations import fleet as fl
 from planner.equations import tables as tb
 from planner.equations import kvhit as m
+from planner.equations import text as eq_text
+from planner.equations import ttft_fit as tf
 from planner.core import schema
 from planner.workbook.chart_data import add_series
 from planner.core.refs import range_name, sheet_range, sheet_ref
@@ -49,8 +51,7 @@ def header_text(name: str) -> str:
 
 TITLE = "Calibration"
 SUBTITLE = "prefill times fitted to the measured load tests (Measurements sheet)"
-DESCRIPTION = ("Fit per deployment of TTFT = t_fixed + c_hit*(h>0) + k_attn*N^2*(1-h^2) + k_ffn*N*(1-h) + load - "
-               "alpha*MIN(load, compute), load = h*N*S/B_eff; relative error minimised, parameters >= 0. "
+DESCRIPTION = (f"Fit per deployment of {eq_text.CALIBRATION_FIT}; relative error minimised, parameters >= 0. "
                "c_hit: the per-request hit cost, 0 unless the points call for it. "
                "Calibrated workloads take t_attn0 = k_attn*isl^2, t_ffn0 = k_ffn*isl, t_fixed (+ c_hit "
                "with hits), B_eff (Resolved refers to these cells). The fit itself is redone when the planner "
@@ -91,7 +92,7 @@ def column_widths(labels=()) -> list[int]:
 MAX_CHARTS = 20
 
 
-class Layout:
+class CalibrationLayout:
     """Where each part of the Calibration sheet lies (0-based rows), from the plan alone."""
 
     def __init__(self, calib):
@@ -131,18 +132,18 @@ def _curve_hit(f) -> float:
     return float(vals[np.argmax(counts)])
 
 
-def _ttft_formula(lay: Layout, k: int, isl: str, hit: str, alpha: str) -> str:
+def _ttft_formula(lay: CalibrationLayout, k: int, isl: str, hit: str, alpha: str) -> str:
     """The fitted law at one point: t_fixed plus the per-request hit cost c_hit on a request with hits
     (0 when the fit did not select it: planner.plan.calib_extra.select_hit_cost), compute, load."""
     p = lambda name: lay.param(k, name)
-    comp = f"({p('k_attn_ms_per_tok2')}*{isl}^2*(1-{hit}^2)+{p('k_ffn_ms_per_tok')}*{isl}*(1-{hit}))"
-    load = f"({m.kv_load_ms.xl(hit, isl, p('s_kv_bytes'), p('b_eff_gbps'))})"
+    comp = tf.fitted_compute_ms.xl(isl, hit, p("k_attn_ms_per_tok2"), p("k_ffn_ms_per_tok"))
+    load = m.kv_load_ms.xl(hit, isl, p("s_kv_bytes"), p("b_eff_gbps"))
     return m.ttft_ms.xl(_fixed_with_hit_cost(lay, k, hit), load, comp, alpha)
 
 
-def _fixed_with_hit_cost(lay: Layout, k: int, hit: str) -> str:
+def _fixed_with_hit_cost(lay: CalibrationLayout, k: int, hit: str) -> str:
     """``t_fixed + c_hit x (hit > 0)`` of fit ``k`` at the hit ratio ``hit`` (a cell or a number)."""
-    return f"({lay.param(k, 't_fixed_ms')}+{lay.param(k, 'c_hit_ms')}*({hit}>0))"
+    return tf.fixed_with_hit_cost.xl(lay.param(k, "t_fixed_ms"), lay.param(k, "c_hit_ms"), hit)
 
 
 # --------------------------------------------------------------------------- Resolved cells
@@ -157,7 +158,7 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
         return {}
     from planner.equations.roofline import estimate_formulas
 
-    lay = Layout(calib)
+    lay = CalibrationLayout(calib)
     out = {}
     est_cols = ("t_attn0_ms", "t_ffn0_ms", "t_fixed_ms", "t_decode_ms")
     for (i, col), prov in calib.filled.items():
@@ -165,15 +166,18 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
         k = calib.fit_index[i]
         if col == "alpha":
             out[(i, col)] = (None, value, prov)  # the fitted alpha: a value (issue 20)
-        elif calib.source[i] == "calibrated" and k is not None:
+        elif calib.source[i] == "calibrated" and k is not None and not (
+                col == "t_decode_ms" and str(prov).startswith("estimated by roofline")):
+            # (a calibrated row whose Measurements have no tpot_ms takes its decode from the roofline:
+            # that cell is the estimate's, below; Calibration's tpot_per_token_ms is blank)
             x = wl_cell(col, i)
             expr = {"tpm_measured": None, "hit_measured": None, "t_decode_batch": None, "pass_fixed_ms": None,
-                    "t_attn0_ms": f"{lay.param(k, 'k_attn_ms_per_tok2')}*{res_cell('isl', i)}^2",
-                    "t_ffn0_ms": f"{lay.param(k, 'k_ffn_ms_per_tok')}*{res_cell('isl', i)}",
+                    "t_attn0_ms": tf.attn0_ms.xl(lay.param(k, "k_attn_ms_per_tok2"), res_cell("isl", i)),
+                    "t_ffn0_ms": tf.ffn0_ms.xl(lay.param(k, "k_ffn_ms_per_tok"), res_cell("isl", i)),
                     "t_fixed_ms": (_fixed_with_hit_cost(lay, k, res_cell("hit_target", i)) if calib.fits[k].c_hit_ms
                                    else lay.param(k, "t_fixed_ms")),
                     "kv_gbps": lay.param(k, "b_eff_gbps"),
-                    "t_decode_ms": f"{res_cell('osl', i)}*{lay.param(k, 'tpot_per_token_ms')}"}[col]
+                    "t_decode_ms": tf.decode_ms.xl(res_cell("osl", i), lay.param(k, "tpot_per_token_ms"))}[col]
             out[(i, col)] = (tb.typed_or.xl(x, expr), value, prov) if expr else (None, value, prov)
         elif col in est_cols and str(prov).startswith("estimated by roofline") \
                 and (live := _live_estimate(plan, i)) is not None and \
@@ -225,7 +229,7 @@ def write_calibration(wb, fm, plan) -> None:
         return
     from planner.workbook.xlfast import RowBuffer
 
-    lay = Layout(calib)
+    lay = CalibrationLayout(calib)
     ws_real = wb.add_worksheet(SHEET)
     ws = RowBuffer(ws_real)
     meas_cols = [c.name for c in schema.columns("Measurements")]
@@ -274,9 +278,9 @@ def write_calibration(wb, fm, plan) -> None:
             v = vals.get(name)
             if name in ("median_abs_error", "max_abs_error"):
                 if f.ok:
-                    func = "MEDIAN" if name.startswith("median") else "MAX"
-                    v = f.median_abs_error if func == "MEDIAN" else f.max_abs_error
-                    ws.write_formula(r, j, f"={func}({abs_rng})", fm("calc", fmts[name]), v)
+                    twin = tf.median_abs_error if name.startswith("median") else tf.max_abs_error
+                    v = f.median_abs_error if twin is tf.median_abs_error else f.max_abs_error
+                    ws.write_formula(r, j, "=" + twin.xl(abs_rng), fm("calc", fmts[name]), v)
                 continue
             if isinstance(v, str):
                 wrap = name in ("status", "b_source", "deployment")
@@ -311,16 +315,17 @@ def write_calibration(wb, fm, plan) -> None:
             else:
                 ws.write_formula(r, 4, "=" + fl.given_or.xl(ref("alpha"), "0"), fm("calc", "0.0%"), float(p["alpha"]))
             fac = float(p.get("load_factor", 1.0))  # a load test at concurrency > 1: request-alone equivalent
-            ws.write_formula(r, 5, f"={ref('ttft_ms')}" + (f"/{fac!r}" if fac != 1.0 else ""), fm("calc", "#,##0.00"),
+            ws.write_formula(r, 5, "=" + (tf.request_alone_ms.xl(ref("ttft_ms"), repr(fac)) if fac != 1.0
+                                          else ref("ttft_ms")), fm("calc", "#,##0.00"),
                              float(p["ttft_ms"]))
             if not f.ok:
                 continue
             c = lambda name: xl_rowcol_to_cell(r, pt_col[name], col_abs=True)
             ws.write_formula(r, 6, "=" + _ttft_formula(lay, k, c("isl"), c("hit"), c("alpha")),
                              fm("calc", "#,##0.00"), float(p["fitted_ms"]))
-            ws.write_formula(r, 7, f"={c('fitted_ttft_ms')}/{c('measured_ttft_ms')}-1", fm("calc", "0.0%"),
+            ws.write_formula(r, 7, "=" + tf.relative_error.xl(c("fitted_ttft_ms"), c("measured_ttft_ms")), fm("calc", "0.0%"),
                              float(p["error"]))
-            ws.write_formula(r, 8, f"=ABS({c('error')})", fm("calc", "0.0%"), abs(float(p["error"])))
+            ws.write_formula(r, 8, "=" + tf.abs_error.xl(c("error")), fm("calc", "0.0%"), abs(float(p["error"])))
     # fitted curves
     for j, h in enumerate(CURVE_COLS):
         ws.write_string(lay.curves_top, j, header_text(h), fm("header"))

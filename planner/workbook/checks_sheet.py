@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
 
 from planner.equations import tables as tb
 from planner.core.refs import MASTER_CHECK, sheet_ref
+from planner.equations import checks as ck
 from planner.plan.check_rules import RULES, Where
 
 
@@ -126,8 +126,4 @@ def checks_for(plan, layout) -> CheckSheet:
 
 def _first_value(plan, mask) -> str:
     """The value of a first-row formula (planner.plan.check_rules.first_row_xl) when the planner ran."""
-    hit = np.flatnonzero(np.asarray(mask, dtype=bool))
-    if not len(hit):
-        return ""
-    i = int(hit[0])
-    return f"Workloads row {i + 2}: {plan.resolved['workload'].iat[i]}"
+    return ck.first_row(mask, list(plan.resolved["workload"]))

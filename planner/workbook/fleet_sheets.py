@@ -34,7 +34,7 @@ NOTE_GAP = 1               # blank columns between a table and its notes
 NOTE_WIDTH = 90            # width of the notes' column [characters]; the notes wrap within it
 
 
-def _v(x) -> object:
+def cell_or_blank(x) -> object:
     """Stored value: NaN as '' (a blank result)."""
     if x is None:
         return ""
@@ -76,7 +76,7 @@ def side_note(ws, fm, row: int, col: int, width: float, text: str, formula: str 
         ws.set_row(row, 15 * lines)
 
 
-def _header(ws, fm, headers, widths, top=0, left=0):
+def header_row(ws, fm, headers, widths, top=0, left=0):
     for j, h in enumerate(headers):
         ws.write_string(top, left + j, h, fm("header"))
         ws.set_column(left + j, left + j, widths[j])
@@ -89,10 +89,10 @@ def _named_header(ws, fm, names, units: dict, widths) -> None:
     """The contract's header row: each column's name with its unit in brackets in the header text
     (``gpus_needed [count]``, as Results: a reader strips the trailing unit, and the unit prints,
     which a comment does not)."""
-    _header(ws, fm, [f"{n} [{units[n]}]" if units.get(n) else n for n in names], widths)
+    header_row(ws, fm, [f"{n} [{units[n]}]" if units.get(n) else n for n in names], widths)
 
 
-def _cur(plan) -> str:
+def currency_of(plan) -> str:
     return str(plan.settings.get("currency") or "currency")
 
 
@@ -109,7 +109,7 @@ def fleet_cells(n_types: int) -> dict[str, int]:
 
 
 def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
-    cur = _cur(plan)
+    cur = currency_of(plan)
     units = {"instances": "count", "gpus_needed": "count", "cost_per_hour": f"{cur}/h",
              "cost_per_month": f"{cur}/month", "cost_per_year": f"{cur}/year", "tpm_capacity": "tokens/min",
              "tpm_demand": "tokens/min", "instances_throughput": "count", "gpus_throughput": "count",
@@ -132,13 +132,13 @@ def write_fleet(wb, ws, fm, layout, plan, frame) -> None:
         at = GroupCell(key_source=layout.other("GPUs", "gpu", i + 1), price=layout.other("GPUs", "hourly_cost", i + 1),
                        me=lambda c, r=r: cell(r, own[c], col_abs=True))
         for a in fl2.FLEET:  # each column declared once: its formula and, in rec, its Python value
-            ws.write_formula(r, own[a.name], "=" + a.formula(at, keys), fmts.get(a.name), _v(rec[a.name]))
+            ws.write_formula(r, own[a.name], "=" + a.formula(at, keys), fmts.get(a.name), cell_or_blank(rec[a.name]))
     t = rows["total"]
     tot = frame.iloc[-1]
     ws.write_string(t, own["gpu"], fl2.TOTAL, fm("header"))
     for a in fl2.FLEET[1:]:
         rng = cell_range(rows["first"], own[a.name], rows["last"], own[a.name])
-        ws.write_formula(t, own[a.name], "=" + a.total_formula(rng), fmts[a.name], _v(tot[a.name]))
+        ws.write_formula(t, own[a.name], "=" + a.total_formula(rng), fmts[a.name], cell_or_blank(tot[a.name]))
     # the note beside the total: GPUs of unpriced types are not in the total cost
     note_col = len(fl2.FLEET_COLS) + NOTE_GAP
     ws.set_column(note_col, note_col, NOTE_WIDTH)
@@ -172,7 +172,7 @@ def uncosted_cell(frame, own: dict[str, int], rows: dict[str, int]) -> Both:
 # --------------------------------------------------------------------------- Scenarios
 def write_scenarios(wb, ws, fm, plan, fleet_rows: int) -> None:
     frame = sc.scenario_compare(plan)
-    cur = _cur(plan)
+    cur = currency_of(plan)
     _named_header(ws, fm, sc.SCENARIO_COLS, {"gpus_needed": "count", "cost_per_month": f"{cur}/month",
                                              "tpm_capacity": "tokens/min", "gpus_throughput": "count",
                                              "gpus_for_latency": "count",
@@ -189,8 +189,8 @@ def write_scenarios(wb, ws, fm, plan, fleet_rows: int) -> None:
         for j, c in enumerate(sc.SCENARIO_COLS[1:], start=1):
             if i == 0:  # base: live, from the Fleet total
                 ws.write_formula(r, j, "=" + sheet_ref("Fleet", total, fleet_col[c], True, True), fmts[c],
-                                 _v(rec[c]))
-            elif isinstance(_v(rec[c]), str):
+                                 cell_or_blank(rec[c]))
+            elif isinstance(cell_or_blank(rec[c]), str):
                 ws.write_blank(r, j, None, fm("const", None))
             else:
                 ws.write_number(r, j, float(rec[c]), fm("const", FMT_MONEY0 if c.startswith("cost") else FMT_INT))

@@ -25,9 +25,9 @@ from planner.core import schema
 from planner.equations import fleet as fl
 from planner.equations import tables as tb
 from planner.equations import tiers
-from planner.inputs.kv_tiers import GIB, TierPlan, WorkloadTiers
+from planner.inputs.kv_tiers import TierPlan, WorkloadTiers
 from planner.workbook.layout import sheet_columns
-from planner.core.refs import sheet_range, sheet_ref
+from planner.core.refs import cell, sheet_range, sheet_ref
 from planner.workbook.styles import write_header
 
 HIT_CURVE, TIER_HITS = "Hit_Curve", "Tier_Hits"
@@ -41,14 +41,14 @@ LEAD = ("workload", "trace", "block_size", "warmup", "kv_bytes_per_token_instanc
 TAIL = ("hit", "hit_hbm", "load_per_gbps", "kv_gbps_eff", "tier_cost_per_month")
 
 
-def _tier_cols(k: int) -> tuple[str, ...]:
+def tier_cols(k: int) -> tuple[str, ...]:
     return (f"t{k + 1}_capacity_gib", f"t{k + 1}_hit_upto", f"t{k + 1}_hit", f"t{k + 1}_read_gbps")
 
 
 def columns(tp: TierPlan) -> list[str]:
     cols = list(LEAD)
     for k in range(len(tp.tiers)):
-        cols += _tier_cols(k)
+        cols += tier_cols(k)
     return cols + list(TAIL)
 
 
@@ -68,7 +68,7 @@ def tier_cost_per_month(w: WorkloadTiers, tp: TierPlan, results, gpus_per_node: 
                      for c, t in zip(w.capacity_gib, tp.tiers)))
 
 
-def _interp_xl(x: str, first: int, count: int) -> str:
+def interp_xl(x: str, first: int, count: int) -> str:
     """Linear interpolation at ``x`` in Hit_Curve rows ``first..first+count-1`` (1-based): the twin
     of :func:`planner.equations.tiers.curve_hit`."""
     c = sheet_range(HIT_CURVE, first - 1, 2, first + count - 2, 2)
@@ -152,7 +152,8 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
         ws.write_string(r, cpos["trace"], w.trace)
         ws.write_number(r, cpos["block_size"], w.block_size, fm("calc", "#,##0"))
         ws.write_number(r, cpos["warmup"], tp.warmup, fm("calc", "0.0%"))
-        ws.write_formula(r, cpos["kv_bytes_per_token_instance"], f"={res('kv_bytes_per_token_gpu')}*{rsv('tp')}",
+        ws.write_formula(r, cpos["kv_bytes_per_token_instance"],
+                         "=" + tb.times.xl(res("kv_bytes_per_token_gpu"), rsv("tp")),
                          fm("calc", "#,##0"), w.kv_bytes_instance)
         ws.write_formula(r, cpos["hbm_free_gib"], "=" + tiers.hbm_free_gib.xl(res("hbm_headroom_gib"), rsv("tp")),
                          fm("calc", "#,##0.00"), w.hbm_free_gib)
@@ -162,9 +163,9 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
         ws.write_formula(r, cpos["base_kv_gbps"], "=" + fl.given_or.xl(wl_bw, rsv("pcie_gbps")),
                          fm("calc", "#,##0.00"), w.base_kv_gbps)
         upto = np.cumsum(w.hits)
-        caps_refs, loaded = [], []
+        caps_refs, loaded_hits, loaded_gbps = [], [], []
         for t_i, t in enumerate(tp.tiers):
-            cap_c, upto_c, hit_c, bw_c = _tier_cols(t_i)
+            cap_c, upto_c, hit_c, bw_c = tier_cols(t_i)
             trow = (t.row + 1) if t.row is not None else None
             tcell = lambda name: sheet_ref(schema.TIERS, trow, tpos[name])
             if t.kind == "hbm":
@@ -176,20 +177,22 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
                 bw_f = fl.given_or.xl(tcell("read_gbps"), R("base_kv_gbps"))
             ws.write_formula(r, cpos[cap_c], "=" + cap_f, fm("calc", "#,##0.00"), float(w.capacity_gib[t_i]))
             caps_refs.append(R(cap_c))
-            ws.write_formula(r, cpos[upto_c], "=" + _interp_xl("(" + "+".join(caps_refs) + ")", first, count),
+            ws.write_formula(r, cpos[upto_c], "=" + interp_xl(tiers.hits_upto_capacity.xl(*caps_refs), first, count),
                              fm("calc", "0.00%"), float(upto[t_i]))
-            prev = R(_tier_cols(t_i - 1)[1]) if t_i else "0"
-            ws.write_formula(r, cpos[hit_c], f"={R(upto_c)}-{prev}", fm("calc", "0.00%"), float(w.hits[t_i]))
+            prev = R(tier_cols(t_i - 1)[1]) if t_i else 0
+            ws.write_formula(r, cpos[hit_c], "=" + tiers.served_by.xl(R(upto_c), prev), fm("calc", "0.00%"),
+                             float(w.hits[t_i]))
             if bw_f is None:
                 ws.write_string(r, cpos[bw_c], "no load")
             else:
                 ws.write_formula(r, cpos[bw_c], "=" + bw_f, fm("calc", "#,##0.00"), float(w.bandwidth_gbps[t_i]))
-                loaded.append(f"{R(hit_c)}/{R(bw_c)}")
-        hbm = [R(_tier_cols(t_i)[2]) for t_i, t in enumerate(tp.tiers) if t.kind == "hbm"]
-        ws.write_formula(r, cpos["hit"], "=" + "+".join(R(_tier_cols(t_i)[2]) for t_i in range(len(tp.tiers))),
+                loaded_hits.append(R(hit_c))
+                loaded_gbps.append(R(bw_c))
+        hbm = [R(tier_cols(t_i)[2]) for t_i, t in enumerate(tp.tiers) if t.kind == "hbm"]
+        ws.write_formula(r, cpos["hit"], "=" + tiers.total_hit.xl(*(R(tier_cols(t_i)[2]) for t_i in range(len(tp.tiers)))),
                          fm("calc", "0.00%"), w.hit)
-        ws.write_formula(r, cpos["hit_hbm"], "=" + ("+".join(hbm) if hbm else "0"), fm("calc", "0.00%"), w.hit_hbm)
-        ws.write_formula(r, cpos["load_per_gbps"], "=" + ("+".join(loaded) if loaded else "0"),
+        ws.write_formula(r, cpos["hit_hbm"], "=" + tiers.total_hit.xl(*hbm), fm("calc", "0.00%"), w.hit_hbm)
+        ws.write_formula(r, cpos["load_per_gbps"], "=" + tiers.load_per_gbps.xl(loaded_hits, loaded_gbps),
                          fm("calc", "0.000000"), w.load_per_gbps)
         ws.write_formula(r, cpos["kv_gbps_eff"],
                          "=" + tiers.effective_kv_gbps.xl(R("hit"), R("load_per_gbps"), R("base_kv_gbps")),
@@ -200,8 +203,8 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
                 continue  # the implicit HBM tier is not bought
             price = tb.typed_or.xl(sheet_ref(schema.TIERS, t.row + 1, tpos['cost_per_gib_month']), 0)
             unit = tiers.units_of.xl(t.scope, res("instances_needed"), res("gpus_needed"), gpn_cell)
-            terms.append(f"{R(_tier_cols(t_i)[0])}*{price}*{unit}")
-        ws.write_formula(r, cpos["tier_cost_per_month"], "=" + ("+".join(terms) if terms else "0"),
+            terms.append(tiers.tier_cost.xl(R(tier_cols(t_i)[0]), price, unit))
+        ws.write_formula(r, cpos["tier_cost_per_month"], "=" + tiers.tiers_cost.xl(*terms),
                          fm("calc", "#,##0.00"), tier_cost_per_month(w, tp, plan.results, gpn))
         # the curve rows of this workload
         filled = w.grid <= w.reuse.warmup_blocks
@@ -211,7 +214,7 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
             row = curve_row + g
             wc.write_string(row, 0, w.workload)
             wc.write_number(row, 1, float(blocks), fm("calc", "#,##0"))
-            wc.write_formula(row, 2, f"=B{row + 1}*{tcell_b}*{tcell_s}/{int(GIB)}", fm("calc", "#,##0.000"),
+            wc.write_formula(row, 2, "=" + tiers.curve_gib.xl(cell(row, 1), tcell_b, tcell_s), fm("calc", "#,##0.000"),
                              float(gib))
             wc.write_number(row, 3, float(hit), fm("calc", "0.0000%"))
             wc.write_number(row, 4, int(f), fm("calc", "0"))

@@ -17,7 +17,7 @@ from planner.equations import tables as tb
 from planner.equations import sizing as sz
 from planner.finance import periods as pr
 from planner.core import schema
-from planner.workbook.fleet_sheets import FMT_INT, FMT_MONEY, FMT_MONEY0, NOTE_GAP, _cur, _header, _v, side_note
+from planner.workbook.fleet_sheets import FMT_INT, FMT_MONEY, FMT_MONEY0, NOTE_GAP, currency_of, header_row, cell_or_blank, side_note
 from planner.core.refs import cell, range_name, sheet_range, sheet_ref
 from planner.finance.aggregations import GroupCell, keys_of
 
@@ -95,11 +95,11 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
     """Demand_Calc (one row per workload and period) and Fleet_By_Period (per period and GPU type)."""
     calc = pr.period_calc(plan)
     frame = pr.by_period(plan, calc)
-    cur = _cur(plan)
+    cur = currency_of(plan)
     units = period_units(cur)
     dem_pos = {c.name: j for j, c in enumerate(schema.columns(schema.DEM))}  # as write_input_sheet lays it out
     own = {c: j for j, c in enumerate(pr.CALC_COLS)}
-    _header(calc_ws, fm, [f"{c} [{units[c]}]" if c in units else c for c in pr.CALC_COLS],
+    header_row(calc_ws, fm, [f"{c} [{units[c]}]" if c in units else c for c in pr.CALC_COLS],
             [20, 12] + [12] * (len(pr.CALC_COLS) - 2))
     calc_ws.freeze_panes(1, 2)
     dem = lambda name, r: sheet_ref(schema.DEM, r, dem_pos[name])  # noqa: E731
@@ -120,7 +120,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
         # a grown row: the workload's own hit ratio and demand, its layout written as values
         for c in pr.CALC_COLS:
             style = fm("calc", _fmt(c))
-            v = stored_value(rec[c], c == "binding") if c in sz.NAMES else _v(rec[c])  # inf: "unreachable"
+            v = stored_value(rec[c], c == "binding") if c in sz.NAMES else cell_or_blank(rec[c])  # inf: "unreachable"
             if c in f:
                 calc_ws.write_formula(r, own[c], "=" + f[c], style, v)
             elif c in ("workload", "period", "demand_unit"):  # the layout of a grown row
@@ -138,7 +138,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
     # Fleet_By_Period
     p_own = {c: j for j, c in enumerate(pr.PERIOD_COLS)}
     heads = [f"{c} [{units[c]}]" if c in units else c for c in pr.PERIOD_COLS]
-    _header(ws, fm, heads, [12, 18, 14, 14, 18, 14, 18, 18, 14, 14, 14, 18])
+    header_row(ws, fm, heads, [12, 18, 14, 14, 18, 14, 18, 18, 14, 14, 14, 18])
     ws.freeze_panes(1, 2)
     periods = pr.plan_periods(plan)
     n_types = len(plan.gpus)
@@ -153,7 +153,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
         ws.write_string(r, p_own["period"], periods[pi], fm("const", None))
         for a in pr.BY_PERIOD[1:]:  # each column declared once: its formula and, in rec, its Python value
             fmt = None if a.name == "gpu" else fm("calc", _fmt(a.name))
-            ws.write_formula(r, p_own[a.name], "=" + a.formula(at, keys), fmt, _v(rec[a.name]))
+            ws.write_formula(r, p_own[a.name], "=" + a.formula(at, keys), fmt, cell_or_blank(rec[a.name]))
     note_col = len(pr.PERIOD_COLS) + NOTE_GAP
     ws.set_column(note_col, note_col, 80)
     notes = [
@@ -186,7 +186,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
             src = 1 + pi * n_types + gi
             calc_ws.write_formula(r, left + 1 + gi, "=" + sheet_ref("Fleet_By_Period", src, p_own["gpus_needed"], True,
                                                                 True), fm("calc", FMT_INT),
-                                  _v(frame["gpus_needed"].iat[src - 1]))
+                                  cell_or_blank(frame["gpus_needed"].iat[src - 1]))
     chart = wb.add_chart({"type": "column", "subtype": "stacked"})
     for gi in range(n_types):
         add_series(chart, {"name": ["Demand_Calc", 0, left + 1 + gi],

@@ -25,7 +25,7 @@ from planner.finance import periods as pr
 from planner.workbook.chart_data import add_series
 from planner.core import schema
 from planner.equations.constants import C, N
-from planner.workbook.fleet_sheets import (FMT_INT, FMT_MONEY, FMT_MONEY0, SETTING_NAMES, _cur, _header, _v,
+from planner.workbook.fleet_sheets import (FMT_INT, FMT_MONEY, FMT_MONEY0, SETTING_NAMES, currency_of, header_row, cell_or_blank,
                                            define_setting_names, fleet_cells, write_fleet,
                                            write_scenarios)
 from planner.core.refs import MASTER_CHECK, cell, range_name, sheet_range, sheet_ref
@@ -78,7 +78,7 @@ def write_finance(wb, fm, layout, plan, fs: FinanceSheets, settings_rows: dict[s
 
 # --------------------------------------------------------------------------- Summary
 def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
-    cur = _cur(plan)
+    cur = currency_of(plan)
     tot = fl2.totals(plan)
     fleet_col = {c: j for j, c in enumerate(fl2.FLEET_COLS)}
     n_types = len(frame) - 1
@@ -109,7 +109,7 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     r0 = 5
     ws.write_string(r0, 0, "GPUs by type", fm("title"))
     heads = ["GPU type", "Serving instances", "GPUs", f"Cost per month [{cur}]", "Capacity [tokens/min]"]
-    _header(ws, fm, heads, [46, 17, 17, 17, 17], top=r0 + 1)
+    header_row(ws, fm, heads, [46, 17, 17, 17, 17], top=r0 + 1)
     src = [("gpu", None), ("instances", FMT_INT), ("gpus_needed", FMT_INT), ("cost_per_month", FMT_MONEY0),
            ("tpm_capacity", FMT_INT)]
     for i in range(n_types + 1):
@@ -117,7 +117,7 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
         fr = rows["first"] + i
         for j, (c, fmt) in enumerate(src):
             style = "header" if i == n_types and j == 0 else "calc"
-            ws.write_formula(r, j, "=" + fleet_ref(fr, c), fm(style, fmt), _v(frame[c].iat[i]))
+            ws.write_formula(r, j, "=" + fleet_ref(fr, c), fm(style, fmt), cell_or_blank(frame[c].iat[i]))
     types_top, types_bottom = r0 + 2, r0 + 1 + n_types
 
     # cost
@@ -145,7 +145,7 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     # savings of the hit-ratio target
     r += 2
     ws.write_string(r, 0, "What the hit-ratio target saves", fm("title"))
-    _header(ws, fm, ["", "At the baseline hit ratios", "At the target hit ratios", "Saved by the target"],
+    header_row(ws, fm, ["", "At the baseline hit ratios", "At the target hit ratios", "Saved by the target"],
             [46, 17, 17, 17], top=r + 1)
     hours = ref(float(plan.settings["hours_per_month"]), SETTING_NAMES["hours_per_month"])
     sav = [("GPUs", of(tb.total, _results(plan, "gpus_baseline")),
@@ -185,10 +185,10 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
     # largest workloads by cost
     ws.write_string(r, 0, f"Largest workloads by cost per month (top {TOP_WORKLOADS}, ranked when the planner ran)",
                     fm("title"))
-    _header(ws, fm, ["Workload", "GPU type", "GPUs", f"Cost per month [{cur}]"], [46, 17, 17, 17], top=r + 1)
+    header_row(ws, fm, ["Workload", "GPU type", "GPUs", f"Cost per month [{cur}]"], [46, 17, 17, 17], top=r + 1)
     res = plan.results
-    cost_h = fl2._f(res["cost_per_hour"])
-    gpus = fl2._f(res["gpus_needed"])
+    cost_h = fl2.to_floats(res["cost_per_hour"])
+    gpus = fl2.to_floats(res["gpus_needed"])
     # cost first (unpriced last), then GPUs, then input order; vectorised for large fleets
     keep = np.flatnonzero(~np.isnan(gpus))
     order = keep[np.lexsort((keep, -gpus[keep], -np.nan_to_num(cost_h[keep], nan=-1.0)))].tolist()
@@ -236,12 +236,12 @@ def write_summary(wb, ws, fm, layout, plan, frame, fs: FinanceSheets) -> None:
 
 def _put(ws, row: int, col: int, b: Both, style) -> None:
     """Write a declared cell: its formula and its Python value (NaN stored as a blank, a count as an int)."""
-    ws.write_formula(row, col, b.formula, style, b.value if isinstance(b.value, int) else _v(b.value))
+    ws.write_formula(row, col, b.formula, style, b.value if isinstance(b.value, int) else cell_or_blank(b.value))
 
 
 def _results(plan, name: str) -> Both:
     """A Results column: its values (NaN when blank) and its defined name."""
-    return ref(fl2._f(plan.results[name]), range_name("Results", name))
+    return ref(fl2.to_floats(plan.results[name]), range_name("Results", name))
 
 
 def _latency_block(ws, fm, plan, r: int, cur: str) -> int:
@@ -262,10 +262,10 @@ def _latency_block(ws, fm, plan, r: int, cur: str) -> int:
     total = fleet_cells(len(plan.gpus))["total"]
     tot = fl2.plan_fleet(plan).iloc[-1]
     ws.write_formula(r + 1, 1, "=" + sheet_ref("Fleet", total, f_own["gpus_for_latency"], True, True),
-                     fm("calc", FMT_INT), _v(tot["gpus_for_latency"]))
+                     fm("calc", FMT_INT), cell_or_blank(tot["gpus_for_latency"]))
     ws.write_string(r + 2, 0, f"Cost per month of those GPUs [{cur}]")
     ws.write_formula(r + 2, 1, "=" + sheet_ref("Fleet", total, f_own["cost_per_month_for_latency"], True, True),
-                     fm("calc", FMT_MONEY0), _v(tot["cost_per_month_for_latency"]))
+                     fm("calc", FMT_MONEY0), cell_or_blank(tot["cost_per_month_for_latency"]))
     ws.write_string(r + 3, 0, "Per workload: Results instances_throughput, instances_needed and binding", fm("note"))
     return r + 4
 
@@ -304,7 +304,7 @@ def write_period_block(ws, fm, plan, r: int, cur: str) -> int:
     ws.write_string(r, 0, f"Fleet by period ({span})", fm("title"))
     heads = ["Period", "GPUs", f"Cost per month [{cur}]", "GPUs at baseline hits",
              f"Cost per month at baseline [{cur}]", f"Saved by the target [{cur}/month]"]
-    _header(ws, fm, heads, [46, 17, 17, 17, 17, 17], top=r + 1)
+    header_row(ws, fm, heads, [46, 17, 17, 17, 17, 17], top=r + 1)
     bp = pr.by_period(plan)
     rng = lambda c: ref(bp[c].to_numpy(), sheet_range("Fleet_By_Period", 1, pr.PERIOD_COLS.index(c),  # noqa: E731
                                                        max(n, 1), pr.PERIOD_COLS.index(c)))

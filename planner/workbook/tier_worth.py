@@ -30,9 +30,9 @@ from planner.core import schema
 from planner.equations import tables as tb
 from planner.equations import tiers
 from planner.inputs.kv_tiers import TierPlan, WorkloadTiers, hits_at
-from planner.workbook.kv_tiers_sheets import TIER_HITS, _interp_xl, _tier_cols, columns as th_columns
+from planner.workbook.kv_tiers_sheets import TIER_HITS, interp_xl, tier_cols, columns as th_columns
 from planner.workbook.layout import sheet_columns
-from planner.core.refs import setting_name, sheet_range, sheet_ref, whole_column
+from planner.core.refs import cell_range, setting_name, sheet_range, sheet_ref, whole_column
 from planner.workbook.styles import write_header
 
 TIER_WORTH, TIER_VALUE = "Tier_Worth", "Tier_Value"
@@ -73,8 +73,9 @@ def sweep(plan, w: WorkloadTiers, tp: TierPlan, gpus_per_node: float, hours: flo
     inst = m.instances_needed(g("demand_tpm"), tpm, g("target_utilization"))
     gpus = m.gpus_needed(inst, g("tp"))
     gpu_cost = fl.gpu_cost_per_month(gpus, g("hourly_cost"), hours)
-    tier_cost = sum(caps[:, k] * t.cost_per_gib_month * units_of(t.scope, inst, gpus, gpus_per_node)
-                    for k, t in enumerate(tp.tiers) if t.row is not None) if tp.tiers else np.zeros(len(hit))
+    tier_cost = tiers.tiers_cost(*(tiers.tier_cost(caps[:, k], t.cost_per_gib_month,
+                                                   units_of(t.scope, inst, gpus, gpus_per_node))
+                                   for k, t in enumerate(tp.tiers) if t.row is not None))
     tier_cost = np.asarray(tier_cost, dtype=float) + np.zeros(len(hit))
     out = {"multiplier": np.array(MULTIPLIERS), "capacity_gib": caps[:, s]}
     for k in range(len(tp.tiers)):
@@ -106,13 +107,13 @@ def value_row(sw: dict[str, np.ndarray], tier_price: float) -> dict[str, float]:
     """Tier_Value of one workload from its sweep."""
     d = DECLARED
     saved = float(tiers.saved_or_zero(sw["gpu_cost_per_month"][0], sw["gpu_cost_per_month"][d]))
-    swept_cost = sw["capacity_gib"][d] * tier_price * sw["swept_units"][d]
+    swept_cost = float(tiers.tier_cost(sw["capacity_gib"][d], tier_price, sw["swept_units"][d]))
     denom = sw["capacity_gib"][d] * sw["swept_units"][d]
     best = int(np.argmin(sw["total_cost_per_month"]))
     return {"capacity_gib": sw["capacity_gib"][d], "hit_without": sw["hit"][0], "hit_with": sw["hit"][d],
             "gpus_without": sw["gpus"][0], "gpus_with": sw["gpus"][d],
             "gpus_saved": float(tiers.saved_or_zero(sw["gpus"][0], sw["gpus"][d])), "gpu_cost_saved_per_month": saved,
-            "tier_cost_per_month": swept_cost, "net_saving_per_month": saved - swept_cost,
+            "tier_cost_per_month": swept_cost, "net_saving_per_month": float(tiers.net_saving(saved, swept_cost)),
             "break_even_cost_per_gib_month": saved / denom if denom > 0 else np.nan,
             "cost_optimal_capacity_gib": sw["capacity_gib"][best],
             "cost_optimal_total_per_month": sw["total_cost_per_month"][best]}
@@ -172,16 +173,17 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
             r = 1 + b * k_pts + p
             C = lambda name: xl_rowcol_to_cell(r, pos[name], col_abs=True)
             f: dict[str, str] = {}
-            f["capacity_gib"] = f"{C('multiplier')}*{base_cap}"
+            f["capacity_gib"] = tb.times.xl(C("multiplier"), base_cap)
             caps = []
             for k, t in enumerate(tp.tiers):
-                caps.append(C("capacity_gib") if k == s else T(_tier_cols(k)[0]))
-                f[f"t{k + 1}_hit_upto"] = _interp_xl("(" + "+".join(caps) + ")", first_curve, count)
-                prev = C(f"t{k}_hit_upto") if k else "0"
-                f[f"t{k + 1}_hit"] = f"{C(f't{k + 1}_hit_upto')}-{prev}"
-            f["hit"] = "+".join(C(f"t{k + 1}_hit") for k in range(len(tp.tiers)))
-            loaded = [f"{C(f't{k + 1}_hit')}/{T(_tier_cols(k)[3])}" for k, t in enumerate(tp.tiers) if t.kind != "hbm"]
-            f["load_per_gbps"] = "+".join(loaded) if loaded else "0"
+                caps.append(C("capacity_gib") if k == s else T(tier_cols(k)[0]))
+                f[f"t{k + 1}_hit_upto"] = interp_xl(tiers.hits_upto_capacity.xl(*caps), first_curve, count)
+                prev = C(f"t{k}_hit_upto") if k else 0
+                f[f"t{k + 1}_hit"] = tiers.served_by.xl(C(f"t{k + 1}_hit_upto"), prev)
+            f["hit"] = tiers.total_hit.xl(*(C(f"t{k + 1}_hit") for k in range(len(tp.tiers))))
+            loaded = [k for k, t in enumerate(tp.tiers) if t.kind != "hbm"]
+            f["load_per_gbps"] = tiers.load_per_gbps.xl([C(f"t{k + 1}_hit") for k in loaded],
+                                                        [T(tier_cols(k)[3]) for k in loaded])
             f["kv_gbps_eff"] = tiers.effective_kv_gbps.xl(C("hit"), C("load_per_gbps"), T("base_kv_gbps"))
             f["load_ms"] = m.kv_load_ms.xl(C("hit"), rsv("isl"), res("kv_bytes_per_token_gpu"), C("kv_gbps_eff"))
             f["compute_ms"] = m.compute_ms.xl(C("hit"), rsv("t_attn0_ms"), rsv("t_ffn0_ms"), rsv("t_other0_ms"),
@@ -201,9 +203,9 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
                 if t.row is None:
                     continue
                 price = tb.typed_or.xl(sheet_ref(schema.TIERS, t.row + 1, tpos['cost_per_gib_month']), 0)
-                cap = C("capacity_gib") if k == s else T(_tier_cols(k)[0])
-                terms.append(f"{cap}*{price}*{units_xl(t.scope, C('instances'), C('gpus'), gpn)}")
-            f["tier_cost_per_month"] = "+".join(terms) if terms else "0"
+                cap = C("capacity_gib") if k == s else T(tier_cols(k)[0])
+                terms.append(tiers.tier_cost.xl(cap, price, units_xl(t.scope, C("instances"), C("gpus"), gpn)))
+            f["tier_cost_per_month"] = tiers.tiers_cost.xl(*terms)
             f["total_cost_per_month"] = tiers.total_cost.xl(C("gpu_cost_per_month"), C("tier_cost_per_month"))
             for c in cols:
                 j = pos[c]
@@ -228,8 +230,8 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
               "gpus_saved": tiers.saved_or_zero.xl(W("gpus", r0), W("gpus", r1)),
               "gpu_cost_saved_per_month": tiers.saved_or_zero.xl(W("gpu_cost_per_month", r0),
                                                                  W("gpu_cost_per_month", r1)),
-              "tier_cost_per_month": f"{W('capacity_gib', r1)}*{price}*{W('swept_units', r1)}",
-              "net_saving_per_month": f"{V('gpu_cost_saved_per_month')}-{V('tier_cost_per_month')}",
+              "tier_cost_per_month": tiers.tier_cost.xl(W("capacity_gib", r1), price, W("swept_units", r1)),
+              "net_saving_per_month": tiers.net_saving.xl(V("gpu_cost_saved_per_month"), V("tier_cost_per_month")),
               "break_even_cost_per_gib_month": tiers.break_even_price.xl(V("gpu_cost_saved_per_month"),
                                                                          W("capacity_gib", r1), W("swept_units", r1)),
               "cost_optimal_capacity_gib": tiers.at_minimum.xl(rng("capacity_gib"), rng("total_cost_per_month")),
@@ -260,12 +262,12 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
     wv.write_string(fr, 0, "Total (traced workloads)", fm("header"))
     wv.write_string(fr, 1, swept.name)
     col = lambda c: VALUE_COLS.index(c)
-    span = lambda c: xl_rowcol_to_cell(1, col(c), True, True) + ":" + xl_rowcol_to_cell(fr - 1, col(c), True, True)
+    span = lambda c: cell_range(1, col(c), fr - 1, col(c))
     for c, v in tot.items():
         if c == "break_even_cost_per_gib_month":
-            units = "+".join(f"{sheet_ref(TIER_WORTH, 1 + b * k_pts + DECLARED, pos['capacity_gib'], row_abs=True)}*"
-                             f"{sheet_ref(TIER_WORTH, 1 + b * k_pts + DECLARED, pos['swept_units'], row_abs=True)}"
-                             for b in range(len(once)))
+            units = tiers.bought_gib.xl(
+                [sheet_ref(TIER_WORTH, 1 + b * k_pts + DECLARED, pos["capacity_gib"], row_abs=True) for b in range(len(once))],
+                [sheet_ref(TIER_WORTH, 1 + b * k_pts + DECLARED, pos["swept_units"], row_abs=True) for b in range(len(once))])
             f = tiers.per_unit_bought.xl(xl_rowcol_to_cell(fr, col("gpu_cost_saved_per_month"), col_abs=True), units)
         elif pool and c == "tier_cost_per_month":
             f = tiers.pool_once.xl(span(c))
