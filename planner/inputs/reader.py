@@ -369,6 +369,9 @@ def read_input(path: str | Path, *, checks: Sequence[Callable[[BoundaryState], l
         _check_models(m, positions["Models"], problems)
     if g is not None:
         _check_gpus(g, positions["GPUs"], problems)
+    from planner.inputs.plausible import relation_problems  # kv_heads > heads and the like: impossible
+
+    problems += relation_problems({schema.M: m, schema.G: g}, "error")
     if w is not None:
         _check_workloads(w, positions["Workloads"], canon, problems, notes)
     if schema.MEAS in optional:  # rows naming a load-test result file filled from it (issue 18)
