@@ -29,7 +29,7 @@ def _check_demand(dem, w, problems: list[Problem], grown: frozenset = frozenset(
     for i, rec in enumerate(dem.records):
         if rec.get("period") is None:
             continue
-        label, how = period_label(rec["period"])
+        label, how = period_label(rec["period"], getattr(dem, "date1904", False))
         label = spelling.setdefault(fold(label), label)
         if how is not None:
             read.append(f"{_place(dem, 'period', i)} {how}")
