@@ -485,20 +485,22 @@ SETTING_KEYS: tuple[Setting, ...] = (
     Setting("currency", TEXT, "USD", "currency of hourly_cost and the cost columns"),
     Setting("pcie_sweep_gbps", NUMBERS, (), "further host-to-device bandwidths for the PCIe sweep beside "
             "Gen4 and Gen5, in GB/s, separated by ';' (e.g. '200; 450' for C2C-class links)"),
-    Setting("prefill_mfu", FRACTION, 0.41, "roofline estimate: fraction of the dense peak a whole prefill "
+    Setting("prefill_mfu", FRACTION, 0.40, "roofline estimate: fraction of the dense peak a whole prefill "
             "reaches on a GPU of the H100 SXM's balance (989.4 TFLOPS over 3.35 TB/s); other GPUs by their own "
-            "balance through the memory term (0.41: chosen with prefill_layer_ms and prefill_request_ms as the "
-            "minimax over the published concurrency-1 TTFTs of tests/data/published_prefill.csv, README "
-            "'Roofline against published prefills'; was 0.57, 0.45 before)", 0, 1, True),
+            "balance through the memory term (0.40: chosen with prefill_layer_ms and prefill_request_ms as the "
+            "minimax over the published cold concurrency-1 TTFTs of tests/data/published_prefill.csv, README "
+            "'Roofline against published prefills'; was 0.41 with a sweep whose means include a cached "
+            "repeat, 0.57, 0.45 before)", 0, 1, True),
     Setting("prefill_matmul_eff", FRACTION, 0.8, "roofline estimate: fraction of the dense peak the prefill's "
             "matrix products reach (0.8: Maximum Achievable Matmul FLOPS of an H100 SXM, 792 of 989 TFLOPS, "
             "stas00/ml-engineering compute/accelerator/README.md); the rest of prefill_mfu is memory traffic "
             "at the GPU's hbm_tbps", 0, 1, True),
-    Setting("prefill_layer_ms", NUMBER, 0.16, "roofline estimate: fixed cost of a prefill per layer in ms "
+    Setting("prefill_layer_ms", NUMBER, 0.15, "roofline estimate: fixed cost of a prefill per layer in ms "
             "(launches, synchronisation, all-reduce latency; t_fixed_ms of estimated rows is prefill_request_ms "
-            "+ this x layers + one read of the weights + a MoE's padding rows; 0.16: with prefill_mfu and "
+            "+ this x layers + one read of the weights + a MoE's padding rows; 0.15: with prefill_mfu and "
             "prefill_request_ms the minimax over the published concurrency-1 TTFTs of four engines, README "
-            "'Roofline against published prefills'; was 1.05, fitted on vLLM and SGLang sweeps only)", 0, 1e6),
+            "'Roofline against published prefills'; was 0.16 with a sweep whose means include a cached repeat, "
+            "1.05 fitted on vLLM and SGLang sweeps only)", 0, 1e6),
     Setting("prefill_request_ms", NUMBER, 0.0, "roofline estimate: fixed cost of a prefill per request in ms "
             "(HTTP, tokenisation, scheduling, the first sampling step; 0: the same minimax found no cost per "
             "request beyond the per-layer one; raise it for a deployment whose short prompts you have timed, "
