@@ -68,6 +68,38 @@ def _system(date1904: bool) -> str:
     return " in the workbook's 1904 date system" if date1904 else ""
 
 
+# a quarter-like label whose quarter number is not 1-4: 2027-Q0 (quarters counted from 0), 2027-Q5
+_BAD_YEAR_Q = re.compile(r"^(\d{4})\s*[-/_ ]?\s*Q(\d+)$", re.I)
+_BAD_Q_YEAR = re.compile(r"^Q(\d+)\s*[-/_ ']?\s*(\d{4}|\d{2})$", re.I)
+
+
+def quarter_problem(value) -> str | None:
+    """Why ``value`` is a quarter label that names no quarter (``2027-Q0``, ``Q5 2027``), or None.
+
+    >>> quarter_problem("2027-Q0")
+    "'2027-Q0' names quarter 0 of 2027: calendar quarters are numbered 1 to 4 (2027-Q1 is January to March); if the quarters were counted from 0, add 1 to each"
+    >>> quarter_problem("2027-Q4") is None
+    True
+    """
+    if value is None or isinstance(value, (_dt.date, _dt.datetime, bool)):
+        return None
+    text = re.sub(r"\s+", " ", str(value).strip())
+    if m := _BAD_YEAR_Q.match(text):
+        year, q = m.group(1), int(m.group(2))
+    elif m := _BAD_Q_YEAR.match(text):
+        year = m.group(2) if len(m.group(2)) == 4 else f"20{m.group(2)}"
+        q = int(m.group(1))
+    else:
+        return None
+    if 1 <= q <= 4:
+        return None
+    if q == 0:
+        return (f"{text!r} names quarter 0 of {year}: calendar quarters are numbered 1 to 4 ({year}-Q1 is "
+                f"January to March); if the quarters were counted from 0, add 1 to each")
+    return (f"{text!r} names quarter {q} of {year}: calendar quarters are numbered 1 to 4 ({int(year) + 1}-Q1 "
+            f"follows {year}-Q4)")
+
+
 def quarter_label(value, date1904: bool = False) -> tuple[str | None, str | None]:
     """``(label, how)``: a calendar quarter as ``YYYY-Qn`` and how it was read (None: typed so
     already), or ``(None, None)`` when ``value`` is not a quarter or a date.
@@ -161,6 +193,9 @@ def parse_periods(text, date1904: bool = False) -> tuple[list[str], list[str]]:
         if not part:
             continue
         rng = _RANGE.match(part)
+        for x in (rng.groups() if rng else (part,)):
+            if (why := quarter_problem(x)) is not None:
+                return [], [f"periods {part!r}: {why}"]
         ends = [quarter_label(x, date1904)[0] for x in rng.groups()] if rng else [None, None]
         if rng and None not in ends:
             (y0, q0), (y1, q1) = ((int(x[:4]), int(x[-1])) for x in ends)

@@ -508,8 +508,10 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
             if err is None and date1904 and serial_notes(v, True):
                 v = "; ".join(labels)  # read in the workbook's date system here; later readers see labels
         if key == "quarter" and err is None and v is not None:  # the run's label: a date read as its quarter
-            from planner.inputs.period_labels import quarter_label
+            from planner.inputs.period_labels import quarter_label, quarter_problem
 
+            if (why := quarter_problem(v)) is not None:  # 2026-Q5, 2027-Q0
+                err = f"quarter {why}"
             label, how = quarter_label(vcell.value if vcell.value is not None else v, date1904)
             if label is not None and how is not None and how.startswith("a date"):
                 if notes is not None:

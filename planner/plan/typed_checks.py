@@ -115,6 +115,12 @@ def typed_warnings(plan) -> list[Problem]:
     out += _gpu_units(plan)
     out += _tiny_demand(plan)
     out += _tpm_measured_off(plan)
+    from planner.plan.demand_scale import huge_demand_warnings  # per-day demand in the per-minute column
+
+    out += huge_demand_warnings(plan)
+    from planner.plan.breakdown_checks import partial_breakdown_warnings  # t_attn0_ms typed, t_ffn0_ms blank
+
+    out += partial_breakdown_warnings(plan)
     return out
 
 
