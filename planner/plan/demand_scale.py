@@ -54,7 +54,8 @@ def huge_demand_warnings(plan) -> list[Problem]:
                            f"({g:,.0f} tokens/min a GPU at its target), more than {GPUS_MAX:,.0f} (the largest "
                            f"published clusters hold about 100,000 GPUs for a whole company): typed per day "
                            f"({gpus / 1440:,.0f} GPUs as tokens/day) or per hour ({gpus / 60:,.0f} GPUs as "
-                           f"tokens/hour)? Head the column 'demand_tpm (tokens/day)' to have it converted"))
+                           f"tokens/hour)? Head the column 'demand_tpm (tokens/day)' to have it converted; if the "
+                           f"demand is right, check the row's times and tpm_measured (its other warnings)"))
 
     wt = plan.input.workloads
     for i, rec in enumerate(wt.records):
