@@ -2,7 +2,8 @@
 against published cold (0% hit, concurrency 1) prefills, tests/data/published_prefill.csv, each row
 cited in its ``source``. Rows are ``shaping`` and ``heldout`` (together they chose prefill_mfu,
 prefill_layer_ms and prefill_request_ms by one minimax rule, as the tests below recompute; the held-out
-ones are those the previous landing never used), ``new`` (found after the defaults were chosen, used for
+ones are those the previous landing never used), ``biased`` (tenstorrent's DeepSeek-R1-AWQ sweep: its
+means include a cached repeat, so it is no cold prefill; it chose the defaults until trust5), ``new`` (found after the defaults were chosen, used for
 nothing) or ``excluded`` (outside what the roofline models, the reason in the row's source: 16 GPUs over
 two nodes; a vision deployment decoding at 3.5x its HBM bound). ``python -m pytest -n 0 -s
 tests/test_roofline_published.py`` prints the ratios the README quotes."""
@@ -91,13 +92,23 @@ def test_shaping_points_within_half_and_twice_with_margin():
 
 
 def test_heldout_points_within_half_and_twice():
-    """DeepSeek-R1-0528-AWQ on 8x H100 (vLLM, tenstorrent issue #356: means that include a repeated,
-    cached prompt, see the rows' source) and Llama-3.3-70B FP8 on 2x H100 (TensorRT-LLM in NVIDIA NIM):
-    every point within [0.5, 2] at the defaults (before this change the 500-token NIM point was 2.86x)."""
+    """Llama-3.3-70B FP8 on 2x H100 (TensorRT-LLM in NVIDIA NIM): every point within [0.5, 2] at the
+    defaults (before the per-layer cost the 500-token NIM point was 2.86x)."""
     got = _report("heldout")
     allr = np.concatenate(list(got.values()))
-    assert len(allr) == 7
+    assert len(allr) == 2
     assert np.all((allr >= 0.5) & (allr <= 2.0)), got
+
+
+def test_biased_points_are_reported_and_within_half_and_twice():
+    """DeepSeek-R1-0528-AWQ on 8x H100 (vLLM, tenstorrent issue #356): means over 4 or 2 requests of which
+    one is a repeat served from vLLM's prefix cache (the rows' source: 4,096 tokens at 120.1 ms below
+    3,072 at 131.7 ms), so the cold TTFT is above the published mean and the ratio an upper bound. Not in
+    the rule that chooses the defaults; at them 0.76 1.03 1.36 1.91 1.85."""
+    got = _report("biased")
+    assert set(got) == {"tt356-r1awq-8xh100"}
+    r = got["tt356-r1awq-8xh100"]
+    assert len(r) == 5 and np.all((r >= 0.5) & (r <= 2.0)), r
 
 
 # new points outside [0.5, 2], each explained in the README: Qwen3-30B-A3B on one A100 (tenstorrent #340), the
@@ -175,11 +186,11 @@ def test_w4a16_linear_layers_at_the_marlin_fraction_by_hand():
     assert v16["t_ffn0_ms"] == pytest.approx(lin / (989.4e12 * 0.57) * 1e3, rel=1e-12)   # the reference GPU
     assert v4["t_ffn0_ms"] == pytest.approx(est.prefill_part_ms(lin, 1, 989.4, 0.57, 0.8, 3.35, 0.6), rel=1e-12)
     assert v4["t_attn0_ms"] == v16["t_attn0_ms"]   # attention stays BF16
-    # t_fixed: 0 ms per request + 0.16 ms x 32 layers = 5.12 ms + one weight read, 8.03e9 x 0.5 B / 3.35
+    # t_fixed: 0 ms per request + 0.15 ms x 32 layers = 4.8 ms + one weight read, 8.03e9 x 0.5 B / 3.35
     # TB/s = 1.19851 ms (4-bit), 4.79403 ms (BF16); a dense model has no MoE padding
     assert m4["layers"] == 32 and m4["params_b"] == pytest.approx(8.03)
-    assert v4["t_fixed_ms"] == pytest.approx(5.12 + 1.19851, abs=1e-4)
-    assert v16["t_fixed_ms"] == pytest.approx(5.12 + 4.79403, abs=1e-4)
+    assert v4["t_fixed_ms"] == pytest.approx(4.8 + 1.19851, abs=1e-4)
+    assert v16["t_fixed_ms"] == pytest.approx(4.8 + 4.79403, abs=1e-4)
 
 
 def test_published_intercepts_grow_with_depth_and_differ_by_engine():
@@ -248,12 +259,13 @@ def _minimax_choice() -> tuple[float, float, float, float]:
 
 def test_defaults_are_the_minimax_over_every_published_point():
     """prefill_mfu, prefill_request_ms and prefill_layer_ms together: the minimax rule of
-    :func:`_minimax_choice` over the 60 shaping and held-out points (steps 0.01, 1 ms, 0.01 ms). Its
-    worst ratio lies inside [0.5, 2] (1.91x: the two DeepSeek-R1-AWQ sweeps, 3.6x apart at 4k tokens,
-    bind it); the previous defaults (0.57, 1.05 ms per layer) gave 4.3x on these points (the 200-token
-    NIM Llama-3-8B FP8 point on one H100), the first change (0.51, 32 ms per request) 4.3x too."""
+    :func:`_minimax_choice` over the 55 shaping and held-out points (steps 0.01, 1 ms, 0.01 ms). Its
+    worst ratio lies inside [0.5, 2] (1.91x: UCM's DeepSeek-R1-AWQ at 0.52 against NIM's Llama-3.3-70B
+    FP8 at 1.90 bind it); the previous defaults (0.57, 1.05 ms per layer) gave 4.3x on these points (the
+    200-token NIM Llama-3-8B FP8 point on one H100), the first change (0.51, 32 ms per request) 4.3x too.
+    With the biased tenstorrent sweep in the rule (as until trust5) it chose 0.41, 0 ms, 0.16 ms."""
     var, layers, meas = _fixed_free(DEFAULTS["prefill_mfu"])
-    assert len(meas) == 60
+    assert len(meas) == 55
     assert _minimax_choice()[:3] == (DEFAULTS["prefill_mfu"], DEFAULTS["prefill_request_ms"], DEFAULTS["prefill_layer_ms"])
     here = np.exp(np.max(np.abs(np.log((var + DEFAULTS["prefill_layer_ms"] * layers + DEFAULTS["prefill_request_ms"])
                                        / meas))))
@@ -329,18 +341,18 @@ def test_moe_block_and_padding_by_hand():
     3.125 / 8 = 0.39 -> block 8; 500 -> 15.6: /8 = 1.95, /16 = 0.98, /32 = 0.49 -> 32; 4000 -> 125:
     /64 = 1.95, no block qualifies -> 64. Padding at block 64: 256 x 32 rows x 2 x 3 x 7168 x 2048 x 58
     layers = 4.1850161e13 FLOPs, at the W4A16 rate on 8 H100 SXM: the matrix part 4.1850161e13 / 8 /
-    (989.4e12 x 0.8 x 0.6) = 11.01524 ms plus the memory part 4.1850161e13 / 8 x (1/0.41 - 1/0.8) /
-    989.4e12 = 6.28675 ms = 17.30199 ms."""
+    (989.4e12 x 0.8 x 0.6) = 11.01524 ms plus the memory part 4.1850161e13 / 8 x (1/0.40 - 1/0.8) /
+    989.4e12 = 5.2312701e12 x 1.25 / 989.4e12 = 6.60914 ms = 17.62438 ms."""
     assert list(est.moe_block_m(np.array([100, 500, 4000]), 256, 8)) == [8.0, 32.0, 64.0]
     assert est.moe_pad_flops(64, 256, 58, 7168, 2048) == pytest.approx(4.1850161e13, rel=1e-7)
-    t = est.prefill_part_ms(est.moe_pad_flops(64, 256, 58, 7168, 2048), 8, 989.4, 0.41, 0.8, 3.35, 0.6)
-    assert float(t) == pytest.approx(11.01524 + 6.28675, abs=1e-4)
-    # in the estimate: t_fixed = 0 per request + 0.16 x 61 layers = 9.76 ms + one read of the 4-bit
+    t = est.prefill_part_ms(est.moe_pad_flops(64, 256, 58, 7168, 2048), 8, 989.4, 0.40, 0.8, 3.35, 0.6)
+    assert float(t) == pytest.approx(11.01524 + 6.60914, abs=1e-4)
+    # in the estimate: t_fixed = 0 per request + 0.15 x 61 layers = 9.15 ms + one read of the 4-bit
     # weights (671.03e9 x 0.5 / 8 / 3.35e12 = 12.51922 ms) + the padding
     mod = _rec("DeepSeek-R1", "model", weight_bytes=0.5, kv_bytes=2)
     v, _ = est.estimate_row({"tp": 8, "isl": 4000.0, "osl": 1}, mod, _rec("H100 SXM", "gpu"), s_kv_of(mod, 8),
                             DEFAULTS["prefill_mfu"], DEFAULTS["decode_mbu"], catalog_raw(mod), DEFAULTS)
-    assert v["t_fixed_ms"] == pytest.approx(9.76 + 12.51922 + 17.30199, abs=1e-4)
+    assert v["t_fixed_ms"] == pytest.approx(9.15 + 12.51922 + 17.62438, abs=1e-4)
 
 
 def test_moe_experts_sharded_by_tensor_parallelism_one_assumption():
@@ -350,12 +362,13 @@ def test_moe_experts_sharded_by_tensor_parallelism_one_assumption():
     2 x 7/8 = 12,242,944,000 B per GPU at 450 GB/s = 27.20654 ms) and no all-to-all; its routed activation
     traffic is every GPU's (moe_activation_ms, 25.52970 ms at 3.35 TB/s, test_moe_activation_traffic_by_hand).
     t_ffn0 = linear layers + the two: the linear part at the W4A16 rate, 2 x 35.69664192e9 x 4000 /
-    8 = 3.5696642e13 FLOPs: / (989.4e12 x 0.48) = 75.16475 ms + x (1/0.41 - 1/0.8) / 989.4e12 = 42.89891 ms."""
+    8 = 3.5696642e13 FLOPs: / (989.4e12 x 0.48) = 75.16475 ms + x (1/0.40 - 1/0.8) / 989.4e12 = 3.5696642e13
+    x 1.25 / 989.4e12 = 45.09885 ms."""
     assert float(est.tp_all_reduce_ms(4000, 122, 7168, 8)) == pytest.approx(12_242_944_000 / 450e9 * 1e3, rel=1e-12)
     mod = _rec("DeepSeek-R1", "model", weight_bytes=0.5, kv_bytes=2)
     v, _ = est.estimate_row({"tp": 8, "isl": 4000.0, "osl": 1}, mod, _rec("H100 SXM", "gpu"), s_kv_of(mod, 8),
                             DEFAULTS["prefill_mfu"], DEFAULTS["decode_mbu"], catalog_raw(mod), DEFAULTS)
-    assert v["t_ffn0_ms"] == pytest.approx(75.16475 + 42.89891 + 27.20654 + 25.52970, abs=1e-3)
+    assert v["t_ffn0_ms"] == pytest.approx(75.16475 + 45.09885 + 27.20654 + 25.52970, abs=1e-3)
 
 
 @pytest.mark.libreoffice

@@ -312,6 +312,156 @@ COLUMNS: tuple[Column, ...] = (
     Column(SCN, "value", "", ANY, "the value to set, add or multiply by", True),
 )
 
+# ---------------------------------------------------------------- plausibility (Models, GPUs)
+@dataclass(frozen=True)
+class Plausible:
+    """The values of a column that no published model or GPU has, read as a probable unit mistake.
+
+    A typed value below ``low`` or above ``high`` plans as typed, with a located warning: it is
+    merely implausible (a new GPU or model may reach it), so it is said, not refused. A value beyond
+    the column's ``maximum``, which is physically impossible, is refused (:mod:`planner.inputs.cells`)
+    and the refusal ends with ``over_max``. ``high_says``/``low_says`` say what the bound is and why
+    (the extremes of published configs and datasheets, ``source``); ``high_hint``/``low_hint`` the
+    probable mistake, where ``{conv}`` is the value divided by ``high_div``/``low_div`` (``,.4g``).
+    Checked by :mod:`planner.inputs.plausible` on typed cells only (a catalog value is its source's).
+    """
+    sheet: str
+    name: str
+    low: float | None
+    high: float | None
+    high_says: str = ""
+    high_hint: str = ""
+    high_div: float = 1.0
+    low_says: str = ""
+    low_hint: str = ""
+    low_div: float = 1.0
+    over_max: str = ""
+    source: str = ""
+
+
+_MODELS_SRC = ("the 19 models of planner/catalog/data/models.json, each from its config.json "
+               "(layers 28-126, heads 28-128, head_dim 128-192, hidden_size 2,048-16,384, "
+               "intermediate_size 768-53,248, params_b 7.25-1,026, experts 8-384)")
+_GPUS_SRC = ("the GPUs of planner/catalog/data/gpus.json, each from its datasheet (hbm_gib 22.5-256, "
+             "hbm_tbps 0.3-8, bf16_tflops 121-2,500, fp8_tflops 242.5-5,000, pcie_gbps 25-173)")
+_BITS = ("bytes, not bits: a 16-bit BF16 element is 2 bytes, 8-bit FP8 is 1, 4-bit is 0.5")
+
+PLAUSIBLE: tuple[Plausible, ...] = (
+    Plausible(M, "layers", None, 1000, "is beyond any published model's depth (the deepest, Llama-3.1-405B, "
+              "has 126 layers)", "its hidden_size typed here (8,192 is Llama-3.1-70B's width, 80 its layers)?",
+              source=_MODELS_SRC),
+    Plausible(M, "heads", None, 1024, "is beyond any published model's attention heads (the most, "
+              "Llama-3.1-405B and DeepSeek-V3, have 128)", "its hidden_size or head_dim typed here?",
+              source=_MODELS_SRC),
+    Plausible(M, "kv_heads", None, 1024, "is beyond any published model's KV heads (the most, DeepSeek-V3's "
+              "MHA-style 128)", "its hidden_size or head_dim typed here?", source=_MODELS_SRC),
+    Plausible(M, "head_dim", None, 1024, "is beyond any published model's head dimension (64-256: gpt-oss "
+              "64, Llama 128, DeepSeek-V3 192, Gemma 256)", "its hidden_size typed here (head_dim is "
+              "hidden_size / heads on most models: 8,192 / 64 = 128)?", source=_MODELS_SRC),
+    Plausible(M, "hidden_size", 256, 131072, "is beyond any published model's width (the widest, "
+              "Llama-3.1-405B, has 16,384)", "its intermediate_size typed here, or a number of parameters?",
+              low_says="is narrower than any served LLM (the catalog's narrowest, Qwen3-30B-A3B, has 2,048)",
+              low_hint="its layers typed here (80 is Llama-3.1-70B's layers, 8,192 its width)?",
+              source=_MODELS_SRC),
+    Plausible(M, "intermediate_size", None, 1048576, "is beyond any published model's FFN width (the widest, "
+              "Llama-3.1-405B, has 53,248)", "a number of parameters typed here?", source=_MODELS_SRC),
+    Plausible(M, "mla_kv_dim", None, 16384, "is beyond any published MLA width (DeepSeek-V3/R1 and Kimi-K2: "
+              "kv_lora_rank 512 + qk_rope_head_dim 64 = 576)", "a per-layer width times the layers typed "
+              "here?", source=_MODELS_SRC),
+    Plausible(M, "params_b", 0.01, 10000, "is beyond any published model (the largest, Kimi-K2, has 1,026 "
+              "billion parameters)", "typed in millions of parameters ({conv} billion; 70,000 for a 70B)?",
+              high_div=1000, low_says="is below the smallest language model served (GPT-2 and SmolLM have "
+              "0.12-0.14 billion parameters)", low_hint="typed in trillions ({conv} billion)?",
+              low_div=0.001, source=_MODELS_SRC),
+    Plausible(M, "active_params_b", 0.01, 10000, "is beyond any published model (the largest, Kimi-K2, has "
+              "1,026 billion parameters, 32 of them active)", "typed in millions of parameters ({conv} "
+              "billion)?", high_div=1000, low_says="is below the smallest language model served",
+              low_hint="typed in trillions ({conv} billion)?", low_div=0.001, source=_MODELS_SRC),
+    Plausible(M, "experts", None, 4096, "is beyond any published MoE (the most routed experts: Qwen3-Next's "
+              "512, Kimi-K2's 384)", "", source=_MODELS_SRC),
+    Plausible(M, "experts_per_token", None, 64, "is beyond any published MoE's routing (2-10 experts a token: "
+              "Mixtral 2, DeepSeek-V3 and Kimi-K2 8, Qwen3-Next 10)", "", source=_MODELS_SRC),
+    Plausible(M, "weight_bytes", None, 4, "is more than FP32's 4 bytes a weight (no model is served in FP64)",
+              f"typed in bits ({{conv}} bytes)? The column is in {_BITS}", high_div=8,
+              over_max=f"(typed in bits? the column is in {_BITS})", source="IEEE 754 / OCP FP8 widths"),
+    Plausible(M, "kv_bytes", None, 4, "is more than FP32's 4 bytes a cached element (no KV cache is kept in "
+              "FP64)", f"typed in bits ({{conv}} bytes)? The column is in {_BITS}", high_div=8,
+              over_max=f"(typed in bits? the column is in {_BITS})", source="IEEE 754 / OCP FP8 widths"),
+    Plausible(G, "hbm_gib", 1, 1024, "is beyond any GPU's memory (the largest have 288 GB)",
+              "typed in MiB ({conv} GiB)?", high_div=1024, low_says="is below any data-centre GPU's memory "
+              "(the smallest, T4 and L4, have 16-24 GB)", low_hint="typed in TiB or TB ({conv} GiB)?",
+              low_div=1 / 1024, over_max="(typed in bytes or KiB? the column is in GiB: 80 GB is 74.5 GiB)",
+              source=_GPUS_SRC + "; B300 and MI355X 288 GB (vendor datasheets)"),
+    Plausible(G, "hbm_tbps", None, 30, "is beyond any GPU's memory bandwidth (the fastest, B200, has 8 TB/s)",
+              "typed in GB/s ({conv} TB/s)?", high_div=1000,
+              over_max="(typed in GB/s or bytes/s? the column is in TB/s: an H100 SXM has 3.35)", source=_GPUS_SRC),
+    Plausible(G, "bf16_tflops", 5, 20000, "is beyond any GPU's dense BF16 peak (the fastest, GB200, has "
+              "2,500 TFLOPS)", "typed in GFLOPS ({conv} TFLOPS), or a sparsity figure of many GPUs?",
+              high_div=1000, low_says="is below any data-centre GPU's BF16 peak (the catalog's slowest, L4, "
+              "has 121 TFLOPS)", low_hint="typed in PFLOPS ({conv} TFLOPS)?", low_div=0.001,
+              over_max="(typed in GFLOPS or FLOPS? the column is in TFLOPS: an H100 SXM has 989)", source=_GPUS_SRC),
+    Plausible(G, "fp8_tflops", 5, 40000, "is beyond any GPU's dense FP8 peak (the fastest, GB200, has "
+              "5,000 TFLOPS)", "typed in GFLOPS ({conv} TFLOPS)?", high_div=1000,
+              low_says="is below any FP8 GPU's peak (the catalog's slowest, L4, has 242.5 TFLOPS)",
+              low_hint="typed in PFLOPS ({conv} TFLOPS)?", low_div=0.001,
+              over_max="(typed in GFLOPS or FLOPS? the column is in TFLOPS: an H100 SXM has 1,979)", source=_GPUS_SRC),
+    Plausible(G, "pcie_gbps", 0.5, 1000, "is beyond any host link (the fastest, NVLink-C2C of GH200/GB200, "
+              "carries 450 GB/s each way)", "typed in MB/s ({conv} GB/s) or Gb/s?", high_div=1000,
+              low_says="is below a PCIe Gen3 x1 lane (about 1 GB/s)", low_hint="typed in TB/s ({conv} GB/s)?",
+              low_div=0.001, over_max="(typed in MB/s or bytes/s? the column is in GB/s: PCIe Gen5 x16 "
+              "carries about 50)", source=_GPUS_SRC + "; PCI-SIG lane rates"),
+)
+
+
+@dataclass(frozen=True)
+class Relation:
+    """Two columns of one row that must (``error``) or should (``warning``) keep an order:
+    the product of ``small`` at most ``large_scale`` x the product of ``large`` (give or take
+    :data:`RELATION_SLACK`: a rounded 8 against the catalog's 8.03 passes). Checked on every row with
+    at least one of the cells typed (catalog values are consistent with their source), by
+    :mod:`planner.inputs.plausible`; an ``error`` with one side the catalog's is said as a warning
+    (the row may be another model's, typed in part); ``says`` ends the message, ``source`` why."""
+    sheet: str
+    small: tuple[str, ...]
+    large: tuple[str, ...]
+    severity: str
+    says: str
+    large_scale: float = 1.0
+    attention: str | None = None  # only rows of this attention kind
+    at: str = ""                  # the column the message is said at (blank: small[0])
+    source: str = ""
+
+
+RELATION_SLACK = 0.05  # a relation is broken when small > (1 + this) x large_scale x large
+RELATIONS: tuple[Relation, ...] = (
+    Relation(M, ("kv_heads",), ("heads",), "error", "a KV head serves one or more query heads (GQA groups the "
+             "query heads over the KV heads, MHA has one each), so kv_heads is at most heads: are the two "
+             "swapped?", attention="gqa", source="Ainslie et al. 2023, GQA, arXiv:2305.13245 section 2"),
+    Relation(M, ("experts_per_token",), ("experts",), "error", "a token is routed to experts_per_token of the "
+             "experts, so it is at most experts: are the two swapped?", source="Fedus et al. 2021, "
+             "Switch Transformers (top-k routing), arXiv:2101.03961"),
+    Relation(M, ("active_params_b",), ("params_b",), "error", "the parameters active per token are part of the "
+             "model, so active_params_b is at most params_b: are the two swapped?"),
+    Relation(M, ("layers",), ("hidden_size",), "warning", "every published model is wider than it is deep "
+             "(Llama-3.1-70B: 80 layers, 8,192 wide): are layers and hidden_size swapped?", source=_MODELS_SRC),
+    Relation(M, ("layers", "hidden_size", "hidden_size"), ("params_b",), "warning", "the attention's query "
+             "and output projections alone hold about 2 x hidden_size^2 parameters a layer, so params_b is at "
+             "least layers x hidden_size^2 / 1e9: typed in another unit, or the dimensions of another model?",
+             large_scale=1e9, at="params_b", source="Vaswani et al. 2017 (W_Q and W_O, each hidden_size x hidden_size)"),
+    Relation(G, ("bf16_tflops",), ("fp8_tflops",), "warning", "every GPU with FP8 runs it at twice its dense "
+             "BF16 rate (H100 SXM: 989 and 1,979 TFLOPS): are the two swapped, or is one a sparsity figure?",
+             source=_GPUS_SRC),
+)
+
+
+def plausible(sheet: str, name: str) -> Plausible | None:
+    """The :data:`PLAUSIBLE` entry of a column, or None."""
+    for p in PLAUSIBLE:
+        if p.sheet == sheet and p.name == name:
+            return p
+    return None
+
+
 SHEETS = (M, G, W)
 OPTIONAL_SHEETS = (MEAS, DEM, SCN, TIERS)  # read when present; carried to the output as inputs
 SETTINGS = "Settings"
@@ -335,20 +485,22 @@ SETTING_KEYS: tuple[Setting, ...] = (
     Setting("currency", TEXT, "USD", "currency of hourly_cost and the cost columns"),
     Setting("pcie_sweep_gbps", NUMBERS, (), "further host-to-device bandwidths for the PCIe sweep beside "
             "Gen4 and Gen5, in GB/s, separated by ';' (e.g. '200; 450' for C2C-class links)"),
-    Setting("prefill_mfu", FRACTION, 0.41, "roofline estimate: fraction of the dense peak a whole prefill "
+    Setting("prefill_mfu", FRACTION, 0.40, "roofline estimate: fraction of the dense peak a whole prefill "
             "reaches on a GPU of the H100 SXM's balance (989.4 TFLOPS over 3.35 TB/s); other GPUs by their own "
-            "balance through the memory term (0.41: chosen with prefill_layer_ms and prefill_request_ms as the "
-            "minimax over the published concurrency-1 TTFTs of tests/data/published_prefill.csv, README "
-            "'Roofline against published prefills'; was 0.57, 0.45 before)", 0, 1, True),
+            "balance through the memory term (0.40: chosen with prefill_layer_ms and prefill_request_ms as the "
+            "minimax over the published cold concurrency-1 TTFTs of tests/data/published_prefill.csv, README "
+            "'Roofline against published prefills'; was 0.41 with a sweep whose means include a cached "
+            "repeat, 0.57, 0.45 before)", 0, 1, True),
     Setting("prefill_matmul_eff", FRACTION, 0.8, "roofline estimate: fraction of the dense peak the prefill's "
             "matrix products reach (0.8: Maximum Achievable Matmul FLOPS of an H100 SXM, 792 of 989 TFLOPS, "
             "stas00/ml-engineering compute/accelerator/README.md); the rest of prefill_mfu is memory traffic "
             "at the GPU's hbm_tbps", 0, 1, True),
-    Setting("prefill_layer_ms", NUMBER, 0.16, "roofline estimate: fixed cost of a prefill per layer in ms "
+    Setting("prefill_layer_ms", NUMBER, 0.15, "roofline estimate: fixed cost of a prefill per layer in ms "
             "(launches, synchronisation, all-reduce latency; t_fixed_ms of estimated rows is prefill_request_ms "
-            "+ this x layers + one read of the weights + a MoE's padding rows; 0.16: with prefill_mfu and "
+            "+ this x layers + one read of the weights + a MoE's padding rows; 0.15: with prefill_mfu and "
             "prefill_request_ms the minimax over the published concurrency-1 TTFTs of four engines, README "
-            "'Roofline against published prefills'; was 1.05, fitted on vLLM and SGLang sweeps only)", 0, 1e6),
+            "'Roofline against published prefills'; was 0.16 with a sweep whose means include a cached repeat, "
+            "1.05 fitted on vLLM and SGLang sweeps only)", 0, 1e6),
     Setting("prefill_request_ms", NUMBER, 0.0, "roofline estimate: fixed cost of a prefill per request in ms "
             "(HTTP, tokenisation, scheduling, the first sampling step; 0: the same minimax found no cost per "
             "request beyond the per-layer one; raise it for a deployment whose short prompts you have timed, "
@@ -407,6 +559,25 @@ def markdown() -> str:
             out.append(f"| {c.name} | {c.unit} | {c.kind} | {c.range_text()} | {default} | {req} "
                        f"| {c.description} |")
         out.append("")
+    out.append("Plausible magnitudes (`Models`, `GPUs`): a typed value outside the range is planned as typed "
+               "with a warning at its cell (beyond every published model or GPU: a probable unit mistake); a "
+               "value beyond the column's range above is refused, with the probable unit\n")
+    out.append("| sheet | column | warned below | warned above | why | refused above the range as |")
+    out.append("|---|---|---|---|---|---|")
+    for p in PLAUSIBLE:
+        lo = "" if p.low is None else _fmt_bound(p.low)
+        hi = "" if p.high is None else _fmt_bound(p.high)
+        why = "; ".join(x for x in (p.high_says and f"above: {p.high_says}", p.low_says and f"below: {p.low_says}") if x)
+        out.append(f"| {p.sheet} | {p.name} | {lo} | {hi} | {why} | {p.over_max.strip('()')} |")
+    out.append("")
+    out.append("Orders within a row (`Models`, `GPUs`; judged when one of the cells is typed)\n")
+    out.append("| sheet | rule | refused or warned | why |")
+    out.append("|---|---|---|---|")
+    for r in RELATIONS:
+        rhs = " x ".join(r.large) if r.large_scale == 1 else f"{r.large_scale:g} x " + " x ".join(r.large)
+        out.append(f"| {r.sheet} | {' x '.join(r.small)} <= {rhs} | "
+                   f"{'refused' if r.severity == 'error' else 'warned'} | {r.says} {r.source} |")
+    out.append("")
     out.append(f"`{SETTINGS}` (optional; columns `key`, `value`)\n")
     out.append("| key | type | default | description |")
     out.append("|---|---|---|---|")

@@ -10,7 +10,7 @@ import math
 import re
 from typing import Any
 
-from planner.core.schema import ANY, CHOICE, FRACTION, INT, TEXT, Column
+from planner.core.schema import ANY, CHOICE, FRACTION, INT, TEXT, Column, plausible
 from planner.inputs import typed_text as th
 
 
@@ -146,6 +146,8 @@ def _parse(col: Column, raw: Any, number_format: str | None, note: list[str]) ->
         hint = ""
         if col.kind == FRACTION and 2 <= v <= 100:  # 85 most likely meant 85%
             hint = f" (a ratio: write {v / 100:g} or {v:g}%)"
+        elif (pl := plausible(col.sheet, col.name)) is not None and pl.over_max:
+            hint = f" {pl.over_max}"  # the unit mistake that gets there (schema.PLAUSIBLE)
         return None, f"{col.name} {_show(v)} is outside {rng}{hint}"
     if col.kind == FRACTION and col.maximum is not None and col.maximum > 1 and v > 1 and not (
             (isinstance(raw, str) and raw.strip().endswith("%")) or "%" in str(number_format or "")):

@@ -22,20 +22,24 @@ def check_demand(dem, w, problems: list[Problem], grown: frozenset = frozenset()
     quarter in any spelling or a date as ``YYYY-Qn``, said in ``notes``) and spelt as the first
     label naming the same period (Settings ``periods``, in ``order``, first), so ``2027-q1`` and
     ``2027 Q1`` are one period, and the same workload in both is a duplicate."""
-    from planner.inputs.period_labels import fold, period_label
+    from planner.inputs.period_labels import fold, period_label, quarter_problem
 
     spelling = {fold(p): p for p in reversed(order)}
     read: list[str] = []
     for i, rec in enumerate(dem.records):
         if rec.get("period") is None:
             continue
-        label, how = period_label(rec["period"])
+        if (why := quarter_problem(rec["period"])) is not None:  # 2027-Q0: quarters counted from 0
+            problems.append(Problem(_place(dem, "period", i), f"period {why}"))
+            continue
+        label, how = period_label(rec["period"], getattr(dem, "date1904", False))
         label = spelling.setdefault(fold(label), label)
         if how is not None:
             read.append(f"{table_place(dem, 'period', i)} {how}")
         elif label != rec["period"]:
             read.append(f"{table_place(dem, 'period', i)} {rec['period']!r} is period {label!r}")
         rec["period"] = label
+    _odd_periods(dem, order)
     if read and notes is not None:
         more = f" (and {len(read) - 3} more)" if len(read) > 3 else ""
         notes.append(f"Demand: {len(read)} period(s) read as the period they name: {'; '.join(read[:3])}{more}")
@@ -62,3 +66,30 @@ def check_demand(dem, w, problems: list[Problem], grown: frozenset = frozenset()
             problems.append(Problem(table_place(dem, "period", rows[0]),
                                     f"period {period!r} has no demand rows: every demand_tpm of it is blank "
                                     f"(give the demands, or delete the period's rows)"))
+
+
+def _odd_periods(dem, order: tuple) -> None:
+    """A Demand period that is no calendar quarter among periods that are (``total``, ``FY27``, ``3``
+    or ``2027`` beside ``2027-Q1 .. 2027-Q4``) is planned as a period of its own, first, with only its
+    rows, and its rows are missing from the quarter they belong to: a located warning in
+    ``dem.warnings`` (the plan's warnings). With Settings ``periods`` typed, the plan's own check says
+    it (:func:`planner.plan.typed_checks.typed_warnings`: a period that is not one of them)."""
+    from planner.inputs.period_labels import _QUARTER, fold
+
+    if order:
+        return
+    first: dict[str, int] = {}
+    for i, rec in enumerate(dem.records):
+        if rec.get("period") is not None:
+            first.setdefault(str(rec["period"]), i)
+    quarters = sorted(p for p in first if _QUARTER.match(p))
+    if len(quarters) < 2:
+        return
+    for p, i in first.items():
+        if _QUARTER.match(p):
+            continue
+        dem.warnings.append((_place(dem, "period", i),
+                             f"period {p!r} is no calendar quarter, where the sheet's other periods are "
+                             f"({quarters[0]} .. {quarters[-1]}): it is planned as a period of its own, with "
+                             f"only its rows, and they are not in any quarter; if it is a total or a note, "
+                             f"delete its rows; if it is a quarter, type it as {quarters[0]} is typed"))

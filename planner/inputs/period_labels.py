@@ -31,13 +31,24 @@ _ISO_DATE = re.compile(r"^(\d{4})-(\d{2})-(\d{2})(?:[ T]00:00(?::00)?)?$")
 SERIAL_MIN, SERIAL_MAX = 36526, 73050
 _SERIAL = re.compile(r"^\d{5}(?:\.\d+)?$")
 _SERIAL_EPOCH = _dt.date(1899, 12, 30)
+# Excel's 1904 date system (a workbook saved with workbookPr date1904="1", Excel for Mac before 2011
+# and any workbook of that lineage): day 0 is 1904-01-01, so a serial is 1,462 days less than the
+# 1900 system's for the same date (ECMA-376 Part 1, 18.17.4.1; 1904-01-01 is the 1900 system's
+# 1462). openpyxl reads the workbook's epoch (``Workbook.epoch``) and converts date cells itself; a
+# serial without a date format arrives as a plain number, which :func:`serial_date` converts.
+_SERIAL_EPOCH_1904 = _dt.date(1904, 1, 1)
+SERIAL_1904_OFFSET = 1462
 
 
-def serial_date(value) -> _dt.date | None:
+def serial_date(value, date1904: bool = False) -> _dt.date | None:
     """The date of an Excel serial day number typed without a date format (a number, or its text as
-    a text column reads it), or None when ``value`` is no serial within [SERIAL_MIN, SERIAL_MAX].
+    a text column reads it), or None when ``value`` is no serial of a date from 2000-01-01 to
+    2099-12-31 ([SERIAL_MIN, SERIAL_MAX] in the 1900 date system, 1,462 less in the 1904 one:
+    ``date1904``, the workbook's own).
 
     >>> serial_date("46388")
+    datetime.date(2027, 1, 1)
+    >>> serial_date(44926, date1904=True)
     datetime.date(2027, 1, 1)
     >>> serial_date(2027) is None
     True
@@ -47,12 +58,49 @@ def serial_date(value) -> _dt.date | None:
     text = str(value).strip()
     if text.endswith(".0"):
         text = text[:-2]
-    if not _SERIAL.match(text) or not SERIAL_MIN <= float(text) <= SERIAL_MAX:
+    shift = SERIAL_1904_OFFSET if date1904 else 0
+    if not _SERIAL.match(text) or not SERIAL_MIN - shift <= float(text) <= SERIAL_MAX - shift:
         return None
-    return _SERIAL_EPOCH + _dt.timedelta(days=int(float(text)))
+    return (_SERIAL_EPOCH_1904 if date1904 else _SERIAL_EPOCH) + _dt.timedelta(days=int(float(text)))
 
 
-def quarter_label(value) -> tuple[str | None, str | None]:
+def _system(date1904: bool) -> str:
+    return " in the workbook's 1904 date system" if date1904 else ""
+
+
+# a quarter-like label whose quarter number is not 1-4: 2027-Q0 (quarters counted from 0), 2027-Q5
+_BAD_YEAR_Q = re.compile(r"^(\d{4})\s*[-/_ ]?\s*Q(\d+)$", re.I)
+_BAD_Q_YEAR = re.compile(r"^Q(\d+)\s*[-/_ ']?\s*(\d{4}|\d{2})$", re.I)
+
+
+def quarter_problem(value) -> str | None:
+    """Why ``value`` is a quarter label that names no quarter (``2027-Q0``, ``Q5 2027``), or None.
+
+    >>> quarter_problem("2027-Q0")
+    "'2027-Q0' names quarter 0 of 2027: calendar quarters are numbered 1 to 4 (2027-Q1 is January to March); if the quarters were counted from 0, add 1 to each"
+    >>> quarter_problem("2027-Q4") is None
+    True
+    """
+    if value is None or isinstance(value, (_dt.date, _dt.datetime, bool)):
+        return None
+    text = re.sub(r"\s+", " ", str(value).strip())
+    if m := _BAD_YEAR_Q.match(text):
+        year, q = m.group(1), int(m.group(2))
+    elif m := _BAD_Q_YEAR.match(text):
+        year = m.group(2) if len(m.group(2)) == 4 else f"20{m.group(2)}"
+        q = int(m.group(1))
+    else:
+        return None
+    if 1 <= q <= 4:
+        return None
+    if q == 0:
+        return (f"{text!r} names quarter 0 of {year}: calendar quarters are numbered 1 to 4 ({year}-Q1 is "
+                f"January to March); if the quarters were counted from 0, add 1 to each")
+    return (f"{text!r} names quarter {q} of {year}: calendar quarters are numbered 1 to 4 ({int(year) + 1}-Q1 "
+            f"follows {year}-Q4)")
+
+
+def quarter_label(value, date1904: bool = False) -> tuple[str | None, str | None]:
     """``(label, how)``: a calendar quarter as ``YYYY-Qn`` and how it was read (None: typed so
     already), or ``(None, None)`` when ``value`` is not a quarter or a date.
 
@@ -74,10 +122,10 @@ def quarter_label(value) -> tuple[str | None, str | None]:
     if m := _Q_YEAR.match(text):
         year = m.group(2) if len(m.group(2)) == 4 else f"20{m.group(2)}"
         return f"{year}-Q{m.group(1)}", "a quarter"
-    if (d := serial_date(text)) is not None:
+    if (d := serial_date(text, date1904)) is not None:
         return (f"{d.year}-Q{(d.month - 1) // 3 + 1}",
-                f"a date without a date format (Excel's serial day number of {d.isoformat()}), read as its "
-                f"calendar quarter")
+                f"a date without a date format (Excel's serial day number of {d.isoformat()}"
+                f"{_system(date1904)}), read as its calendar quarter")
     if m := _ISO_DATE.match(text):
         try:
             d = _dt.date(int(m.group(1)), int(m.group(2)), int(m.group(3)))
@@ -87,9 +135,10 @@ def quarter_label(value) -> tuple[str | None, str | None]:
     return None, None
 
 
-def period_label(value) -> tuple[str, str | None]:
-    """A period cell's label and, when it was rewritten, a note saying how it was read."""
-    label, how = quarter_label(value)
+def period_label(value, date1904: bool = False) -> tuple[str, str | None]:
+    """A period cell's label and, when it was rewritten, a note saying how it was read (``date1904``:
+    the workbook counts its serial days in the 1904 date system)."""
+    label, how = quarter_label(value, date1904)
     if label is not None:
         return label, (None if how is None else f"{_typed(value)} is {how}: {label}")
     return re.sub(r"\s+", " ", str(value).strip()), None
@@ -106,7 +155,7 @@ def fold(label: str) -> str:
     return re.sub(r"\s+", " ", str(label).strip()).casefold()
 
 
-def serial_notes(text) -> list[str]:
+def serial_notes(text, date1904: bool = False) -> list[str]:
     """What :func:`parse_periods` read from a date serial in Settings ``periods`` (one note per label or
     range end typed as a serial day number), for the note at the cell."""
     if text is None or isinstance(text, (_dt.date, _dt.datetime)):
@@ -115,17 +164,18 @@ def serial_notes(text) -> list[str]:
     for part in [p.strip() for p in re.split(r"[;,]", str(text))]:
         rng = _RANGE.match(part)
         for x in (rng.groups() if rng else (part,)):
-            if serial_date(x) is not None:
-                label, how = quarter_label(x)
+            if serial_date(x, date1904) is not None:
+                label, how = quarter_label(x, date1904)
                 out.append(f"{x.strip()!r} is {how}: {label}")
     return out
 
 
-def parse_periods(text) -> tuple[list[str], list[str]]:
+def parse_periods(text, date1904: bool = False) -> tuple[list[str], list[str]]:
     """Settings ``periods``: ``'2027-Q1; 2027-Q2'`` (or ``,`` between labels) or the quarter range
     ``'2027-Q1..2027-Q4'`` (also ``2027-Q1 - 2027-Q4``, ``2027-Q1 to 2027-Q4``, ``Q1 2027..Q4 2027``).
 
-    Returns ``(labels, problems)``; blank gives ``([], [])``.
+    Returns ``(labels, problems)``; blank gives ``([], [])``. ``date1904``: a serial day number is
+    read in Excel's 1904 date system (the reader passes the workbook's; it then stores the labels).
 
     >>> parse_periods("2027-Q3..2028-Q2")[0]
     ['2027-Q3', '2027-Q4', '2028-Q1', '2028-Q2']
@@ -143,7 +193,10 @@ def parse_periods(text) -> tuple[list[str], list[str]]:
         if not part:
             continue
         rng = _RANGE.match(part)
-        ends = [quarter_label(x)[0] for x in rng.groups()] if rng else [None, None]
+        for x in (rng.groups() if rng else (part,)):
+            if (why := quarter_problem(x)) is not None:
+                return [], [f"periods {part!r}: {why}"]
+        ends = [quarter_label(x, date1904)[0] for x in rng.groups()] if rng else [None, None]
         if rng and None not in ends:
             (y0, q0), (y1, q1) = ((int(x[:4]), int(x[-1])) for x in ends)
             a, b = y0 * 4 + q0 - 1, y1 * 4 + q1 - 1
@@ -160,7 +213,7 @@ def parse_periods(text) -> tuple[list[str], list[str]]:
             return [], [f"periods {part!r} names {len(named)} quarters without ';' or ',' between them: type "
                         f"{listed!r} (or a range, e.g. {quarter_label(named[0])[0]}..{quarter_label(named[-1])[0]})"]
         else:
-            out.append(period_label(part)[0])
+            out.append(period_label(part, date1904)[0])
     seen = set()
     dup = [p for p in out if fold(p) in seen or seen.add(fold(p))]
     if dup:

@@ -56,6 +56,8 @@ class Table:
     # (place of the header, header as typed, currency code) of price headers naming a currency
     # (``hourly_cost (EUR/h)``), held against Settings currency once the Settings are read
     currencies: list[tuple[Any, str, str]] = field(default_factory=list)
+    # the workbook counts its serial days in Excel's 1904 date system (planner.inputs.period_labels)
+    date1904: bool = False
 
     def column(self, name: str) -> list[Any]:
         return [r.get(name) for r in self.records]
@@ -347,6 +349,7 @@ def read_input(path: str | Path, *, checks: Sequence[Callable[[BoundaryState], l
                 continue
             t = _read_table(ws, sheet, problems, scans.get(sheet.lower()), notes)
             if t is not None:
+                t.date1904 = is_date1904(wb)  # its period serials are read in the workbook's date system
                 optional[sheet] = t
                 positions[sheet] = t.positions
     except InputError:
@@ -369,6 +372,9 @@ def read_input(path: str | Path, *, checks: Sequence[Callable[[BoundaryState], l
         check_models(m, positions["Models"], problems)
     if g is not None:
         check_gpus(g, positions["GPUs"], problems)
+    from planner.inputs.plausible import relation_problems  # kv_heads > heads and the like: impossible
+
+    problems += relation_problems({schema.M: m, schema.G: g}, "error")
     if w is not None:
         check_workloads(w, positions["Workloads"], canon, problems, notes)
     if schema.MEAS in optional:  # rows naming a load-test result file filled from it (issue 18)
@@ -444,11 +450,21 @@ def _unreadable(path: Path, exc: BaseException) -> Problem:
                               f"damaged: open and save it in Excel")
 
 
+def is_date1904(wb) -> bool:
+    """Whether the workbook counts its dates in Excel's 1904 date system (workbookPr date1904, read
+    by openpyxl as ``Workbook.epoch``): openpyxl converts its date cells; the reader converts the
+    serial day numbers typed without a date format (:mod:`planner.inputs.period_labels`)."""
+    from openpyxl.utils.datetime import CALENDAR_MAC_1904
+
+    return getattr(wb, "epoch", None) == CALENDAR_MAC_1904
+
+
 def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
                    notes: list[str] | None = None, places: dict[str, str] | None = None
                    ) -> tuple[dict[str, Any], list[tuple[Any, Any]]]:
     values = {s.key: s.default for s in schema.SETTING_KEYS}
     extra: list[tuple[Any, Any]] = []
+    date1904 = is_date1904(wb)
     ws = _find_sheet(wb, schema.SETTINGS)
     if ws is None:
         return values, extra
@@ -485,13 +501,18 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
         if key == "periods" and err is None:  # the period list of demand growth (planner.finance.periods)
             from planner.inputs.period_labels import parse_periods, serial_notes
 
-            err = "; ".join(parse_periods(v)[1]) or None
+            labels, errs = parse_periods(v, date1904)
+            err = "; ".join(errs) or None
             if err is None and notes is not None:
-                notes.extend(f"{where} {n}" for n in serial_notes(v))
+                notes.extend(f"{where} {n}" for n in serial_notes(v, date1904))
+            if err is None and date1904 and serial_notes(v, True):
+                v = "; ".join(labels)  # read in the workbook's date system here; later readers see labels
         if key == "quarter" and err is None and v is not None:  # the run's label: a date read as its quarter
-            from planner.inputs.period_labels import quarter_label
+            from planner.inputs.period_labels import quarter_label, quarter_problem
 
-            label, how = quarter_label(vcell.value if vcell.value is not None else v)
+            if (why := quarter_problem(v)) is not None:  # 2026-Q5, 2027-Q0
+                err = f"quarter {why}"
+            label, how = quarter_label(vcell.value if vcell.value is not None else v, date1904)
             if label is not None and how is not None and how.startswith("a date"):
                 if notes is not None:
                     notes.append(f"{where} {str(v).strip()!r} is {how}: {label}")

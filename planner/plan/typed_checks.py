@@ -10,8 +10,9 @@ was meant, so it is said at its cell (stderr, Checks, memo) instead of planned s
   growth rate and Demand rows in only some of Settings ``periods`` needs nothing in the others;
 * a Demand period that is not one of Settings ``periods`` (``FY27 Q1`` beside ``2027-Q1..2027-Q4``):
   planned as a period of its own, after them;
-* an HBM bandwidth above :data:`HBM_TBPS_MAX` TB/s (typed in GB/s?), an HBM size above
-  :data:`HBM_GIB_MAX` GiB (in MiB?), an hourly cost above :data:`HOURLY_COST_MAX` a GPU-hour (per
+* every Models/GPUs magnitude beyond published configs and datasheets (an HBM bandwidth typed in
+  GB/s, an HBM size in MiB, ``params_b`` in millions...: :data:`planner.core.schema.PLAUSIBLE`,
+  :mod:`planner.inputs.plausible`), an hourly cost above :data:`HOURLY_COST_MAX` a GPU-hour (per
   month?), a host link over :data:`PCIE_FACTOR_MAX` x its PCIe generation's (in Gb/s?);
 * a demand below one request an hour (typed in millions of tokens/min?). A measured TTFT or TPOT
   typed in microseconds is said by :func:`planner.plan.trust.measurement_bounds`, in one pass with
@@ -25,12 +26,8 @@ import numpy as np
 from planner.core.errors import Problem
 from planner.core.places import Place
 
-# The fastest HBM of a GPU the catalog knows is 8 TB/s (B200); 30 TB/s is no GPU's, 3,350 is an
-# H100's 3.35 TB/s typed in GB/s.
-HBM_TBPS_MAX = 30.0
-# The largest HBM of any GPU is 288 GB (B300, MI355X); 1,024 GiB is no GPU's, 81,559 is an H100's
-# memory as nvidia-smi prints it, in MiB (79.6 GiB).
-HBM_GIB_MAX = 1024.0
+# HBM size and bandwidth typed in MiB or GB/s (and every other Models/GPUs magnitude): one table,
+# planner.core.schema.PLAUSIBLE, checked by planner.inputs.plausible.
 # An on-demand GPU-hour costs 1-15 in the currencies a GPU is usually priced in (AWS p5.48xlarge,
 # 8x H100, USD 98.32/h on demand: 12.29 a GPU-hour); 100 a GPU-hour is no GPU's, 1,825 is USD 2.50/h
 # typed per month (x 730 h). Checked only in these currencies (a GPU-hour is thousands in JPY).
@@ -118,6 +115,12 @@ def typed_warnings(plan) -> list[Problem]:
     out += _gpu_units(plan)
     out += _tiny_demand(plan)
     out += _tpm_measured_off(plan)
+    from planner.plan.demand_scale import huge_demand_warnings  # per-day demand in the per-minute column
+
+    out += huge_demand_warnings(plan)
+    from planner.plan.breakdown_checks import partial_breakdown_warnings  # t_attn0_ms typed, t_ffn0_ms blank
+
+    out += partial_breakdown_warnings(plan)
     return out
 
 
@@ -153,21 +156,16 @@ def _tpm_measured_off(plan) -> list[Problem]:
 
 
 def _slow_measurements(plan) -> list[Problem]:
-    """An HBM bandwidth typed in GB/s. (The Measurements rows' slow side, typed in microseconds, is
-    checked with their fast side in one pass: :func:`planner.plan.trust.measurement_bounds`.)"""
-    p_in = plan.input
-    out: list[Problem] = []
-    for i, g in enumerate(p_in.gpus.records):
-        tb = g.get("hbm_tbps")
-        if tb is not None and float(tb) > HBM_TBPS_MAX:
-            out.append(Problem(_cell(p_in.gpus, "hbm_tbps", i),
-                               f"hbm_tbps {float(tb):,.6g} TB/s is beyond any GPU's memory bandwidth (the fastest, "
-                               f"B200, has 8 TB/s): typed in GB/s ({float(tb) / 1000:,.4g} TB/s)?"))
-    return out
+    """The Models/GPUs magnitudes of :data:`planner.core.schema.PLAUSIBLE` (an HBM bandwidth typed in
+    GB/s...). The Measurements rows' slow side, typed in microseconds, is checked with their fast
+    side in one pass: :func:`planner.plan.trust.measurement_bounds`."""
+    from planner.inputs.plausible import input_warnings
+
+    return input_warnings(plan.input)
 
 
 def _gpu_units(plan) -> list[Problem]:
-    """GPUs values typed in another unit than the column's: ``hbm_gib`` in MiB, ``hourly_cost`` per
+    """GPUs values typed in another unit than the column's: ``hourly_cost`` per
     month (or per node), ``pcie_gbps`` in Gb/s. Each a located warning, the value planned as typed."""
     from planner.equations.constants import PCIE_GEN_GBPS
 
@@ -175,11 +173,6 @@ def _gpu_units(plan) -> list[Problem]:
     currency = str(plan.input.settings.get("currency") or "USD").strip().upper()
     out: list[Problem] = []
     for i, g in enumerate(gpus.records):
-        gib = g.get("hbm_gib")
-        if gib is not None and float(gib) > HBM_GIB_MAX:
-            out.append(Problem(_cell(gpus, "hbm_gib", i),
-                               f"hbm_gib {float(gib):,.6g} GiB is beyond any GPU's memory (the largest have 288 GB): "
-                               f"typed in MiB ({float(gib) / 1024:,.4g} GiB)?"))
         cost = g.get("hourly_cost")
         if cost is not None and currency in HOURLY_COST_CURRENCIES and float(cost) > HOURLY_COST_MAX:
             out.append(Problem(_cell(gpus, "hourly_cost", i),

@@ -1,0 +1,70 @@
+"""A demand no single workload plausibly has (issue 20, trust5): a per-day (or per-hour) demand typed
+in the per-minute ``demand_tpm`` column plans silently at 1,440x (60x) the GPUs. The example's chat
+workload (7.2M tokens/min, 56 GPUs) typed per day in the per-minute column planned 811,769 GPUs
+with exit 0 and no message.
+
+A workload whose demand alone needs more than :data:`GPUS_MAX` GPUs gets a located warning with the
+fleet it would need if the number were per day or per hour. The bound: the largest GPU clusters
+published are of the order of 100,000 GPUs for all of a company's training and inference (xAI's
+Colossus: 100,000 H100 when activated in July 2024, 200,000 H100/H200 announced in October 2024;
+https://www.teslarati.com/xai-supercomputer-memphis-upgraded-1-million-gpus/, 2024-12-06),
+so one inference workload above a tenth of that is more likely a unit mistake than a plan; it is
+planned as typed (a warning, not a refusal: such a fleet is not impossible).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from planner.core.errors import Problem
+from planner.core.places import Place
+from planner.equations.demand import demand_per_minute
+
+GPUS_MAX = 10_000.0  # GPUs one workload's demand may need before it is said (see the module docstring)
+
+
+def _per_gpu(plan) -> dict[str, float]:
+    """Delivered tokens/min one GPU serves at the target, after target_utilization, per workload."""
+    res, r = plan.resolved, plan.results
+    if "tpm_per_gpu" not in r:
+        return {}
+    util = res["target_utilization"].to_numpy(dtype=float) if "target_utilization" in res else np.ones(len(res))
+    util = np.where(np.isfinite(util) & (util > 0), util, 1.0)
+    per = r["tpm_per_gpu"].to_numpy(dtype=float) * util
+    return {str(w).strip().lower(): float(x) for w, x in zip(res["workload"], per)}
+
+
+def huge_demand_warnings(plan) -> list[Problem]:
+    """A warning at each Workloads or Demand ``demand_tpm`` cell whose demand alone needs more than
+    :data:`GPUS_MAX` GPUs: ``demand / (tpm_per_gpu x target_utilization)``, the fleet's own sizing
+    before rounding to whole instances."""
+    per = _per_gpu(plan)
+    out: list[Problem] = []
+
+    def check(table, i: int, wl, demand: float, unit: str) -> None:
+        g = per.get(str(wl).strip().lower())
+        if g is None or not np.isfinite(g) or g <= 0 or not np.isfinite(demand):
+            return
+        gpus = demand / g
+        if gpus <= GPUS_MAX:
+            return
+        shown = "tokens/min" if unit == "tokens/min" else f"tokens/min ({unit} typed in the row's demand_unit)"
+        out.append(Problem(Place.of_table(table, "demand_tpm", i),
+                           f"demand_tpm {demand:,.6g} {shown} needs about {gpus:,.0f} GPUs for {wl} alone "
+                           f"({g:,.0f} tokens/min a GPU at its target), more than {GPUS_MAX:,.0f} (the largest "
+                           f"published clusters hold about 100,000 GPUs for a whole company): typed per day "
+                           f"({gpus / 1440:,.0f} GPUs as tokens/day) or per hour ({gpus / 60:,.0f} GPUs as "
+                           f"tokens/hour)? Head the column 'demand_tpm (tokens/day)' to have it converted; if the "
+                           f"demand is right, check the row's times and tpm_measured (its other warnings)"))
+
+    wt = plan.input.workloads
+    for i, rec in enumerate(wt.records):
+        if rec.get("demand_tpm") is not None:
+            check(wt, i, rec.get("workload"), float(rec["demand_tpm"]), "tokens/min")
+    dem = plan.input.optional.get("Demand")
+    for i, rec in enumerate(dem.records if dem is not None else ()):
+        if rec.get("demand_tpm") is None:
+            continue
+        unit = str(rec.get("demand_unit") or "tokens/min")
+        check(dem, i, rec.get("workload"), float(demand_per_minute(float(rec["demand_tpm"]), unit)), unit)
+    return out
