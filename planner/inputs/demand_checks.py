@@ -30,7 +30,7 @@ def check_demand(dem, w, problems: list[Problem], grown: frozenset = frozenset()
         if rec.get("period") is None:
             continue
         if (why := quarter_problem(rec["period"])) is not None:  # 2027-Q0: quarters counted from 0
-            problems.append(Problem(_place(dem, "period", i), f"period {why}"))
+            problems.append(Problem(table_place(dem, "period", i), f"period {why}"))
             continue
         label, how = period_label(rec["period"], getattr(dem, "date1904", False))
         label = spelling.setdefault(fold(label), label)
@@ -74,7 +74,7 @@ def _odd_periods(dem, order: tuple) -> None:
     rows, and its rows are missing from the quarter they belong to: a located warning in
     ``dem.warnings`` (the plan's warnings). With Settings ``periods`` typed, the plan's own check says
     it (:func:`planner.plan.typed_checks.typed_warnings`: a period that is not one of them)."""
-    from planner.inputs.period_labels import _QUARTER, fold
+    from planner.inputs.period_labels import QUARTER, fold
 
     if order:
         return
@@ -82,13 +82,13 @@ def _odd_periods(dem, order: tuple) -> None:
     for i, rec in enumerate(dem.records):
         if rec.get("period") is not None:
             first.setdefault(str(rec["period"]), i)
-    quarters = sorted(p for p in first if _QUARTER.match(p))
+    quarters = sorted(p for p in first if QUARTER.match(p))
     if len(quarters) < 2:
         return
     for p, i in first.items():
-        if _QUARTER.match(p):
+        if QUARTER.match(p):
             continue
-        dem.warnings.append((_place(dem, "period", i),
+        dem.warnings.append((table_place(dem, "period", i),
                              f"period {p!r} is no calendar quarter, where the sheet's other periods are "
                              f"({quarters[0]} .. {quarters[-1]}): it is planned as a period of its own, with "
                              f"only its rows, and they are not in any quarter; if it is a total or a note, "
