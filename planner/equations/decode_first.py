@@ -92,6 +92,34 @@ def _shape(u, budget, s0, s1, osl, concurrency):
     return U, K, k, s_b, tok, m_s, s_s, g, c
 
 
+def _groups(U, M, c):
+    """The followers' groups when a prompt fits beside the decodes (``u <= M - c + 1``): ``n`` whole
+    prompts share a step (``n = floor((M - c + 1)/u)``), ``J = ceil((c-1)/n)`` groups, the first of
+    ``n1 = min(n, c-1)``, the last of ``r = c - 1 - (J-1) n``; returns (whole, n, n1, nB, nC, J)."""
+    b = np.maximum(c - 1, 0.0)
+    room = np.maximum(np.where(np.isfinite(M), M, U + b) - b, 1.0)
+    whole = U <= room + EPS                            # k = 1: a prompt fits in one step
+    n = np.maximum(np.floor(room / U + EPS), 1.0)
+    J = np.where(b > 0, _ceil(b / n), 0.0)
+    n1 = np.minimum(n, b)
+    r = b - np.maximum(J - 1, 0.0) * n
+    nB = np.maximum(J - 2, 0.0) * n
+    nC = np.where(J >= 2, r, 0.0)
+    return whole, n, n1, nB, nC, r
+
+
+def _group_values(P, F, s_b, n, n1, r):
+    """The steps and TTFTs of the group law (module docstring): ``step(x) = s(c-1) + F + x (P - F)``;
+    the head ``T_a = step(1)``; the first group ``A = step(1) + step(n1)``; a middle group
+    ``B = 2 step(n)``; the last ``C = step(n) + step(r)``."""
+    V = P - F
+
+    def step(x):
+        return s_b + F + x * V
+
+    return step(1.0), step(1.0) + step(n1), 2 * step(n), step(n) + step(r)
+
+
 def steady_coefficients(u, budget, s0, s1, osl, concurrency):
     r"""Both branches of the steady mean TTFT as ``a P + b F + k0``.
 
@@ -115,6 +143,13 @@ def steady_coefficients(u, budget, s0, s1, osl, concurrency):
     U, K, k, s_b, tok, m_s, s_s, g, c = _shape(u, budget, s0, s1, osl, concurrency)
     w = (c - 1) * (1 + k)                              # train steps the c - 1 followers wait, summed
     train = ((1 + w * tok / U) / c, ((k - K) + w * (1 - K * tok / U)) / c, (k + w) * s_b / c)
+    # the group law (a prompt fits beside the decodes): step(x) = x P + (1 - x) F + s; the sum
+    # T_a + n1 A + nB B + nC C over c, each a sum of two steps but the head's one
+    whole, n, n1, nB, nC, r = _groups(U, _f(budget), c)
+    xs = 1 + n1 * (1 + n1) + nB * 2 * n + nC * (n + r)          # the prompts' count of V, summed
+    steps = 1 + 2 * (n1 + nB + nC)                               # steps waited, summed
+    group = (xs / c, (steps - xs) / c, steps * s_b / c)
+    train = tuple(np.where(whole, gv, tv) for gv, tv in zip(group, train))
     bound = (g * m_s / U, g * (1 - K * m_s / U), g * s_s)
     return train, bound
 
@@ -154,6 +189,19 @@ def steady_ttft_ms(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=np.n
     t_f = (1 + k) * (s_b + F + tok * V / U)            # a follower of the train
     qq = np.broadcast_to(np.nan_to_num(_f(q), nan=0.0), t_a.shape)
     t_train = np.where(qq > 0, t_a + np.minimum(qq * (c - 1), 1.0) * (t_f - t_a), (t_a + (c - 1) * t_f) / c)
+    # the group law where a prompt fits beside the decodes (module docstring)
+    whole, n, n1, nB, nC, r = _groups(U, _f(budget), c)
+    g_a, g_A, g_B, g_C = _group_values(P, F, s_b, n, n1, r)
+    g_mean = (g_a + n1 * g_A + nB * g_B + nC * g_C) / np.maximum(c, 1.0)
+    x = qq * np.maximum(c - 1, 0.0)                    # numpy's linear interpolation at q (c - 1)
+    lo = np.floor(x + EPS)
+    hi = np.minimum(lo + 1, np.maximum(c - 1, 0.0))
+
+    def at(j):                                         # the j-th value, ordered: T_a, A, C, B
+        return np.where(j < 1, g_a, np.where(j <= n1, g_A, np.where(j <= n1 + nC, g_C, g_B)))
+
+    g_q = at(lo) + (x - lo) * (at(hi) - at(lo))
+    t_train = np.where(whole, np.where(qq > 0, g_q, g_mean), t_train)
     t_s = (s_s + F + m_s * V / U) * g
     return np.where(np.isfinite(_f(concurrency) * U), np.maximum(t_train, t_s), np.nan)
 
@@ -173,11 +221,36 @@ def _(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=None):
     t_a = f"{k}*({s_b}+{t_fixed})+{v}"
     t_f = f"(1+{k})*({s_b}+{t_fixed}+{tok}*{v}/{u})"
     mean = f"({t_a}+{b}*{t_f})/MAX({c},1)"
+    # the group law where a prompt fits beside the decodes (u <= M - c + 1)
+    room = f"MAX({m}-{b},1)"
+    n = f"MAX(FLOOR({room}/{u}+{EPS:g},1),1)"
+    jg = f"IF({b}>0,CEILING({b}/{n}-{EPS:g},1),0)"
+    n1 = f"MIN({n},{b})"
+    r = f"({b}-MAX({jg}-1,0)*{n})"
+    n_b = f"MAX({jg}-2,0)*{n}"
+    n_c = f"IF({jg}>=2,{r},0)"
+    vg = f"({prefill}-{t_fixed})"
+
+    def step(x):
+        return f"({s_b}+{t_fixed}+{x}*{vg})"
+
+    g_a, g_aa, g_bb, g_cc = step(1), f"({step(1)}+{step(n1)})", f"2*{step(n)}", f"({step(n)}+{step(r)})"
+    g_mean = f"({g_a}+{n1}*{g_aa}+{n_b}*{g_bb}+{n_c}*{g_cc})/MAX({c},1)"
+    whole = f"{u}<={room}+{EPS:g}"
     if q is None:
-        t_train = mean
+        t_train = f"IF({whole},{g_mean},{mean})"
     else:
         quantile = f"{t_a}+MIN({q}*{b},1)*({t_f}-({t_a}))"
-        t_train = quantile if q in pp._POSITIVE_Q else f"IF({q}>0,{quantile},{mean})"
+        x = f"{q}*{b}"
+        lo = f"FLOOR({x}+{EPS:g},1)"
+        hi = f"MIN({lo}+1,{b})"
+
+        def at(j):
+            return f"IF({j}<1,{g_a},IF({j}<={n1},{g_aa},IF({j}<={n1}+{n_c},{g_cc},{g_bb})))"
+
+        g_q = f"({at(lo)}+({x}-{lo})*({at(hi)}-{at(lo)}))"
+        q_val = f"IF({whole},{g_q},{quantile})"
+        t_train = q_val if q in pp._POSITIVE_Q else f"IF({q}>0,{q_val},IF({whole},{g_mean},{mean}))"
     t_s = f"({s_s}+{t_fixed}+{m_s}*{v}/{u})*({c}*{u}/{m_s}-{osl})"
     return f'IF(ISNUMBER({c}),MAX({t_train},{t_s}),"")'
 
