@@ -93,12 +93,12 @@ def _shape(u, budget, s0, s1, osl, concurrency):
 
 
 def _groups(U, M, c):
-    """The followers' groups when a prompt fits beside the decodes (``u <= M - c + 1``): ``n`` whole
-    prompts share a step (``n = floor((M - c + 1)/u)``), ``J = ceil((c-1)/n)`` groups, the first of
-    ``n1 = min(n, c-1)``, the last of ``r = c - 1 - (J-1) n``; returns (whole, n, n1, nB, nC, J)."""
+    """The followers' groups where two whole prompts fit beside the decodes (``2u <= M - c + 1``):
+    ``n`` whole prompts share a step (``n = floor((M - c + 1)/u)``), ``J = ceil((c-1)/n)`` groups, the
+    first of ``n1 = min(n, c-1)``, the last of ``r = c - 1 - (J-1) n``; returns (whole, n, n1, nB, nC, r)."""
     b = np.maximum(c - 1, 0.0)
     room = np.maximum(np.where(np.isfinite(M), M, U + b) - b, 1.0)
-    whole = U <= room + EPS                            # k = 1: a prompt fits in one step
+    whole = 2 * U <= room + EPS                        # two whole prompts fit in a step beside the decodes
     n = np.maximum(np.floor(room / U + EPS), 1.0)
     J = np.where(b > 0, _ceil(b / n), 0.0)
     n1 = np.minimum(n, b)
@@ -236,7 +236,7 @@ def _(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=None):
 
     g_a, g_aa, g_bb, g_cc = step(1), f"({step(1)}+{step(n1)})", f"2*{step(n)}", f"({step(n)}+{step(r)})"
     g_mean = f"({g_a}+{n1}*{g_aa}+{n_b}*{g_bb}+{n_c}*{g_cc})/MAX({c},1)"
-    whole = f"{u}<={room}+{EPS:g}"
+    whole = f"2*{u}<={room}+{EPS:g}"
     if q is None:
         t_train = f"IF({whole},{g_mean},{mean})"
     else:
