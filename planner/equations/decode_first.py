@@ -478,3 +478,161 @@ def ttft_load_p90_sched_ms(prefill, wait_p90, concurrency, t_fixed, isl, hit, bu
 def _(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget, scheduler, steady_p90):
     base = qu.ttft_load_p90_ms.xl(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget)
     return f'IF(AND(ISNUMBER({concurrency}),{scheduler}="decode_first"),{steady_p90},{base})'
+
+
+# ----------------------------------------------------------------------------- the open loop, decode first
+def _open_k(U, M, b):
+    """Steps of a prompt beside ``b`` decodes, ``ceil(u / (M - b))`` (NaN budget: one step)."""
+    room = np.maximum(np.where(np.isfinite(M), M, U + b) - b, 1.0)
+    return _ceil(U / room)
+
+
+def open_batch(rate, prefill, t_fixed, u, budget, s0, s1, osl):
+    r"""Decode batch of the open loop (Poisson arrivals) under a decode-first scheduler.
+
+    Every step advances each decoding request by one token and costs ``s(b) = s0 + s1 b``, plus
+    ``F`` and the prompt work when it holds prompt tokens; the prompts take ``k F + V`` of GPU time
+    each (``k = ceil(u / (M - b))`` chunks, ``V = P - K F``, ``K = ceil(u/M)``), a fraction
+    ``λ (k F + V)`` of the time, and the steps the rest, so ``TPOT = s(b) / (1 - λ(kF + V))``; with
+    Little's law ``b = λ osl TPOT``:
+
+    .. math:: b = \frac{λ\, osl\, s_0}{1 - λ (k F + V) - λ\, osl\, s_1}
+
+    solved with ``k = K`` and then once more with ``k`` at that batch.
+
+    Parameters
+    ----------
+    rate : numeric, requests/s per instance
+    prefill : numeric, P, request-alone prefill [ms]
+    t_fixed : numeric, F, fixed cost per forward pass [ms]
+    u : numeric, new prompt tokens per request [tokens]
+    budget : numeric, M, ``max_num_batched_tokens`` (NaN: one prompt a step) [tokens]
+    s0, s1 : numeric, decode-step law [ms], [ms per request]
+    osl : numeric, output length [tokens]
+
+    Returns
+    -------
+    numeric, mean decode batch [requests] (NaN when the instance saturates)
+    """
+    lam = _f(rate) / 1000.0
+    P, F, U, M = _f(prefill), _f(t_fixed), np.maximum(_f(u), 1.0), _f(budget)
+    K = _open_k(U, M, 0.0)
+    V = np.maximum(P - K * F, 0.0)
+
+    def solve(k):
+        den = 1 - lam * (k * F + V) - lam * _f(osl) * _f(s1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(den > 0, lam * _f(osl) * _f(s0) / den, np.nan)
+
+    b0 = solve(K)
+    return solve(_open_k(U, M, np.nan_to_num(b0, nan=0.0)))
+
+
+@excel_twin(open_batch)
+def _(rate, prefill, t_fixed, u, budget, s0, s1, osl):
+    lam = f"({rate}/1000)"
+
+    def k_at(b):
+        return f"CEILING({u}/MAX(IF(ISNUMBER({budget}),{budget},{u}+{b})-{b},1)-{EPS:g},1)"
+
+    v = f"MAX({prefill}-{k_at(0)}*{t_fixed},0)"
+
+    def solve(k):
+        den = f"(1-{lam}*({k}*{t_fixed}+{v})-{lam}*{osl}*{s1})"
+        return f'IF({den}>0,{lam}*{osl}*{s0}/{den},"")'
+
+    b0 = solve(k_at(0))
+    return solve(k_at(f"N({b0})"))
+
+
+def open_prefill_ms(prefill, t_fixed, u, budget, s0, s1, batch):
+    r"""A prompt's time in the engine beside ``b`` decodes under decode first (the open loop's
+    service time of the prefill queue): ``k`` steps, each paying the decode step and ``F``, and its
+    variable work ``V``:
+
+    .. math:: P_{df} = k\,(s̄(b) + F) + V, \quad k = \lceil u / (M - b) \rceil,\ V = P - \lceil u/M \rceil F
+
+    ``s̄(b)`` the mean decode part of a step (:func:`open_step_ms`). At ``b = 0``: ``P``.
+
+    Parameters
+    ----------
+    prefill, t_fixed, u, budget, s0, s1 : as :func:`open_batch`
+    batch : numeric, b, decode batch (:func:`open_batch`) [requests]
+
+    Returns
+    -------
+    numeric, P_df [ms]
+    """
+    P, F, U, M, b = _f(prefill), _f(t_fixed), np.maximum(_f(u), 1.0), _f(budget), _f(batch)
+    V = np.maximum(P - _open_k(U, M, 0.0) * F, 0.0)
+    return _open_k(U, M, b) * (open_step_ms(s0, s1, b) + F) + V
+
+
+def open_step_ms(s0, s1, batch):
+    r"""The decode part of a step in the open loop: the requests in decode are Poisson with mean ``b``
+    (an M/G/inf stage), so a step carries the weights read with probability ``1 - e^{-b}`` and the
+    KV of ``b`` requests on average: ``s̄(b) = (1 - e^{-b}) s0 + s1 b``.
+
+    Parameters
+    ----------
+    s0, s1 : numeric, decode-step law [ms], [ms per request]
+    batch : numeric, b [requests]
+
+    Returns
+    -------
+    numeric, s̄(b) [ms]
+    """
+    b = np.maximum(_f(batch), 0.0)
+    return (1 - np.exp(-b)) * _f(s0) + _f(s1) * b
+
+
+@excel_twin(open_step_ms)
+def _(s0, s1, batch):
+    return f"((1-EXP(-MAX({batch},0)))*{s0}+{s1}*MAX({batch},0))"
+
+
+@excel_twin(open_prefill_ms)
+def _(prefill, t_fixed, u, budget, s0, s1, batch):
+    def k_at(b):
+        return f"CEILING({u}/MAX(IF(ISNUMBER({budget}),{budget},{u}+{b})-{b},1)-{EPS:g},1)"
+
+    v = f"MAX({prefill}-{k_at(0)}*{t_fixed},0)"
+    return f"{k_at(batch)}*({open_step_ms.xl(s0, s1, batch)}+{t_fixed})+{v}"
+
+
+def open_ttft_ms(rate, prefill, t_fixed, u, budget, s0, s1, osl, batch):
+    r"""Mean TTFT of the open loop (Poisson arrivals at ``rate``) under a decode-first scheduler:
+    the M/G/1 prefill queue of :func:`planner.equations.queueing.wait_mean_ms` with the prompt's
+    service beside the decode batch, ``P_df`` (:func:`open_prefill_ms`) in place of ``P``:
+
+    .. math:: TTFT = P_{df} + \frac{λ (P_{df}^2 + D\, s̄(b))}{2 (1 - λ P_{df})}, \quad D = osl\, s̄(b) / b
+
+    with ``b`` the decode batch of :func:`open_batch` (a cell of its own in a workbook). Checked
+    against the independent simulation (``tests/test_decode_first_open.py``; where it holds:
+    docs/model.md, "the scheduler").
+
+    Parameters
+    ----------
+    rate, prefill, t_fixed, u, budget, s0, s1, osl : as :func:`open_batch`
+    batch : numeric, b, :func:`open_batch` (NaN or blank: saturated) [requests]
+
+    Returns
+    -------
+    numeric, mean TTFT [ms] (NaN when the instance saturates)
+    """
+    b = _f(batch)
+    p_df = open_prefill_ms(prefill, t_fixed, u, budget, s0, s1, np.nan_to_num(b, nan=0.0))
+    s = open_step_ms(s0, s1, np.nan_to_num(b, nan=0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.where(b > 0, _f(osl) * s / b, 0.0)
+    wait = qu.wait_mean_ms(rate, p_df, d, s)
+    return np.where(np.isfinite(b), p_df + wait, np.nan)
+
+
+@excel_twin(open_ttft_ms)
+def _(rate, prefill, t_fixed, u, budget, s0, s1, osl, batch):
+    p_df = open_prefill_ms.xl(prefill, t_fixed, u, budget, s0, s1, batch)
+    s = open_step_ms.xl(s0, s1, batch)
+    d = f"IF({batch}>0,{osl}*{s}/{batch},0)"
+    wait = qu.wait_mean_ms.xl(rate, f"({p_df})", d, s)
+    return f'IF(ISNUMBER({batch}),IF(ISNUMBER({wait}),({p_df})+{wait},""),"")'
