@@ -29,6 +29,17 @@ passes of a request alone (so a request alone still takes ``P``):
 
   .. math:: T_{train} = \big(T_a + (c - 1)(1 + k)\,(s(c-1) + F + t V / u)\big) / c
 
+* **groups** (where two whole prompts fit in a step beside the decodes, ``2u <= M - c + 1``; it
+  replaces the train there): the prompts prefilled in the same step decode together, complete
+  together and come back together, so after the head the ``c - 1`` followers return in groups of
+  ``n = floor((M - c + 1)/u)`` whole prompts (``J = ceil((c-1)/n)`` groups, the first of
+  ``n1 = min(n, c-1)``, the last of ``r = c - 1 - (J-1) n``), each waiting for the step in progress
+  (the previous group's) and then taking its own. With ``step(x) = s(c-1) + F + x V``: the head
+  ``step(1)``, the first group ``step(1) + step(n1)``, a middle one ``2 step(n)``, the last
+  ``step(n) + step(r)``; the mean over the cycle of ``c``. (Where just one prompt fits, as at
+  ``u = M/2``, the steady state is one prompt a step, but the loop takes about ``c`` cycles to
+  reach it from the first burst; the train is kept there: ``tests/test_decode_first.py``.)
+
 * **prefill-bound** (the prompts fill every step): every step holds ``m = M - b_s`` prompt tokens
   and the ``b_s`` requests in decode; a step completes ``m/u`` prompts, each decodes ``osl`` steps,
   so ``b_s = osl\,m/u``, i.e. ``b_s = \min(osl\,M/(u + osl), c - 1)``; the step takes
@@ -37,7 +48,8 @@ passes of a request alone (so a request alone still takes ``P``):
 
   .. math:: T_s = τ\,(c\,u/m - osl)
 
-* the steady mean TTFT is the larger, ``T = \max(T_{train}, T_s)`` (:func:`steady_ttft_ms`);
+* the steady mean TTFT is the larger, ``T = \max(T_{train}, T_s)`` (the groups' in place of the
+  train where they apply; :func:`steady_ttft_ms`);
 * a test of ``R`` requests starts with a burst of ``c`` on the idle engine (the wave model,
   :func:`planner.equations.prefill_passes.burst_values`), then runs steady: the mean over the test
   is ``(c B + (R - c) T) / R`` (:func:`loop_coefficients`; ``R`` blank: one burst).
@@ -46,6 +58,10 @@ A client that returns within the same step boundary (no round trip: the first pr
 completions enters the very next step) breaks the train: then every prompt takes ``T_a`` alone and
 ``max(T_a, T_s)`` holds instead; the two bracket what a real client's round trip gives (measured
 in ``tests/test_decode_first.py``).
+
+The open loop (Poisson arrivals from a demand) under decode first is the M/G/1 prefill queue of
+:mod:`planner.equations.queueing` with the prompt's service beside the decode batch,
+``P_df = k (s̄(b) + F) + V`` (:func:`open_batch`, :func:`open_prefill_ms`, :func:`open_ttft_ms`).
 
 Checked against the independent discrete-event simulation ``tests/sim_instance.py``
 (``decode_first=True``) in ``tests/test_decode_first.py``; where it holds and where it breaks is in
