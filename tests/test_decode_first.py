@@ -70,8 +70,8 @@ def test_the_train_by_hand():
     # (the train of the previous landing, which filled every step's budget: 1321.97).
     # Prefill-bound: b_s = min(200 x 8192 / 4200, 7) = 7, g = 8 x 4000 / 8185 - 200 < 0: not bound.
     assert float(df.steady_ttft_ms(P, F, U, M, S0, S1, 200, 8)) == pytest.approx(1185.1875, rel=1e-12)
-    # the p90: the 8 values ordered [412.1, 1124.2, 1124.2, 1124.2, 1424.2 x 4]; position 0.9 x 7 =
-    # 6.3 lies between two values of 1424.2
+    # the p90: the 8 values ordered [412.1, 1124.2, 1124.2, 1124.2, 1424.2 x 4]; the value at position
+    # ceil(0.9 x 7) = 7 is 1424.2 (numpy's interpolation between positions 6 and 7 gives the same)
     assert float(df.steady_ttft_ms(P, F, U, M, S0, S1, 200, 8, 0.9)) == pytest.approx(1424.2, rel=1e-12)
     # the simulation with a 2 ms client round trip: the steady TTFT over the last 5 waves, and the
     # cycle's values themselves (the groups of two)

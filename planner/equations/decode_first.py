@@ -181,7 +181,9 @@ def steady_ttft_ms(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=np.n
     ``t = min(M - c + 1, (c-1) u)``, ``m = M - b_s``, ``b_s = min(osl M / (u + osl), c - 1)``
     (module docstring). At ``c = 1``: ``P``. A quantile ``q`` (the values of one cycle ordered: the
     train's head ``T_a``, then its ``c - 1`` followers at ``(1+k)(s(c-1) + F + t V/u)``; linear
-    interpolation at position ``q (c-1)``, numpy's default): ``max(T_a + min(q (c-1), 1) (T_f - T_a), T_s)``.
+    interpolation at position ``q (c-1)``, numpy's default): ``max(T_a + min(q (c-1), 1) (T_f - T_a), T_s)``;
+    under the group law the ordered value at position ``ceil(q (c-1))`` (head, first group, last,
+    middle: the upper of the two numpy would interpolate, which keeps the Excel formula short).
 
     Parameters
     ----------
@@ -209,14 +211,8 @@ def steady_ttft_ms(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=np.n
     whole, n, n1, nB, nC, r = _groups(U, _f(budget), c)
     g_a, g_A, g_B, g_C = _group_values(P, F, s_b, n, n1, r)
     g_mean = (g_a + n1 * g_A + nB * g_B + nC * g_C) / np.maximum(c, 1.0)
-    x = qq * np.maximum(c - 1, 0.0)                    # numpy's linear interpolation at q (c - 1)
-    lo = np.floor(x + EPS)
-    hi = np.minimum(lo + 1, np.maximum(c - 1, 0.0))
-
-    def at(j):                                         # the j-th value, ordered: T_a, A, C, B
-        return np.where(j < 1, g_a, np.where(j <= n1, g_A, np.where(j <= n1 + nC, g_C, g_B)))
-
-    g_q = at(lo) + (x - lo) * (at(hi) - at(lo))
+    j = _ceil(qq * np.maximum(c - 1, 0.0))             # the ordered value at position ceil(q (c - 1))
+    g_q = np.where(j < 1, g_a, np.where(j <= n1, g_A, np.where(j <= n1 + nC, g_C, g_B)))
     t_train = np.where(whole, np.where(qq > 0, g_q, g_mean), t_train)
     t_s = (s_s + F + m_s * V / U) * g
     return np.where(np.isfinite(_f(concurrency) * U), np.maximum(t_train, t_s), np.nan)
@@ -237,34 +233,24 @@ def _(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=None):
     t_a = f"{k}*({s_b}+{t_fixed})+{v}"
     t_f = f"(1+{k})*({s_b}+{t_fixed}+{tok}*{v}/{u})"
     mean = f"({t_a}+{b}*{t_f})/MAX({c},1)"
-    # the group law where a prompt fits beside the decodes (u <= M - c + 1)
-    room = f"MAX({m}-{b},1)"
-    n = f"MAX(FLOOR({room}/{u}+{EPS:g},1),1)"
-    jg = f"IF({b}>0,CEILING({b}/{n}-{EPS:g},1),0)"
-    n1 = f"MIN({n},{b})"
-    r = f"({b}-MAX({jg}-1,0)*{n})"
-    n_b = f"MAX({jg}-2,0)*{n}"
-    n_c = f"IF({jg}>=2,{r},0)"
+    # the group law where two whole prompts fit beside the decodes (2u <= M - c + 1), written as
+    # values alpha H + X V with H = s(c-1) + F the step's overhead and V = P - F: the head H + V,
+    # the first group 2H + (1 + n1) V, a middle one 2H + 2n V, the last 2H + (n + r) V
+    n = f"FLOOR(({budget}-{b})/{u}+{EPS:g},1)"
+    jg = f"CEILING({b}/{n}-{EPS:g},1)"
+    r = f"({b}-({jg}-1)*{n})"
+    hh = f"({s_b}+{t_fixed})"
     vg = f"({prefill}-{t_fixed})"
-
-    def step(x):
-        return f"({s_b}+{t_fixed}+{x}*{vg})"
-
-    g_a, g_aa, g_bb, g_cc = step(1), f"({step(1)}+{step(n1)})", f"2*{step(n)}", f"({step(n)}+{step(r)})"
-    g_mean = f"({g_a}+{n1}*{g_aa}+{n_b}*{g_bb}+{n_c}*{g_cc})/MAX({c},1)"
-    whole = f"2*{u}<={room}+{EPS:g}"
+    sum_x = f"IF({b}>{n},1+{n}*(1+{n})+2*{n}^2*({jg}-2)+{r}*({n}+{r}),1+{b}*(1+{b}))"
+    g_mean = f"({hh}*(2*{c}-1)+{vg}*{sum_x})/MAX({c},1)"
+    whole = f"AND(ISNUMBER({budget}),2*{u}<={budget}-{b}+{EPS:g})"
     if q is None:
         t_train = f"IF({whole},{g_mean},{mean})"
     else:
         quantile = f"{t_a}+MIN({q}*{b},1)*({t_f}-({t_a}))"
-        x = f"{q}*{b}"
-        lo = f"FLOOR({x}+{EPS:g},1)"
-        hi = f"MIN({lo}+1,{b})"
-
-        def at(j):
-            return f"IF({j}<1,{g_a},IF({j}<={n1},{g_aa},IF({j}<={n1}+{n_c},{g_cc},{g_bb})))"
-
-        g_q = f"({at(lo)}+({x}-{lo})*({at(hi)}-{at(lo)}))"
+        j = f"CEILING({q}*{b}-{EPS:g},1)"             # the ordered position ceil(q (c-1)), 0: the head
+        xv = f"IF({j}<=MIN({n},{b}),1+MIN({n},{b}),IF({j}<={n}+{r},{n}+{r},2*{n}))"
+        g_q = f"IF({j}<1,{hh}+{vg},2*{hh}+{vg}*{xv})"
         q_val = f"IF({whole},{g_q},{quantile})"
         t_train = q_val if q in pp._POSITIVE_Q else f"IF({q}>0,{q_val},IF({whole},{g_mean},{mean}))"
     t_s = f"({s_s}+{t_fixed}+{m_s}*{v}/{u})*({c}*{u}/{m_s}-{osl})"
