@@ -58,17 +58,27 @@ def test_throughput_holds_under_decode_first(osl, c):
 
 
 def test_the_train_by_hand():
-    # c = 8, osl 200: b = 7 decodes beside a prompt, room M - b = 8185 >= u, so k = 1 step, K = 1
-    # pass alone, V = P - F = 300 ms; s(7) = 10 + 0.3 x 7 = 12.1 ms.
-    # T_a = 1 x (12.1 + 100) + 300 = 412.1 ms (the train's head, alone beside the decodes);
-    # a step of the train holds t = min(8185, 7 x 4000) = 8185 tokens: 12.1 + 100 + 8185 x 300/4000
-    # = 725.975 ms; each of the 7 followers waits one such step and takes its own: 2 x 725.975.
-    # T = (412.1 + 7 x 2 x 725.975) / 8 = 1321.96875 ms. Prefill-bound: b_s = min(200 x 8192 / 4200,
-    # 7) = 7, g = 8 x 4000 / 8185 - 200 < 0: not bound.
-    assert float(df.steady_ttft_ms(P, F, U, M, S0, S1, 200, 8)) == pytest.approx(1321.96875, rel=1e-12)
-    # the simulation with a 2 ms client round trip: the train's steady TTFT, over the last 5 waves
+    # c = 8, osl 200: b = 7 decodes beside a prompt, room M - b = 8185 >= u = 4000: a prompt fits in
+    # one step (k = 1, K = 1), so the followers come back in groups of whole prompts (the group law);
+    # V = P - F = 300 ms; s(7) = 10 + 0.3 x 7 = 12.1 ms; step(x) = s + F + x V.
+    # n = floor(8185 / 4000) = 2 prompts a step; the 7 followers: J = ceil(7/2) = 4 groups, the
+    # first of n1 = 2, two middle groups (nB = 2 x 2 = 4 prompts), the last of r = 7 - 3 x 2 = 1.
+    # head T_a = step(1) = 12.1 + 100 + 300 = 412.1; step(2) = 712.1;
+    # first group A = step(1) + step(2) = 1124.2 (it waits for the head's step, then its own);
+    # middle B = 2 step(2) = 1424.2; last C = step(2) + step(1) = 1124.2.
+    # T = (412.1 + 2 x 1124.2 + 4 x 1424.2 + 1 x 1124.2) / 8 = 9481.5 / 8 = 1185.1875 ms
+    # (the train of the previous landing, which filled every step's budget: 1321.97).
+    # Prefill-bound: b_s = min(200 x 8192 / 4200, 7) = 7, g = 8 x 4000 / 8185 - 200 < 0: not bound.
+    assert float(df.steady_ttft_ms(P, F, U, M, S0, S1, 200, 8)) == pytest.approx(1185.1875, rel=1e-12)
+    # the p90: the 8 values ordered [412.1, 1124.2, 1124.2, 1124.2, 1424.2 x 4]; the value at position
+    # ceil(0.9 x 7) = 7 is 1424.2 (numpy's interpolation between positions 6 and 7 gives the same)
+    assert float(df.steady_ttft_ms(P, F, U, M, S0, S1, 200, 8, 0.9)) == pytest.approx(1424.2, rel=1e-12)
+    # the simulation with a 2 ms client round trip: the steady TTFT over the last 5 waves, and the
+    # cycle's values themselves (the groups of two)
     t, _ = _run(200, 8, True, waves=20, jitter=2.0)
-    assert t[-40:].mean() == pytest.approx(1321.97, rel=0.12)
+    assert t[-40:].mean() == pytest.approx(1185.19, rel=0.02)
+    assert np.sort(t[-8:]) == pytest.approx([412.1, 1124.2, 1124.2, 1124.2, 1424.2, 1424.2, 1424.2, 1424.2],
+                                            rel=0.03)
 
 
 def test_the_prefill_bound_loop_by_hand():
@@ -108,7 +118,7 @@ def test_a_test_is_a_burst_then_steady():
     assert (a, b) == pytest.approx(pp.burst_coefficients(U, 8, M, 8, "mean"), rel=1e-12) and k0 == 0.0
     # R = 4c: (8 B + 24 T) / 32 with B the burst mean and T the steady law
     burst = float(pp.burst_ttft_u(P, F, U, 8, M))
-    steady = 1321.96875
+    steady = 1185.1875                                 # test_the_train_by_hand
     a, b, k0 = df.loop_coefficients(U, 8, M, 32, "mean", S0, S1, 200, P, F)
     assert a * P + b * F + k0 == pytest.approx((8 * burst + 24 * steady) / 32, rel=1e-12)
 
@@ -136,11 +146,12 @@ def test_the_law_holds_against_the_simulation():
     # 100 closed loops (5 engines x osl 2..1000 x c 2..32), 20 waves each, a 2 ms client round trip
     law, wave = _grid(2.0, 20)
     print(f"\ndecode first, 2 ms round trip, mean TTFT: law {_stats(law)}; wave model {_stats(wave)}")
-    assert np.median(np.abs(law)) < 0.05
+    # measured: median 0.8%, p90 3.3%, max 9.6% (the train of the previous landing: 2.9%, 41%, 81%,
+    # high where prompts are short against the budget and at c <= 4 with prompts of half a pass,
+    # the regions the group law covers)
+    assert np.median(np.abs(law)) < 0.02 and np.percentile(np.abs(law), 90) < 0.06
     assert np.median(np.abs(wave)) > 3 * np.median(np.abs(law))
-    # where it breaks: short prompts (u = 500 of M = 8192, 16 per pass) at any c, and c <= 4 with
-    # prompts that fill half a pass: the law is high, never low by more than 10%
-    assert law.min() > -0.10
+    assert np.abs(law).max() < 0.15
 
 
 def test_the_round_trip_sets_the_steady_state():

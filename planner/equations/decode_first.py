@@ -29,6 +29,17 @@ passes of a request alone (so a request alone still takes ``P``):
 
   .. math:: T_{train} = \big(T_a + (c - 1)(1 + k)\,(s(c-1) + F + t V / u)\big) / c
 
+* **groups** (where two whole prompts fit in a step beside the decodes, ``2u <= M - c + 1``; it
+  replaces the train there): the prompts prefilled in the same step decode together, complete
+  together and come back together, so after the head the ``c - 1`` followers return in groups of
+  ``n = floor((M - c + 1)/u)`` whole prompts (``J = ceil((c-1)/n)`` groups, the first of
+  ``n1 = min(n, c-1)``, the last of ``r = c - 1 - (J-1) n``), each waiting for the step in progress
+  (the previous group's) and then taking its own. With ``step(x) = s(c-1) + F + x V``: the head
+  ``step(1)``, the first group ``step(1) + step(n1)``, a middle one ``2 step(n)``, the last
+  ``step(n) + step(r)``; the mean over the cycle of ``c``. (Where just one prompt fits, as at
+  ``u = M/2``, the steady state is one prompt a step, but the loop takes about ``c`` cycles to
+  reach it from the first burst; the train is kept there: ``tests/test_decode_first.py``.)
+
 * **prefill-bound** (the prompts fill every step): every step holds ``m = M - b_s`` prompt tokens
   and the ``b_s`` requests in decode; a step completes ``m/u`` prompts, each decodes ``osl`` steps,
   so ``b_s = osl\,m/u``, i.e. ``b_s = \min(osl\,M/(u + osl), c - 1)``; the step takes
@@ -37,7 +48,8 @@ passes of a request alone (so a request alone still takes ``P``):
 
   .. math:: T_s = τ\,(c\,u/m - osl)
 
-* the steady mean TTFT is the larger, ``T = \max(T_{train}, T_s)`` (:func:`steady_ttft_ms`);
+* the steady mean TTFT is the larger, ``T = \max(T_{train}, T_s)`` (the groups' in place of the
+  train where they apply; :func:`steady_ttft_ms`);
 * a test of ``R`` requests starts with a burst of ``c`` on the idle engine (the wave model,
   :func:`planner.equations.prefill_passes.burst_values`), then runs steady: the mean over the test
   is ``(c B + (R - c) T) / R`` (:func:`loop_coefficients`; ``R`` blank: one burst).
@@ -46,6 +58,10 @@ A client that returns within the same step boundary (no round trip: the first pr
 completions enters the very next step) breaks the train: then every prompt takes ``T_a`` alone and
 ``max(T_a, T_s)`` holds instead; the two bracket what a real client's round trip gives (measured
 in ``tests/test_decode_first.py``).
+
+The open loop (Poisson arrivals from a demand) under decode first is the M/G/1 prefill queue of
+:mod:`planner.equations.queueing` with the prompt's service beside the decode batch,
+``P_df = k (s̄(b) + F) + V`` (:func:`open_batch`, :func:`open_prefill_ms`, :func:`open_ttft_ms`).
 
 Checked against the independent discrete-event simulation ``tests/sim_instance.py``
 (``decode_first=True``) in ``tests/test_decode_first.py``; where it holds and where it breaks is in
@@ -92,6 +108,34 @@ def _shape(u, budget, s0, s1, osl, concurrency):
     return U, K, k, s_b, tok, m_s, s_s, g, c
 
 
+def _groups(U, M, c):
+    """The followers' groups where two whole prompts fit beside the decodes (``2u <= M - c + 1``):
+    ``n`` whole prompts share a step (``n = floor((M - c + 1)/u)``), ``J = ceil((c-1)/n)`` groups, the
+    first of ``n1 = min(n, c-1)``, the last of ``r = c - 1 - (J-1) n``; returns (whole, n, n1, nB, nC, r)."""
+    b = np.maximum(c - 1, 0.0)
+    room = np.maximum(np.where(np.isfinite(M), M, U + b) - b, 1.0)
+    whole = 2 * U <= room + EPS                        # two whole prompts fit in a step beside the decodes
+    n = np.maximum(np.floor(room / U + EPS), 1.0)
+    J = np.where(b > 0, _ceil(b / n), 0.0)
+    n1 = np.minimum(n, b)
+    r = b - np.maximum(J - 1, 0.0) * n
+    nB = np.maximum(J - 2, 0.0) * n
+    nC = np.where(J >= 2, r, 0.0)
+    return whole, n, n1, nB, nC, r
+
+
+def _group_values(P, F, s_b, n, n1, r):
+    """The steps and TTFTs of the group law (module docstring): ``step(x) = s(c-1) + F + x (P - F)``;
+    the head ``T_a = step(1)``; the first group ``A = step(1) + step(n1)``; a middle group
+    ``B = 2 step(n)``; the last ``C = step(n) + step(r)``."""
+    V = P - F
+
+    def step(x):
+        return s_b + F + x * V
+
+    return step(1.0), step(1.0) + step(n1), 2 * step(n), step(n) + step(r)
+
+
 def steady_coefficients(u, budget, s0, s1, osl, concurrency):
     r"""Both branches of the steady mean TTFT as ``a P + b F + k0``.
 
@@ -115,6 +159,13 @@ def steady_coefficients(u, budget, s0, s1, osl, concurrency):
     U, K, k, s_b, tok, m_s, s_s, g, c = _shape(u, budget, s0, s1, osl, concurrency)
     w = (c - 1) * (1 + k)                              # train steps the c - 1 followers wait, summed
     train = ((1 + w * tok / U) / c, ((k - K) + w * (1 - K * tok / U)) / c, (k + w) * s_b / c)
+    # the group law (a prompt fits beside the decodes): step(x) = x P + (1 - x) F + s; the sum
+    # T_a + n1 A + nB B + nC C over c, each a sum of two steps but the head's one
+    whole, n, n1, nB, nC, r = _groups(U, _f(budget), c)
+    xs = 1 + n1 * (1 + n1) + nB * 2 * n + nC * (n + r)          # the prompts' count of V, summed
+    steps = 1 + 2 * (n1 + nB + nC)                               # steps waited, summed
+    group = (xs / c, (steps - xs) / c, steps * s_b / c)
+    train = tuple(np.where(whole, gv, tv) for gv, tv in zip(group, train))
     bound = (g * m_s / U, g * (1 - K * m_s / U), g * s_s)
     return train, bound
 
@@ -130,7 +181,9 @@ def steady_ttft_ms(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=np.n
     ``t = min(M - c + 1, (c-1) u)``, ``m = M - b_s``, ``b_s = min(osl M / (u + osl), c - 1)``
     (module docstring). At ``c = 1``: ``P``. A quantile ``q`` (the values of one cycle ordered: the
     train's head ``T_a``, then its ``c - 1`` followers at ``(1+k)(s(c-1) + F + t V/u)``; linear
-    interpolation at position ``q (c-1)``, numpy's default): ``max(T_a + min(q (c-1), 1) (T_f - T_a), T_s)``.
+    interpolation at position ``q (c-1)``, numpy's default): ``max(T_a + min(q (c-1), 1) (T_f - T_a), T_s)``;
+    under the group law the ordered value at position ``ceil(q (c-1))`` (head, first group, last,
+    middle: the upper of the two numpy would interpolate, which keeps the Excel formula short).
 
     Parameters
     ----------
@@ -154,6 +207,13 @@ def steady_ttft_ms(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=np.n
     t_f = (1 + k) * (s_b + F + tok * V / U)            # a follower of the train
     qq = np.broadcast_to(np.nan_to_num(_f(q), nan=0.0), t_a.shape)
     t_train = np.where(qq > 0, t_a + np.minimum(qq * (c - 1), 1.0) * (t_f - t_a), (t_a + (c - 1) * t_f) / c)
+    # the group law where a prompt fits beside the decodes (module docstring)
+    whole, n, n1, nB, nC, r = _groups(U, _f(budget), c)
+    g_a, g_A, g_B, g_C = _group_values(P, F, s_b, n, n1, r)
+    g_mean = (g_a + n1 * g_A + nB * g_B + nC * g_C) / np.maximum(c, 1.0)
+    j = _ceil(qq * np.maximum(c - 1, 0.0))             # the ordered value at position ceil(q (c - 1))
+    g_q = np.where(j < 1, g_a, np.where(j <= n1, g_A, np.where(j <= n1 + nC, g_C, g_B)))
+    t_train = np.where(whole, np.where(qq > 0, g_q, g_mean), t_train)
     t_s = (s_s + F + m_s * V / U) * g
     return np.where(np.isfinite(_f(concurrency) * U), np.maximum(t_train, t_s), np.nan)
 
@@ -173,11 +233,26 @@ def _(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=None):
     t_a = f"{k}*({s_b}+{t_fixed})+{v}"
     t_f = f"(1+{k})*({s_b}+{t_fixed}+{tok}*{v}/{u})"
     mean = f"({t_a}+{b}*{t_f})/MAX({c},1)"
+    # the group law where two whole prompts fit beside the decodes (2u <= M - c + 1), written as
+    # values alpha H + X V with H = s(c-1) + F the step's overhead and V = P - F: the head H + V,
+    # the first group 2H + (1 + n1) V, a middle one 2H + 2n V, the last 2H + (n + r) V
+    n = f"FLOOR(({budget}-{b})/{u}+{EPS:g},1)"
+    jg = f"CEILING({b}/{n}-{EPS:g},1)"
+    r = f"({b}-({jg}-1)*{n})"
+    hh = f"({s_b}+{t_fixed})"
+    vg = f"({prefill}-{t_fixed})"
+    sum_x = f"IF({b}>{n},1+{n}*(1+{n})+2*{n}^2*({jg}-2)+{r}*({n}+{r}),1+{b}*(1+{b}))"
+    g_mean = f"({hh}*(2*{c}-1)+{vg}*{sum_x})/MAX({c},1)"
+    whole = f"AND(ISNUMBER({budget}),2*{u}<={budget}-{b}+{EPS:g})"
     if q is None:
-        t_train = mean
+        t_train = f"IF({whole},{g_mean},{mean})"
     else:
         quantile = f"{t_a}+MIN({q}*{b},1)*({t_f}-({t_a}))"
-        t_train = quantile if q in pp.POSITIVE_Q else f"IF({q}>0,{quantile},{mean})"
+        j = f"CEILING({q}*{b}-{EPS:g},1)"             # the ordered position ceil(q (c-1)), 0: the head
+        xv = f"IF({j}<=MIN({n},{b}),1+MIN({n},{b}),IF({j}<={n}+{r},{n}+{r},2*{n}))"
+        g_q = f"IF({j}<1,{hh}+{vg},2*{hh}+{vg}*{xv})"
+        q_val = f"IF({whole},{g_q},{quantile})"
+        t_train = q_val if q in pp.POSITIVE_Q else f"IF({q}>0,{q_val},IF({whole},{g_mean},{mean}))"
     t_s = f"({s_s}+{t_fixed}+{m_s}*{v}/{u})*({c}*{u}/{m_s}-{osl})"
     return f'IF(ISNUMBER({c}),MAX({t_train},{t_s}),"")'
 
@@ -405,3 +480,161 @@ def ttft_load_p90_sched_ms(prefill, wait_p90, concurrency, t_fixed, isl, hit, bu
 def _(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget, scheduler, steady_p90):
     base = qu.ttft_load_p90_ms.xl(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget)
     return f'IF(AND(ISNUMBER({concurrency}),{scheduler}="decode_first"),{steady_p90},{base})'
+
+
+# ----------------------------------------------------------------------------- the open loop, decode first
+def _open_k(U, M, b):
+    """Steps of a prompt beside ``b`` decodes, ``ceil(u / (M - b))`` (NaN budget: one step)."""
+    room = np.maximum(np.where(np.isfinite(M), M, U + b) - b, 1.0)
+    return _ceil(U / room)
+
+
+def open_batch(rate, prefill, t_fixed, u, budget, s0, s1, osl):
+    r"""Decode batch of the open loop (Poisson arrivals) under a decode-first scheduler.
+
+    Every step advances each decoding request by one token and costs ``s(b) = s0 + s1 b``, plus
+    ``F`` and the prompt work when it holds prompt tokens; the prompts take ``k F + V`` of GPU time
+    each (``k = ceil(u / (M - b))`` chunks, ``V = P - K F``, ``K = ceil(u/M)``), a fraction
+    ``λ (k F + V)`` of the time, and the steps the rest, so ``TPOT = s(b) / (1 - λ(kF + V))``; with
+    Little's law ``b = λ osl TPOT``:
+
+    .. math:: b = \frac{λ\, osl\, s_0}{1 - λ (k F + V) - λ\, osl\, s_1}
+
+    solved with ``k = K`` and then once more with ``k`` at that batch.
+
+    Parameters
+    ----------
+    rate : numeric, requests/s per instance
+    prefill : numeric, P, request-alone prefill [ms]
+    t_fixed : numeric, F, fixed cost per forward pass [ms]
+    u : numeric, new prompt tokens per request [tokens]
+    budget : numeric, M, ``max_num_batched_tokens`` (NaN: one prompt a step) [tokens]
+    s0, s1 : numeric, decode-step law [ms], [ms per request]
+    osl : numeric, output length [tokens]
+
+    Returns
+    -------
+    numeric, mean decode batch [requests] (NaN when the instance saturates)
+    """
+    lam = _f(rate) / 1000.0
+    P, F, U, M = _f(prefill), _f(t_fixed), np.maximum(_f(u), 1.0), _f(budget)
+    K = _open_k(U, M, 0.0)
+    V = np.maximum(P - K * F, 0.0)
+
+    def solve(k):
+        den = 1 - lam * (k * F + V) - lam * _f(osl) * _f(s1)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.where(den > 0, lam * _f(osl) * _f(s0) / den, np.nan)
+
+    b0 = solve(K)
+    return solve(_open_k(U, M, np.nan_to_num(b0, nan=0.0)))
+
+
+@excel_twin(open_batch)
+def _(rate, prefill, t_fixed, u, budget, s0, s1, osl):
+    lam = f"({rate}/1000)"
+
+    def k_at(b):
+        return f"CEILING({u}/MAX(IF(ISNUMBER({budget}),{budget},{u}+{b})-{b},1)-{EPS:g},1)"
+
+    v = f"MAX({prefill}-{k_at(0)}*{t_fixed},0)"
+
+    def solve(k):
+        den = f"(1-{lam}*({k}*{t_fixed}+{v})-{lam}*{osl}*{s1})"
+        return f'IF({den}>0,{lam}*{osl}*{s0}/{den},"")'
+
+    b0 = solve(k_at(0))
+    return solve(k_at(f"N({b0})"))
+
+
+def open_prefill_ms(prefill, t_fixed, u, budget, s0, s1, batch):
+    r"""A prompt's time in the engine beside ``b`` decodes under decode first (the open loop's
+    service time of the prefill queue): ``k`` steps, each paying the decode step and ``F``, and its
+    variable work ``V``:
+
+    .. math:: P_{df} = k\,(s̄(b) + F) + V, \quad k = \lceil u / (M - b) \rceil,\ V = P - \lceil u/M \rceil F
+
+    ``s̄(b)`` the mean decode part of a step (:func:`open_step_ms`). At ``b = 0``: ``P``.
+
+    Parameters
+    ----------
+    prefill, t_fixed, u, budget, s0, s1 : as :func:`open_batch`
+    batch : numeric, b, decode batch (:func:`open_batch`) [requests]
+
+    Returns
+    -------
+    numeric, P_df [ms]
+    """
+    P, F, U, M, b = _f(prefill), _f(t_fixed), np.maximum(_f(u), 1.0), _f(budget), _f(batch)
+    V = np.maximum(P - _open_k(U, M, 0.0) * F, 0.0)
+    return _open_k(U, M, b) * (open_step_ms(s0, s1, b) + F) + V
+
+
+def open_step_ms(s0, s1, batch):
+    r"""The decode part of a step in the open loop: the requests in decode are Poisson with mean ``b``
+    (an M/G/inf stage), so a step carries the weights read with probability ``1 - e^{-b}`` and the
+    KV of ``b`` requests on average: ``s̄(b) = (1 - e^{-b}) s0 + s1 b``.
+
+    Parameters
+    ----------
+    s0, s1 : numeric, decode-step law [ms], [ms per request]
+    batch : numeric, b [requests]
+
+    Returns
+    -------
+    numeric, s̄(b) [ms]
+    """
+    b = np.maximum(_f(batch), 0.0)
+    return (1 - np.exp(-b)) * _f(s0) + _f(s1) * b
+
+
+@excel_twin(open_step_ms)
+def _(s0, s1, batch):
+    return f"((1-EXP(-MAX({batch},0)))*{s0}+{s1}*MAX({batch},0))"
+
+
+@excel_twin(open_prefill_ms)
+def _(prefill, t_fixed, u, budget, s0, s1, batch):
+    def k_at(b):
+        return f"CEILING({u}/MAX(IF(ISNUMBER({budget}),{budget},{u}+{b})-{b},1)-{EPS:g},1)"
+
+    v = f"MAX({prefill}-{k_at(0)}*{t_fixed},0)"
+    return f"{k_at(batch)}*({open_step_ms.xl(s0, s1, batch)}+{t_fixed})+{v}"
+
+
+def open_ttft_ms(rate, prefill, t_fixed, u, budget, s0, s1, osl, batch):
+    r"""Mean TTFT of the open loop (Poisson arrivals at ``rate``) under a decode-first scheduler:
+    the M/G/1 prefill queue of :func:`planner.equations.queueing.wait_mean_ms` with the prompt's
+    service beside the decode batch, ``P_df`` (:func:`open_prefill_ms`) in place of ``P``:
+
+    .. math:: TTFT = P_{df} + \frac{λ (P_{df}^2 + D\, s̄(b))}{2 (1 - λ P_{df})}, \quad D = osl\, s̄(b) / b
+
+    with ``b`` the decode batch of :func:`open_batch` (a cell of its own in a workbook). Checked
+    against the independent simulation (``tests/test_decode_first_open.py``; where it holds:
+    docs/model.md, "the scheduler").
+
+    Parameters
+    ----------
+    rate, prefill, t_fixed, u, budget, s0, s1, osl : as :func:`open_batch`
+    batch : numeric, b, :func:`open_batch` (NaN or blank: saturated) [requests]
+
+    Returns
+    -------
+    numeric, mean TTFT [ms] (NaN when the instance saturates)
+    """
+    b = _f(batch)
+    p_df = open_prefill_ms(prefill, t_fixed, u, budget, s0, s1, np.nan_to_num(b, nan=0.0))
+    s = open_step_ms(s0, s1, np.nan_to_num(b, nan=0.0))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = np.where(b > 0, _f(osl) * s / b, 0.0)
+    wait = qu.wait_mean_ms(rate, p_df, d, s)
+    return np.where(np.isfinite(b), p_df + wait, np.nan)
+
+
+@excel_twin(open_ttft_ms)
+def _(rate, prefill, t_fixed, u, budget, s0, s1, osl, batch):
+    p_df = open_prefill_ms.xl(prefill, t_fixed, u, budget, s0, s1, batch)
+    s = open_step_ms.xl(s0, s1, batch)
+    d = f"IF({batch}>0,{osl}*{s}/{batch},0)"
+    wait = qu.wait_mean_ms.xl(rate, f"({p_df})", d, s)
+    return f'IF(ISNUMBER({batch}),IF(ISNUMBER({wait}),({p_df})+{wait},""),"")'

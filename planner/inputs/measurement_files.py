@@ -256,12 +256,18 @@ def _name_contradictions(table, i: int, rec: dict, run, label: str, book) -> Non
                                                             f"{int(run.tp)}: the typed tp is used"))
 
 
+def _from_files(t) -> list[dict[str, str]]:
+    """The cells filled from load-test files (not those the planner filled, planner.plan.trust:
+    their comment starts "blank: the planner")."""
+    return [{k: v for k, v in c.items() if not str(v).startswith("blank: the planner")} for c in t.filled]
+
+
 def _filled_cells(p_in) -> dict[str, list[str]]:
     t = p_in.optional.get(schema.MEAS)
     per: dict[str, list[str]] = {}
     if t is None:
         return per
-    for i, came in enumerate(t.filled):
+    for i, came in enumerate(_from_files(t)):
         for col in came:
             place = cell_place(t, col, i)
             if place not in per.setdefault(col, []):
@@ -274,16 +280,17 @@ def filled_note(p_in) -> str | None:
     t = p_in.optional.get(schema.MEAS)
     if t is None:
         return None
-    total = sum(len(c) for c in t.filled)
+    files = _from_files(t)
+    total = sum(len(c) for c in files)
     if not total:
         return None
     per = _filled_cells(p_in)
     parts = []
     for col, cells in per.items():
-        n = sum(col in c for c in t.filled)
+        n = sum(col in c for c in files)
         more = f" and {len(cells) - 3} more" if len(cells) > 3 else ""
         parts.append(f"{col} {n} ({', '.join(cells[:3])}{more})")
-    rows = sum(1 for c in t.filled if c)
+    rows = sum(1 for c in files if c)
     return (f"Measurements: {total} cell(s) of {rows} row(s) filled from the load-test files their file cell names "
             f"(each is green italic in the output's Measurements sheet, with a comment naming the file and run): "
             + "; ".join(parts))
@@ -292,9 +299,10 @@ def filled_note(p_in) -> str | None:
 def run_rows(p_in) -> dict[str, str]:
     """The Run sheet's line on the Measurements cells filled from load-test files."""
     t = p_in.optional.get(schema.MEAS)
-    total = sum(len(c) for c in t.filled) if t is not None else 0
+    files = _from_files(t) if t is not None else []
+    total = sum(len(c) for c in files)
     if not total:
         return {}
-    rows = sum(1 for c in t.filled if c)
+    rows = sum(1 for c in files if c)
     return {"Measurements cells filled from load-test files": f"{total} in {rows} row(s): green italic cells, each "
                                                                 f"with a comment naming the file and run"}

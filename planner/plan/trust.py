@@ -83,6 +83,65 @@ def planner_filled(plan) -> list[dict[str, str]]:
     return out
 
 
+PLANNER_FILL = "blank: the planner"   # how a planner-filled cell's comment starts (not a load-test file's)
+
+
+def measurements_filled(plan) -> list[dict[str, str]] | None:
+    """Per Measurements record, the blank cells whose value the planner chose: today ``scheduler`` on a
+    row at concurrency > 1 run over several waves (``num_requests`` > ``concurrency``), read
+    ``prefill_first`` (issue 16: the two schedulers read such a test differently; one wave is the
+    same under both). None without a Measurements sheet."""
+    from planner.core import schema
+    t = plan.input.optional.get(schema.MEAS)
+    if t is None:
+        return None
+    out: list[dict[str, str]] = []
+    for rec in t.records:
+        came: dict[str, str] = {}
+        c, n = _f(rec.get("concurrency")), _f(rec.get("num_requests"))
+        if rec.get("scheduler") is None and c > 1 and n > c:
+            came["scheduler"] = (f"{PLANNER_FILL} reads this load test with prefill_first (each wave of {c:,.0f} "
+                                 f"prefills, then decodes together, as SGLang schedules); type decode_first for a vLLM "
+                                 f"V1 server, whose steady loop queues differently")
+        out.append(came)
+    return out
+
+
+def _planner_cells(table) -> dict[str, list[str]]:
+    per: dict[str, list[str]] = {}
+    for i, came in enumerate(table.filled):
+        for col, prov in came.items():
+            if str(prov).startswith(PLANNER_FILL):
+                per.setdefault(col, []).append(_cell(table, col, i))
+    return per
+
+
+def measurements_filled_note(p_in) -> str | None:
+    """The note of the Measurements cells the planner filled (``planner validate`` and ``run`` print it)."""
+    from planner.core import schema
+    t = p_in.optional.get(schema.MEAS)
+    per = _planner_cells(t) if t is not None else {}
+    if not per:
+        return None
+    parts = [f"{col} {len(cells)} ({', '.join(cells[:3])}{f' and {len(cells) - 3} more' if len(cells) > 3 else ''})"
+             for col, cells in per.items()]
+    return (f"Measurements: {sum(len(c) for c in per.values())} blank cell(s) filled by the planner (each is green "
+            f"italic in the output's Measurements sheet, with a comment giving the value used): " + "; ".join(parts))
+
+
+def measurements_run_rows(p_in) -> dict[str, str]:
+    """The Run sheet's line on the planner-filled Measurements cells."""
+    from planner.core import schema
+    t = p_in.optional.get(schema.MEAS)
+    per = _planner_cells(t) if t is not None else {}
+    if not per:
+        return {}
+    return {"Measurements cells filled by the planner": f"{sum(len(c) for c in per.values())} "
+                                                        f"({', '.join(f'{c} {len(v)}' for c, v in per.items())}): "
+                                                        f"green italic blank cells, each with a comment giving the "
+                                                        f"value used"}
+
+
 def filled_note(plan, filled: list[dict[str, str]]) -> str | None:
     """One note listing the planner-filled cells per column (``planner validate`` prints it)."""
     per: dict[str, list[str]] = {}
@@ -335,8 +394,17 @@ def apply_to_plan(plan):
     green italic with a comment), their note, and the demand and plausibility warnings added to
     the plan's warnings (the plan given is not changed)."""
     filled = planner_filled(plan)
-    p_in = dataclasses.replace(plan.input, workloads=dataclasses.replace(plan.input.workloads, filled=filled))
+    optional = dict(plan.input.optional)
+    meas = measurements_filled(plan)
+    if meas and any(meas):                             # merged with the cells filled from load-test files
+        from planner.core import schema
+        t = optional[schema.MEAS]
+        old = t.filled if len(t.filled) == len(t.records) else [{} for _ in t.records]
+        optional[schema.MEAS] = dataclasses.replace(t, filled=[{**o, **n} for o, n in zip(old, meas)])
+    p_in = dataclasses.replace(plan.input, workloads=dataclasses.replace(plan.input.workloads, filled=filled),
+                               optional=optional)
+    notes = [x for x in (filled_note(plan, filled), measurements_filled_note(p_in)) if x]
     return dataclasses.replace(plan, input=p_in,
                                # printed by planner run and validate ("planner: filled: ...")
-                               filled_note=filled_note(plan, filled),
+                               filled_note=" ".join(notes) or None,
                                warnings=list(plan.warnings) + demand_warnings(plan) + plausibility_warnings(plan))

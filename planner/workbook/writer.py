@@ -45,7 +45,7 @@ from planner.workbook.run_sheet import write_constants, write_run
 from planner.workbook.xlfast import ROW, FastFormulaWorksheet, FormulaTemplate, RowBuffer
 from planner.workbook.styles import WB_OPTIONS, Formats, col_width, fit_names, values_list, write_header
 from planner.workbook import kv_tiers_sheets, tier_worth
-from planner.plan.trust import filled_run_rows as trust_run_rows
+from planner.plan.trust import filled_run_rows as trust_run_rows, measurements_run_rows as trust_meas_run_rows
 
 
 
@@ -159,6 +159,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
         write_charts(wb, ws_charts, fm, layout, plan, layout.chunks)
     write_run(ws_run, fm, plan, {**filled_run_rows(p_in), **trust_run_rows(p_in.workloads.filled),
                                  **measurement_run_rows(p_in),  # Measurements filled from load-test files
+                                 **trust_meas_run_rows(p_in),   # Measurements blanks the planner filled (scheduler)
                                  **(run_info or {})})
     for buffered in (ws_checks, ws_explorer, ws_charts, ws_const, ws_run):
         if buffered is not None:
