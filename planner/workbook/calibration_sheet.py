@@ -165,7 +165,10 @@ def resolved_overrides(plan, wl_cell, res_cell) -> dict[tuple[int, str], tuple[s
         k = calib.fit_index[i]
         if col == "alpha":
             out[(i, col)] = (None, value, prov)  # the fitted alpha: a value (issue 20)
-        elif calib.source[i] == "calibrated" and k is not None:
+        elif calib.source[i] == "calibrated" and k is not None and not (
+                col == "t_decode_ms" and str(prov).startswith("estimated by roofline")):
+            # (a calibrated row whose Measurements have no tpot_ms takes its decode from the roofline:
+            # that cell is the estimate's, below; Calibration's tpot_per_token_ms is blank)
             x = wl_cell(col, i)
             expr = {"tpm_measured": None, "hit_measured": None, "t_decode_batch": None, "pass_fixed_ms": None,
                     "t_attn0_ms": f"{lay.param(k, 'k_attn_ms_per_tok2')}*{res_cell('isl', i)}^2",

@@ -1,0 +1,110 @@
+"""A deployment calibrated from Measurements that have TTFT only (no ``tpot_ms``), as a checker
+types a published table (UCM's QwQ-32B on 2x H100, ds3fs_store.md, commit cdd44067: one row per
+input length and hit ratio at concurrency 1, only the named columns): the Workloads row's blank
+``t_decode_ms`` is the memory-bandwidth roofline's (the run says so), but the live formula in
+Resolved was ``osl x Calibration!tpot_per_token_ms``, a blank cell. The stored value was right;
+Excel or LibreOffice recalculating the output gave ``t_decode_ms`` 0, and with it a decode step
+of 0, a TPOT at load 18 ms lower and a throughput far too high (red team 5, found on a LibreOffice
+recalculation of that workbook: 22 Results columns off).
+
+The check is independent of the calibration code: the same Workloads row without Measurements is
+estimated by the roofline alone, and its decode must be the same number; the live cell must be
+recalculated to the stored value by LibreOffice.
+"""
+
+from __future__ import annotations
+
+import math
+
+import openpyxl
+import pytest
+
+from conftest import header_index
+from planner.plan.build import build_plan
+from planner.workbook.writer import write_output
+
+# ds3fs_store.md (commit cdd44067), table 'QwQ-32B model (2 x H100 GPUs)', concurrency 1, mean TTFT [ms]
+PUBLISHED_C1 = [(4000, 0.0, 268.28), (4000, 0.8, 116.19), (8000, 0.0, 533.62), (8000, 0.8, 222.95),
+                (16000, 0.0, 1144.92), (16000, 0.8, 493.03)]
+WORKLOAD = ["chat", "QwQ-32B", "H100 SXM", 2, 8000, 200, 0.5]
+
+
+def _write(path, measurements: bool) -> None:
+    wb = openpyxl.Workbook()
+    ws = wb.active
+    ws.title = "Models"
+    ws.append(["model", "kv_bytes"])
+    ws.append(["QwQ-32B", 2])
+    g = wb.create_sheet("GPUs")
+    g.append(["gpu", "hourly_cost"])
+    g.append(["H100 SXM", 2.5])
+    w = wb.create_sheet("Workloads")
+    w.append(["workload", "model", "gpu", "tp", "isl", "osl", "hit_target"])
+    w.append(WORKLOAD)
+    if measurements:
+        m = wb.create_sheet("Measurements")
+        m.append(["model", "gpu", "tp", "isl", "hit", "ttft_ms", "concurrency", "ttft_stat"])
+        for isl, hit, ttft in PUBLISHED_C1:
+            m.append(["QwQ-32B", "H100 SXM", 2, isl, hit, ttft, 1, "mean"])
+    wb.save(path)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    d = tmp_path_factory.mktemp("rt5decode")
+    src, bare = d / "in.xlsx", d / "bare.xlsx"
+    _write(src, True)
+    _write(bare, False)
+    plan = build_plan(src)
+    out = d / "out.xlsx"
+    write_output(plan, out)
+    return plan, build_plan(bare), out
+
+
+def _resolved_cell(path, name: str, data_only: bool):
+    ws = openpyxl.load_workbook(path, data_only=data_only)["Resolved"]
+    return ws.cell(2, header_index(ws)[name]).value
+
+
+def test_the_decode_is_the_roofline_one(built):
+    plan, bare, _out = built
+    assert plan.calibration.source[0] == "calibrated"           # the prefill times are calibrated
+    got = float(plan.resolved["t_decode_ms"].iat[0])
+    # the same row estimated with no Measurements at all: the decode is the same roofline number
+    assert got == pytest.approx(float(bare.resolved["t_decode_ms"].iat[0]), rel=1e-12)
+    assert got > 0
+
+
+def test_every_calibration_cell_a_resolved_formula_reads_holds_a_number(built):
+    """The live cell of t_decode_ms reads no blank Calibration parameter (the old code read
+    Calibration!Q5, tpot_per_token_ms, blank for TTFT-only Measurements)."""
+    import re
+
+    _plan, _bare, out = built
+    wb = openpyxl.load_workbook(out)
+    vals = openpyxl.load_workbook(out, data_only=True)["Calibration"]
+    res = wb["Resolved"]
+    refs = set()
+    for row in res.iter_rows(min_row=2):
+        for c in row:
+            if isinstance(c.value, str) and c.value.startswith("="):
+                refs |= set(re.findall(r"Calibration!\$?([A-Z]+)\$?(\d+)", c.value))
+    assert refs, "the calibrated row's prefill cells read the Calibration sheet"
+    for col, r in sorted(refs):
+        v = vals[f"{col}{r}"].value
+        assert isinstance(v, (int, float)) and not math.isnan(v), (f"Calibration!{col}{r}", v)
+    formula = _resolved_cell(out, "t_decode_ms", False)
+    assert "Calibration" not in str(formula), formula
+
+
+@pytest.mark.libreoffice
+def test_libreoffice_recalculates_the_decode_and_results_to_the_stored_values(built, recalc):
+    from conftest import sheet_values, same_value
+
+    _plan, _bare, out = built
+    again = recalc(out)
+    assert same_value(_resolved_cell(out, "t_decode_ms", True), _resolved_cell(again, "t_decode_ms", True))
+    stored, live = sheet_values(out, "Results")[0], sheet_values(again, "Results")[0]
+    for name in ("decode_step_ms", "tpot_load_ms", "tpm_physical_target", "tpm_delivered_target"):
+        if name in stored:
+            assert same_value(stored[name], live[name], rel=1e-9), (name, stored[name], live[name])
