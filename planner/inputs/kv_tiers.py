@@ -53,8 +53,29 @@ _CACHE: dict[tuple, tuple[tr.Reuse, list[str]]] = {}
 
 
 def trace_path(input_path: Path, text: str) -> Path:
-    p = Path(str(text).strip())
+    """The trace file a ``trace`` cell names, relative to the workbook's folder. A path typed with
+    Windows separators (``traces\\day1.jsonl.gz``, a workbook made on Windows) is read with ``/``
+    where the system's separator is ``/`` and the path as typed names no file (a backslash is a
+    legal character of a POSIX file name, so the name as typed is tried first); see
+    :func:`windows_separators`."""
+    raw = str(text).strip()
+    p = _relative_to(input_path, Path(raw))
+    if windows_separators(input_path, raw):
+        return _relative_to(input_path, Path(raw.replace("\\", "/")))
+    return p
+
+
+def _relative_to(input_path: Path, p: Path) -> Path:
     return p if p.is_absolute() else Path(input_path).resolve().parent / p
+
+
+def windows_separators(input_path: Path, text: str) -> bool:
+    """True when the ``trace`` text is read with ``/`` for its backslashes (:func:`trace_path`)."""
+    import os
+
+    raw = str(text).strip()
+    return os.sep == "/" and "\\" in raw and not _relative_to(input_path, Path(raw)).exists() \
+        and _relative_to(input_path, Path(raw.replace("\\", "/"))).exists()
 
 
 def load_reuse(file: Path, block_size: int | None, warmup: float) -> tuple[tr.Reuse, list[str]]:
@@ -128,6 +149,8 @@ def check_inputs(path, tiers, workloads, wpos, settings, problems: list[Problem]
             problems.extend(exc.problems)
             continue
         notes.extend(f"{where}: {n}" for n in tnotes)
+        if windows_separators(Path(path), text):
+            notes.append(f"{where}: trace '{str(text).strip()}' is read with '/' for its Windows separators: {file}")
         if rec.get("hit_target") is not None:
             notes.append(f"{where}: hit_target is typed, so it wins over the trace (the Tier_Hits and "
                          f"Hit_Curve sheets still show what the trace gives)")
