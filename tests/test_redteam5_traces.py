@@ -5,7 +5,8 @@ a workbook made on Windows): it was "not found" on Linux, now read with a note. 
 held to a brute-force LRU written here from the README's rules (kvcache-ai/kvcache-blog
 ``packages/kvcache-simulator``): continuous cached prefix, ``min(hit blocks x block, input)``
 tokens, after a request all its blocks cached with its first block most recently used, LRU block
-by block, the first ``floor(n/2)`` requests warm-up. An ``hbm`` tier typed larger than the HBM an
+by block, the first ``floor(n/2)`` requests warm-up (Settings ``trace_warmup``, checked at 0, 0.3 and
+0.8 too; 1 counted no request and planned a hit of 0 silently: now an error). An ``hbm`` tier typed larger than the HBM an
 instance has left after weights and peak KV was planned silently: now a warning at its cell.
 """
 
@@ -82,7 +83,7 @@ def lru_hit(reqs, bs: int, cap_blocks: int, warmup: float = 0.5) -> float:
     return hit / tot
 
 
-def _workbook(path, traces, hbm_gib=None) -> None:
+def _workbook(path, traces, hbm_gib=None, warmup=None) -> None:
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = "Models"
@@ -99,6 +100,10 @@ def _workbook(path, traces, hbm_gib=None) -> None:
     t.append(["tier", "kind", "capacity_gib", "scope", "read_gbps", "cost_per_gib_month"])
     t.append(["gpu", "hbm", hbm_gib, "instance", None, None])
     t.append(["host", "dram", 2, "node", 40, 3])
+    if warmup is not None:
+        st = wb.create_sheet("Settings")
+        st.append(["key", "value"])
+        st.append(["trace_warmup", warmup])
     wb.save(path)
 
 
@@ -171,3 +176,26 @@ def test_an_hbm_tier_above_the_hbm_left_is_said(folder):
     blank = root / "hbm-blank.xlsx"
     _workbook(blank, ["traces dir/b.jsonl"], hbm_gib=None)
     assert not [p for p in build_plan(blank).warnings if p.place.sheet == "Tiers"]
+
+
+@pytest.mark.parametrize("warmup", [0, 0.3, 0.8])
+def test_warmups_against_the_brute_force(folder, warmup):
+    root, reqs = folder
+    src = root / f"warm-{warmup}.xlsx"
+    _workbook(src, ["traces dir/ü trace.jsonl.gz"], warmup=warmup)
+    plan = build_plan(src)
+    w = plan.input.kv_tiers.workloads[0]
+    for blocks, hit in zip(w.grid[::7], w.grid_hit[::7]):
+        assert hit == pytest.approx(lru_hit(reqs["mooncake"], 512, int(blocks), warmup), abs=1e-12)
+
+
+def test_a_warmup_of_every_request_is_refused(folder):
+    root, _ = folder
+    src = root / "warm-1.xlsx"
+    _workbook(src, ["traces dir/ü trace.jsonl.gz"], warmup=1)
+    from planner.core.errors import InputError
+
+    with pytest.raises(InputError) as exc:
+        build_plan(src)
+    assert [str(p.place) for p in exc.value.problems] == ["Workloads!J2"]
+    assert "trace_warmup 1 makes every one of its" in exc.value.problems[0].message

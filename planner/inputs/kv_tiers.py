@@ -143,10 +143,17 @@ def check_inputs(path, tiers, workloads, wpos, settings, problems: list[Problem]
                                            f"path in this cell)"))
             continue
         try:
-            _, tnotes = load_reuse(file, rec.get("trace_block_size"), warmup)
+            reuse, tnotes = load_reuse(file, rec.get("trace_block_size"), warmup)
         except tr.TraceError as exc:
             problems.append(Problem(where, f"trace {str(text)!r} is not a Mooncake or Bailian JSONL trace:"))
             problems.extend(exc.problems)
+            continue
+        if reuse.requests > 0 and reuse.warmup_requests >= reuse.requests:
+            # nothing counted: the hit ratio would be 0/0, planned as 0 (red team 5)
+            problems.append(Problem(where, f"trace {str(text)!r}: Settings trace_warmup {warmup:g} makes every one of "
+                                           f"its {reuse.requests:,} requests a warm-up request, so no request is "
+                                           f"counted and its hit ratio would be 0: type a trace_warmup below 1 "
+                                           f"(0.5: kvcache-ai's simulator)"))
             continue
         notes.extend(f"{where}: {n}" for n in tnotes)
         if windows_separators(Path(path), text):
