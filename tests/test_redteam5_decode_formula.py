@@ -108,3 +108,49 @@ def test_libreoffice_recalculates_the_decode_and_results_to_the_stored_values(bu
     for name in ("decode_step_ms", "tpot_load_ms", "tpm_physical_target", "tpm_delivered_target"):
         if name in stored:
             assert same_value(stored[name], live[name], rel=1e-9), (name, stored[name], live[name])
+
+
+# --------------------------------------------------------------------------- a capped open loop
+# (planner.plan.capped_loop_checks; the check reads the input only, so it is run on the read input:
+# calibrating these seven points takes 20-30 s, the c = 8 point's alpha interval refits 101 times)
+def _capped(path, tpot_ms=None, rate=2.0, ttft=268.28) -> None:
+    """One more Measurements row: the 4,000-token 0% point as ``vllm bench serve --request-rate R
+    --max-concurrency 8`` reports it (both columns filled, as planner measurements fills them)."""
+    _write(path, True)
+    wb = openpyxl.load_workbook(path)
+    m = wb["Measurements"]
+    m.cell(1, 9).value, m.cell(1, 10).value, m.cell(1, 11).value = "request_rate", "osl", "tpot_ms"
+    m.append(["QwQ-32B", "H100 SXM", 2, 4000, 0.0, ttft, 8, "mean", rate, 200, tpot_ms])
+    wb.save(path)
+
+
+def _capped_warnings(path):
+    from types import SimpleNamespace
+
+    from planner.inputs.reader import read_input
+    from planner.plan.capped_loop_checks import capped_loop_warnings
+
+    return [p for p in capped_loop_warnings(SimpleNamespace(input=read_input(path)))
+            if str(p.place) == "Measurements!I8"]
+
+
+# by hand, Little's law N = X (TTFT + (osl - 1) TPOT), X the arrival rate (no throughput typed):
+#   rate 2/s, no TPOT:      N >= 2 x 0.26828 s = 0.54 (a lower bound): said, with what to type
+#   rate 2/s, TPOT 20 ms:   N = 2 x (268.28 + 199 x 20) ms = 8.50 >= 3/4 x 8: the cap binds, nothing said
+#   rate 0.5/s, TPOT 10 ms: N = 0.5 x (268.28 + 1990) ms = 1.13 < 6: the arrivals set the load
+def test_a_capped_open_loop_without_its_decode_is_said(tmp_path):
+    _capped(tmp_path / "c.xlsx")
+    got = _capped_warnings(tmp_path / "c.xlsx")
+    assert len(got) == 1 and "if fewer than 8 were in flight" in got[0].message
+    assert "at least 0.54 by Little's law" in got[0].message
+
+
+def test_a_capped_loop_at_its_cap_is_not_said(tmp_path):
+    _capped(tmp_path / "c.xlsx", tpot_ms=20.0)
+    assert _capped_warnings(tmp_path / "c.xlsx") == []
+
+
+def test_a_capped_loop_far_below_its_cap_is_said_with_littles_law(tmp_path):
+    _capped(tmp_path / "c.xlsx", tpot_ms=10.0, rate=0.5)
+    got = _capped_warnings(tmp_path / "c.xlsx")
+    assert len(got) == 1 and "Little's law puts 1.1 requests in flight (0.5 requests/s x 2,258 ms)" in got[0].message
