@@ -83,7 +83,7 @@ def lru_hit(reqs, bs: int, cap_blocks: int, warmup: float = 0.5) -> float:
     return hit / tot
 
 
-def _workbook(path, traces, hbm_gib=None, warmup=None) -> None:
+def _workbook(path, traces, hbm_gib=None, warmup=None, dram_scope="node") -> None:
     wb = openpyxl.Workbook()
     ws = wb.active
     ws.title = "Models"
@@ -99,7 +99,7 @@ def _workbook(path, traces, hbm_gib=None, warmup=None) -> None:
     t = wb.create_sheet("Tiers")
     t.append(["tier", "kind", "capacity_gib", "scope", "read_gbps", "cost_per_gib_month"])
     t.append(["gpu", "hbm", hbm_gib, "instance", None, None])
-    t.append(["host", "dram", 2, "node", 40, 3])
+    t.append(["host", "dram", 2, dram_scope, 40, 3])
     if warmup is not None:
         st = wb.create_sheet("Settings")
         st.append(["key", "value"])
@@ -199,3 +199,17 @@ def test_a_warmup_of_every_request_is_refused(folder):
         build_plan(src)
     assert [str(p.place) for p in exc.value.problems] == ["Workloads!J2"]
     assert "trace_warmup 1 makes every one of its" in exc.value.problems[0].message
+
+
+def test_a_blank_scope_of_a_priced_tier_is_said(folder):
+    """Blank scope is instance (the schema's default): each instance buys the 2 GiB at 3 a GiB-month,
+    8x the node-scope cost on 8-GPU nodes at tp 1; the default sets the cost, so it is said."""
+    root, _ = folder
+    src = root / "scope.xlsx"
+    _workbook(src, ["traces dir/b.jsonl"], dram_scope=None)
+    from planner.inputs.reader import read_input
+
+    assert "Tiers!D3: scope is blank, read as instance: every serving instance buys its own 2 GiB of tier 'host'; " \
+           "type node or pool if it is shared" in read_input(src).notes
+    _workbook(src, ["traces dir/b.jsonl"])
+    assert not [n for n in read_input(src).notes if "scope is blank" in n]

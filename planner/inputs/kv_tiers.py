@@ -107,6 +107,11 @@ def check_inputs(path, tiers, workloads, wpos, settings, problems: list[Problem]
                                                                      f"{tiers.rows[seen[key]]}"))
                 else:
                     seen[key] = i
+            if rec.get("kind") not in (None, "hbm") and rec.get("scope") is None and (rec.get("cost_per_gib_month") or 0) > 0:
+                # the blank's default sets the tier's cost (per instance, not per node or once): said (red team 5)
+                notes.append(f"{_cell(tiers, 'scope', i)}: scope is blank, read as instance: every serving instance "
+                             f"buys its own {float(rec.get('capacity_gib') or 0):g} GiB of tier {name!r}; type node or pool if it is "
+                             f"shared")
             if rec.get("kind") == "hbm":
                 hbm_rows.append(i)
             elif rec.get("kind") is not None and rec.get("capacity_gib") is None \
