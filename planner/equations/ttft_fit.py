@@ -165,25 +165,29 @@ def _(osl, tpot_per_token_ms):
     return f"{osl}*{tpot_per_token_ms}"
 
 
-def request_alone_ms(ttft_ms, load_factor):
+def request_alone_ms(ttft_ms, load_factor, taken_ms=0.0):
     r"""A measured TTFT at concurrency above 1 as the request-alone TTFT the law fits:
-    :math:`t / f` (``load_factor`` from planner.plan.calib_extra; 1 at concurrency 1).
+    :math:`(t - t_{off}) / f` (``load_factor`` from planner.plan.calib_extra; 1 at concurrency 1).
 
     Parameters
     ----------
     ttft_ms : numeric, the measured TTFT [ms]
     load_factor : numeric, the queueing factor of the test's load [ratio]
+    taken_ms : numeric, the part of the measured TTFT the load-test model takes off before dividing
+        (the per-pass fixed cost and constant of planner.plan.load_tests.prefill_given_fixed) [ms]
 
     Returns
     -------
     numeric [ms]
     """
-    return np.asarray(ttft_ms, dtype=float) / np.asarray(load_factor, dtype=float)
+    return (np.asarray(ttft_ms, dtype=float) - np.asarray(taken_ms, dtype=float)) / np.asarray(load_factor,
+                                                                                                dtype=float)
 
 
 @excel_twin(request_alone_ms)
-def _(ttft_ms, load_factor):
-    return f"{ttft_ms}/{load_factor}"
+def _(ttft_ms, load_factor, taken_ms=None):
+    top = ttft_ms if taken_ms is None else f"({ttft_ms}-{taken_ms})"
+    return f"{top}/{load_factor}"
 
 
 def relative_error(fitted, measured):

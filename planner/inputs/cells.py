@@ -99,6 +99,12 @@ _PER_SECOND = {"tokens/s", "tokens/sec", "tokens/second", "tok/s", "t/s", "tps",
                "tokens//s", "tokens//second", "/second"}
 
 
+# names of one statistic (the 50th percentile is the median; a mean is an average), for the choices
+# that name statistics (Measurements ttft_stat, Workloads slo_percentile)
+_SAME_STATISTIC = {"median": ("p50",), "p50": ("median",), "50th": ("p50", "median"), "average": ("mean",),
+                   "avg": ("mean",)}
+
+
 def _parse(col: Column, raw: Any, number_format: str | None, note: list[str]) -> tuple[Any, str | None]:
     if col.kind == ANY:  # kept as typed: a number, or a text without its surrounding spaces
         if isinstance(raw, bool):
@@ -129,6 +135,8 @@ def _parse(col: Column, raw: Any, number_format: str | None, note: list[str]) ->
             if text not in col.choices and re.sub(r"\s+", "", text) in _PER_SECOND:
                 return None, (f"{col.name} {_show(raw)} is not one of {allowed}: type the demand per minute "
                               f"(x 60), or head the demand column 'demand_tpm (tokens/s)' to have it converted")
+        if text not in col.choices:  # one statistic, two names: ttft_stat says median, slo_percentile p50
+            text = next((c for c in _SAME_STATISTIC.get(text.replace(" ", ""), ()) if c in col.choices), text)
         if text not in col.choices:
             return None, f"{col.name} {_show(raw)} is not one of {allowed}"
         return text, None

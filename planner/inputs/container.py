@@ -71,6 +71,12 @@ def check_container(path: Path, data: bytes | None = None) -> None:
     names = {i.filename for i in infos}
     if "xl/workbook.bin" in names:
         raise InputError([Problem(name, "is an Excel binary workbook (.xlsb): save it as .xlsx")])
+    if "xl/workbook.xml" not in names and "mimetype" in names and "content.xml" in names:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            kind = z.read("mimetype")[:80].decode("ascii", "replace").strip()
+        if kind.startswith("application/vnd.oasis.opendocument.spreadsheet"):  # LibreOffice's own format
+            raise InputError([Problem(name, "is an OpenDocument spreadsheet (.ods), whatever its name says: save "
+                                            "it as .xlsx (LibreOffice: File > Save As > Excel 2007-365)")])
     if "xl/workbook.xml" not in names:
         raise InputError([Problem(name, "is a zip archive but not an Excel workbook (no xl/workbook.xml); "
                                         "save it from Excel as .xlsx")])
@@ -95,6 +101,8 @@ _REF = re.compile(rb'\br="([A-Z]{1,3})(\d+)"')
 _HAS_VALUE = re.compile(rb"<(?:\w+:)?v>[^<]|<(?:\w+:)?is>")
 _HAS_FORMULA = re.compile(rb"<(?:\w+:)?f\b")
 _MERGE = re.compile(rb'<(?:\w+:)?mergeCell\b[^>]*\bref="([A-Z]+\d+(?::[A-Z]+\d+)?)"')
+# a row hidden in Excel (by hand or by a filter): <row r="5" hidden="1" ...>
+_HIDDEN_ROW = re.compile(rb'<(?:\w+:)?row\b(?=[^>]*\bhidden="(?:1|true)")[^>]*?\br="(\d+)"')
 
 
 @dataclass
@@ -102,6 +110,7 @@ class SheetScan:
     last_row: int | None                    # last row holding a value (None: cells without r=)
     uncalculated: set[str] = field(default_factory=set)  # "B7": formula without a cached value
     merged: list[str] = field(default_factory=list)      # "A3:C3"
+    hidden_rows: frozenset[int] = frozenset()            # rows hidden in Excel (by hand or a filter)
 
 
 def scan_sheet(xml: bytes) -> SheetScan:
@@ -110,14 +119,18 @@ def scan_sheet(xml: bytes) -> SheetScan:
     for m in _CELL.finditer(xml):
         ref = _REF.search(m.group(1))
         if ref is None:
-            return SheetScan(None, set(), [x.decode() for x in _MERGE.findall(xml)])
+            return SheetScan(None, set(), [x.decode() for x in _MERGE.findall(xml)], _hidden_rows(xml))
         inner = m.group(2) or b""
         if _HAS_VALUE.search(inner):
             last = max(last, int(ref.group(2)))
         elif _HAS_FORMULA.search(inner):
             uncalculated.add((ref.group(1) + ref.group(2)).decode())
             last = max(last, int(ref.group(2)))
-    return SheetScan(last, uncalculated, [x.decode() for x in _MERGE.findall(xml)])
+    return SheetScan(last, uncalculated, [x.decode() for x in _MERGE.findall(xml)], _hidden_rows(xml))
+
+
+def _hidden_rows(xml: bytes) -> frozenset[int]:
+    return frozenset(int(r) for r in _HIDDEN_ROW.findall(xml))
 
 
 _SHEET = re.compile(rb'<(?:\w+:)?sheet\b[^>]*?\bname="([^"]*)"[^>]*?\br:id="([^"]+)"|'

@@ -53,8 +53,29 @@ _CACHE: dict[tuple, tuple[tr.Reuse, list[str]]] = {}
 
 
 def trace_path(input_path: Path, text: str) -> Path:
-    p = Path(str(text).strip())
+    """The trace file a ``trace`` cell names, relative to the workbook's folder. A path typed with
+    Windows separators (``traces\\day1.jsonl.gz``, a workbook made on Windows) is read with ``/``
+    where the system's separator is ``/`` and the path as typed names no file (a backslash is a
+    legal character of a POSIX file name, so the name as typed is tried first); see
+    :func:`windows_separators`."""
+    raw = str(text).strip()
+    p = _relative_to(input_path, Path(raw))
+    if windows_separators(input_path, raw):
+        return _relative_to(input_path, Path(raw.replace("\\", "/")))
+    return p
+
+
+def _relative_to(input_path: Path, p: Path) -> Path:
     return p if p.is_absolute() else Path(input_path).resolve().parent / p
+
+
+def windows_separators(input_path: Path, text: str) -> bool:
+    """True when the ``trace`` text is read with ``/`` for its backslashes (:func:`trace_path`)."""
+    import os
+
+    raw = str(text).strip()
+    return os.sep == "/" and "\\" in raw and not _relative_to(input_path, Path(raw)).exists() \
+        and _relative_to(input_path, Path(raw.replace("\\", "/"))).exists()
 
 
 def load_reuse(file: Path, block_size: int | None, warmup: float) -> tuple[tr.Reuse, list[str]]:
@@ -86,6 +107,11 @@ def check_inputs(path, tiers, workloads, wpos, settings, problems: list[Problem]
                                                                      f"{tiers.rows[seen[key]]}"))
                 else:
                     seen[key] = i
+            if rec.get("kind") not in (None, "hbm") and rec.get("scope") is None and (rec.get("cost_per_gib_month") or 0) > 0:
+                # the blank's default sets the tier's cost (per instance, not per node or once): said (red team 5)
+                notes.append(f"{_cell(tiers, 'scope', i)}: scope is blank, read as instance: every serving instance "
+                             f"buys its own {float(rec.get('capacity_gib') or 0):g} GiB of tier {name!r}; type node or pool if it is "
+                             f"shared")
             if rec.get("kind") == "hbm":
                 hbm_rows.append(i)
             elif rec.get("kind") is not None and rec.get("capacity_gib") is None \
@@ -122,12 +148,21 @@ def check_inputs(path, tiers, workloads, wpos, settings, problems: list[Problem]
                                            f"path in this cell)"))
             continue
         try:
-            _, tnotes = load_reuse(file, rec.get("trace_block_size"), warmup)
+            reuse, tnotes = load_reuse(file, rec.get("trace_block_size"), warmup)
         except tr.TraceError as exc:
             problems.append(Problem(where, f"trace {str(text)!r} is not a Mooncake or Bailian JSONL trace:"))
             problems.extend(exc.problems)
             continue
+        if reuse.requests > 0 and reuse.warmup_requests >= reuse.requests:
+            # nothing counted: the hit ratio would be 0/0, planned as 0 (red team 5)
+            problems.append(Problem(where, f"trace {str(text)!r}: Settings trace_warmup {warmup:g} makes every one of "
+                                           f"its {reuse.requests:,} requests a warm-up request, so no request is "
+                                           f"counted and its hit ratio would be 0: type a trace_warmup below 1 "
+                                           f"(0.5: kvcache-ai's simulator)"))
+            continue
         notes.extend(f"{where}: {n}" for n in tnotes)
+        if windows_separators(Path(path), text):
+            notes.append(f"{where}: trace '{str(text).strip()}' is read with '/' for its Windows separators: {file}")
         if rec.get("hit_target") is not None:
             notes.append(f"{where}: hit_target is typed, so it wins over the trace (the Tier_Hits and "
                          f"Hit_Curve sheets still show what the trace gives)")

@@ -137,6 +137,13 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
                     notes.append(f"{coord}: {said}")
         else:
             extras.append((j, str(raw).strip()))
+    required = [c.name for c in cols if c.required is True and c.name not in col_of]
+    if len(required) >= 2 and (below := _header_below(ws, required)) is not None:
+        # a title (or a units) row above the table: one problem, not one per column (red team 5)
+        problems.append(Problem(Place.at_row(ws.title, below), f"holds the column names ({', '.join(required[:4])}"
+                                f"{', ...' if len(required) > 4 else ''}): the header must be row 1; delete the "
+                                f"row{'s' if below > 2 else ''} above it"))
+        return None
     for where, msg in header_units.near_miss_headers(ws.title, cols, col_of, extras):
         problems.append(Problem(where, msg))
     for where, msg in header_units.foreign_headers(ws.title, sheet, extras):
@@ -234,12 +241,40 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         from planner.inputs.measurement_files import missing_columns
 
         problems += missing_columns(ws.title, cols, col_of, rows, records)
+    if notes is not None:  # what Excel hides is read all the same: say so (red team 5)
+        notes.extend(_hidden_notes(ws, scan, rows))
     if readings and notes is not None:
         more = f" (and {len(readings) - 3} more)" if len(readings) > 3 else ""
         notes.append(f"{ws.title}: {len(readings)} number(s) typed as text with separators were read: "
                      f"{'; '.join(readings[:3])}{more}")
     return Table(ws.title, records, rows, [h for _, h in extras], col_of, plain_ones=plain_ones,
                  currencies=currencies)
+
+
+def _header_below(ws, required: list[str], depth: int = 5) -> int | None:
+    """The row (2..depth) that holds every column in ``required`` when row 1 does not: the header
+    under a title row."""
+    for r, cells in enumerate(ws.iter_rows(min_row=2, max_row=depth), start=2):
+        names = {normalise_header(getattr(c, "value", None)) for c in cells}
+        if all(HEADER_ALIASES.get((ws.title, n), n) in names or n in names for n in required):
+            return r
+    return None
+
+
+def _hidden_notes(ws, scan: SheetScan | None, rows: list[int]) -> list[str]:
+    """Notes for a table sheet hidden in Excel and for its rows hidden (by hand or by a filter):
+    both are planned like the others, which a reader who hid them may not expect."""
+    out = []
+    state = getattr(ws, "sheet_state", "visible") or "visible"
+    if state != "visible":
+        out.append(f"{ws.title}: the sheet is {'very hidden' if state == 'veryHidden' else 'hidden'} in Excel; it is "
+                   f"read and planned like any other (delete it, or its rows, to leave it out)")
+    hidden = sorted(set(rows) & set(scan.hidden_rows)) if scan else []
+    if hidden:
+        shown = ", ".join(str(r) for r in hidden[:8]) + (f" and {len(hidden) - 8} more" if len(hidden) > 8 else "")
+        out.append(f"{ws.title} row{'s' if len(hidden) > 1 else ''} {shown}: hidden in Excel (by hand or by a "
+                   f"filter), read and planned like the others (delete a row to leave it out)")
+    return out
 
 
 def _currency_problems(tables, settings: dict, where_setting) -> list[Problem]:
@@ -321,6 +356,9 @@ def read_input(path: str | Path, *, checks: Sequence[Callable[[BoundaryState], l
     except Exception as exc:  # openpyxl and zipfile raise many kinds for a damaged file
         raise InputError([_unreadable(path, exc)]) from None
     notes: list[str] = []
+    if (lock := path.parent / f"~${path.name}").exists():  # Excel's owner file: the workbook is open (red team 5)
+        notes.append(f"{path.name}: is open in Excel ({lock.name} beside it): the last saved version is read; "
+                     f"edits not saved yet are not in this plan")
     if twins := _twin_sheets(wb.sheetnames):
         wb.close()
         raise InputError(twins)

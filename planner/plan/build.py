@@ -111,6 +111,9 @@ def build_plan(source: str | Path | PlanInput) -> Plan:
     from planner.plan.load_shape_checks import load_shape_warnings  # red team 4: a load read as 1 at a time
     from planner.plan.period_checks import hit_fallback_warnings  # red team 4: a period's hit that holds once
 
+    from planner.plan.capped_loop_checks import capped_loop_warnings  # red team 5: a rate-paced capped loop
+    from planner.plan.tier_checks import hbm_tier_warnings  # red team 5: an hbm tier above the HBM left
+
     plan = apply_to_plan(plan)
     return dataclasses.replace(plan, warnings=list(plan.warnings) + typed_warnings(plan) + load_shape_warnings(plan)
-                               + hit_fallback_warnings(plan))
+                               + hit_fallback_warnings(plan) + hbm_tier_warnings(plan) + capped_loop_warnings(plan))

@@ -144,9 +144,14 @@ def not_whole(sheet: str, name: str) -> Callable[[Any], int]:
 
 def results_errors(plan) -> int:
     """Results cells Python found infinite (a division by zero, which Excel shows as #DIV/0!); a
-    blank result (NaN) is written blank on purpose and is no error."""
+    blank result (NaN) is written blank on purpose and is no error. In the SLO-bound sizing chain
+    (planner.equations.sizing, the target's and the baseline's instance counts) ``inf`` is a target no instance count
+    meets, written ``"unreachable"`` as its formula says: text, no error (the ``binding`` check counts it)."""
+    from planner.equations import sizing as sz
+
+    unreachable_text = {c for c in (*sz.NAMES, *sz.BASELINE_NAMES) if c.startswith("instances_")}
     return sum(ck.count_errors(pd.to_numeric(plan.results[name], errors="coerce").to_numpy(dtype=float))
-               for name in plan.results.columns)
+               for name in plan.results.columns if name not in unreachable_text)
 
 
 def unplanned(sheet: str, key: str) -> Callable[[Any], int]:
