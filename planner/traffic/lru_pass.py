@@ -38,7 +38,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.traffic.dominance import dominance_sum
+
 I32_MAX = 2**31 - 1
+SB_BITS = 10                  # times per superblock of the marks: 2^10 (16 words), counted in ``sbc``
+SB_WORDS = 1 << (SB_BITS - 6)
 
 
 class NotPrefix(Exception):
@@ -147,19 +151,13 @@ def _widened(a: np.ndarray, filled: int, dtype) -> np.ndarray:
     return out
 
 
-def _apply_bits(bits: np.ndarray, pos: np.ndarray, on: bool) -> None:
-    """Set (``on``) or clear the bits at the distinct times ``pos`` (sorted)."""
-    if len(pos) == 0:
-        return
-    word = pos >> 6
-    mask = np.left_shift(np.uint64(1), (pos & 63).astype(np.uint64))
-    heads = np.flatnonzero(np.concatenate(([True], word[1:] != word[:-1])))
-    agg = np.bitwise_or.reduceat(mask, heads)   # the bits of one word together (distinct: no carry)
-    w = word[heads]
-    if on:
-        bits[w] |= agg
-    else:
-        bits[w] &= ~agg
+def _ones(x: np.ndarray) -> np.ndarray:
+    """``2^x - 1`` as uint64 for ``0 <= x <= 64`` (the low ``x`` bits set)."""
+    x = np.asarray(x, dtype=np.uint64)
+    full = x >= np.uint64(64)
+    out = np.left_shift(np.uint64(1), np.where(full, np.uint64(0), x)) - np.uint64(1)
+    out[full] = np.uint64(2**64 - 1)
+    return out
 
 
 class NeedCount(Exception):
@@ -298,6 +296,8 @@ class StackPass:
         self.last = np.full(1 << 12, -1, dtype=np.int32)
         self.parent = np.full(1 << 12, -2, dtype=np.int32) if check_prefix else None
         self.bits = np.zeros(1 << 10, dtype=np.uint64)
+        self.sbc = np.zeros(1 << 6, dtype=np.int32)   # marks per superblock of the bits (SB_WORDS words)
+        self.n_sbc = 1 << 6
         self.full = np.zeros(1 << 12, dtype=np.int32)
         self.n_last = self.n_parent = self.n_full = 1 << 12    # filled lengths (the rest untouched)
         self.n_bits = 1 << 10
@@ -376,31 +376,75 @@ class StackPass:
         if not np.array_equal(had, par):
             raise NotPrefix()
 
-    def _above(self, p: np.ndarray, s: int) -> np.ndarray:
-        """Marks (times < s still a block's last use) above each time ``p < s``."""
-        nw = (s + 63) >> 6
-        wc = np.zeros(nw + 1, dtype=np.int32 if s < I32_MAX else np.int64)   # marks below each word
-        np.cumsum(np.bitwise_count(self.bits[:nw]), out=wc[1:])
-        x = p + 1                                      # marks at times >= p + 1
-        wi = x >> 6
-        below = wc[wi] + np.bitwise_count(self.bits[wi] & (np.left_shift(np.uint64(1), (x & 63).astype(np.uint64))
-                                                           - np.uint64(1)))
-        return self.nd - below
+    # ---------------------------------------------------------------- the marks
+    def _marks_below(self, x: np.ndarray, s: int) -> np.ndarray:
+        """Marks (times < ``s`` still a block's last use) at times below each ``x`` (``0 <= x <= s``):
+        the counts of the superblocks before ``x``'s (``sbc``, kept as the marks change, cumulated once
+        a chunk: ``s / 1024`` of them, not the whole bitmap), the popcounts of the words of its
+        superblock before its word, and of its word's bits below it."""
+        nsb = (s >> SB_BITS) + 1
+        cum = np.zeros(nsb + 1, dtype=np.int64)
+        np.cumsum(self.sbc[:nsb], out=cum[1:])
+        w = x >> 6
+        sb = x >> SB_BITS
+        base = sb << (SB_BITS - 6)                        # the first word of x's superblock
+        j = np.arange(SB_WORDS, dtype=np.int64)
+        cnt = np.bitwise_count(self.bits[base[:, None] + j])
+        cnt *= j < (w - base)[:, None]                     # the words before x's
+        below = cum[sb] + cnt.sum(axis=1, dtype=np.int64)
+        below += np.bitwise_count(self.bits[w] & (np.left_shift(np.uint64(1), (x & 63).astype(np.uint64))
+                                                  - np.uint64(1)))
+        return below
+
+    def _set_marks(self, t: np.ndarray, s: int, k: int) -> None:
+        """Mark the times ``s + t`` (``t`` distinct in ``[0, k)``: the chunk's own times, unmarked so far):
+        one ``packbits`` of the chunk's times, or-ed into its words."""
+        off = s & 63
+        e = np.zeros(-(-(off + k) // 64) * 64, dtype=bool)
+        e[t + off] = True
+        words = np.packbits(e, bitorder="little").view("<u8")
+        w0 = s >> 6
+        self.bits[w0:w0 + len(words)] |= words
+        sb0 = s >> SB_BITS
+        c = np.bincount(((t + s) >> SB_BITS) - sb0)
+        self.sbc[sb0:sb0 + len(c)] += c.astype(self.sbc.dtype)
+
+    def _clear_runs(self, a: np.ndarray, n: np.ndarray) -> None:
+        """Unmark the runs of times ``[a, a + n)`` (disjoint, ascending, all marked): each run cut into
+        its pieces in each word, the pieces of a word or-ed together, xor-ed out of it (a unit of the
+        chunk is one run: a few thousand runs a chunk, not one bit per access)."""
+        if len(a) == 0:
+            return
+        w0 = a >> 6
+        npc = ((a + n - 1) >> 6) - w0 + 1                  # words each run touches
+        run = np.repeat(np.arange(len(a)), npc)
+        word = np.arange(len(run), dtype=np.int64)
+        word -= np.repeat(np.cumsum(npc) - npc, npc)
+        word += w0[run]
+        lo = np.maximum(a[run] - (word << 6), 0)           # the piece's bits in its word: [lo, hi)
+        hi = np.minimum(a[run] + n[run] - (word << 6), 64)
+        mask = _ones(hi) & ~_ones(lo)
+        heads = np.flatnonzero(np.concatenate(([True], word[1:] != word[:-1])))
+        w = word[heads]
+        agg = np.bitwise_or.reduceat(mask, heads)          # the pieces of one word (disjoint: no carry)
+        self.bits[w] ^= agg
+        self.sbc -= np.bincount(w >> (SB_BITS - 6), weights=np.bitwise_count(agg),
+                                minlength=len(self.sbc)).astype(self.sbc.dtype)
 
     def _pass(self, st, node, inp, r0, s, k) -> None:
         it = self.last.dtype.type
         m = len(st) - 1
         bs = self.bs
         last = self.last
+        lens = np.diff(st)
         if self.check:
             self._check_parents(st, node)
-        req = np.repeat(np.arange(m, dtype=np.int32), np.diff(st))        # request of each access
-        dfe = np.arange(k, dtype=it)
-        dfe -= st[req].astype(it)                       # deeper blocks of its request touched before it
-        blk = st[req + 1].astype(it)
-        blk -= 1
-        blk -= dfe                                      # the block (chunk order) access i touches
+        # Time order: the requests in turn, each request's blocks deepest first; the access at chunk time
+        # i touches the block at chunk position st[r] + st[r + 1] - 1 - i (the map is its own inverse).
+        blk = np.repeat((st[:-1] + st[1:] - 1).astype(it), lens)
+        blk -= np.arange(k, dtype=it)
         seq = node[blk]
+        del blk
         if k < 2**32 and int(seq.max()) < I32_MAX:                # a sort of (block, time) in one int64:
             key = seq.astype(np.int64) << 32                     # the accesses grouped by block, in time
             key |= np.arange(k, dtype=np.int64)                  # order (5 times a stable argsort's speed)
@@ -412,76 +456,97 @@ class StackPass:
         else:
             order = np.argsort(seq, kind="stable").astype(it, copy=False)
             sseq = seq[order]
-        same = np.zeros(k, dtype=bool)
-        same[1:] = sseq[1:] == sseq[:-1]
+        del seq
+        first = np.ones(k, dtype=bool)                           # the first use in the chunk of a block
+        first[1:] = sseq[1:] != sseq[:-1]
+        fid = sseq[first]                                        # the chunk's blocks, ascending
+        del sseq
+        lp = last[fid]                                           # their last uses before it (-1: new)
         prev = np.empty(k, dtype=it)
-        prev[order[~same]] = last[sseq[~same]]                   # first use in the chunk: the last use before
-        prev[order[1:][same[1:]]] = order[:-1][same[1:]] + s    # later uses: the one before, in the chunk
-        end = np.ones(k, dtype=bool)
-        end[:-1] = ~same[1:]
-        ends = np.sort(order[end])                              # last use in the chunk of each block
-        last[seq[ends]] = ends + s
-        del order, same, end, seq, sseq
-        old = np.sort(prev[(prev >= 0) & (prev < s)]).astype(np.int64)   # marks this chunk moves
+        prev[order[first]] = lp
+        rep = ~first[1:]
+        prev[order[1:][rep]] = order[:-1][rep] + s               # later uses: the one before, in the chunk
+        del rep
+        first[:-1] = first[1:]                                   # now: the last use in the chunk of a block
+        first[-1] = True
+        eo = order[first]                                        # ... its chunk time (block order)
+        del order, first
+        last[fid] = eo + s
+        n_old = int(np.count_nonzero(lp >= 0))                   # marks this chunk moves
+        n_distinct = len(fid)
+        del fid, lp
         if self.deferred is not None:                           # blocks first seen, by request
-            self.deferred.new_blocks = np.bincount(req[prev < 0], minlength=m)
+            cn = np.zeros(k + 1, dtype=np.int64)
+            np.cumsum(prev < 0, out=cn[1:])
+            self.deferred.new_blocks = cn[st[1:]] - cn[st[:-1]]
+            del cn
         ti = np.flatnonzero(prev >= 0).astype(it, copy=False)  # accesses of blocks seen before
-        p = prev[ti].astype(np.int64)
+        p = prev[ti]
         del prev
-        rq = req[ti]
-        tokens = np.clip(inp[rq] - (blk[ti] - st[rq]) * bs, 0, bs)
-        full = tokens == bs
-        # Units: a run of accesses of seen blocks in one request whose last uses are consecutive times
-        # (a prefix touched together before), of the same weight (full blocks or not). No other access's
-        # last use falls inside a unit's times, so every other access compares alike with all of it, and
-        # within it none counts (the later ones were used later): the dominance count is over units,
-        # weighed by their accesses (Mooncake-like traces: a few units a request, not a few dozen). And
-        # along a unit each access is the next block up the prefix, whose rank is one less (one mark
-        # fewer above its last use, one more access inside, one more deeper block of the request): its
-        # ranks are r, r - 1, ..., r - n + 1 from the rank r of its head.
+        start = np.zeros(k, dtype=bool)                          # the first access (deepest block) of a request
+        start[st[:-1][lens > 0]] = True
+        # Units: a run of accesses of seen blocks of one request at consecutive times whose last uses are
+        # consecutive times (a prefix touched together before; none crosses the chunk's start). No other
+        # access's last use falls inside a unit's times, so every other access compares alike with all of
+        # it, and within it none counts (the later ones were used later): the dominance count is over
+        # units, weighed by their accesses (Mooncake-like traces: one or two units a request). Along a unit
+        # each access is the next block up the prefix, whose rank is one less (one mark fewer above its
+        # last use, one more access inside, one more deeper block of the request): its ranks are
+        # r, r - 1, ..., r - n + 1 from the rank r of its head. Full and partial blocks are told apart
+        # by depth afterwards, unit by unit.
         head = np.ones(len(ti), dtype=bool)
-        head[1:] = ((p[1:] != p[:-1] + 1) | (ti[1:] != ti[:-1] + 1) | (rq[1:] != rq[:-1])
-                    | (full[1:] != full[:-1]))
+        head[1:] = ((p[1:] != p[:-1] + 1) | (ti[1:] != ti[:-1] + 1) | start[ti[1:]] | (p[1:] == s))
         hx = np.flatnonzero(head)
         size = np.diff(np.append(hx, len(ti)))
-        hp, ht = p[hx], ti[hx].astype(np.int64)
-        del p, head
-        v = np.empty(len(hx), dtype=np.int32)
-        v[np.argsort(hp)[::-1]] = np.arange(len(hx), dtype=np.int32)
-        moved = count_smaller_before(v, size)                   # #{q in [s, t): prev(q) > p}
+        hp, ht = p[hx].astype(np.int64), ti[hx].astype(np.int64)
+        del p, ti, head, start, hx
+        by_p = np.argsort(hp)
+        v = np.empty(len(hp), dtype=np.int32)
+        v[by_p[::-1]] = np.arange(len(hp), dtype=np.int32)      # rank of p, largest first
+        moved = dominance_sum(v, size)                          # #{q in [s, t): prev(q) > p}
         del v
-        above = np.zeros(len(hx), dtype=np.int64)
+        above = np.zeros(len(hp), dtype=np.int64)
         before = hp < s
         if np.any(before):
-            above[before] = self._above(hp[before], s)
+            above[before] = self.nd - self._marks_below(hp[before] + 1, s)
         inside = ht + s - np.maximum(s, hp + 1)
-        rank = above + inside - moved - dfe[ti[hx]]   # rank of each unit's head
-        del above, inside, moved, before, hp, ht
-        nd_after = self.nd + len(ends) - len(old)
+        hr = np.searchsorted(st, ht, side="right") - 1          # request (chunk numbering) of each unit
+        dfe = ht - st[hr]                                       # deeper blocks of its request touched before it
+        rank = above + inside - moved - dfe                     # rank of each unit's head
+        del above, inside, moved
+        # the unit's blocks: depths dh (its head: 0 is the request's first block) up to dh - size + 1;
+        # full below nf = input // block, the one at depth nf partial (rem tokens), none past it
+        dh = lens[hr] - 1 - dfe
+        nf = inp[hr] // bs
+        rem = inp[hr] - nf * bs
+        lo = rank - size + 1
+        hi = rank - np.maximum(0, dh - nf + 1)
+        fu = np.flatnonzero(hi >= lo)
+        pi = np.flatnonzero((rem > 0) & (nf <= dh) & (nf > dh - size))
+        units = (hr[fu], lo[fu], hi[fu], hr[pi], rank[pi] - (dh[pi] - nf[pi]), rem[pi])  # (request, lo, hi)...
+        del dh, nf, rem, lo, hi, fu, pi, dfe, rank
+        nd_after = self.nd + n_distinct - n_old
         self.full, self.n_full = _grown(self.full, self.n_full, nd_after + 1, 0)
         if self.t + k >= I32_MAX and self.full.dtype != np.int64:  # counts past int32: widen once
             self.full = _widened(self.full, self.n_full, np.int64)
-        ufull = full[hx]
-        part = np.flatnonzero(~ufull)                           # units of partial blocks (or past the input)
-        if len(part):                                           # their accesses, one by one
-            at = np.repeat(part, size[part])
-            off = np.arange(len(at)) - np.repeat(np.cumsum(size[part]) - size[part], size[part])
-            p_rank, p_tok, p_rq = rank[at] - off, tokens[hx[at] + off], rq[hx[at]]
-            keep = p_tok > 0
-            p_rank, p_tok, p_rq = p_rank[keep], p_tok[keep], p_rq[keep]
-        else:
-            p_rank = p_tok = p_rq = np.zeros(0, dtype=np.int64)
-        fu = np.flatnonzero(ufull)
-        units = (rq[hx[fu]], rank[fu] - size[fu] + 1, rank[fu], p_rq, p_rank, p_tok)  # (request, lo, hi)...
         if self.deferred is not None:
             self.deferred.log(units)
         else:
             self._count(units, self.w - r0, nd_after)
-        del rank, tokens, req, dfe, blk, rq, ti, hx, size, full, fu, part, units
-        self.bits, self.n_bits = _grown(self.bits, self.n_bits, ((s + k) >> 6) + 1, 0)
-        _apply_bits(self.bits, old, False)
-        _apply_bits(self.bits, ends.astype(np.int64) + s, True)
+        del units, hr
+        ob = by_p[before[by_p]]                                 # the units of marks moved, by last use
+        if int(size[ob].sum()) != n_old:
+            raise AssertionError("units and moved marks disagree")  # an invariant of the method
+        self._grow_marks(s + k)
+        self._clear_runs(hp[ob], size[ob])
+        self._set_marks(eo.astype(np.int64), s, k)
         self.nd = nd_after
+
+    def _grow_marks(self, t: int) -> None:
+        """Room in ``bits`` and ``sbc`` for the times below ``t``, whole superblocks."""
+        nsb = (t >> SB_BITS) + 2
+        self.bits, self.n_bits = _grown(self.bits, self.n_bits, nsb * SB_WORDS, 0)
+        self.sbc, self.n_sbc = _grown(self.sbc, self.n_sbc, nsb, 0)
 
     def _count(self, units, first: int, nd: int) -> None:
         """Add the hits of the units of requests ``first`` on (chunk numbering) to the counts by rank."""
@@ -509,7 +574,7 @@ class StackPass:
             self.deferred.finish(self)
         warm = self.nd if self.warm_blocks is None else self.warm_blocks
         unique = self.nd
-        self.last = self.parent = self.bits = None
+        self.last = self.parent = self.bits = self.sbc = None
         cum = np.empty(unique + 1, dtype=np.int64)
         cum[0] = 0
         cum[1:] = self.full[:unique]
