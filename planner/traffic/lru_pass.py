@@ -362,19 +362,20 @@ class StackPass:
             raise NotDense(top)
         self.parent, self.n_parent = _grown(self.parent, self.n_parent, top + 1, -2)
 
-    def _check_parents(self, st, node) -> None:
-        """Every id always under the same parent (so an id names its whole prefix, and is not twice in
-        a request): the parent of each id's first block is kept (one of them when a chunk first sees
-        an id under two), then every block's parent must be its id's."""
-        par = np.empty(len(node), dtype=np.int32)             # parent id of each block (chunk order)
-        par[1:] = node[:-1]
-        par[st[:-1][np.diff(st) > 0]] = -1
-        had = self.parent[node]
-        new = had == -2
-        self.parent[node[new]] = par[new]
-        had[new] = self.parent[node[new]]
-        if not np.array_equal(had, par):
+    def _check_parents(self, ps: np.ndarray, first: np.ndarray, fid: np.ndarray) -> None:
+        """Every id always under the same parent (so an id names its whole prefix, and is not twice in a
+        request), on the chunk's accesses grouped by block (``ps``: their parents in that order,
+        ``first``: a group's first, ``fid``: the groups' ids, ascending): within a group one parent, and
+        that one the id's parent kept from before (-2: none yet, then kept now)."""
+        rep = ~first[1:]
+        if not np.array_equal(ps[1:][rep], ps[:-1][rep]):
             raise NotPrefix()
+        pf = ps[first]
+        had = self.parent[fid]
+        new = had == -2
+        if not np.array_equal(had[~new], pf[~new]):
+            raise NotPrefix()
+        self.parent[fid[new]] = pf[new]
 
     # ---------------------------------------------------------------- the marks
     def _marks_below(self, x: np.ndarray, s: int) -> np.ndarray:
@@ -437,13 +438,15 @@ class StackPass:
         bs = self.bs
         last = self.last
         lens = np.diff(st)
-        if self.check:
-            self._check_parents(st, node)
         # Time order: the requests in turn, each request's blocks deepest first; the access at chunk time
         # i touches the block at chunk position st[r] + st[r + 1] - 1 - i (the map is its own inverse).
         blk = np.repeat((st[:-1] + st[1:] - 1).astype(it), lens)
         blk -= np.arange(k, dtype=it)
         seq = node[blk]
+        if self.check:                                           # the parent id of each access's block
+            blk -= 1
+            par = node[blk]
+            par[(st[1:] - 1)[lens > 0]] = -1                     # a request's first block (last in time)
         del blk
         if k < 2**32 and int(seq.max()) < I32_MAX:                # a sort of (block, time) in one int64:
             key = seq.astype(np.int64) << 32                     # the accesses grouped by block, in time
@@ -461,6 +464,9 @@ class StackPass:
         first[1:] = sseq[1:] != sseq[:-1]
         fid = sseq[first]                                        # the chunk's blocks, ascending
         del sseq
+        if self.check:
+            self._check_parents(par[order], first, fid)
+            del par
         lp = last[fid]                                           # their last uses before it (-1: new)
         prev = np.empty(k, dtype=it)
         prev[order[first]] = lp
