@@ -438,91 +438,91 @@ class StackPass:
         bs = self.bs
         last = self.last
         lens = np.diff(st)
-        # Time order: the requests in turn, each request's blocks deepest first; the access at chunk time
-        # i touches the block at chunk position st[r] + st[r + 1] - 1 - i (the map is its own inverse).
-        blk = np.repeat((st[:-1] + st[1:] - 1).astype(it), lens)
-        blk -= np.arange(k, dtype=it)
-        seq = node[blk]
-        if self.check:                                           # the parent id of each access's block
-            blk -= 1
-            par = node[blk]
-            par[(st[1:] - 1)[lens > 0]] = -1                     # a request's first block (last in time)
-        del blk
-        if k < 2**32 and int(seq.max()) < I32_MAX:                # a sort of (block, time) in one int64:
-            key = seq.astype(np.int64) << 32                     # the accesses grouped by block, in time
-            key |= np.arange(k, dtype=np.int64)                  # order (5 times a stable argsort's speed)
+        # Time: the requests in turn, each request's blocks deepest first, so the block at chunk position
+        # j of request r is used at time s + st[r] + st[r + 1] - 1 - j. The arrays stay in chunk order.
+        tr = np.repeat((st[:-1] + st[1:] - 1 + s).astype(it), lens)
+        if k < 2**32 and int(node.max()) < I32_MAX:              # a sort of (block, position) in one int64:
+            key = node.astype(np.int64) << 32                    # the uses grouped by block, in time order
+            key |= np.arange(k, dtype=np.int64)                  # (5 times a stable argsort's speed)
             key.sort()
-            order = (key & 0xFFFFFFFF).astype(it)
+            opos = (key & 0xFFFFFFFF).astype(it)
             key >>= 32
-            sseq = key                                           # the blocks in that order
+            sid = key                                            # the blocks in that order
             del key
         else:
-            order = np.argsort(seq, kind="stable").astype(it, copy=False)
-            sseq = seq[order]
-        del seq
+            opos = np.argsort(node, kind="stable").astype(it, copy=False)
+            sid = node[opos]
         first = np.ones(k, dtype=bool)                           # the first use in the chunk of a block
-        first[1:] = sseq[1:] != sseq[:-1]
-        fid = sseq[first]                                        # the chunk's blocks, ascending
-        del sseq
-        if self.check:
-            self._check_parents(par[order], first, fid)
+        np.not_equal(sid[1:], sid[:-1], out=first[1:])
+        fid = sid[first]                                         # the chunk's blocks, ascending
+        del sid
+        tau = tr[opos]
+        tau -= opos                                              # the time of each use, grouped by block
+        if self.check:                                           # the parent id of each use's block
+            par = np.empty(k, dtype=node.dtype)
+            par[1:] = node[:-1]
+            par[st[:-1][lens > 0]] = -1                          # a request's first block
+            self._check_parents(par[opos], first, fid)
             del par
         lp = last[fid]                                           # their last uses before it (-1: new)
-        prev = np.empty(k, dtype=it)
-        prev[order[first]] = lp
-        rep = ~first[1:]
-        prev[order[1:][rep]] = order[:-1][rep] + s               # later uses: the one before, in the chunk
-        del rep
+        ps = np.empty(k, dtype=it)                               # each use's previous use, grouped by block
+        ps[1:] = tau[:-1]
+        ps[first] = lp
+        prev = np.empty(k, dtype=it)                             # ... in chunk order
+        prev[opos] = ps
+        del ps, opos
         first[:-1] = first[1:]                                   # now: the last use in the chunk of a block
         first[-1] = True
-        eo = order[first]                                        # ... its chunk time (block order)
-        del order, first
-        last[fid] = eo + s
+        lu = tau[first]                                          # ... its time (block order)
+        del tau, first
+        last[fid] = lu
         n_old = int(np.count_nonzero(lp >= 0))                   # marks this chunk moves
         n_distinct = len(fid)
         del fid, lp
-        if self.deferred is not None:                           # blocks first seen, by request
-            cn = np.zeros(k + 1, dtype=np.int64)
-            np.cumsum(prev < 0, out=cn[1:])
-            self.deferred.new_blocks = cn[st[1:]] - cn[st[:-1]]
-            del cn
-        ti = np.flatnonzero(prev >= 0).astype(it, copy=False)  # accesses of blocks seen before
-        p = prev[ti]
+        ti = np.flatnonzero(prev >= 0)                           # uses of blocks seen before (positions)
+        p = prev[ti].astype(np.int64)
         del prev
-        start = np.zeros(k, dtype=bool)                          # the first access (deepest block) of a request
-        start[st[:-1][lens > 0]] = True
-        # Units: a run of accesses of seen blocks of one request at consecutive times whose last uses are
+        # Units: a run of uses of seen blocks of one request at consecutive times whose last uses are
         # consecutive times (a prefix touched together before; none crosses the chunk's start). No other
-        # access's last use falls inside a unit's times, so every other access compares alike with all of
-        # it, and within it none counts (the later ones were used later): the dominance count is over
-        # units, weighed by their accesses (Mooncake-like traces: one or two units a request). Along a unit
-        # each access is the next block up the prefix, whose rank is one less (one mark fewer above its
-        # last use, one more access inside, one more deeper block of the request): its ranks are
-        # r, r - 1, ..., r - n + 1 from the rank r of its head. Full and partial blocks are told apart
-        # by depth afterwards, unit by unit.
-        head = np.ones(len(ti), dtype=bool)
-        head[1:] = ((p[1:] != p[:-1] + 1) | (ti[1:] != ti[:-1] + 1) | start[ti[1:]] | (p[1:] == s))
-        hx = np.flatnonzero(head)
-        size = np.diff(np.append(hx, len(ti)))
-        hp, ht = p[hx].astype(np.int64), ti[hx].astype(np.int64)
-        del p, ti, head, start, hx
+        # use's last use falls inside a unit's times, so every other use compares alike with all of it,
+        # and within it none counts (the later ones were used later): the dominance count is over units,
+        # weighed by their uses (Mooncake-like traces: one or two units a request). Along a unit each use
+        # is the next block up the prefix, whose rank is one less (one mark fewer above its last use, one
+        # more use inside, one more deeper block of the request): its ranks are r, r - 1, ..., r - n + 1
+        # from the rank r of its head (its first in time: its last in chunk order, the deepest). Full and
+        # partial blocks are told apart by depth afterwards, unit by unit.
+        start = np.zeros(k + 1, dtype=bool)                      # a request's first block
+        start[st[:-1]] = True
+        brk = np.empty(len(ti), dtype=bool)                      # a unit ends at ti[x] (chunk order)
+        brk[-1:] = True
+        if len(ti) > 1:
+            brk[:-1] = ((ti[1:] != ti[:-1] + 1) | (p[:-1] != p[1:] + 1) | start[ti[1:]] | (p[:-1] == s))
+        del start
+        hx = np.flatnonzero(brk)
+        del brk
+        size = np.diff(hx, prepend=-1)
+        hp, hpos = p[hx], ti[hx].astype(np.int64)
+        del p, ti, hx
+        hr = np.searchsorted(st, hpos, side="right") - 1        # request (chunk numbering) of each unit
+        dh = hpos - st[hr]                                      # depth of its head in the request (0: first)
+        dfe = lens[hr] - 1 - dh                                 # deeper blocks of its request used before it
+        ht = st[hr] + dfe                                       # chunk time of its head
+        to = np.argsort(ht)                                     # the units in time order
         by_p = np.argsort(hp)
         v = np.empty(len(hp), dtype=np.int32)
         v[by_p[::-1]] = np.arange(len(hp), dtype=np.int32)      # rank of p, largest first
-        moved = dominance_sum(v, size)                          # #{q in [s, t): prev(q) > p}
-        del v
+        moved = np.empty(len(hp), dtype=np.int64)
+        moved[to] = dominance_sum(v[to], size[to])              # #{q in [s, t): prev(q) > p}
+        del v, to
         above = np.zeros(len(hp), dtype=np.int64)
         before = hp < s
         if np.any(before):
             above[before] = self.nd - self._marks_below(hp[before] + 1, s)
         inside = ht + s - np.maximum(s, hp + 1)
-        hr = np.searchsorted(st, ht, side="right") - 1          # request (chunk numbering) of each unit
-        dfe = ht - st[hr]                                       # deeper blocks of its request touched before it
         rank = above + inside - moved - dfe                     # rank of each unit's head
-        del above, inside, moved
-        # the unit's blocks: depths dh (its head: 0 is the request's first block) up to dh - size + 1;
-        # full below nf = input // block, the one at depth nf partial (rem tokens), none past it
-        dh = lens[hr] - 1 - dfe
+        del above, inside, moved, ht
+        # the unit's blocks: depths dh (its head) up to dh - size + 1; full below nf = input // block, the
+        # one at depth nf partial (rem tokens), none past it
         nf = inp[hr] // bs
         rem = inp[hr] - nf * bs
         lo = rank - size + 1
@@ -531,6 +531,8 @@ class StackPass:
         pi = np.flatnonzero((rem > 0) & (nf <= dh) & (nf > dh - size))
         units = (hr[fu], lo[fu], hi[fu], hr[pi], rank[pi] - (dh[pi] - nf[pi]), rem[pi])  # (request, lo, hi)...
         del dh, nf, rem, lo, hi, fu, pi, dfe, rank
+        if self.deferred is not None:                           # blocks first seen, by request
+            self.deferred.new_blocks = lens - np.bincount(hr, weights=size, minlength=m).astype(np.int64)
         nd_after = self.nd + n_distinct - n_old
         self.full, self.n_full = _grown(self.full, self.n_full, nd_after + 1, 0)
         if self.t + k >= I32_MAX and self.full.dtype != np.int64:  # counts past int32: widen once
@@ -545,7 +547,7 @@ class StackPass:
             raise AssertionError("units and moved marks disagree")  # an invariant of the method
         self._grow_marks(s + k)
         self._clear_runs(hp[ob], size[ob])
-        self._set_marks(eo.astype(np.int64), s, k)
+        self._set_marks(lu.astype(np.int64) - s, s, k)
         self.nd = nd_after
 
     def _grow_marks(self, t: int) -> None:
