@@ -41,7 +41,7 @@ import numpy as np
 from planner.traffic.dominance import dominance_sum
 
 I32_MAX = 2**31 - 1
-SB_BITS = 10                  # times per superblock of the marks: 2^10 (16 words), counted in ``sbc``
+SB_BITS = 9                   # times per superblock of the marks: 2^9 (8 words), counted in ``sbc``
 SB_WORDS = 1 << (SB_BITS - 6)
 
 
@@ -367,15 +367,13 @@ class StackPass:
         request), on the chunk's accesses grouped by block (``ps``: their parents in that order,
         ``first``: a group's first, ``fid``: the groups' ids, ascending): within a group one parent, and
         that one the id's parent kept from before (-2: none yet, then kept now)."""
-        rep = ~first[1:]
-        if not np.array_equal(ps[1:][rep], ps[:-1][rep]):
+        if np.any((ps[1:] != ps[:-1]) & ~first[1:]):
             raise NotPrefix()
         pf = ps[first]
         had = self.parent[fid]
-        new = had == -2
-        if not np.array_equal(had[~new], pf[~new]):
+        if not np.all((had == pf) | (had == -2)):
             raise NotPrefix()
-        self.parent[fid[new]] = pf[new]
+        self.parent[fid] = pf                                    # the same, or kept now
 
     # ---------------------------------------------------------------- the marks
     def _marks_below(self, x: np.ndarray, s: int) -> np.ndarray:
@@ -407,7 +405,7 @@ class StackPass:
         w0 = s >> 6
         self.bits[w0:w0 + len(words)] |= words
         sb0 = s >> SB_BITS
-        c = np.bincount(((t + s) >> SB_BITS) - sb0)
+        c = np.bincount(((np.arange(len(words)) + w0) >> (SB_BITS - 6)) - sb0, weights=np.bitwise_count(words))
         self.sbc[sb0:sb0 + len(c)] += c.astype(self.sbc.dtype)
 
     def _clear_runs(self, a: np.ndarray, n: np.ndarray) -> None:
