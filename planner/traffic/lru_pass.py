@@ -298,8 +298,8 @@ class StackPass:
         self.bits = np.zeros(1 << 10, dtype=np.uint64)
         self.sbc = np.zeros(1 << 6, dtype=np.int32)   # marks per superblock of the bits (SB_WORDS words)
         self.n_sbc = 1 << 6
-        self.full = np.zeros(1 << 12, dtype=np.int32)
-        self.n_last = self.n_parent = self.n_full = 1 << 12    # filled lengths (the rest untouched)
+        self.n_last = self.n_parent = 1 << 12    # filled lengths (the rest untouched)
+        self.runs: list[np.ndarray] = []         # the counted units' rank ranges, (lo, hi) a row
         self.n_bits = 1 << 10
         self.part_rank: list[np.ndarray] = []
         self.part_tok: list[np.ndarray] = []
@@ -532,9 +532,6 @@ class StackPass:
         if self.deferred is not None:                           # blocks first seen, by request
             self.deferred.new_blocks = lens - np.bincount(hr, weights=size, minlength=m).astype(np.int64)
         nd_after = self.nd + n_distinct - n_old
-        self.full, self.n_full = _grown(self.full, self.n_full, nd_after + 1, 0)
-        if self.t + k >= I32_MAX and self.full.dtype != np.int64:  # counts past int32: widen once
-            self.full = _widened(self.full, self.n_full, np.int64)
         if self.deferred is not None:
             self.deferred.log(units)
         else:
@@ -558,9 +555,8 @@ class StackPass:
         """Add the hits of the units of requests ``first`` on (chunk numbering) to the counts by rank."""
         rq, lo, hi, p_rq, p_rank, p_tok = units
         c = rq >= first
-        for at, sign in ((lo[c], 1), (hi[c] + 1, -1)):        # a difference array: +1 at lo, -1 past hi
-            u, n = np.unique(at, return_counts=True)           # (a sort and one += on distinct ranks:
-            self.full[u] += (sign * n).astype(self.full.dtype)  # six times np.add.at's speed here)
+        if np.any(c):                                         # kept as they are: 8 bytes a unit, summed at the end
+            self.runs.append(np.stack((lo[c], hi[c])).astype(np.int32 if nd < I32_MAX else np.int64))
         c = p_rq >= first
         if np.any(c):
             u, inv = np.unique(p_rank[c], return_inverse=True)   # 8 bytes a rank when the sums fit int32
@@ -581,12 +577,14 @@ class StackPass:
         warm = self.nd if self.warm_blocks is None else self.warm_blocks
         unique = self.nd
         self.last = self.parent = self.bits = self.sbc = None
-        cum = np.empty(unique + 1, dtype=np.int64)
-        cum[0] = 0
-        cum[1:] = self.full[:unique]
-        self.full = None
-        np.cumsum(cum[1:], out=cum[1:])            # full-block hits by rank, from their differences (in place:
-        #                                            a cumsum casting int32 into int64 holds a whole temporary)
+        cum = np.zeros(unique + 2, dtype=np.int64)  # cum[1 + r]: full-block hits of rank r, from differences
+        for lohi in self.runs:                       # +1 at lo, -1 past hi (a sort and one += on distinct
+            for at, sign in ((lohi[0], 1), (lohi[1] + 1, -1)):   # ranks: six times np.add.at's speed)
+                u, n = np.unique(at, return_counts=True)
+                cum[1 + u.astype(np.int64)] += sign * n
+        self.runs = []
+        np.cumsum(cum[1:], out=cum[1:])
+        cum = cum[:unique + 1]
         cum[1:] *= self.bs
         for u, tok in zip(self.part_rank, self.part_tok):      # each u distinct (np.unique's): one +=
             cum[1 + u.astype(np.int64)] += tok.astype(np.int64)
