@@ -131,3 +131,24 @@ def test_chunked_pass_equals_move_to_front_and_brute_force(seed):
             assert got.tolist() == want, (seed, warmup, known)
         some = sorted({0, 1, 2, rng.randrange(len(hits)), rng.randrange(len(hits)), len(hits) - 1})
         assert [brute_lru(requests, inp, bs, c, warmup) for c in some] == [want[c] for c in some]
+
+
+def test_block_dominance_count_against_quadratic_and_wavelet():
+    """``dominance_sum`` (blocks) against the quadratic definition on small inputs and against the wavelet
+    matrix (``count_smaller_before``, another method) across the block sizes' thresholds, with weights whose
+    total passes 2^24 (the float64 products)."""
+    from planner.traffic.dominance import dominance_sum
+    from planner.traffic.lru_pass import count_smaller_before
+    rng = np.random.default_rng(7)
+    for n in (0, 1, 2, 15, 16, 17, 100, 700):
+        v = rng.permutation(n)
+        w = rng.integers(0, 9, n)
+        assert dominance_sum(v, w).tolist() == [int(w[:i][v[:i] < v[i]].sum()) for i in range(n)]
+    for n, top in ((1499, 50), (1501, 50), (5999, 50), (6001, 3), (9000, 5000), (61000, 20)):
+        v = rng.permutation(n)
+        w = rng.integers(0, top, n)
+        assert np.array_equal(dominance_sum(v, w), count_smaller_before(v, w)), n
+    v = rng.permutation(3000)
+    w = rng.integers(0, 2**14, 3000)            # total about 2^24.5: the float64 products
+    assert int(w.sum()) > 2**24
+    assert np.array_equal(dominance_sum(v, w), count_smaller_before(v, w))

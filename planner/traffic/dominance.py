@@ -35,7 +35,9 @@ def _block(n: int) -> int:
         return 32
     if n <= 60000:
         return 64
-    return 128
+    if n <= 200000:
+        return 128
+    return 256
 
 
 def dominance_sum(v: np.ndarray, w: np.ndarray) -> np.ndarray:
@@ -54,11 +56,13 @@ def dominance_sum(v: np.ndarray, w: np.ndarray) -> np.ndarray:
     n = len(v)
     if n == 0:
         return np.zeros(0, dtype=np.int64)
+    total = int(np.sum(w, dtype=np.int64))
+    ft = np.float32 if total < 2**24 else np.float64
+    if n <= 64:                                            # one block: the comparison alone
+        return np.rint(_within(v.reshape(1, n), np.asarray(w, dtype=ft).reshape(1, n), ft)[0]).astype(np.int64)
     b = _block(n)
     nb = -(-n // b)
     big = nb * b
-    total = int(np.sum(w, dtype=np.int64))
-    ft = np.float32 if total < 2**24 else np.float64
     val = np.empty(big, dtype=np.int32 if big < 2**31 else np.int64)
     val[:n] = v
     val[n:] = np.arange(n, big)              # padding: the largest values, last in time, weight 0
@@ -73,17 +77,27 @@ def dominance_sum(v: np.ndarray, w: np.ndarray) -> np.ndarray:
     np.cumsum(hist, axis=1, out=hist)
     out = hist.ravel()[tb * (nb + 1) + vb]               # hist[tb, vb]: blocks < tb, buckets < vb
     del hist
-    tri = np.tri(b, b, -1, dtype=bool)                     # [i, j]: j before i
-    # 3. the same time block: j before i (tri) with a smaller value
-    vr = val.reshape(nb, b)
-    m = vr[:, None, :] < vr[:, :, None]
-    m &= tri
-    out += np.matmul(m.astype(ft), wt.reshape(nb, b, 1)).ravel()
-    # 2. the same value bucket (its elements in value order: j's value below i's is tri), earlier time block
+    # 3. the same time block: j before i with a smaller value
+    out += _within(val.reshape(nb, b), wt.reshape(nb, b), ft).ravel()
+    # 2. the same value bucket (its elements in value order: j's value below i's is j before i), an
+    #    earlier time block
     inv = np.empty(big, dtype=val.dtype)
     inv[val] = np.arange(big, dtype=val.dtype)            # element of each value
-    tr = (inv // b).reshape(nb, b)
-    m = tr[:, None, :] < tr[:, :, None]
-    m &= tri
-    out[inv] += np.matmul(m.astype(ft), wt[inv].reshape(nb, b, 1)).ravel()
+    out[inv] += _within((inv // b).reshape(nb, b), wt[inv].reshape(nb, b), ft).ravel()
     return np.rint(out[:n]).astype(np.int64)
+
+
+def _within(key: np.ndarray, wt: np.ndarray, ft) -> np.ndarray:
+    """``out[a, i] = sum(wt[a, j] for j < i if key[a, j] < key[a, i])`` for each row ``a``: a ``b x b``
+    comparison a row, as batched matrix-vector products, a slice of rows at a time (temporaries of at
+    most 2^22 elements)."""
+    nb, b = key.shape
+    tri = np.tri(b, b, -1, dtype=bool)                     # [i, j]: j before i
+    out = np.empty((nb, b))
+    step = max(1, (1 << 22) // (b * b))
+    for a in range(0, nb, step):
+        k = key[a:a + step]
+        m = k[:, None, :] < k[:, :, None]
+        m &= tri
+        out[a:a + step] = np.matmul(m.astype(ft), wt[a:a + step, :, None])[:, :, 0]
+    return out
