@@ -8,19 +8,30 @@ the state of the distinct blocks, so the whole trace's block array is never held
 - ``parent``: while checking that the ids are prefix hashes, the parent id each id was first seen
   under (int32); one id under two parents (or twice in a request) raises :class:`NotPrefix`;
 - ``bits``: one bit per access time, set while that time is the last use of its block (the marks of
-  Bennett & Kruskal 1975, "LRU stack processing", which a Fenwick tree would hold), with the
-  popcounts of its 64-bit words cumulated once a chunk: the marks above a time are two lookups and
-  a popcount (``np.bitwise_count``), and a chunk's changes are ``|=`` and ``&=`` on the words it touched;
-- ``full``: the full-block hits by LRU rank, as differences (a run of ranks ``lo..hi`` is +1 at ``lo``,
-  -1 past ``hi``; int32, widened past 2^31 - 1 accesses); the partial blocks (the last block of a
-  request whose input does not fill it, at most one a request) are kept as (rank, tokens) pairs.
+  Bennett & Kruskal 1975, "LRU stack processing", which a Fenwick tree would hold), and ``sbc``, the
+  marks of each superblock of 512 times, kept as the marks change: the marks below a time are the
+  superblocks' counts before it (cumulated once a chunk: one number per 512 accesses of the trace, not
+  the whole bitmap), the popcounts of at most 7 words and of one word's low bits (``np.bitwise_count``);
+  a chunk sets its own marks with one ``packbits`` and clears the old ones run by run (a unit, below,
+  is a run of consecutive times);
+- ``runs``: the counted units' ranges of ranks (``lo``, ``hi``), 8 bytes a unit, summed into hits by rank
+  at the end (a difference array: +1 at ``lo``, -1 past ``hi``); the partial blocks (the last block of
+  a request whose input does not fill it, at most one a request) are kept as (rank, tokens) pairs.
 
-Memory, then: 12 bytes per distinct block id (``last``, ``parent``, ``full``), 1 bit per access,
-at most 8 bytes per counted request with a partial last block hit, and one chunk's temporaries
-(about 100 bytes a block of the chunk). Within a chunk the changes earlier accesses made are counted
-by a dominance count (:func:`count_smaller_before`) over *units*: runs of accesses of one request
-whose last uses are consecutive times (a prefix touched together before); their ranks are
-consecutive too, so a unit is one range in ``full``. The arithmetic is exact integers throughout.
+Memory, then: 8 bytes per distinct block id (``last``, ``parent``), 1 bit per access, 8 bytes per
+counted unit (one or two a request in Mooncake-like traces), at most 8 bytes per counted request with
+a partial last block hit, and one chunk's temporaries (about 100 bytes a block of the chunk); at the
+end one int64 per distinct block (the curve), after ``last`` and ``parent`` are freed.
+
+Within a chunk the arrays stay in the chunk's order (request by request, each request's blocks from
+the first); time is ``s + st[r] + st[r + 1] - 1 - j`` for the block at position ``j`` of request ``r``
+(blocks are touched deepest first). One sort of (block, position) groups the uses of each block: the
+previous use of each (the one before it in the chunk, or ``last``), the last use in the chunk (the new
+``last``), and the prefix check (one parent within a group, the one kept). The changes earlier uses in
+the chunk made are counted by a weighted dominance count (:func:`planner.traffic.dominance.dominance_sum`,
+by blocks) over *units*: runs of uses of one request at consecutive times whose last uses are
+consecutive times (a prefix touched together before); their ranks are consecutive too, so a unit is one
+range of ranks. The arithmetic is exact integers throughout.
 
 The rank of an access at time ``t`` (chunk starting at ``s``) whose block was last used at ``p``::
 
@@ -73,7 +84,9 @@ class Reuse:
 
 def count_smaller_before(v: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
     """``out[i] = sum of weight[j] over j < i with v[j] < v[i]`` (weight 1: a count) for non-negative
-    integers ``v``, in ``O(n log max v)``.
+    integers ``v``, in ``O(n log max v)``: the pass's dominance count before
+    :func:`planner.traffic.dominance.dominance_sum` (about three times slower at a chunk's size), kept as
+    the reference the tests hold that one to, and for ties and values that are not a permutation.
 
     Bit by bit from the top (a wavelet-matrix pass): at bit ``b`` the elements sharing the
     bits above ``b`` are contiguous and in their original order; each element whose bit is 1
@@ -296,8 +309,8 @@ class StackPass:
         self.last = np.full(1 << 12, -1, dtype=np.int32)
         self.parent = np.full(1 << 12, -2, dtype=np.int32) if check_prefix else None
         self.bits = np.zeros(1 << 10, dtype=np.uint64)
-        self.sbc = np.zeros(1 << 6, dtype=np.int32)   # marks per superblock of the bits (SB_WORDS words)
-        self.n_sbc = 1 << 6
+        self.sbc = np.zeros(1 << 7, dtype=np.int32)   # marks per superblock of the bits (SB_WORDS words)
+        self.n_sbc = 1 << 7
         self.n_last = self.n_parent = 1 << 12    # filled lengths (the rest untouched)
         self.runs: list[np.ndarray] = []         # the counted units' rank ranges, (lo, hi) a row
         self.n_bits = 1 << 10
@@ -379,7 +392,7 @@ class StackPass:
     def _marks_below(self, x: np.ndarray, s: int) -> np.ndarray:
         """Marks (times < ``s`` still a block's last use) at times below each ``x`` (``0 <= x <= s``):
         the counts of the superblocks before ``x``'s (``sbc``, kept as the marks change, cumulated once
-        a chunk: ``s / 1024`` of them, not the whole bitmap), the popcounts of the words of its
+        a chunk: ``s / 512`` of them, not the whole bitmap), the popcounts of the words of its
         superblock before its word, and of its word's bits below it."""
         nsb = (s >> SB_BITS) + 1
         cum = np.zeros(nsb + 1, dtype=np.int64)

@@ -42,14 +42,15 @@ The stack distance of an access is the number of distinct blocks used since its 
 use: the times still marked as the last use of their block (what a Fenwick tree over time would
 hold, Bennett & Kruskal 1975). The pass (:class:`planner.traffic.lru_pass.StackPass`, where the
 method is set out) takes the accesses a chunk of whole requests at a time: the marks are a bitmap
-over time, the changes inside a chunk a dominance count done bit by bit as in a wavelet matrix
-(``count_smaller_before``) over runs of accesses whose last uses are consecutive.
+over time with counts by superblock, the changes inside a chunk a weighted dominance count by blocks
+(:func:`planner.traffic.dominance.dominance_sum`) over runs of accesses whose last uses are consecutive.
 
 Two ways in, one curve:
 
 - :func:`trace_reuse` (what the planner uses): the file read a block of lines at a time
-  (:mod:`planner.traffic.trace_reader`) and each block passed at once. Memory: about 12 bytes per
-  distinct block id (last use, parent check, hits by rank), 1 bit per access, one block of text
+  (:mod:`planner.traffic.trace_reader`) and each block passed at once. Memory: about 8 bytes per
+  distinct block id (last use, parent check), 8 bytes per counted run of reused blocks (one or two a
+  request), 1 bit per access, one block of text
   and its chunk's temporaries; no array of the whole trace, no Python object per block. The
   file is read once: the warm-up's cut (a share of a number of requests known only at the end) is
   estimated from the share of the file read, the chunks near it kept per request until the end
