@@ -385,7 +385,7 @@ def chunks(path: Path, size: int | None = None, progress: bool = False):
                 if part is None:
                     raise Unreadable()
             yield (*part, frac) if progress else part
-    except (OSError, EOFError, zlib.error) as exc:
+    except (OSError, EOFError, zlib.error) as exc:   # zlib.error: a damaged deflate stream
         raise Unreadable() from exc
 
 
@@ -402,6 +402,6 @@ def count_requests(path: Path, size: int | None = None) -> int:
                 n += len(nl) + (not blk.endswith(b"\n"))
             else:
                 n += sum(1 for x in blk.decode("utf-8", "replace").split("\n") if x.strip())
-    except (OSError, EOFError, zlib.error) as exc:
+    except (OSError, EOFError, zlib.error) as exc:   # zlib.error: a damaged deflate stream
         raise Unreadable() from exc
     return n
