@@ -15,35 +15,34 @@ milliseconds), then runs, each in a fresh process with its peak memory (max RSS)
   of lines at a time, and passed at once) and the curve at 64 capacities (``hit_curve``).
 
 Prints a table and writes JSON; ``cpu_s`` is the CPU time of the process, which is what its wall
-time is on an idle core.
+time is on an idle core (``import_cpu_s``: the part spent before the work, Python, numpy and planner's
+imports, about 0.3 s).
 
 Measured on the shared 2-core development machine (numpy 2.4, Python 3.11), 2026-12-01, on the
 traces this script writes (seed 1), each by ``python benchmarks/traces_bench.py --child TRACE all``,
-this code and the previous one (main at 2871cca, its own copy of this script) run one after the
-other on the same file while other jobs held the load average at 9-13 (CPU times vary by 10-15%
-between runs at that load; at a million requests in Mooncake's layout the two were alternated three
-times, 5.9 / 6.1 / 6.5 s against 7.2 / 7.3 / 7.6 s; later pairs, as the load changed, 7.1 / 10.0,
-9.5 / 10.4, 7.4 / 11.5 and 9.0 / 11.1 s: this code takes 0.64-0.91 of the previous code's time, and
-a run's own CPU time moves by half with the other jobs):
+main at a46249d (its own copy of this script, ``git archive``) and this code run one after the other on
+the same file while other jobs held the load average at 8-12 (the same code's CPU time moves by a
+third with the load: the pairs are the fair comparison; "alone" are single runs of this code at load 4-9):
 
-==========================  ==========  ================  ==========================  =====================
-trace                       blocks      distinct blocks   ``all``: CPU, peak RSS      before (2871cca)
-==========================  ==========  ================  ==========================  =====================
-Mooncake, 1,000,000         17,749,746   5,499,912        5.9-9.5 s, 137-160 MB       7.2-11.5 s, 135-139 MB
-Bailian, 1,000,000          17,749,746   5,499,912        9.2-11.0 s, 138-145 MB      14.2-16.2 s, 144 MB
-Mooncake, 3,000,000         53,249,544  16,499,897        20.6-25.6 s, 297 MB         23.1 s, 293 MB
-Bailian, 3,000,000          53,249,544  16,499,897        26.7-28.2 s, 290-291 MB     41.3 s, 293 MB
-==========================  ==========  ================  ==========================  =====================
+==========================  ==========  ================  ================================  ====================
+trace                       blocks      distinct blocks   ``all``: CPU, peak RSS            main, same pairs
+==========================  ==========  ================  ================================  ====================
+Mooncake, 1,000,000         17,749,746   5,499,912        4.5, 4.9 s (alone 4.2), 123-136 MB  6.3, 6.6 s, 139 MB
+Bailian, 1,000,000          17,749,746   5,499,912        6.5, 5.7 s (alone 5.6), 123-125 MB  8.4, 8.3 s, 141-151 MB
+Mooncake, 3,000,000         53,249,544  16,499,897        12.9 s (alone 11.4-12.8), 243 MB    18.1 s, 298 MB
+Bailian, 3,000,000          53,249,544  16,499,897        15.5 s (alone 17.0), 234 MB         22.6 s, 292 MB
+==========================  ==========  ================  ================================  ====================
 
-Where the time went before (issue 19's last note, a million requests): a counting pass for the
-warm-up (the gzip decompressed twice) 0.8-1.5 s, parsing 3.8 s of which 1.8 s ``np.fromstring``,
-the pass 4.8 s; a Bailian trace took one ``json.loads`` a block and a Python int per id. Now: one
-decompression (0.65 s), the Mooncake parser 19 ms a 2 MB block (1.8 s; blocks are now 1 MB), the Bailian one about the
-same, and the pass about 3.5-4 s (unchanged but for the prefix check): the pass is what is left.
-Memory at three million: 12 bytes per distinct block id (200 MB: last use, parent check, hits by
-rank), 1 bit per access (7 MB), the warm-up's kept chunks (about 20 bytes a request within a
-quarter of the cut either side, about 15 MB), one 1 MB block of text with its chunk's
-temporaries, and the interpreter with numpy (45 MB).
+The stack-distance pass alone (the parsed chunks of the Mooncake traces fed from memory to
+``planner.traffic.lru_pass.StackPass``): 1.7-1.9 s at a million (main: 3.5-4.7 s), 5.8-6.9 s at three
+million (main: 11.3 s). Per million requests the rest is one decompression (zlib, 0.65 s; ISA-L's
+``isal`` would take 0.34 s but consumes its input ahead of its output, which the warm-up's estimate from
+the share of the file read relies on), the parser (1.3 s in Mooncake's layout, 2 s in Bailian's longer
+lines) and the imports. Memory at three million: 8 bytes per distinct block id (132 MB: last use,
+parent check), 8 bytes per counted unit (about 20 MB), 1 bit per access and the superblock counts
+(7 MB), the warm-up's kept chunks (about 15 MB), one 1 MB block of text with its chunk's temporaries,
+and the interpreter with numpy and planner's imports (41 MB); at the end one int64 per distinct block
+(the curve), after the per-block state is freed.
 """
 
 from __future__ import annotations
@@ -131,6 +130,7 @@ def make_bailian(path: Path, requests: int, seed: int = 1) -> int:
 
 def _child(path: str, phase: str) -> None:
     from planner.traffic import traces as T
+    c0 = time.process_time()                             # the interpreter, numpy and planner imported
     t0 = time.perf_counter()
     if phase == "read":                                  # the whole trace read into memory
         tr = T.read_trace(path)
@@ -145,6 +145,7 @@ def _child(path: str, phase: str) -> None:
     ru = resource.getrusage(resource.RUSAGE_SELF)
     out["max_rss_mb"] = ru.ru_maxrss / 1024
     out["cpu_s"] = ru.ru_utime + ru.ru_stime  # the process's CPU time: what wall time is on an idle core
+    out["import_cpu_s"] = c0                  # ... of which before the work (Python, numpy, planner's imports)
     print(json.dumps(out))
 
 
@@ -175,6 +176,7 @@ def main(argv=None) -> int:
                    "file_mb": path.stat().st_size / 2**20, "generate_s": gen,
                    "read_cpu_s": res["read"]["cpu_s"], "read_max_rss_mb": res["read"]["max_rss_mb"],
                    "wall_s": res["all"]["reuse_curve_s"], "cpu_s": res["all"]["cpu_s"],
+                   "import_cpu_s": res["all"]["import_cpu_s"],
                    "max_rss_mb": res["all"]["max_rss_mb"], "ceiling": res["all"]["ceiling"]}
             rows.append(row)
             print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()),

@@ -8,19 +8,30 @@ the state of the distinct blocks, so the whole trace's block array is never held
 - ``parent``: while checking that the ids are prefix hashes, the parent id each id was first seen
   under (int32); one id under two parents (or twice in a request) raises :class:`NotPrefix`;
 - ``bits``: one bit per access time, set while that time is the last use of its block (the marks of
-  Bennett & Kruskal 1975, "LRU stack processing", which a Fenwick tree would hold), with the
-  popcounts of its 64-bit words cumulated once a chunk: the marks above a time are two lookups and
-  a popcount (``np.bitwise_count``), and a chunk's changes are ``|=`` and ``&=`` on the words it touched;
-- ``full``: the full-block hits by LRU rank, as differences (a run of ranks ``lo..hi`` is +1 at ``lo``,
-  -1 past ``hi``; int32, widened past 2^31 - 1 accesses); the partial blocks (the last block of a
-  request whose input does not fill it, at most one a request) are kept as (rank, tokens) pairs.
+  Bennett & Kruskal 1975, "LRU stack processing", which a Fenwick tree would hold), and ``sbc``, the
+  marks of each superblock of 512 times, kept as the marks change: the marks below a time are the
+  superblocks' counts before it (cumulated once a chunk: one number per 512 accesses of the trace, not
+  the whole bitmap), the popcounts of at most 7 words and of one word's low bits (``np.bitwise_count``);
+  a chunk sets its own marks with one ``packbits`` and clears the old ones run by run (a unit, below,
+  is a run of consecutive times);
+- ``runs``: the counted units' ranges of ranks (``lo``, ``hi``), 8 bytes a unit, summed into hits by rank
+  at the end (a difference array: +1 at ``lo``, -1 past ``hi``); the partial blocks (the last block of
+  a request whose input does not fill it, at most one a request) are kept as (rank, tokens) pairs.
 
-Memory, then: 12 bytes per distinct block id (``last``, ``parent``, ``full``), 1 bit per access,
-at most 8 bytes per counted request with a partial last block hit, and one chunk's temporaries
-(about 100 bytes a block of the chunk). Within a chunk the changes earlier accesses made are counted
-by a dominance count (:func:`count_smaller_before`) over *units*: runs of accesses of one request
-whose last uses are consecutive times (a prefix touched together before); their ranks are
-consecutive too, so a unit is one range in ``full``. The arithmetic is exact integers throughout.
+Memory, then: 8 bytes per distinct block id (``last``, ``parent``), 1 bit per access, 8 bytes per
+counted unit (one or two a request in Mooncake-like traces), at most 8 bytes per counted request with
+a partial last block hit, and one chunk's temporaries (about 100 bytes a block of the chunk); at the
+end one int64 per distinct block (the curve), after ``last`` and ``parent`` are freed.
+
+Within a chunk the arrays stay in the chunk's order (request by request, each request's blocks from
+the first); time is ``s + st[r] + st[r + 1] - 1 - j`` for the block at position ``j`` of request ``r``
+(blocks are touched deepest first). One sort of (block, position) groups the uses of each block: the
+previous use of each (the one before it in the chunk, or ``last``), the last use in the chunk (the new
+``last``), and the prefix check (one parent within a group, the one kept). The changes earlier uses in
+the chunk made are counted by a weighted dominance count (:func:`planner.traffic.dominance.dominance_sum`,
+by blocks) over *units*: runs of uses of one request at consecutive times whose last uses are
+consecutive times (a prefix touched together before); their ranks are consecutive too, so a unit is one
+range of ranks. The arithmetic is exact integers throughout.
 
 The rank of an access at time ``t`` (chunk starting at ``s``) whose block was last used at ``p``::
 
@@ -38,7 +49,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from planner.traffic.dominance import dominance_sum
+
 I32_MAX = 2**31 - 1
+SB_BITS = 9                   # times per superblock of the marks: 2^9 (8 words), counted in ``sbc``
+SB_WORDS = 1 << (SB_BITS - 6)
 
 
 class NotPrefix(Exception):
@@ -69,7 +84,9 @@ class Reuse:
 
 def count_smaller_before(v: np.ndarray, weight: np.ndarray | None = None) -> np.ndarray:
     """``out[i] = sum of weight[j] over j < i with v[j] < v[i]`` (weight 1: a count) for non-negative
-    integers ``v``, in ``O(n log max v)``.
+    integers ``v``, in ``O(n log max v)``: the pass's dominance count before
+    :func:`planner.traffic.dominance.dominance_sum` (about three times slower at a chunk's size), kept as
+    the reference the tests hold that one to, and for ties and values that are not a permutation.
 
     Bit by bit from the top (a wavelet-matrix pass): at bit ``b`` the elements sharing the
     bits above ``b`` are contiguous and in their original order; each element whose bit is 1
@@ -147,19 +164,13 @@ def _widened(a: np.ndarray, filled: int, dtype) -> np.ndarray:
     return out
 
 
-def _apply_bits(bits: np.ndarray, pos: np.ndarray, on: bool) -> None:
-    """Set (``on``) or clear the bits at the distinct times ``pos`` (sorted)."""
-    if len(pos) == 0:
-        return
-    word = pos >> 6
-    mask = np.left_shift(np.uint64(1), (pos & 63).astype(np.uint64))
-    heads = np.flatnonzero(np.concatenate(([True], word[1:] != word[:-1])))
-    agg = np.bitwise_or.reduceat(mask, heads)   # the bits of one word together (distinct: no carry)
-    w = word[heads]
-    if on:
-        bits[w] |= agg
-    else:
-        bits[w] &= ~agg
+def _ones(x: np.ndarray) -> np.ndarray:
+    """``2^x - 1`` as uint64 for ``0 <= x <= 64`` (the low ``x`` bits set)."""
+    x = np.asarray(x, dtype=np.uint64)
+    full = x >= np.uint64(64)
+    out = np.left_shift(np.uint64(1), np.where(full, np.uint64(0), x)) - np.uint64(1)
+    out[full] = np.uint64(2**64 - 1)
+    return out
 
 
 class NeedCount(Exception):
@@ -298,8 +309,10 @@ class StackPass:
         self.last = np.full(1 << 12, -1, dtype=np.int32)
         self.parent = np.full(1 << 12, -2, dtype=np.int32) if check_prefix else None
         self.bits = np.zeros(1 << 10, dtype=np.uint64)
-        self.full = np.zeros(1 << 12, dtype=np.int32)
-        self.n_last = self.n_parent = self.n_full = 1 << 12    # filled lengths (the rest untouched)
+        self.sbc = np.zeros(1 << 7, dtype=np.int32)   # marks per superblock of the bits (SB_WORDS words)
+        self.n_sbc = 1 << 7
+        self.n_last = self.n_parent = 1 << 12    # filled lengths (the rest untouched)
+        self.runs: list[np.ndarray] = []         # the counted units' rank ranges, (lo, hi) a row
         self.n_bits = 1 << 10
         self.part_rank: list[np.ndarray] = []
         self.part_tok: list[np.ndarray] = []
@@ -362,134 +375,201 @@ class StackPass:
             raise NotDense(top)
         self.parent, self.n_parent = _grown(self.parent, self.n_parent, top + 1, -2)
 
-    def _check_parents(self, st, node) -> None:
-        """Every id always under the same parent (so an id names its whole prefix, and is not twice in
-        a request): the parent of each id's first block is kept (one of them when a chunk first sees
-        an id under two), then every block's parent must be its id's."""
-        par = np.empty(len(node), dtype=np.int32)             # parent id of each block (chunk order)
-        par[1:] = node[:-1]
-        par[st[:-1][np.diff(st) > 0]] = -1
-        had = self.parent[node]
-        new = had == -2
-        self.parent[node[new]] = par[new]
-        had[new] = self.parent[node[new]]
-        if not np.array_equal(had, par):
+    def _check_parents(self, ps: np.ndarray, first: np.ndarray, fid: np.ndarray) -> None:
+        """Every id always under the same parent (so an id names its whole prefix, and is not twice in a
+        request), on the chunk's accesses grouped by block (``ps``: their parents in that order,
+        ``first``: a group's first, ``fid``: the groups' ids, ascending): within a group one parent, and
+        that one the id's parent kept from before (-2: none yet, then kept now)."""
+        if np.any((ps[1:] != ps[:-1]) & ~first[1:]):
             raise NotPrefix()
+        pf = ps[first]
+        had = self.parent[fid]
+        if not np.all((had == pf) | (had == -2)):
+            raise NotPrefix()
+        self.parent[fid] = pf                                    # the same, or kept now
 
-    def _above(self, p: np.ndarray, s: int) -> np.ndarray:
-        """Marks (times < s still a block's last use) above each time ``p < s``."""
-        nw = (s + 63) >> 6
-        wc = np.zeros(nw + 1, dtype=np.int32 if s < I32_MAX else np.int64)   # marks below each word
-        np.cumsum(np.bitwise_count(self.bits[:nw]), out=wc[1:])
-        x = p + 1                                      # marks at times >= p + 1
-        wi = x >> 6
-        below = wc[wi] + np.bitwise_count(self.bits[wi] & (np.left_shift(np.uint64(1), (x & 63).astype(np.uint64))
-                                                           - np.uint64(1)))
-        return self.nd - below
+    # ---------------------------------------------------------------- the marks
+    def _marks_below(self, x: np.ndarray, s: int) -> np.ndarray:
+        """Marks (times < ``s`` still a block's last use) at times below each ``x`` (``0 <= x <= s``):
+        the counts of the superblocks before ``x``'s (``sbc``, kept as the marks change, cumulated once
+        a chunk: ``s / 512`` of them, not the whole bitmap), the popcounts of the words of its
+        superblock before its word, and of its word's bits below it."""
+        nsb = (s >> SB_BITS) + 1
+        cum = np.zeros(nsb + 1, dtype=np.int64)
+        np.cumsum(self.sbc[:nsb], out=cum[1:])
+        w = x >> 6
+        sb = x >> SB_BITS
+        base = sb << (SB_BITS - 6)                        # the first word of x's superblock
+        j = np.arange(SB_WORDS, dtype=np.int64)
+        cnt = np.bitwise_count(self.bits[base[:, None] + j])
+        cnt *= j < (w - base)[:, None]                     # the words before x's
+        below = cum[sb] + cnt.sum(axis=1, dtype=np.int64)
+        below += np.bitwise_count(self.bits[w] & (np.left_shift(np.uint64(1), (x & 63).astype(np.uint64))
+                                                  - np.uint64(1)))
+        return below
+
+    def _set_marks(self, t: np.ndarray, s: int, k: int) -> None:
+        """Mark the times ``s + t`` (``t`` distinct in ``[0, k)``: the chunk's own times, unmarked so far):
+        one ``packbits`` of the chunk's times, or-ed into its words."""
+        off = s & 63
+        e = np.zeros(-(-(off + k) // 64) * 64, dtype=bool)
+        e[t + off] = True
+        words = np.packbits(e, bitorder="little").view("<u8")
+        w0 = s >> 6
+        self.bits[w0:w0 + len(words)] |= words
+        sb0 = s >> SB_BITS
+        c = np.bincount(((np.arange(len(words)) + w0) >> (SB_BITS - 6)) - sb0, weights=np.bitwise_count(words))
+        self.sbc[sb0:sb0 + len(c)] += c.astype(self.sbc.dtype)
+
+    def _clear_runs(self, a: np.ndarray, n: np.ndarray) -> None:
+        """Unmark the runs of times ``[a, a + n)`` (disjoint, ascending, all marked): each run cut into
+        its pieces in each word, the pieces of a word or-ed together, xor-ed out of it (a unit of the
+        chunk is one run: a few thousand runs a chunk, not one bit per access)."""
+        if len(a) == 0:
+            return
+        w0 = a >> 6
+        npc = ((a + n - 1) >> 6) - w0 + 1                  # words each run touches
+        run = np.repeat(np.arange(len(a)), npc)
+        word = np.arange(len(run), dtype=np.int64)
+        word -= np.repeat(np.cumsum(npc) - npc, npc)
+        word += w0[run]
+        lo = np.maximum(a[run] - (word << 6), 0)           # the piece's bits in its word: [lo, hi)
+        hi = np.minimum(a[run] + n[run] - (word << 6), 64)
+        mask = _ones(hi) & ~_ones(lo)
+        heads = np.flatnonzero(np.concatenate(([True], word[1:] != word[:-1])))
+        w = word[heads]
+        agg = np.bitwise_or.reduceat(mask, heads)          # the pieces of one word (disjoint: no carry)
+        self.bits[w] ^= agg
+        self.sbc -= np.bincount(w >> (SB_BITS - 6), weights=np.bitwise_count(agg),
+                                minlength=len(self.sbc)).astype(self.sbc.dtype)
 
     def _pass(self, st, node, inp, r0, s, k) -> None:
         it = self.last.dtype.type
         m = len(st) - 1
         bs = self.bs
         last = self.last
-        if self.check:
-            self._check_parents(st, node)
-        req = np.repeat(np.arange(m, dtype=np.int32), np.diff(st))        # request of each access
-        dfe = np.arange(k, dtype=it)
-        dfe -= st[req].astype(it)                       # deeper blocks of its request touched before it
-        blk = st[req + 1].astype(it)
-        blk -= 1
-        blk -= dfe                                      # the block (chunk order) access i touches
-        seq = node[blk]
-        if k < 2**32 and int(seq.max()) < I32_MAX:                # a sort of (block, time) in one int64:
-            key = seq.astype(np.int64) << 32                     # the accesses grouped by block, in time
-            key |= np.arange(k, dtype=np.int64)                  # order (5 times a stable argsort's speed)
+        lens = np.diff(st)
+        # Time: the requests in turn, each request's blocks deepest first, so the block at chunk position
+        # j of request r is used at time s + st[r] + st[r + 1] - 1 - j. The arrays stay in chunk order.
+        tr = np.repeat((st[:-1] + st[1:] - 1 + s).astype(it), lens)
+        if k < 2**32 and int(node.max()) < I32_MAX:              # a sort of (block, position) in one int64:
+            key = node.astype(np.int64) << 32                    # the uses grouped by block, in time order
+            key |= np.arange(k, dtype=np.int64)                  # (5 times a stable argsort's speed)
             key.sort()
-            order = (key & 0xFFFFFFFF).astype(it)
+            opos = (key & 0xFFFFFFFF).astype(it)
             key >>= 32
-            sseq = key                                           # the blocks in that order
+            sid = key                                            # the blocks in that order
             del key
         else:
-            order = np.argsort(seq, kind="stable").astype(it, copy=False)
-            sseq = seq[order]
-        same = np.zeros(k, dtype=bool)
-        same[1:] = sseq[1:] == sseq[:-1]
-        prev = np.empty(k, dtype=it)
-        prev[order[~same]] = last[sseq[~same]]                   # first use in the chunk: the last use before
-        prev[order[1:][same[1:]]] = order[:-1][same[1:]] + s    # later uses: the one before, in the chunk
-        end = np.ones(k, dtype=bool)
-        end[:-1] = ~same[1:]
-        ends = np.sort(order[end])                              # last use in the chunk of each block
-        last[seq[ends]] = ends + s
-        del order, same, end, seq, sseq
-        old = np.sort(prev[(prev >= 0) & (prev < s)]).astype(np.int64)   # marks this chunk moves
-        if self.deferred is not None:                           # blocks first seen, by request
-            self.deferred.new_blocks = np.bincount(req[prev < 0], minlength=m)
-        ti = np.flatnonzero(prev >= 0).astype(it, copy=False)  # accesses of blocks seen before
+            opos = np.argsort(node, kind="stable").astype(it, copy=False)
+            sid = node[opos]
+        first = np.ones(k, dtype=bool)                           # the first use in the chunk of a block
+        np.not_equal(sid[1:], sid[:-1], out=first[1:])
+        fid = sid[first]                                         # the chunk's blocks, ascending
+        del sid
+        tau = tr[opos]
+        tau -= opos                                              # the time of each use, grouped by block
+        if self.check:                                           # the parent id of each use's block
+            par = np.empty(k, dtype=node.dtype)
+            par[1:] = node[:-1]
+            par[st[:-1][lens > 0]] = -1                          # a request's first block
+            self._check_parents(par[opos], first, fid)
+            del par
+        lp = last[fid]                                           # their last uses before it (-1: new)
+        ps = np.empty(k, dtype=it)                               # each use's previous use, grouped by block
+        ps[1:] = tau[:-1]
+        ps[first] = lp
+        prev = np.empty(k, dtype=it)                             # ... in chunk order
+        prev[opos] = ps
+        del ps, opos
+        first[:-1] = first[1:]                                   # now: the last use in the chunk of a block
+        first[-1] = True
+        lu = tau[first]                                          # ... its time (block order)
+        del tau, first
+        last[fid] = lu
+        n_old = int(np.count_nonzero(lp >= 0))                   # marks this chunk moves
+        n_distinct = len(fid)
+        del fid, lp
+        ti = np.flatnonzero(prev >= 0)                           # uses of blocks seen before (positions)
         p = prev[ti].astype(np.int64)
         del prev
-        rq = req[ti]
-        tokens = np.clip(inp[rq] - (blk[ti] - st[rq]) * bs, 0, bs)
-        full = tokens == bs
-        # Units: a run of accesses of seen blocks in one request whose last uses are consecutive times
-        # (a prefix touched together before), of the same weight (full blocks or not). No other access's
-        # last use falls inside a unit's times, so every other access compares alike with all of it, and
-        # within it none counts (the later ones were used later): the dominance count is over units,
-        # weighed by their accesses (Mooncake-like traces: a few units a request, not a few dozen). And
-        # along a unit each access is the next block up the prefix, whose rank is one less (one mark
-        # fewer above its last use, one more access inside, one more deeper block of the request): its
-        # ranks are r, r - 1, ..., r - n + 1 from the rank r of its head.
-        head = np.ones(len(ti), dtype=bool)
-        head[1:] = ((p[1:] != p[:-1] + 1) | (ti[1:] != ti[:-1] + 1) | (rq[1:] != rq[:-1])
-                    | (full[1:] != full[:-1]))
-        hx = np.flatnonzero(head)
-        size = np.diff(np.append(hx, len(ti)))
-        hp, ht = p[hx], ti[hx].astype(np.int64)
-        del p, head
-        v = np.empty(len(hx), dtype=np.int32)
-        v[np.argsort(hp)[::-1]] = np.arange(len(hx), dtype=np.int32)
-        moved = count_smaller_before(v, size)                   # #{q in [s, t): prev(q) > p}
-        del v
-        above = np.zeros(len(hx), dtype=np.int64)
+        # Units: a run of uses of seen blocks of one request at consecutive times whose last uses are
+        # consecutive times (a prefix touched together before; none crosses the chunk's start). No other
+        # use's last use falls inside a unit's times, so every other use compares alike with all of it,
+        # and within it none counts (the later ones were used later): the dominance count is over units,
+        # weighed by their uses (Mooncake-like traces: one or two units a request). Along a unit each use
+        # is the next block up the prefix, whose rank is one less (one mark fewer above its last use, one
+        # more use inside, one more deeper block of the request): its ranks are r, r - 1, ..., r - n + 1
+        # from the rank r of its head (its first in time: its last in chunk order, the deepest). Full and
+        # partial blocks are told apart by depth afterwards, unit by unit.
+        start = np.zeros(k + 1, dtype=bool)                      # a request's first block
+        start[st[:-1]] = True
+        brk = np.empty(len(ti), dtype=bool)                      # a unit ends at ti[x] (chunk order)
+        brk[-1:] = True
+        if len(ti) > 1:
+            brk[:-1] = ((ti[1:] != ti[:-1] + 1) | (p[:-1] != p[1:] + 1) | start[ti[1:]] | (p[:-1] == s))
+        del start
+        hx = np.flatnonzero(brk)
+        del brk
+        size = np.diff(hx, prepend=-1)
+        hp, hpos = p[hx], ti[hx].astype(np.int64)
+        del p, ti, hx
+        hr = np.searchsorted(st, hpos, side="right") - 1        # request (chunk numbering) of each unit
+        dh = hpos - st[hr]                                      # depth of its head in the request (0: first)
+        dfe = lens[hr] - 1 - dh                                 # deeper blocks of its request used before it
+        ht = st[hr] + dfe                                       # chunk time of its head
+        to = np.argsort(ht)                                     # the units in time order
+        by_p = np.argsort(hp)
+        v = np.empty(len(hp), dtype=np.int32)
+        v[by_p[::-1]] = np.arange(len(hp), dtype=np.int32)      # rank of p, largest first
+        moved = np.empty(len(hp), dtype=np.int64)
+        moved[to] = dominance_sum(v[to], size[to])              # #{q in [s, t): prev(q) > p}
+        del v, to
+        above = np.zeros(len(hp), dtype=np.int64)
         before = hp < s
         if np.any(before):
-            above[before] = self._above(hp[before], s)
+            above[before] = self.nd - self._marks_below(hp[before] + 1, s)
         inside = ht + s - np.maximum(s, hp + 1)
-        rank = above + inside - moved - dfe[ti[hx]]   # rank of each unit's head
-        del above, inside, moved, before, hp, ht
-        nd_after = self.nd + len(ends) - len(old)
-        self.full, self.n_full = _grown(self.full, self.n_full, nd_after + 1, 0)
-        if self.t + k >= I32_MAX and self.full.dtype != np.int64:  # counts past int32: widen once
-            self.full = _widened(self.full, self.n_full, np.int64)
-        ufull = full[hx]
-        part = np.flatnonzero(~ufull)                           # units of partial blocks (or past the input)
-        if len(part):                                           # their accesses, one by one
-            at = np.repeat(part, size[part])
-            off = np.arange(len(at)) - np.repeat(np.cumsum(size[part]) - size[part], size[part])
-            p_rank, p_tok, p_rq = rank[at] - off, tokens[hx[at] + off], rq[hx[at]]
-            keep = p_tok > 0
-            p_rank, p_tok, p_rq = p_rank[keep], p_tok[keep], p_rq[keep]
-        else:
-            p_rank = p_tok = p_rq = np.zeros(0, dtype=np.int64)
-        fu = np.flatnonzero(ufull)
-        units = (rq[hx[fu]], rank[fu] - size[fu] + 1, rank[fu], p_rq, p_rank, p_tok)  # (request, lo, hi)...
+        rank = above + inside - moved - dfe                     # rank of each unit's head
+        del above, inside, moved, ht
+        # the unit's blocks: depths dh (its head) up to dh - size + 1; full below nf = input // block, the
+        # one at depth nf partial (rem tokens), none past it
+        nf = inp[hr] // bs
+        rem = inp[hr] - nf * bs
+        lo = rank - size + 1
+        hi = rank - np.maximum(0, dh - nf + 1)
+        fu = np.flatnonzero(hi >= lo)
+        pi = np.flatnonzero((rem > 0) & (nf <= dh) & (nf > dh - size))
+        units = (hr[fu], lo[fu], hi[fu], hr[pi], rank[pi] - (dh[pi] - nf[pi]), rem[pi])  # (request, lo, hi)...
+        del dh, nf, rem, lo, hi, fu, pi, dfe, rank
+        if self.deferred is not None:                           # blocks first seen, by request
+            self.deferred.new_blocks = lens - np.bincount(hr, weights=size, minlength=m).astype(np.int64)
+        nd_after = self.nd + n_distinct - n_old
         if self.deferred is not None:
             self.deferred.log(units)
         else:
             self._count(units, self.w - r0, nd_after)
-        del rank, tokens, req, dfe, blk, rq, ti, hx, size, full, fu, part, units
-        self.bits, self.n_bits = _grown(self.bits, self.n_bits, ((s + k) >> 6) + 1, 0)
-        _apply_bits(self.bits, old, False)
-        _apply_bits(self.bits, ends.astype(np.int64) + s, True)
+        del units, hr
+        ob = by_p[before[by_p]]                                 # the units of marks moved, by last use
+        if int(size[ob].sum()) != n_old:
+            raise AssertionError("units and moved marks disagree")  # an invariant of the method
+        self._grow_marks(s + k)
+        self._clear_runs(hp[ob], size[ob])
+        self._set_marks(lu.astype(np.int64) - s, s, k)
         self.nd = nd_after
+
+    def _grow_marks(self, t: int) -> None:
+        """Room in ``bits`` and ``sbc`` for the times below ``t``, whole superblocks."""
+        nsb = (t >> SB_BITS) + 2
+        self.bits, self.n_bits = _grown(self.bits, self.n_bits, nsb * SB_WORDS, 0)
+        self.sbc, self.n_sbc = _grown(self.sbc, self.n_sbc, nsb, 0)
 
     def _count(self, units, first: int, nd: int) -> None:
         """Add the hits of the units of requests ``first`` on (chunk numbering) to the counts by rank."""
         rq, lo, hi, p_rq, p_rank, p_tok = units
         c = rq >= first
-        for at, sign in ((lo[c], 1), (hi[c] + 1, -1)):        # a difference array: +1 at lo, -1 past hi
-            u, n = np.unique(at, return_counts=True)           # (a sort and one += on distinct ranks:
-            self.full[u] += (sign * n).astype(self.full.dtype)  # six times np.add.at's speed here)
+        if np.any(c):                                         # kept as they are: 8 bytes a unit, summed at the end
+            self.runs.append(np.stack((lo[c], hi[c])).astype(np.int32 if nd < I32_MAX else np.int64))
         c = p_rq >= first
         if np.any(c):
             u, inv = np.unique(p_rank[c], return_inverse=True)   # 8 bytes a rank when the sums fit int32
@@ -509,13 +589,15 @@ class StackPass:
             self.deferred.finish(self)
         warm = self.nd if self.warm_blocks is None else self.warm_blocks
         unique = self.nd
-        self.last = self.parent = self.bits = None
-        cum = np.empty(unique + 1, dtype=np.int64)
-        cum[0] = 0
-        cum[1:] = self.full[:unique]
-        self.full = None
-        np.cumsum(cum[1:], out=cum[1:])            # full-block hits by rank, from their differences (in place:
-        #                                            a cumsum casting int32 into int64 holds a whole temporary)
+        self.last = self.parent = self.bits = self.sbc = None
+        cum = np.zeros(unique + 2, dtype=np.int64)  # cum[1 + r]: full-block hits of rank r, from differences
+        for lohi in self.runs:                       # +1 at lo, -1 past hi (a sort and one += on distinct
+            for at, sign in ((lohi[0], 1), (lohi[1] + 1, -1)):   # ranks: six times np.add.at's speed)
+                u, n = np.unique(at, return_counts=True)
+                cum[1 + u.astype(np.int64)] += sign * n
+        self.runs = []
+        np.cumsum(cum[1:], out=cum[1:])
+        cum = cum[:unique + 1]
         cum[1:] *= self.bs
         for u, tok in zip(self.part_rank, self.part_tok):      # each u distinct (np.unique's): one +=
             cum[1 + u.astype(np.int64)] += tok.astype(np.int64)

@@ -370,20 +370,22 @@ def chunks(path: Path, size: int | None = None, progress: bool = False):
     :class:`Unreadable` at the first block neither parser takes, or a file that cannot be read to
     its end (not gzip, damaged).
     """
+    fast = [(MOONCAKE, parse_mooncake), (BAILIAN, parse_bailian)]
     try:
         for item in blocks(path, size, progress):
             blk, frac = item if progress else (item, None)
-            part = parse_mooncake(blk)
-            if part is not None:
-                part = (MOONCAKE, *part)
-            elif (part := parse_bailian(blk)) is not None:
-                part = (BAILIAN, *part)
+            for i, (fmt, parse) in enumerate(fast):
+                if (part := parse(blk)) is not None:
+                    part = (fmt, *part)
+                    if i:                      # the layout that read this block is tried first next time
+                        fast.insert(0, fast.pop(i))
+                    break
             else:
                 part = parse_json(blk)
                 if part is None:
                     raise Unreadable()
             yield (*part, frac) if progress else part
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:   # zlib.error: a damaged deflate stream
         raise Unreadable() from exc
 
 
@@ -400,6 +402,6 @@ def count_requests(path: Path, size: int | None = None) -> int:
                 n += len(nl) + (not blk.endswith(b"\n"))
             else:
                 n += sum(1 for x in blk.decode("utf-8", "replace").split("\n") if x.strip())
-    except (OSError, EOFError) as exc:
+    except (OSError, EOFError, zlib.error) as exc:   # zlib.error: a damaged deflate stream
         raise Unreadable() from exc
     return n

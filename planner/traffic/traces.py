@@ -42,14 +42,15 @@ The stack distance of an access is the number of distinct blocks used since its 
 use: the times still marked as the last use of their block (what a Fenwick tree over time would
 hold, Bennett & Kruskal 1975). The pass (:class:`planner.traffic.lru_pass.StackPass`, where the
 method is set out) takes the accesses a chunk of whole requests at a time: the marks are a bitmap
-over time, the changes inside a chunk a dominance count done bit by bit as in a wavelet matrix
-(``count_smaller_before``) over runs of accesses whose last uses are consecutive.
+over time with counts by superblock, the changes inside a chunk a weighted dominance count by blocks
+(:func:`planner.traffic.dominance.dominance_sum`) over runs of accesses whose last uses are consecutive.
 
 Two ways in, one curve:
 
 - :func:`trace_reuse` (what the planner uses): the file read a block of lines at a time
-  (:mod:`planner.traffic.trace_reader`) and each block passed at once. Memory: about 12 bytes per
-  distinct block id (last use, parent check, hits by rank), 1 bit per access, one block of text
+  (:mod:`planner.traffic.trace_reader`) and each block passed at once. Memory: about 8 bytes per
+  distinct block id (last use, parent check), 8 bytes per counted run of reused blocks (one or two a
+  request), 1 bit per access, one block of text
   and its chunk's temporaries; no array of the whole trace, no Python object per block. The
   file is read once: the warm-up's cut (a share of a number of requests known only at the end) is
   estimated from the share of the file read, the chunks near it kept per request until the end
@@ -70,6 +71,7 @@ import gzip
 import io
 import json
 import math
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -246,7 +248,7 @@ def read_trace(path: str | Path, block_size: int | None = None, place: str | Non
                     flat.extend(h)
         except UnicodeDecodeError as exc:
             problems.append(Problem(name, f"not UTF-8 text ({exc.reason}): is it a JSONL trace?"))
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:    # zlib.error: a damaged deflate stream inside gzip
             problems.append(Problem(place or name, f"cannot be read to the end ({exc})"))
     if not problems and not len(inp):
         problems.append(Problem(name, "holds no requests"))
@@ -262,7 +264,7 @@ def read_trace(path: str | Path, block_size: int | None = None, place: str | Non
     np.cumsum(np.asarray(lens, dtype=np.int64), out=starts[1:])
     tr = Trace(str(path), fmt, bs, np.asarray(inp, dtype=np.int64), np.asarray(outl, dtype=np.int64),
                np.asarray(ts, dtype=float), starts, _small_ids(flat))
-    _check_lengths(tr)
+    _check_lengths(tr, bool(block_size))
     return tr
 
 
@@ -274,30 +276,72 @@ def _small_ids(flat) -> np.ndarray:
     return a
 
 
-def _check_lengths(tr: Trace) -> None:
-    """Notes (not errors) when the blocks do not cover the input as the block size says."""
+def _check_lengths(tr: Trace, stated: bool = True) -> None:
+    """Notes (not errors) when the blocks do not cover the input as the block size says (``stated``: the
+    size was given, not the layout's default)."""
     tr.notes.extend(_LengthNotes(tr.block_size).add(tr.input_length, np.diff(tr.starts), tr.timestamp_s)
-                    .notes(Path(tr.path).name))
+                    .notes(Path(tr.path).name, stated))
 
 
 class _LengthNotes:
-    """The counts behind the notes of :func:`_check_lengths`, a chunk of requests at a time."""
+    """The counts behind the notes of :func:`_check_lengths`, a chunk of requests at a time.
+
+    Besides the block size in use, every power of two from 1 to 65,536 tokens is tried: the requests
+    whose hash blocks are exactly ``ceil(input_length / B)`` (those with blocks and input). A trace
+    written at another block size than the one in use (a Mooncake-layout file of 16-token blocks read at
+    Mooncake's 512) fits its own size for nearly every request and the one in use for nearly none: that
+    changes the hit ratio a lot (each block weighs 32 times its tokens), so the note then names the
+    size the trace implies and the one in use, with the counts."""
+
+    SIZES = 2 ** np.arange(17)
 
     def __init__(self, block_size: int):
         self.bs, self.n, self.more, self.short, self.unordered, self.t = block_size, 0, 0, 0, False, -math.inf
+        self.sizes = np.unique(np.append(self.SIZES, block_size))
+        self.fit = np.zeros(len(self.sizes), dtype=np.int64)   # requests whose blocks are ceil(input / B)
+        self.evidence = 0                                      # requests with blocks and input
 
     def add(self, input_length, lens, timestamp_s):
-        need = -(-np.asarray(input_length) // self.bs)
+        inp = np.asarray(input_length)
+        need = -(-inp // self.bs)
         self.more += int(np.count_nonzero(lens > need))
         self.short += int(np.count_nonzero(lens < need - 1))
         self.n += len(lens)
+        has = (lens > 0) & (inp > 0)
+        if np.any(has):
+            i, k = inp[has], np.asarray(lens)[has]
+            self.evidence += len(i)
+            for j, b in enumerate(self.sizes):
+                self.fit[j] += int(np.count_nonzero(-(-i // int(b)) == k))
         if len(timestamp_s):
             self.unordered = self.unordered or timestamp_s[0] < self.t or bool(np.any(np.diff(timestamp_s) < 0))
             self.t = timestamp_s[-1]
         return self
 
-    def notes(self, name: str) -> list[str]:
+    def implied(self) -> tuple[int, int, int] | None:
+        """``(implied block size, its fits, the fits of the size in use)`` when the trace's lengths point
+        at another block size: 90% of the requests with blocks fit it exactly and at most 10% fit the one
+        in use; else None."""
+        if not self.evidence:
+            return None
+        j = int(np.argmax(self.fit))
+        own = int(self.fit[np.searchsorted(self.sizes, self.bs)])
+        best, fits = int(self.sizes[j]), int(self.fit[j])
+        if best != self.bs and fits >= 0.9 * self.evidence and own <= 0.1 * self.evidence:
+            return best, fits, own
+        return None
+
+    def notes(self, name: str, stated: bool = True) -> list[str]:
         out = []
+        imp = self.implied()
+        if imp is not None:
+            best, fits, own = imp
+            use = "trace_block_size" if stated else "the layout's default (trace_block_size blank)"
+            out.append(f"{name}: the blocks look like {best}-token blocks, not the {self.bs} tokens of {use}: "
+                       f"{fits:,} of {self.evidence:,} requests have exactly ceil(input_length / {best}) hash "
+                       f"blocks, {own:,} ceil(input_length / {self.bs}); read at {self.bs} each block weighs "
+                       f"{self.bs / best:g} times its tokens and the hit ratio and the capacities are wrong: set "
+                       f"trace_block_size to {best} if the trace's blocks are {best} tokens")
         if self.more:
             out.append(f"{name}: {self.more} of {self.n} requests have more hash blocks than input_length / "
                        f"{self.bs} tokens needs (the extra blocks count 0 tokens): is the block size right?")
@@ -458,7 +502,7 @@ def trace_reuse(path: str | Path, block_size: int | None = None, warmup: float =
                     stats.add(inp, lens, ts / scale)
                     sp.feed(lens, ids, inp, frac)
                 if sp is not None and (n is None or sp.nreq == n):
-                    return sp.result(), stats.notes(path.name)
+                    return sp.result(), stats.notes(path.name, bool(block_size))
                 break
             except NeedCount:
                 continue
