@@ -49,7 +49,8 @@ POINTS_PER_DOUBLING = 8
 # NO_LOAD_GBPS (every hit served from HBM: nothing to load) is planner.equations.tiers's, importable from here
 GIB = 2.0 ** 30
 
-_CACHE: dict[tuple, tuple[tr.Reuse, list[str]]] = {}
+_CACHE: dict[tuple, tuple[tr.Reuse, list[str]]] = {}  # insertion order: the oldest first
+_CACHE_BYTES = 256 * 2**20  # the cumulated curves of the traces kept at once [B]: 8 B a distinct block
 
 
 def trace_path(input_path: Path, text: str) -> Path:
@@ -83,8 +84,11 @@ def load_reuse(file: Path, block_size: int | None, warmup: float) -> tuple[tr.Re
     st = file.stat()
     key = (str(file.resolve()), st.st_size, st.st_mtime_ns, block_size, float(warmup))
     if key not in _CACHE:
-        _CACHE.clear()  # one plan's traces at a time: the arrays can be large
         _CACHE[key] = tr.trace_reuse(file, block_size, warmup)  # read and passed at once (bounded memory)
+        # the newest trace always stays; older ones while the curves together stay within _CACHE_BYTES
+        # (a plan's workloads over two traces read each once, not once a workload: red team 5)
+        while len(_CACHE) > 1 and sum(r.cum_tokens.nbytes for r, _ in _CACHE.values()) > _CACHE_BYTES:
+            del _CACHE[next(iter(_CACHE))]
     return _CACHE[key]
 
 
