@@ -23,7 +23,7 @@ import pytest
 
 from planner.core import schema
 
-from conftest import run_planner, same_value, sheet_values
+from conftest import run_planner, same_value, sheet_values, value_book
 from planner.finance import demand
 from planner.finance import fleet
 from planner.finance import scenarios
@@ -362,8 +362,8 @@ def test_recalculated_finance_sheets_equal_python(small, recalculated):
         for a, b in zip(stored, again):
             for k in a:
                 assert same_value(a[k], b[k]), (sheet, k, a[k], b[k])
-    s1 = list(openpyxl.load_workbook(out, data_only=True)["Summary"].values)
-    s2 = list(openpyxl.load_workbook(done, data_only=True)["Summary"].values)
+    s1 = list(value_book(out, "Summary")["Summary"].values)
+    s2 = list(value_book(done, "Summary")["Summary"].values)
     assert len(s1) == len(s2)
     for r1, r2 in zip(s1, s2):
         for a, b in zip(r1, r2):

@@ -23,7 +23,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from conftest import run_planner, same_value, sheet_values
+from conftest import run_planner, same_value, sheet_values, value_book
 from planner.memo import render as memo
 from planner.finance import periods
 from planner.plan.build import build_plan
@@ -150,7 +150,7 @@ def test_baseline_is_its_own_and_defaults_to_hit_measured(plan_out):
 
 def test_summary_period_block_and_baseline_note(plan_out):
     _plan, out = plan_out
-    ws = openpyxl.load_workbook(out, data_only=True)["Summary"]
+    ws = value_book(out, "Summary")["Summary"]
     rows = [[c.value for c in row] for row in ws.iter_rows(max_col=6)]
     title = next(i for i, r in enumerate(rows) if str(r[0]).startswith("Fleet by period"))
     assert rows[title][0] == "Fleet by period (2027-Q1–Q3)"
@@ -223,8 +223,8 @@ def test_recalculated_period_sheets_equal_hand_values(plan_out, recalculated):
     done = recalculated["out"]
     _calc_equal(sheet_values(done, "Demand_Calc"))
     _periods_equal(sheet_values(done, "Fleet_By_Period"))
-    s1 = list(openpyxl.load_workbook(out, data_only=True)["Summary"].values)
-    s2 = list(openpyxl.load_workbook(done, data_only=True)["Summary"].values)
+    s1 = list(value_book(out, "Summary")["Summary"].values)
+    s2 = list(value_book(done, "Summary")["Summary"].values)
     for r1, r2 in zip(s1, s2):
         for a, b in zip(r1, r2):
             assert same_value(a, b), ("Summary", r1, r2)
