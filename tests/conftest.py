@@ -250,6 +250,26 @@ def sheet_values(path: Path, sheet: str) -> list[dict]:
         wb.close()
 
 
+def value_book(path: Path, *sheets: str, formulas: bool = False) -> openpyxl.Workbook:
+    """The cached values of the named sheets of ``path``, as an in-memory workbook (``wb[sheet]``
+    answers ``cell``, ``["B1"]``, ``iter_rows``, ``values``, ``max_row`` as a loaded sheet does;
+    values only, no styles). Each sheet is read in openpyxl's read-only mode: only its XML is
+    parsed, where ``load_workbook(path, data_only=True)`` parses and styles every sheet of the
+    output (the example's 14 MB of sheet XML, 8 MB of it Sensitivity_Hit) to read one
+    (~0.9 s CPU against ~0.06 s). ``formulas=True``: the formulas instead of the cached values."""
+    src = openpyxl.load_workbook(path, data_only=not formulas, read_only=True)
+    book = openpyxl.Workbook()
+    book.remove(book.active)
+    try:
+        for name in sheets:
+            ws = book.create_sheet(name)
+            for row in src[name].iter_rows(values_only=True):
+                ws.append(row)
+    finally:
+        src.close()
+    return book
+
+
 def same_value(expected, got, rel: float = 1e-9) -> bool:
     """Python value vs spreadsheet value: numbers to rel 1e-9, NaN/None/'' as blank."""
     blank = lambda v: v is None or v == "" or (isinstance(v, float) and math.isnan(v))

@@ -10,9 +10,9 @@ import math
 import re
 
 import numpy as np
-import openpyxl
 import pandas as pd
 
+from conftest import value_book
 from planner.equations import tables as tb
 from planner.equations.fleet import per_month
 from planner.finance.aggregations import Agg, GroupCell, group_table, keys_of
@@ -79,8 +79,11 @@ _REF = re.compile(r"^=(Fleet)!\$([A-Z]+)\$(\d+)$")
 def test_summary_cells_that_refer_to_a_fleet_cell_store_its_value(example_output):
     """On the old code the Summary's cost per year stored the month's total x 12 (14,100,972.0)
     while the Fleet total it refers to holds the sum of the types' years (14,100,971.999999998)."""
-    forms = openpyxl.load_workbook(example_output)
-    vals = openpyxl.load_workbook(example_output, data_only=True)
+    # the Summary's formulas, then the values of the sheets they name only (read-only reads)
+    forms = value_book(example_output, "Summary", formulas=True)
+    named = {m.group(1) for row in forms["Summary"].iter_rows(values_only=True) for v in row
+             if isinstance(v, str) and (m := _REF.match(v))}
+    vals = value_book(example_output, "Summary", *sorted(named - {"Summary"}))
     checked = 0
     for row in forms["Summary"].iter_rows():
         for c in row:

@@ -8,7 +8,7 @@ import math
 import openpyxl
 import pytest
 
-from conftest import run_planner, same_value, sheet_values
+from conftest import run_planner, same_value, sheet_values, value_book
 from planner.equations.ttft_fit import ttft_law
 from planner.core.errors import InputError
 from planner.plan.build import build_plan
@@ -218,8 +218,8 @@ def test_libreoffice_recalculation(built, recalc):
             for name, got in row.items():
                 if name in frame:
                     assert same_value(frame[name].iat[i], got, rel=1e-7), (sheet, i, name, frame[name].iat[i], got)
-    stored = openpyxl.load_workbook(out, data_only=True)["Calibration"]
-    fresh = openpyxl.load_workbook(again, data_only=True)["Calibration"]
+    stored = value_book(out, "Calibration")["Calibration"]
+    fresh = value_book(again, "Calibration")["Calibration"]
     n = 0
     for r_s, r_f in zip(stored.iter_rows(), fresh.iter_rows()):
         for a, b in zip(r_s, r_f):

@@ -13,7 +13,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from conftest import EXAMPLE, SMALL_WORKLOADS, edited_example, problem_lines, run_cli, run_planner
+from conftest import EXAMPLE, SMALL_WORKLOADS, edited_example, problem_lines, run_cli, run_planner, value_book
 
 OUTPUT_SHEETS = {"Results", "Sensitivity_Hit", "Models", "GPUs", "Workloads", "Settings", "Checks", "Run"}
 OLD_OUTPUT = b"previous output, must survive a failed run"
@@ -125,9 +125,7 @@ def test_run_without_input_plans_the_example_into_out(tmp_path):
     sens = sheet_rows(out, "Sensitivity_Hit")
     assert len(sens) == 21 * len(names)
     assert {s["workload"] for s in sens} == set(names)
-    wb = openpyxl.load_workbook(out, data_only=True)
-    assert wb["Checks"]["B1"].value == "OK"
-    wb.close()
+    assert value_book(out, "Checks")["Checks"]["B1"].value == "OK"
 
 
 Q4_FILES = ["q4-memo.html", "q4-memo.md", "q4-tpm.png", "q4-ttft.png", "q4.xlsx"]

@@ -13,7 +13,7 @@ import math
 import openpyxl
 import pytest
 
-from conftest import header_index
+from conftest import header_index, value_book
 from planner.plan.build import build_plan
 from planner.workbook.input_sheets import write_input_workbook
 from planner.workbook.writer import write_output
@@ -91,7 +91,7 @@ def test_resolved_batch_is_live(built):
     h = header_index(ws)
     f = ws.cell(2, h["batch"]).value
     assert isinstance(f, str) and f.startswith("=IF(ISNUMBER(Workloads!") and "c_max_num_seqs" in f
-    cached = openpyxl.load_workbook(out, data_only=True)["Resolved"]
+    cached = value_book(out, "Resolved")["Resolved"]
     assert [cached.cell(i, h["batch"]).value for i in range(2, 6)] == [256, 1, 8, 1]
 
 
@@ -102,7 +102,7 @@ def test_libreoffice_recalculates_the_batch(built, recalc):
     plan, out = built
     again = recalc(out)
     assert compare_all(again, plan) > 0                       # every formula cell against its stored value
-    wb = openpyxl.load_workbook(again, data_only=True)
+    wb = value_book(again, "Resolved", "Results")
     ws, wr = wb["Resolved"], wb["Results"]
     h, hr = header_index(ws), header_index(wr)
     assert [ws.cell(i, h["batch"]).value for i in range(2, 6)] == [256, 1, 8, 1]

@@ -19,7 +19,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from conftest import run_cli, same_value, sheet_values
+from conftest import run_cli, same_value, sheet_values, value_book
 from planner.workbook.input_sheets import write_input_workbook
 from planner.plan.build import build_plan
 from planner.workbook.writer import write_output
@@ -300,7 +300,7 @@ def test_recalculated_tier_cells_and_live_edit_equal_a_fresh_run(tmp_path, recal
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
     again, live = recalc(out, edited)
-    wb_checks = openpyxl.load_workbook(again, data_only=True)["Checks"]
+    wb_checks = value_book(again, "Checks")["Checks"]
     assert wb_checks["B1"].value == "OK"  # master check recalculated, hit_target blank on the traced row
     req = next(r for r in wb_checks.iter_rows(values_only=True) if r[0] == "required workload cells filled")
     assert req[2] == 0

@@ -15,7 +15,7 @@ import numpy as np
 import openpyxl
 import pytest
 
-from conftest import edit_output_and_input, header_index
+from conftest import edit_output_and_input, header_index, value_book
 from planner.plan.build import build_plan
 from planner.workbook.writer import write_output
 from test_hand_calc import write_input
@@ -176,7 +176,7 @@ def test_libreoffice_recalculates_every_new_cell(built, recalculated):
     from test_recalc import compare_all
     again = recalculated["again"]
     assert compare_all(again, plan) > 0
-    wb = openpyxl.load_workbook(again, data_only=True)
+    wb = value_book(again, "Results", "Summary")
     ws = wb["Results"]
     h = header_index(ws)
     for i, (wl, cols) in enumerate(EXPECTED.items()):
@@ -184,7 +184,7 @@ def test_libreoffice_recalculates_every_new_cell(built, recalculated):
             got = ws.cell(i + 2, h[col]).value
             _check(v, got, f"LibreOffice {wl}.{col}: expected {v!r}, got {got!r}")
     # Summary: what the latency targets add, by hand 28 GPUs and 28 x 2.5 x 730 = 51,100 USD per month
-    for book in (openpyxl.load_workbook(out, data_only=True), wb):
+    for book in (value_book(out, "Summary"), wb):
         rows = {r[0].value: r[1].value for r in book["Summary"].iter_rows(max_col=2) if r[0].value}
         assert rows["GPUs over throughput alone"] == 28
         assert rows["Cost per month of those GPUs [USD]"] == pytest.approx(51_100.0, rel=1e-9)
@@ -195,7 +195,7 @@ def test_live_edit_of_demand_and_slo_matches_fresh_run(built, recalculated):
     src, _plan, out = built
     fresh = build_plan(recalculated["e_in"])  # LIVE_EDITS, made in the output and the input alike
     assert list(fresh.results["instances_needed"][:2]) != list(_plan.results["instances_needed"][:2])
-    again = openpyxl.load_workbook(recalculated["e_again"], data_only=True)
+    again = value_book(recalculated["e_again"], "Results")
     ws = again["Results"]
     h = header_index(ws)
     for i in range(len(WORKLOADS)):

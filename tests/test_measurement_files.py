@@ -13,7 +13,7 @@ import openpyxl
 import pytest
 from openpyxl.utils import get_column_letter
 
-from conftest import run_cli
+from conftest import run_cli, value_book
 from planner.core import schema
 from planner.core.errors import InputError
 from planner.inputs.reader import read_input
@@ -233,8 +233,8 @@ def test_libreoffice_recalculation_of_rows_filled_from_files(tmp_path, recalc):
             for name, got in row.items():
                 if name in frame:
                     assert same_value(frame[name].iat[i], got, rel=1e-7), (sheet, i, name, frame[name].iat[i], got)
-    stored = openpyxl.load_workbook(out, data_only=True)["Calibration"]
-    fresh = openpyxl.load_workbook(again, data_only=True)["Calibration"]
+    stored = value_book(out, "Calibration")["Calibration"]
+    fresh = value_book(again, "Calibration")["Calibration"]
     n = 0
     for r_s, r_f in zip(stored.iter_rows(), fresh.iter_rows()):
         for a, b in zip(r_s, r_f):

@@ -21,7 +21,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from conftest import EXAMPLE, REPO, edited_example, run_cli, sheet_values
+from conftest import EXAMPLE, REPO, edited_example, run_cli, sheet_values, value_book
 from planner.memo import render as memo
 from planner.memo import charts as memo_charts
 from planner.memo import numbers as memo_numbers
@@ -208,9 +208,8 @@ def test_run_writes_memo_and_charts_beside_the_workbook(example_run):
         assert "2027-Q1–Q4" in text and "example.xlsx" in text and FIXED_SHA in text
         assert f"planner {__version__}" in text.lower() and "2026-10-01 09:00 UTC" in text
     # the workbook's Run sheet carries the same fixed provenance
-    wb = openpyxl.load_workbook(example_run / "plan.xlsx", data_only=True)
+    wb = value_book(example_run / "plan.xlsx", "Run")
     run = {r[0]: r[1] for r in wb["Run"].iter_rows(min_row=2, values_only=True) if r[0]}
-    wb.close()
     assert run["input SHA-256"] == FIXED_SHA
     assert str(run["created (UTC)"]).startswith("2026-10-01T09:00")
 

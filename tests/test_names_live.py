@@ -16,7 +16,7 @@ from planner.examples import data as ed
 from planner.workbook.input_sheets import write_input_workbook
 from planner.plan.build import build_plan
 from planner.workbook.writer import write_output
-from conftest import same_value
+from conftest import same_value, value_book
 from test_recalc import checks_counts, compare_all
 
 pytestmark = pytest.mark.libreoffice
@@ -142,7 +142,7 @@ def test_wildcard_names_recalculate_to_python(recalculated):
     assert counts["gpu names unique"] == ("error", 0)
     assert counts["model names unique"] == ("error", 0)
     # the Explorer finds the wildcard-named workload itself, not the first name its pattern fits
-    wb = openpyxl.load_workbook(again, data_only=True)
+    wb = value_book(again, "Explorer")
     row = list(plan.results["workload"]).index("wild-?*~") + 1
     assert wb["Explorer"]["B4"].value == row == len(plan.results) - 1
 
@@ -170,7 +170,7 @@ def test_rows_added_to_the_output_fail_the_master_check_and_are_named(recalculat
     plan = recalculated["rows_added"]["plan"]
     assert len(plan.results) == 3
     n = len(plan.results)
-    again = openpyxl.load_workbook(recalculated["rows_added"]["again"], data_only=True)
+    again = value_book(recalculated["rows_added"]["again"], "Checks")
     checks = again["Checks"]
     assert checks["B1"].value == "ERROR"
     rows = {checks.cell(r, 1).value: (checks.cell(r, 3).value, checks.cell(r, 4).value, checks.cell(r, 6).value or "")

@@ -12,7 +12,7 @@ import numpy as np
 import openpyxl
 import pytest
 
-from conftest import EXAMPLE, header_index, same_value, sheet_values
+from conftest import EXAMPLE, header_index, same_value, sheet_values, value_book
 from planner.plan.build import build_plan
 from planner.workbook.writer import write_output
 
@@ -47,8 +47,7 @@ def compare_all(path: Path, plan) -> int:
 
 
 def checks_counts(path: Path) -> dict[str, tuple]:
-    wb = openpyxl.load_workbook(path, data_only=True)
-    ws = wb["Checks"]
+    ws = value_book(path, "Checks")["Checks"]
     out = {"master": (ws["B1"].value,)}
     for r in range(6, ws.max_row + 1):
         name, kind, count = ws.cell(r, 1).value, ws.cell(r, 2).value, ws.cell(r, 3).value
@@ -126,9 +125,7 @@ def _example_case(d: Path, example_output: Path) -> dict:
     out = example_output  # write_output(plan, ...) once for the session (conftest; read-only)
     edited = d / "example-edited.xlsx"
     shutil.copyfile(out, edited)
-    wb = openpyxl.load_workbook(out, data_only=True)
-    col = header_index(wb["Results"])["ttft_ms"]
-    wb.close()
+    col = header_index(value_book(out, "Results")["Results"])["ttft_ms"]  # one sheet read, not 14 MB
     canary = openpyxl.utils.get_column_letter(col) + "3"
     corrupt_cached_value(edited, sheet_xml(edited, "Results"), canary, "987654321")
     pick = openpyxl.utils.get_column_letter(EXPLORER_SELECT[1] + 1) + str(EXPLORER_SELECT[0] + 1)
@@ -142,8 +139,8 @@ def test_example_values_before_and_after_recalculation(example_recalc):
     # before: the cached values a non-calculating viewer shows
     n_before = compare_all(out, plan)
     # canary: a deliberately wrong cached value must come back right after recalculation
-    assert openpyxl.load_workbook(example_recalc["edited"], data_only=True)["Results"][cell].value == 987654321
-    assert openpyxl.load_workbook(again, data_only=True)["Results"][cell].value == pytest.approx(
+    assert value_book(example_recalc["edited"], "Results")["Results"][cell].value == 987654321
+    assert value_book(again, "Results")["Results"][cell].value == pytest.approx(
         plan.results["ttft_ms"].iat[1], rel=1e-12)
     n_after = compare_all(again, plan)
     assert n_before == n_after > 10_000
@@ -153,7 +150,7 @@ def test_example_values_before_and_after_recalculation(example_recalc):
     assert counts["hit_target within break-even h*"] == ("warning", 1)
     # no row was added after the run: the "first row in question" cells of those checks are blank
     for path in (out, again):
-        checks = openpyxl.load_workbook(path, data_only=True)["Checks"]
+        checks = value_book(path, "Checks")["Checks"]
         named = [checks.cell(r, 6).value for r in range(6, checks.max_row + 1)
                  if str(checks.cell(r, 1).value).startswith("every ")]
         assert len(named) == 3 and all(v in (None, "") for v in named)
@@ -164,7 +161,7 @@ def test_explorer_follows_the_chosen_workload(example_recalc):
 
     plan, again, pick = example_recalc["plan"], example_recalc["again"], EXPLORER_PICK
     name = plan.results["workload"].iat[pick]
-    ws = openpyxl.load_workbook(again, data_only=True)["Explorer"]
+    ws = value_book(again, "Explorer")["Explorer"]
     # the name/value block is that workload's Results and Resolved row
     got = {}
     r = EXPLORER_INPUTS_TOP + 1

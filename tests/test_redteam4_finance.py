@@ -39,7 +39,7 @@ import math
 import openpyxl
 import pytest
 
-from conftest import run_planner, same_value, sheet_values
+from conftest import run_planner, same_value, sheet_values, value_book
 from planner.finance import periods as fp
 from planner.plan.build import build_plan
 from planner.workbook.input_sheets import write_input_workbook
@@ -135,7 +135,7 @@ def test_fleet_by_period_summary_and_scenarios_stored(finance):
     fbp = [r for r in sheet_values(out, "Fleet_By_Period") if r.get("period")]
     assert [(r["period"], r["gpu"], r["gpus_needed"], r["gpus_baseline"], r["cost_saved_per_month"]) for r in fbp] \
         == [(p, "H100 SXM", g, gb, (gb - g) * PER_GPU_MONTH) for p, (g, gb) in HAND_TOTALS.items()]
-    rows = list(openpyxl.load_workbook(out, data_only=True)["Summary"].values)
+    rows = list(value_book(out, "Summary")["Summary"].values)
     by_period = {r[0]: r[1:6] for r in rows if r and r[0] in HAND_TOTALS}
     for p, (g, gb) in HAND_TOTALS.items():
         assert by_period[p] == pytest.approx((g, g * PER_GPU_MONTH, gb, gb * PER_GPU_MONTH, (gb - g) * PER_GPU_MONTH))
@@ -167,8 +167,8 @@ def test_recalculated_equals_stored(finance, recalc):
             for k in a:
                 assert same_value(a[k], b.get(k), rel=1e-9), (sheet, a.get("workload"), a.get("period"), k, a[k],
                                                                b.get(k))
-    s1 = list(openpyxl.load_workbook(out, data_only=True)["Summary"].values)
-    s2 = list(openpyxl.load_workbook(done, data_only=True)["Summary"].values)
+    s1 = list(value_book(out, "Summary")["Summary"].values)
+    s2 = list(value_book(done, "Summary")["Summary"].values)
     assert len(s1) == len(s2)
     for r1, r2 in zip(s1, s2):
         for a, b in zip(r1, r2):

@@ -31,7 +31,7 @@ import math
 import openpyxl
 import pytest
 
-from conftest import run_planner, same_value, sheet_values
+from conftest import run_planner, same_value, sheet_values, value_book
 from planner.plan.build import build_plan
 from planner.workbook.input_sheets import write_input_workbook
 
@@ -121,7 +121,7 @@ def test_tier_sheets_summary_and_memo(tiers):
     at = {r["multiplier"]: r for r in worth}
     assert (at[0]["gpus"], at[1]["gpus"]) == (5, 4)
     assert at[0]["chip_ms"] == pytest.approx(WITHOUT, rel=1e-12) and at[1]["chip_ms"] == pytest.approx(WITH, rel=1e-12)
-    rows = list(openpyxl.load_workbook(out, data_only=True)["Summary"].values)
+    rows = list(value_book(out, "Summary")["Summary"].values)
     line = next(r for r in rows if r and r[0] == "chat" and r[1] == "42% / 58%")
     assert line[2] == 1 and line[3] == pytest.approx(1460 - GIB_BLOCK * 3) and line[4] == pytest.approx(1460 / GIB_BLOCK)
     memo = (out.parent / "out-memo.md").read_text()
@@ -139,8 +139,8 @@ def test_tier_sheets_recalculated_equal_stored(tiers, recalc):
         for a, b in zip(stored, live):
             for k in a:
                 assert same_value(a[k], b.get(k), rel=1e-9), (sheet, a.get("workload"), k, a[k], b.get(k))
-    s1 = list(openpyxl.load_workbook(out, data_only=True)["Summary"].values)
-    s2 = list(openpyxl.load_workbook(done, data_only=True)["Summary"].values)
+    s1 = list(value_book(out, "Summary")["Summary"].values)
+    s2 = list(value_book(done, "Summary")["Summary"].values)
     for r1, r2 in zip(s1, s2):
         for a, b in zip(r1, r2):
             assert same_value(a, b), ("Summary", r1, r2)

@@ -31,7 +31,7 @@ import datetime as dt
 import openpyxl
 import pytest
 
-from conftest import run_planner, same_value, sheet_values
+from conftest import run_planner, same_value, sheet_values, value_book
 from planner.finance import periods as fp
 from planner.plan.build import build_plan
 from planner.workbook.input_sheets import write_input_workbook
@@ -134,8 +134,8 @@ def test_finance_workbook_recalculated_equals_stored(finance_out, recalc):
             for k in a:
                 assert same_value(a[k], b.get(k), rel=1e-9), (sheet, a.get("workload"), a.get("period"), k, a[k],
                                                                b.get(k))
-    s1 = list(openpyxl.load_workbook(out, data_only=True)["Summary"].values)
-    s2 = list(openpyxl.load_workbook(done, data_only=True)["Summary"].values)
+    s1 = list(value_book(out, "Summary")["Summary"].values)
+    s2 = list(value_book(done, "Summary")["Summary"].values)
     assert len(s1) == len(s2)
     for r1, r2 in zip(s1, s2):
         for a, b in zip(r1, r2):

@@ -11,7 +11,7 @@ import math
 import openpyxl
 import pytest
 
-from conftest import header_index
+from conftest import header_index, value_book
 from planner.plan.build import build_plan
 from planner.workbook.writer import write_output
 from test_hand_calc import write_input
@@ -96,7 +96,7 @@ def test_libreoffice_recalculates_the_scheduler_cells(built, recalc):
     from test_recalc import compare_all
     again = recalc(out)
     assert compare_all(again, plan) > 0
-    ws = openpyxl.load_workbook(again, data_only=True)["Results"]
+    ws = value_book(again, "Results")["Results"]
     h = header_index(ws)
     for i, (wl, cols) in enumerate(EXPECTED.items()):
         for col, v in cols.items():

@@ -19,7 +19,7 @@ import math
 
 import pytest
 
-from conftest import edit_output_and_input, same_value, sheet_values
+from conftest import edit_output_and_input, same_value, sheet_values, value_book
 from planner.equations import sizing as sz
 from planner.finance import fleet, periods, scenarios
 from planner.plan.build import build_plan
@@ -317,7 +317,7 @@ def test_libreoffice_recalculates_the_new_cells(built, recalculated):
     again = recalculated["again"]
     _compare_sheets(again, plan, "LibreOffice")
     import openpyxl
-    rows = {r[0].value: r[1].value for r in openpyxl.load_workbook(again, data_only=True)["Summary"].iter_rows(
+    rows = {r[0].value: r[1].value for r in value_book(again, "Summary")["Summary"].iter_rows(
         max_col=2) if r[0].value}
     assert (rows["GPUs over throughput alone"], rows["Cost per month of those GPUs [USD]"]) == (1, 1825)
 

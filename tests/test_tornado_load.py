@@ -12,7 +12,7 @@ import math
 import openpyxl
 import pytest
 
-from conftest import header_index
+from conftest import header_index, value_book
 from test_load_workbook import D, LAM_TOTAL, N_TP, N_TTFT, STEP
 
 
@@ -62,7 +62,7 @@ def test_tornado_sheet_stores_them_live(built):
     h = header_index(ws)
     f = ws.cell(2, h["ttft_load_low"]).value
     assert f.startswith("=Tornado_Calc!") and ws.cell(2, h["ttft_load_base"]).value.startswith("=Results!")
-    cached = openpyxl.load_workbook(out, data_only=True)["Tornado"]
+    cached = value_book(out, "Tornado")["Tornado"]
     row = {cached.cell(r, h["driver"]).value: r for r in range(2, cached.max_row + 1)}
     assert cached.cell(row["t_ffn0_ms"], h["ttft_load_high"]).value == pytest.approx(EXPECTED["t_ffn0_ms"][1],
                                                                                       rel=1e-12)
@@ -75,7 +75,7 @@ def test_libreoffice_recalculates_the_tornado_ttft(built, recalc):
     plan, out = built
     again = recalc(out)
     assert compare_all(again, plan) > 0            # Tornado and Tornado_Calc included
-    ws = openpyxl.load_workbook(again, data_only=True)["Tornado"]
+    ws = value_book(again, "Tornado")["Tornado"]
     h = header_index(ws)
     row = {ws.cell(r, h["driver"]).value: r for r in range(2, ws.max_row + 1)}
     for driver, (lo, hi) in EXPECTED.items():

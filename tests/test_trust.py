@@ -8,7 +8,7 @@ from __future__ import annotations
 import openpyxl
 import pytest
 
-from conftest import run_planner
+from conftest import run_planner, value_book
 from planner.equations.ttft_fit import ttft_law
 from planner.core.errors import InputError
 from planner.workbook.input_sheets import write_input_workbook
@@ -145,7 +145,7 @@ def test_absent_demand_is_a_warning_on_checks_and_summary(tmp_path):
     write_output(plan, out)
     wb = openpyxl.load_workbook(out)
     assert wb["Summary"]["D4"].value.startswith('=IF(COUNT(results_instances_needed)=0,')
-    values = openpyxl.load_workbook(out, data_only=True)
+    values = value_book(out, "Checks", "Summary")
     checks = {r[0]: r for r in values["Checks"].iter_rows(values_only=True) if r and r[0]}
     assert checks["workloads have a demand_tpm"][1:4] == ("warning", 1, "WARN")
     assert values["Summary"]["D4"].value == "WARNING: no workload has a demand_tpm: the fleet is sized for nothing"
@@ -325,7 +325,7 @@ def test_new_cells_recalculate_in_libreoffice(tmp_path, recalc):
     edited = tmp_path / "edited.xlsx"
     wb.save(edited)
     again, again_edited = recalc(out, edited)
-    stored, fresh = (openpyxl.load_workbook(p, data_only=True) for p in (out, again))
+    stored, fresh = (value_book(p, "Summary", "Checks", "Calibration", "Resolved") for p in (out, again))
     assert fresh["Summary"]["D4"].value == stored["Summary"]["D4"].value == (
         "WARNING: no workload has a demand_tpm: the fleet is sized for nothing")
     rows = lambda wb: {r[0]: r[1:4] for r in wb["Checks"].iter_rows(values_only=True) if r and r[0]}  # noqa: E731
@@ -337,7 +337,7 @@ def test_new_cells_recalculate_in_libreoffice(tmp_path, recalc):
                 if isinstance(a.value, float):
                     assert b.value == pytest.approx(a.value, rel=1e-7, abs=1e-12), (wb_s.title, a.coordinate)
     # live: type a demand for both workloads in the output, recalculate: the warning goes
-    fresh2 = openpyxl.load_workbook(again_edited, data_only=True)
+    fresh2 = value_book(again_edited, "Summary", "Checks")
     assert fresh2["Summary"]["D4"].value in ("", None)
     assert {r[0]: r[1:4] for r in fresh2["Checks"].iter_rows(values_only=True) if r and r[0]}[
         "workloads have a demand_tpm"] == ("warning", 0, "OK")

@@ -13,7 +13,7 @@ import math
 import openpyxl
 import pytest
 
-from conftest import header_index
+from conftest import header_index, value_book
 from planner.plan import load_notes
 from planner.plan.build import build_plan
 from planner.workbook.writer import write_output
@@ -62,13 +62,13 @@ def test_checks_row_makes_the_master_check_not_ok(built):
     assert row[1].value == "error"
     f = row[2].value
     assert 'COUNTIF(' in getattr(f, "text", f) and '"unreachable*")' in getattr(f, "text", f)   # live
-    cached = openpyxl.load_workbook(out, data_only=True)["Checks"]
+    cached = value_book(out, "Checks")["Checks"]
     crow = next(r for r in cached.iter_rows() if r[0].value == "latency targets reachable")
     assert crow[2].value == 2 and crow[3].value == "FAIL"             # below-alone and conc-ttft
     assert cached.cell(1, 2).value == "ERROR"
     assert "Workloads row 3: below-alone" in [c.value for c in crow]     # the first row in question
     # no inf stored: the cell says "unreachable"
-    res = openpyxl.load_workbook(out, data_only=True)["Results"]
+    res = value_book(out, "Results")["Results"]
     h = header_index(res)
     assert res.cell(4, h["instances_ttft"]).value == "unreachable"
     assert res.cell(4, h["binding"]).value == "unreachable: ttft_slo"
@@ -94,7 +94,7 @@ def test_libreoffice_recounts_the_unreachable_rows(built, recalc):
     plan, out = built
     path = recalc(out)
     assert compare_all(path, plan) > 0                        # every formula cell against its stored value
-    again = openpyxl.load_workbook(path, data_only=True)
+    again = value_book(path, "Checks", "Results")
     ws = again["Checks"]
     row = next(r for r in ws.iter_rows() if r[0].value == "latency targets reachable")
     assert row[2].value == 2 and ws.cell(1, 2).value == "ERROR"

@@ -18,7 +18,10 @@ def test_unmeetable_ttft_target_gives_a_readable_workbook(tmp_path):
         col = header_index(ws)["ttft_slo_ms"]
         ws.cell(2, col).value = 0.5  # far below any request-alone TTFT: no instance count meets it
 
-    src, _ = edited_example(tmp_path / "in.xlsx", edit)
+    # three workloads: the unmeetable target is on the first row, and every sheet that carries its
+    # instance counts (Results, the sensitivity sheets, Fleet, Summary, the charts) is written for
+    # it as in the whole example; the other eleven rows only lengthen the XML scanned below
+    src, _ = edited_example(tmp_path / "in.xlsx", edit, workloads=3)
     out = tmp_path / "out.xlsx"
     assert main(["run", str(src), "-o", str(out), "--no-memo", "-q"]) == 0
     with zipfile.ZipFile(out) as z:
