@@ -84,6 +84,18 @@ def test_the_blank_scheduler_is_said_where_it_matters():
     assert len(said) == 1 and "2" in said[0]           # row 2 only: typed, one burst and c = 1 need no note
 
 
+def test_fewer_requests_than_clients_are_said_as_the_one_wave_they_are():
+    """4 requests at concurrency 8 never have more than 4 in flight: burst_coefficients reads one wave of
+    4 (the same factor as a test at concurrency 4), and the note says so (red team 5: it said waves of 8)."""
+    recs = [_rec(num_requests=4, scheduler="prefill_first"), _rec(num_requests=4, concurrency=4,
+                                                                   scheduler="prefill_first")]
+    load = load_tests.read_rows(recs, 8192.0)
+    assert load["factor"][0] == pytest.approx(load["factor"][1], rel=1e-12)
+    said = [m for _, m in load_tests.read_warnings(recs, [2, 3], load)]
+    assert "at concurrency 8 is read as one wave of 4 requests (num_requests 4 is below the concurrency" in said[0]
+    assert "waves of 8" not in said[0] and "read as waves of 4 requests" in said[1]
+
+
 def test_recovers_the_simulated_prefill():
     # a vLLM-V1-like engine simulated (decode first, 2 ms client round trip; P = 400, F = 100,
     # s(b) = 10 + 0.3 b, osl 200, c = 8, 320 requests): the mean TTFT and TPOT it measures, read back

@@ -119,7 +119,11 @@ def read_warnings(recs: list[dict], rows: list[int], load: dict) -> list[tuple[s
                                f"whose steady loop queues differently (planner.equations.decode_first)"))
         if not math.isnan(n) and rec.get("request_throughput") is None and rec.get("output_throughput") is None \
                 and rec.get("total_throughput") is None and rec.get("tpot_ms") is None:
-            out.append((place, f"{what} is read as waves of {int(c)} requests (TTFT = {f:.3g} request-alone "
+            # fewer requests than clients: one wave of them (prefill_passes.burst_coefficients reads it so)
+            shape = (f"waves of {int(c)} requests" if n >= c else
+                     f"one wave of {int(round(n))} requests (num_requests {int(round(n))} is below the concurrency: "
+                     f"no more were in flight)")
+            out.append((place, f"{what} is read as {shape} (TTFT = {f:.3g} request-alone "
                                f"prefills before the per-pass fixed cost); the decode is not measured (no tpot_ms or throughput)"))
     return out
 
