@@ -45,7 +45,7 @@ class Fit:
     gpu: str
     tp: int
     s_kv: float                       # KV bytes per token per GPU [B]
-    points: pd.DataFrame              # isl, hit, ttft_ms, alpha, row (+ fitted_ms, error)
+    points: pd.DataFrame              # isl, hit, ttft_ms, alpha, row (+ fitted_ms, error, taken_ms)
     t_fixed: float = 0.0              # [ms]
     k_attn: float = 0.0               # [ms/token^2]
     k_ffn: float = 0.0                # [ms/token]
@@ -209,6 +209,9 @@ def fit_deployments(measurements, models: dict, gpus: dict,
         fitted = fit.predict(pts["isl"], pts["hit"], pts["alpha"]) if fit.ok else np.full(len(pts), np.nan)
         pts["fitted_ms"] = fitted
         pts["error"] = fitted / pts["ttft_ms"].to_numpy() - 1
+        # what the load-test model took off the measured TTFT before dividing by the factor
+        # (fixed_coef F + const; 0 at concurrency 1): P = (ttft - taken_ms) / load_factor
+        pts["taken_ms"] = load["ttft_ms"] - load["factor"] * pts["ttft_ms"].to_numpy()
         f_pass = fit.t_fixed if math.isnan(fit.pass_fixed) else fit.pass_fixed   # F of the packed passes
         fit.tpot_per_token_ms, dwarn, fit.decode_concurrency = load_tests.decode_per_token(
             recs, rows, fitted if fit.ok else None, 0.0 if math.isnan(f_pass) else f_pass, load["budget"])

@@ -315,13 +315,11 @@ def write_calibration(wb, fm, plan) -> None:
             else:
                 ws.write_formula(r, 4, "=" + fl.given_or.xl(ref("alpha"), "0"), fm("calc", "0.0%"), float(p["alpha"]))
             fac = float(p.get("load_factor", 1.0))  # a load test at concurrency > 1: request-alone equivalent
-            # P = (ttft - fixed_coef F - const) / factor (planner.plan.load_tests.prefill_given_fixed): the part
-            # taken off is what the calibration took off, back-derived from P so the cell is P (red team 5:
-            # the formula divided by the factor alone, 1.6% off P on a published c = 4 point)
-            typed = (plan.input.optional["Measurements"].records[int(p["record"])].get("ttft_ms")
-                     if "Measurements" in plan.input.optional else None)
-            off = float(typed) - fac * float(p["ttft_ms"]) if typed is not None else 0.0
-            off = 0.0 if abs(off) <= 1e-12 * max(1.0, abs(float(typed or 0.0))) else off
+            # P = (ttft - taken) / factor (planner.plan.load_tests.prefill_given_fixed; taken_ms from the
+            # calibration), so the cell is P (red team 5: the formula divided by the factor alone, 1.6% off P on
+            # a published c = 4 point); a rounding residue of a point read whole is no part taken
+            off = float(p["taken_ms"])
+            off = 0.0 if abs(off) <= 1e-12 * max(1.0, abs(fac * float(p["ttft_ms"]) + off)) else off
             ws.write_formula(r, 5, "=" + (tf.request_alone_ms.xl(ref("ttft_ms"), repr(fac), repr(off) if off else None)
                                           if fac != 1.0 or off else ref("ttft_ms")), fm("calc", "#,##0.00"),
                              float(p["ttft_ms"]))
