@@ -9,9 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from planner.inputs.reader import BoundaryState, PlanInput, problems_touch, read_input
-
-_CALIB_SHEETS = {"models", "gpus", "workloads", "settings", "measurements"}
+from planner.inputs.reader import BoundaryState, PlanInput, read_input
 
 
 def _sizes(state: BoundaryState) -> list:
@@ -21,12 +19,13 @@ def _sizes(state: BoundaryState) -> list:
 
 
 def _calibration(state: BoundaryState) -> list:
-    # unless a sheet the calibration reads has problems of its own (its messages would only echo them)
-    if state.p_in is None or problems_touch(state.problems, _CALIB_SHEETS):
+    # on the rows the problems found so far leave whole (a row with a problem of its own, or one
+    # depending on such a row, would only echo it): planner.inputs.clean_part
+    if state.p_in is None:
         return []
     from planner.plan.calibration_checks import calibration_problems
 
-    return calibration_problems(state.p_in)
+    return calibration_problems(state.p_in, list(state.problems))
 
 
 def _scenarios(p_in: PlanInput) -> list:

@@ -15,7 +15,7 @@ from planner.inputs import catalog_fill as catalog
 
 from planner.core import schema
 from planner.core.errors import Problem
-from planner.core.places import Place
+from planner.core.places import Place, column_letter
 from planner.inputs.places import cell_place
 from planner.inputs import typed_text as th
 
@@ -121,14 +121,17 @@ def check_workloads(t: Table, pos: dict[str, int], canon: dict[str, dict[str, st
                      f"case or surrounding spaces; matched them: {'; '.join(fuzzy[:3])}{more}")
 
 
-def check_optional_refs(optional: dict, canon: dict[str, dict[str, str]], problems: list[Problem]) -> None:
+def check_optional_refs(optional: dict, canon: dict[str, dict[str, str]], problems: list[Problem],
+                        tables: dict | None = None) -> None:
     """The reference columns of the optional sheets (Measurements ``model``/``gpu``, and any
     ``ref`` column added to the schema later) against the Models/GPUs names, in the same pass
     as every other check (they used to wait for the calibration, after the others passed).
     Demand checks its own ``workload`` references (:mod:`planner.finance.demand`). A referenced sheet
-    with problems of its own is skipped (a renamed or refused row would only echo here)."""
-    broken = {s for s in (schema.M, schema.G)
-              if any(p.place.is_on((s,)) for p in problems)}
+    with a problem on its names (a name cell, the header, the whole sheet) is skipped: a renamed or
+    refused name would only echo here. A problem in another of its cells leaves every name known
+    (``tables``: the referenced tables, whose name column tells the one from the other; without
+    them any problem on the sheet skips it)."""
+    broken = {s for s in (schema.M, schema.G) if _names_broken(s, problems, (tables or {}).get(s))}
     for sheet, t in optional.items():
         if sheet == schema.DEM:
             continue
@@ -142,3 +145,14 @@ def check_optional_refs(optional: dict, canon: dict[str, dict[str, str]], proble
                     continue
                 if str(name).strip().lower() not in canon[c.ref]:
                     problems.append(Problem(where, f"{c.name} {name!r} is not in {c.ref}"))
+
+
+def _names_broken(sheet: str, problems: list[Problem], table) -> bool:
+    """Whether a problem lies on the names of ``sheet`` (its key column, header or whole sheet);
+    any problem on it when ``table`` is not given."""
+    on = [p.place for p in problems if p.place.is_on((sheet,))]
+    if table is None or not on:
+        return bool(on)
+    key = next(c.name for c in schema.columns(sheet) if c.key)
+    letter = column_letter(table.positions[key] + 1) if key in table.positions else None
+    return any(p.row is None or p.row <= 1 or p.column is None or p.column == letter for p in on)

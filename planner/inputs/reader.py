@@ -421,7 +421,7 @@ def read_input(path: str | Path, *, checks: Sequence[Callable[[BoundaryState], l
         fill_measurements(path, optional[schema.MEAS], m, g, w, problems, notes)
     for sheet, t in optional.items():
         check_required(t, sheet, positions[sheet], problems, skip=set())
-    check_optional_refs(optional, canon, problems)
+    check_optional_refs(optional, canon, problems, {schema.M: m, schema.G: g})
     from planner.inputs.scenario_checks import check_optional  # Demand and Scenarios against the inputs (the finance view)
 
     check_optional(optional, {"Models": m, "GPUs": g, "Workloads": w}, settings, problems, notes)
