@@ -131,3 +131,20 @@ def test_diff_lists_both_files_problems_at_once(tmp_path):
     assert [p.read_bytes() for p in (old, new)] == [_workbook(tmp_path / "again.xlsx",
                                                               "blank breakdown, no estimate").read_bytes(),
                                                     new.read_bytes()]
+
+
+def test_measurements_lists_the_workbooks_and_the_files_problems_at_once(tmp_path):
+    """``planner measurements FILE --input WORKBOOK``: a workbook with a cell problem and a load-test
+    file that is no result file are both listed in one answer (the workbook's problems used to stop
+    the command before the files were read)."""
+    book = _workbook(tmp_path / "in.xlsx", "unknown Measurements model")
+    junk = tmp_path / "junk.json"
+    junk.write_text("{}")
+    out = tmp_path / "m" / "meas.xlsx"
+    r = run_cli("measurements", junk, "-o", out, "--input", book, cwd=tmp_path)
+    assert r.returncode == 2, r.stderr
+    lines = problem_lines(r.stderr)
+    assert lines[0].startswith(f"{BAD_CELL_PLACE}: hit_target"), lines
+    assert lines[1] == "Measurements!A2: model 'Nope-70B' is not in Models", lines
+    assert any(x.startswith("junk.json") for x in lines[2:]), lines
+    assert not out.exists() and "Traceback" not in r.stderr

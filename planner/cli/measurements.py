@@ -88,12 +88,18 @@ def cmd_measurements(args) -> int:
                          f"choose another -o path")
     if out.is_dir():
         raise UsageError(f"{out}: is a folder")
-    workbook = None
+    workbook, book_problems = None, []
     if args.input is not None:
         from planner.inputs.reader import read_input
 
-        workbook = read_input(args.input)  # an InputError lists the workbook's problems
+        try:
+            workbook = read_input(args.input)
+        except InputError as err:  # listed with the files' own problems, in one answer
+            book_problems = list(err.problems)
     loaded = load(args.files)
+    if book_problems:  # the rows are matched to the workbook's names: only the files' own problems
+        raise InputError(book_problems + [p if isinstance(p, Problem) else Problem(p.place, p.message)
+                                          for p in loaded.problems])
     opts = Options(model=args.model, gpu=args.gpu, tp=args.tp, hit=args.hit, allow_failed=args.allow_failed,
                    workbook=workbook)
     rows, notes, problems = build_rows(loaded.runs, opts)
