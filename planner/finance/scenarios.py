@@ -120,14 +120,15 @@ def _scenario_place(scn, name: str) -> str:
 
 
 def row_problems(s_in) -> list[Problem]:
+    from planner.core.names import canonical_names
     from planner.inputs.checks import check_gpus, check_models, check_workloads
 
     probs: list[Problem] = []
     m, g, w = s_in.models, s_in.gpus, s_in.workloads
     check_models(m, m.positions, probs)
     check_gpus(g, g.positions, probs)
-    canon = {"Models": {str(r["model"]).strip().lower(): r["model"] for r in m.records if r.get("model")},
-             "GPUs": {str(r["gpu"]).strip().lower(): r["gpu"] for r in g.records if r.get("gpu")}}
+    canon = {"Models": canonical_names(r["model"] for r in m.records if r.get("model")),
+             "GPUs": canonical_names(r["gpu"] for r in g.records if r.get("gpu"))}
     check_workloads(w, w.positions, canon, probs, [])
     return probs
 

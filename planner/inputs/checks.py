@@ -8,13 +8,15 @@ raises them all at once.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import dataclasses
+from typing import TYPE_CHECKING, Any
 
 
 from planner.inputs import catalog_fill as catalog
 
 from planner.core import schema
 from planner.core.errors import Problem
+from planner.core.names import and_more, fold_name
 from planner.core.places import Place, column_letter
 from planner.inputs.places import cell_place
 from planner.inputs import typed_text as th
@@ -40,7 +42,7 @@ def check_keys(table: Table, pos: dict[str, int], key: str, problems: list[Probl
             if key in pos and not _had_error(problems, where):
                 problems.append(Problem(where, f"{key} is required"))
             continue
-        folded = name.strip().lower()
+        folded = fold_name(name)
         if folded in first:
             problems.append(Problem(where, f"{key} {name!r} duplicates row {table.rows[first[folded]]}"))
             continue
@@ -93,19 +95,19 @@ def check_gpus(t: Table, pos: dict[str, int], problems: list[Problem]) -> None:
 def check_workloads(t: Table, pos: dict[str, int], canon: dict[str, dict[str, str]],
                      problems: list[Problem], notes: list[str]) -> None:
     fuzzy: list[str] = []
+    spelt: dict[int, dict[str, str]] = {}  # record -> column -> the name as Models/GPUs spell it
     for i, rec in enumerate(t.records):
         for col, sheet in (("model", "Models"), ("gpu", "GPUs")):
             name = rec.get(col)
             if name is None or sheet not in canon:
                 continue
-            target = canon[sheet].get(name.strip().lower())
+            target = canon[sheet].get(fold_name(name))
             where = _cell(t, pos, col, i)
             if target is None:
                 problems.append(Problem(where, th.not_found_message(col, name, sheet, list(canon[sheet].values()))))
-            else:
-                if target != name:
-                    fuzzy.append(f"{where} {name!r} -> {target!r}")
-                rec[col] = target
+            elif target != name:
+                fuzzy.append(f"{where} {name!r} -> {target!r}")
+                spelt.setdefault(i, {})[col] = target
         times = [rec.get(k) for k in ("t_attn0_ms", "t_ffn0_ms", "t_other0_ms")]
         total = sum(v or 0 for v in times)
         if all(v is not None for v in times[:2]) and total == 0:
@@ -115,8 +117,9 @@ def check_workloads(t: Table, pos: dict[str, int], canon: dict[str, dict[str, st
             problems.append(Problem(Place.at_row(t.sheet, t.rows[i]), f"t_attn0_ms + t_ffn0_ms + t_other0_ms is "
                                     f"{total:g} ms: below {MIN_PREFILL_MS:g} ms, too small to plan with "
                                     f"(the times are in milliseconds)"))
+    respell(t, spelt)
     if fuzzy:
-        more = f" (and {len(fuzzy) - 3} more)" if len(fuzzy) > 3 else ""
+        more = and_more(len(fuzzy), 3)
         notes.append(f"{t.sheet}: {len(fuzzy)} model/gpu reference(s) differ from their names only in "
                      f"case or surrounding spaces; matched them: {'; '.join(fuzzy[:3])}{more}")
 
@@ -138,13 +141,8 @@ def check_optional_refs(optional: dict, canon: dict[str, dict[str, str]], proble
         for c in schema.columns(sheet):
             if c.ref not in (schema.M, schema.G) or c.ref not in canon or c.ref in broken or c.name not in t.positions:
                 continue
-            for i, rec in enumerate(t.records):
-                name = rec.get(c.name)
-                where = _cell(t, t.positions, c.name, i)
-                if name is None or _had_error(problems, where):
-                    continue
-                if str(name).strip().lower() not in canon[c.ref]:
-                    problems.append(Problem(where, f"{c.name} {name!r} is not in {c.ref}"))
+            problems += [p for p in reference_problems(t, c.name, c.ref, canon[c.ref])
+                         if not _had_error(problems, p.place)]
 
 
 def _names_broken(sheet: str, problems: list[Problem], table) -> bool:
@@ -156,3 +154,38 @@ def _names_broken(sheet: str, problems: list[Problem], table) -> bool:
     key = next(c.name for c in schema.columns(sheet) if c.key)
     letter = column_letter(table.positions[key] + 1) if key in table.positions else None
     return any(p.row is None or p.row <= 1 or p.column is None or p.column == letter for p in on)
+
+
+def reference_problems(t: Table, col: str, sheet: str, canon: dict[str, str]) -> list[Problem]:
+    """``col`` of each record of ``t`` naming no row of ``sheet`` (``canon``: folded -> spelt
+    names): ``Measurements!A2: model 'x' is not in Models``, at the cell."""
+    return [p for i in range(len(t.records)) for p in _unknown(t, i, col, sheet, canon)]
+
+
+def _unknown(t: Table, i: int, col: str, sheet: str, canon: dict[str, str]) -> list[Problem]:
+    name = t.records[i].get(col)
+    return [] if name is None or fold_name(name) in canon else \
+        [Problem(_cell(t, t.positions, col, i), f"{col} {name!r} is not in {sheet}")]
+
+
+def spelt_as(t: Table, refs: dict[str, tuple[str, dict[str, str]]]) -> tuple[Table, list[Problem]]:
+    """A copy of ``t`` whose reference columns name their rows as the referenced sheet spells them
+    (``refs``: column -> (sheet, folded -> spelt names)), and the problems of names in no row,
+    record by record; ``t`` and its records are left as read."""
+    problems = [p for i in range(len(t.records)) for col, (sheet, canon) in refs.items()
+                for p in _unknown(t, i, col, sheet, canon)]
+    spelt = {i: {col: canon[fold_name(rec[col])] for col, (_, canon) in refs.items()
+                 if rec.get(col) is not None and fold_name(rec[col]) in canon}
+             for i, rec in enumerate(t.records)}
+    copy = dataclasses.replace(t, records=list(t.records))
+    respell(copy, spelt)
+    return copy, problems
+
+
+def respell(t: Table, spelt: dict[int, dict[str, Any]]) -> None:
+    """Record ``i`` of ``t`` replaced by a new record with the values ``spelt[i]`` (the names as
+    their sheet spells them, a period as the label it names): the record read is not written into,
+    so whoever holds it keeps the values as typed."""
+    for i, values in spelt.items():
+        if any(t.records[i].get(k) != v for k, v in values.items()):
+            t.records[i] = {**t.records[i], **values}

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 
 from planner.core.errors import Problem
+from planner.core.names import and_more, canonical_names, fold_name
+from planner.inputs.checks import respell
 from planner.inputs.places import cell_place
 
 
@@ -26,6 +28,7 @@ def check_demand(dem, w, problems: list[Problem], grown: frozenset = frozenset()
 
     spelling = {fold(p): p for p in reversed(order)}
     read: list[str] = []
+    spelt: dict[int, dict[str, str]] = {}  # record -> the period label and the workload as Workloads spells it
     for i, rec in enumerate(dem.records):
         if rec.get("period") is None:
             continue
@@ -38,29 +41,32 @@ def check_demand(dem, w, problems: list[Problem], grown: frozenset = frozenset()
             read.append(f"{table_place(dem, 'period', i)} {how}")
         elif label != rec["period"]:
             read.append(f"{table_place(dem, 'period', i)} {rec['period']!r} is period {label!r}")
-        rec["period"] = label
+        spelt[i] = {"period": label}
+    respell(dem, spelt)  # new records: the ones read keep the period as typed
     _odd_periods(dem, order)
     if read and notes is not None:
-        more = f" (and {len(read) - 3} more)" if len(read) > 3 else ""
+        more = and_more(len(read), 3)
         notes.append(f"Demand: {len(read)} period(s) read as the period they name: {'; '.join(read[:3])}{more}")
-    names = {str(x).strip().lower(): str(x) for x in w.column("workload") if x is not None} if w is not None else None
+    names = canonical_names(str(x) for x in w.column("workload") if x is not None) if w is not None else None
     seen: dict[tuple[str, str], int] = {}
     by_period: dict[str, list[int]] = {}
+    spelt = {}
     for i, rec in enumerate(dem.records):
         wl, period = rec.get("workload"), rec.get("period")
-        if wl is not None and names is not None and str(wl).strip().lower() not in names:
+        if wl is not None and names is not None and fold_name(wl) not in names:
             problems.append(Problem(table_place(dem, "workload", i), f"workload {wl!r} is not in Workloads"))
         elif wl is not None and names is not None:
-            rec["workload"] = names[str(wl).strip().lower()]  # matched as the Workloads sheet spells it
+            spelt[i] = {"workload": names[fold_name(wl)]}  # matched as the Workloads sheet spells it
         if wl is None or period is None:
             continue
-        key = (str(wl).strip().lower(), str(period))
+        key = (fold_name(wl), str(period))
         if key in seen:
             problems.append(Problem(table_place(dem, "period", i), f"workload {wl!r} has period {period!r} twice "
                                                               f"(also row {seen[key]})"))
         else:
             seen[key] = dem.rows[i]
         by_period.setdefault(str(period), []).append(i)
+    respell(dem, spelt)
     for period, rows in by_period.items():
         if period not in grown and all(dem.records[i].get("demand_tpm") is None for i in rows):
             problems.append(Problem(table_place(dem, "period", rows[0]),
