@@ -8,7 +8,8 @@ does) and rejects, outside the maker:
 - a glued reference: a string literal ``Results!$B2`` / ``'My sheet'!A1``, an f-string with a
   value just before ``!`` (``f"{sheet}!{cell}"``) or a word and ``!`` just before a value
   (``f"Checks!{cell}"``), a literal ending in ``Sheet!`` (``"=Checks!" + cell``);
-- ``quote_sheetname`` (imported, called or named);
+- ``quote_sheetname`` (imported, called or named), and XlsxWriter's A1 makers ``xl_rowcol_to_cell``,
+  ``xl_range_abs``, ``xl_range`` (``refs.cell`` and ``refs.cell_range`` wrap them);
 - a defined name typed as a literal (``"results_gpus_needed"``, ``"s_hours_per_month"``,
   ``"master_check"``): every name the maker can build from the schema, the column
   declarations and the constants, as a whole word of a string; or glued from its prefix
@@ -126,6 +127,10 @@ def offences(source: str, where: str = "<planted>", declared: bool = False, xl_c
             found.append(f"{where}:{node.lineno}: quote_sheetname outside planner.core.refs")
         if isinstance(node, ast.ImportFrom) and any(a.name == "quote_sheetname" for a in node.names):
             found.append(f"{where}:{node.lineno}: imports quote_sheetname")
+        if name in _XL_MAKERS:  # XlsxWriter's A1 makers: refs.cell / refs.cell_range wrap them
+            found.append(f"{where}:{node.lineno}: {name} outside planner.core.refs (use refs.cell / refs.cell_range)")
+        if isinstance(node, ast.ImportFrom) and any(a.name in _XL_MAKERS for a in node.names):
+            found.append(f"{where}:{node.lineno}: imports an A1 maker of xlsxwriter.utility")
     if declared:
         for node in ast.walk(tree):
             # "+".join(terms): a sum (or product) glued by hand; tiers.sum_of / product_of parenthesise
@@ -213,7 +218,13 @@ def test_the_known_names_are_the_workbooks_names():
         assert name in NAMES, name
 
 
+_XL_MAKERS = {"xl_rowcol_to_cell", "xl_range_abs", "xl_range"}  # workbook/checks_sheet.py used xl_range_abs (house6)
+
+
 @pytest.mark.parametrize("source, rule", [
+    ("from xlsxwriter.utility import xl_range_abs", "imports an A1 maker"),
+    ("k = xl_range_abs(5, 1, 9, 1)", "xl_range_abs outside"),
+    ("c = utility.xl_rowcol_to_cell(r, 2)", "xl_rowcol_to_cell outside"),
     ('f = "=SUM(Results!$B$2:$B$9)"', "literal"),
     ("f = \"='My sheet'!A1*2\"", "literal"),
     ('ref = f"{sheet}!{cell}"', "glues a value"),

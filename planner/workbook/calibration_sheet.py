@@ -13,7 +13,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 
 from planner.equations import fleet as fl
 from planner.equations import tables as tb
@@ -22,6 +21,7 @@ from planner.equations import text as eq_text
 from planner.equations import ttft_fit as tf
 from planner.core import schema
 from planner.workbook.chart_data import add_series
+from planner.core import refs
 from planner.core.refs import range_name, sheet_range, sheet_ref
 
 SHEET = "Calibration"
@@ -263,7 +263,7 @@ def write_calibration(wb, fm, plan) -> None:
     for k, f in enumerate(calib.fits):
         r = lay.param_row[k]
         lo, hi = lay.point_rows[k]
-        abs_rng = xl_range_abs(lo, pt_col["abs_error"], hi, pt_col["abs_error"])
+        abs_rng = refs.cell_range(lo, pt_col["abs_error"], hi, pt_col["abs_error"])
         vals = {"deployment": f.label, "model": f.model, "gpu": f.gpu, "tp": f.tp, "points": len(f.points),
                 "t_fixed_ms": f.t_fixed, "c_hit_ms": f.c_hit_ms, "k_attn_ms_per_tok2": f.k_attn, "k_ffn_ms_per_tok": f.k_ffn,
                 "b_eff_gbps": f.b_gbps, "s_kv_bytes": f.s_kv, "curve_hit": _curve_hit(f),
@@ -325,7 +325,7 @@ def write_calibration(wb, fm, plan) -> None:
                              float(p["ttft_ms"]))
             if not f.ok:
                 continue
-            c = lambda name: xl_rowcol_to_cell(r, pt_col[name], col_abs=True)
+            c = lambda name: refs.cell(r, pt_col[name], col_abs=True)
             ws.write_formula(r, 6, "=" + _ttft_formula(lay, k, c("isl"), c("hit"), c("alpha")),
                              fm("calc", "#,##0.00"), float(p["fitted_ms"]))
             ws.write_formula(r, 7, "=" + tf.relative_error.xl(c("fitted_ttft_ms"), c("measured_ttft_ms")), fm("calc", "0.0%"),
@@ -343,7 +343,7 @@ def write_calibration(wb, fm, plan) -> None:
             isl = float(np.round(top * q / CURVE_STEPS))
             ws.write_string(r, 0, f.label)
             ws.write_number(r, 1, isl, fm("const", "#,##0"))
-            cell = xl_rowcol_to_cell(r, 1, col_abs=True)
+            cell = refs.cell(r, 1, col_abs=True)
             h = lay.param(k, "curve_hit")
             alpha_txt = lay.param(k, "curve_alpha")
             ws.write_formula(r, 2, "=" + _ttft_formula(lay, k, cell, "0", alpha_txt), fm("calc", "#,##0.00"),

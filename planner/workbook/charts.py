@@ -4,13 +4,13 @@ sheet (one band per workload)."""
 from __future__ import annotations
 
 import numpy as np
-from xlsxwriter.utility import xl_rowcol_to_cell
 
 from planner.equations import tables as tb
 from planner.core import schema
 from planner.workbook.layout import Layout
 from planner.workbook.styles import Formats
 from planner.workbook.chart_data import add_series
+from planner.core import refs
 from planner.core.refs import sheet_range
 
 FMT_INT_ = schema.FMT_INT
@@ -163,7 +163,7 @@ def write_sorted_tornado(ws, fm: Formats, top: int, left: int, summary, ranges: 
         r = top + 1 + p
         t = summary.iloc[int(order[p])]
         ws.write_number(r, left, p + 1, fm("const", "0"))
-        match = tb.row_of.xl(ranges["rank"], xl_rowcol_to_cell(r, left, col_abs=True))
+        match = tb.row_of.xl(ranges["rank"], refs.cell(r, left, col_abs=True))
         for j, (_h, formula, fmt, value) in enumerate(SORTED_TORNADO[:columns]):
             ws.write_formula(r, left + 1 + j, "=" + formula(ranges, match, base),
                              None if fmt is None else fm("calc", fmt), value(t))

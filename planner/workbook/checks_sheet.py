@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 
 from planner.equations import tables as tb
-from planner.core.refs import MASTER_CHECK, sheet_ref
+from planner.core.refs import MASTER_CHECK, cell, cell_range, sheet_ref
 from planner.equations import checks as ck
 from planner.plan.check_rules import RULES, Where
 
@@ -33,11 +33,9 @@ class CheckSheet:
     warnings: list
 
     def write(self, wb, ws, fm) -> None:
-        from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
-
         first, last = 5, 5 + len(self.checks) - 1
-        kinds = xl_range_abs(first, 1, last, 1)
-        counts = xl_range_abs(first, 2, last, 2)
+        kinds = cell_range(first, 1, last, 1)
+        counts = cell_range(first, 2, last, 2)
         errors = sum(c.count for c in self.checks if c.kind == "error")
         warns = sum(c.count for c in self.checks if c.kind == "warning")
         ws.set_column(0, 0, NAME_WIDTH)
@@ -70,8 +68,8 @@ class CheckSheet:
             # an array formula: every engine (Excel, LibreOffice, Gnumeric) then evaluates the
             # functions applied to ranges inside SUMPRODUCT element by element
             ws.write_array_formula(r, 2, r, 2, "{=" + c.formula + "}", fm("wrap"), c.count)
-            cnt = xl_rowcol_to_cell(r, 2)
-            ws.write_formula(r, 3, "=" + tb.check_status.xl(cnt, xl_rowcol_to_cell(r, 1)), fm("wrap"),
+            cnt = cell(r, 2)
+            ws.write_formula(r, 3, "=" + tb.check_status.xl(cnt, cell(r, 1)), fm("wrap"),
                              tb.check_status(c.count, c.kind))
             ws.write_string(r, 4, c.description, fm("wrap"))
             if c.detail:

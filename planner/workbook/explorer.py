@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
-from xlsxwriter.utility import xl_range_abs, xl_rowcol_to_cell
 
 from planner.equations import tables as tb
 from planner.core import schema
@@ -15,6 +14,7 @@ from planner.plan import columns as sheets
 from planner.workbook.charts import chart_cache, charts_for, write_markers, write_sorted_tornado
 from planner.workbook.checks_sheet import wrapped_lines
 from planner.workbook.layout import Layout, write_rows
+from planner.core import refs
 from planner.core.refs import EXPLORER_WORKLOAD, range_name, sheet_ref
 from planner.equations.sensitivity import rank_in_blocks_xl, swing_of
 from planner.workbook.styles import Formats, write_header, stored_value, write_cell
@@ -87,8 +87,8 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
                         "error_message": "choose one of the workloads"})
     wb.define_name(EXPLORER_WORKLOAD, "=" + sheet_ref("Explorer", *EXPLORER_SELECT, True, True))
     ws.write_string(EXPLORER_INDEX[0], 0, "row", fm("header"))
-    sel = xl_rowcol_to_cell(*EXPLORER_SELECT, True, True)
-    idx = xl_rowcol_to_cell(*EXPLORER_INDEX, True, True)
+    sel = refs.cell(*EXPLORER_SELECT, True, True)
+    idx = refs.cell(*EXPLORER_INDEX, True, True)
     ws.write_formula(*EXPLORER_INDEX, "=" + tb.position.xl(range_name("Resolved", "workload"), sel), None, 1)
     ws.set_column(0, 0, 24)
     ws.set_column(1, 1, 14)
@@ -101,7 +101,7 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     ws.write_string(EXPLORER_INPUTS_TOP - 1, 2, "what it is", fm("header"))
     inputs = _explorer_inputs()
     row_of = {name: EXPLORER_INPUTS_TOP + i for i, (_s, name, _f, _t) in enumerate(inputs)}
-    attention = xl_rowcol_to_cell(row_of["attention"], 1, True, True)
+    attention = refs.cell(row_of["attention"], 1, True, True)
     blank_unless: dict[str, str] = {}
     for i, (sheet, name, fmt, text) in enumerate(inputs):
         r = EXPLORER_INPUTS_TOP + i
@@ -121,7 +121,7 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
         if lines > 1:
             ws.set_row(r, 15 * lines)
         ws.write_string(r, 2, label, fm("wrap"))  # wraps, never spills
-        cell_of[name] = xl_rowcol_to_cell(r, 1, True, True)
+        cell_of[name] = refs.cell(r, 1, True, True)
 
     def base_ref(name, i):
         if name in blank_unless:  # pragma: no cover - no table formula reads these
@@ -173,12 +173,12 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     write_rows(ws, fm, t_top + 1, t_own, tc.cols, calc, base_ref)
     summary = plan.sens.tornado_block(0, 1)
     sorted_block = tornado_sorted(ws, fm, s_top, left, summary, cell_of["tpm_delivered_target"],
-                                   lambda d, case, name: xl_rowcol_to_cell(t_top + 1 + 2 * d + case, t_own[name]),
+                                   lambda d, case, name: refs.cell(t_top + 1 + 2 * d + case, t_own[name]),
                                    "Explorer", helper_left=sw_left)
     # markers for h* and the target (chart helper)
     mk_top = top
     ttft_col = own["ttft_alpha0_ms"]
-    write_markers(ws, fm, mk_top, mk_left, xl_range_abs(hit_rows[0], ttft_col, hit_rows[1], ttft_col),
+    write_markers(ws, fm, mk_top, mk_left, refs.cell_range(hit_rows[0], ttft_col, hit_rows[1], ttft_col),
              cell_of["h_star"], cell_of["hit_target"], float(plan.results["h_star"].iat[0]),
              float(plan.resolved["hit_target"].iat[0]), float(np.nanmax(frame["ttft_alpha0_ms"].to_numpy(dtype=float))))
     charts = charts_for(wb, "Explorer", own, hit_rows, mk_top, mk_left, sorted_block, "chosen workload",
@@ -226,16 +226,16 @@ def tornado_sorted(ws, fm: Formats, top: int, left: int, summary, base_cell: str
     ws.write_string(top, sw_col, "swing by driver", fm("header"))
     ws.write_string(top, sw_col + 1, "rank by driver", fm("header"))
     ws.set_column(sw_col, sw_col + 1, 14)
-    sw_rng = xl_range_abs(top + 1, sw_col, top + k, sw_col)
-    rk_rng = xl_range_abs(top + 1, sw_col + 1, top + k, sw_col + 1)
+    sw_rng = refs.cell_range(top + 1, sw_col, top + k, sw_col)
+    rk_rng = refs.cell_range(top + 1, sw_col + 1, top + k, sw_col + 1)
     for d in range(k):
         r = top + 1 + d
         ws.write_formula(r, sw_col, "=" + swings[d], fm("calc", FMT_INT_), float(summary["swing"].iat[d]))
-        me = xl_rowcol_to_cell(r, sw_col)
+        me = refs.cell(r, sw_col)
         ws.write_formula(r, sw_col + 1, "=" + rank_in_blocks_xl(sw_rng, me),
                          fm("calc", "0"), float(summary["rank"].iat[d]))
     drivers = [f"{calc_cell(d, 0, 'driver')}" for d in range(k)]
-    rng = lambda j: xl_range_abs(top + 1, sw_col + j, top + k, sw_col + j)  # noqa: E731
+    rng = lambda j: refs.cell_range(top + 1, sw_col + j, top + k, sw_col + j)  # noqa: E731
     write_sorted_tornado(ws, fm, top, left, summary,
                          {"rank": rk_rng, "driver": rng(2), "tpm_low": rng(3), "tpm_high": rng(4), "swing": sw_rng},
                          lambda match: base_cell)

@@ -19,7 +19,6 @@ tiers' cost per month.
 from __future__ import annotations
 
 import numpy as np
-from xlsxwriter.utility import xl_rowcol_to_cell
 
 from planner.core import schema
 from planner.equations import fleet as fl
@@ -27,6 +26,7 @@ from planner.equations import tables as tb
 from planner.equations import tiers
 from planner.inputs.kv_tiers import TierPlan, WorkloadTiers
 from planner.workbook.layout import sheet_columns
+from planner.core import refs
 from planner.core.refs import cell, sheet_range, sheet_ref
 from planner.workbook.styles import write_header
 
@@ -144,7 +144,7 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
     curve_row = 1  # 0-based sheet row of the next Hit_Curve row
     for k, w in enumerate(tp.workloads):
         r = k + 1
-        R = lambda name: xl_rowcol_to_cell(r, cpos[name], col_abs=True)
+        R = lambda name: refs.cell(r, cpos[name], col_abs=True)
         res = lambda name: layout.other("Results", name, w.i + 1)
         rsv = lambda name: layout.other("Resolved", name, w.i + 1)
         first, count = curve_row + 1, len(w.grid)

@@ -22,7 +22,6 @@ functions (their ``.xl`` twins), so the sheet recalculates to the stored numbers
 from __future__ import annotations
 
 import numpy as np
-from xlsxwriter.utility import xl_rowcol_to_cell
 
 from planner.equations import fleet as fl
 from planner.equations import kvhit as m
@@ -32,6 +31,7 @@ from planner.equations import tiers
 from planner.inputs.kv_tiers import TierPlan, WorkloadTiers, hits_at
 from planner.workbook.kv_tiers_sheets import TIER_HITS, interp_xl, tier_cols, columns as th_columns
 from planner.workbook.layout import sheet_columns
+from planner.core import refs
 from planner.core.refs import cell_range, setting_name, sheet_range, sheet_ref, whole_column
 from planner.workbook.styles import write_header
 
@@ -171,7 +171,7 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
             whole_column("Hit_Curve", 2), T("curve_first_row"), T("curve_points")))
         for p in range(k_pts):
             r = 1 + b * k_pts + p
-            C = lambda name: xl_rowcol_to_cell(r, pos[name], col_abs=True)
+            C = lambda name: refs.cell(r, pos[name], col_abs=True)
             f: dict[str, str] = {}
             f["capacity_gib"] = tb.times.xl(C("multiplier"), base_cap)
             caps = []
@@ -224,7 +224,7 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
         rng = lambda name: sheet_range(TIER_WORTH, r0, pos[name], r0 + k_pts - 1, pos[name])
         price = tb.typed_or.xl(sheet_ref(schema.TIERS, swept.row + 1, tpos['cost_per_gib_month']), 0)
         vr = b + 1
-        V = lambda name: xl_rowcol_to_cell(vr, VALUE_COLS.index(name), col_abs=True)
+        V = lambda name: refs.cell(vr, VALUE_COLS.index(name), col_abs=True)
         vf = {"capacity_gib": W("capacity_gib", r1), "hit_without": W("hit", r0), "hit_with": W("hit", r1),
               "gpus_without": W("gpus", r0), "gpus_with": W("gpus", r1),
               "gpus_saved": tiers.saved_or_zero.xl(W("gpus", r0), W("gpus", r1)),
@@ -268,12 +268,12 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
             units = tiers.bought_gib.xl(
                 [sheet_ref(TIER_WORTH, 1 + b * k_pts + DECLARED, pos["capacity_gib"], row_abs=True) for b in range(len(once))],
                 [sheet_ref(TIER_WORTH, 1 + b * k_pts + DECLARED, pos["swept_units"], row_abs=True) for b in range(len(once))])
-            f = tiers.per_unit_bought.xl(xl_rowcol_to_cell(fr, col("gpu_cost_saved_per_month"), col_abs=True), units)
+            f = tiers.per_unit_bought.xl(refs.cell(fr, col("gpu_cost_saved_per_month"), col_abs=True), units)
         elif pool and c == "tier_cost_per_month":
             f = tiers.pool_once.xl(span(c))
         elif pool and c == "net_saving_per_month":
-            f = tb.saved.xl(xl_rowcol_to_cell(fr, col("gpu_cost_saved_per_month"), col_abs=True),
-                            xl_rowcol_to_cell(fr, col("tier_cost_per_month"), col_abs=True))
+            f = tb.saved.xl(refs.cell(fr, col("gpu_cost_saved_per_month"), col_abs=True),
+                            refs.cell(fr, col("tier_cost_per_month"), col_abs=True))
         else:
             f = tb.total.xl(span(c))
         wv.write_formula(fr, col(c), "=" + f, fm("calc", "#,##0.00"), "" if np.isnan(v) else v)

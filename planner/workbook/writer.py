@@ -5,8 +5,8 @@ Conventions (FAST/ICAEW): inputs on their own sheets and styled as inputs (yello
 blue text); units in every header (``isl [tokens]``, which the reader accepts back);
 one formula down each column; no number typed into a formula (constants and defaults
 are named cells of the ``Constants`` sheet); a ``Checks`` sheet with a master check.
-Every cell reference comes from :func:`xlsxwriter.utility.xl_rowcol_to_cell` or
-``xl_range_abs``; text from the input is always written as text, never as a formula.
+Every cell reference comes from :mod:`planner.core.refs` (``cell``, ``cell_range``, ``sheet_ref``,
+...); text from the input is always written as text, never as a formula.
 
 Where things are: input sheets and input workbooks in :mod:`planner.workbook.input_sheets`;
 styles and cell helpers in :mod:`planner.workbook.styles`; references in :mod:`planner.core.refs`;
