@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from planner.core.names import fold_name
 from planner.core import schema
 from planner.core.places import Place
 from planner.inputs.reader import PlanInput, Table
@@ -25,9 +26,7 @@ OPTIONAL_ROW_KEYS = {
 }
 
 
-def fold(name: Any) -> str:
-    """A name as rows are matched: text without surrounding spaces, lower case."""
-    return str(name).strip().lower()
+fold = fold_name  # a name as rows are matched (planner.core.names)
 
 
 @dataclass

@@ -26,7 +26,7 @@ from planner.core.version import __version__
 
 from planner.core import schema
 from planner.diff.bridge import Diff, hours_per_month
-from planner.workbook.styles import WB_OPTIONS, Formats, write_cell
+from planner.workbook.styles import WB_OPTIONS, Formats, write_cell, write_header
 from planner.core.refs import cell, cell_range, sheet_range
 from planner.equations import tables as tb
 from planner.finance.cells import Both, of, ref
@@ -70,12 +70,8 @@ def unit_of(name: str, currency: str = "") -> str:
 
 
 def _header(ws, fm: Formats, names: list[str], widths: list[float], currency: str = "") -> None:
-    for j, (h, w) in enumerate(zip(names, widths)):
-        u = unit_of(h, currency)
-        ws.write_string(0, j, f"{h} [{u}]" if u else h, fm("header"))
-        ws.set_column(j, j, w)
-    ws.set_row(0, 30)
-    ws.freeze_panes(1, 0)
+    heads = [f"{h} [{u}]" if (u := unit_of(h, currency)) else h for h, _ in zip(names, widths)]
+    write_header(ws, fm, heads, widths, freeze=(1, 0))
 
 
 def _n(v: Any) -> float:

@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.core.arrays import floats
 from planner.equations.kvhit import excel_twin
 from planner.equations.constants import N
 
@@ -55,8 +56,7 @@ EPS = 1e-9            # tolerance of CEILING on a whole number of passes (j u / 
 MAX_CONCURRENCY = 65536   # enumerated per request; Workloads and Measurements concurrency are capped at this
 
 
-def _f(x):
-    return np.asarray(x, dtype=float)
+_f = floats  # planner.core.arrays
 
 
 def _ceil(x):

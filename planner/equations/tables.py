@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.core.arrays import floats
 from planner.core.refs import exact_criteria, exact_text
 from planner.equations.kvhit import excel_twin
 
 
 def _floats(x) -> np.ndarray:
-    return np.asarray(x, dtype=float).ravel()
+    return floats(x).ravel()
 
 
 # --------------------------------------------------------------------------- counts and sums

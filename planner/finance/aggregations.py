@@ -26,14 +26,13 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-import pandas as pd
 
+from planner.core.arrays import coerced_floats
 from planner.core.refs import range_name, setting_name
 from planner.equations import tables as tb
 
 
-def to_floats(x) -> np.ndarray:
-    return pd.to_numeric(pd.Series(x, dtype=object), errors="coerce").to_numpy(dtype=float)
+to_floats = coerced_floats  # any values: NaN where no number (planner.core.arrays)
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from planner.core.names import and_more, canonical_names
+from planner.core.arrays import coerced_floats
 from planner.core import schema
 from planner.core.errors import InputError, Problem
 from planner.finance.fleet import fleet_table, plan_fleet
@@ -120,7 +122,6 @@ def _scenario_place(scn, name: str) -> str:
 
 
 def row_problems(s_in) -> list[Problem]:
-    from planner.core.names import canonical_names
     from planner.inputs.checks import check_gpus, check_models, check_workloads
 
     probs: list[Problem] = []
@@ -137,10 +138,10 @@ def _non_finite(base: pd.DataFrame, got: pd.DataFrame, names) -> list[str]:
     """``row 'chat': ttft_ms`` for each number finite in the base plan and not in the scenario."""
     out = []
     for col in base.columns:
-        b = pd.to_numeric(base[col], errors="coerce").to_numpy(dtype=float)
+        b = coerced_floats(base[col])
         if col not in got.columns or not np.isfinite(b).any():
             continue
-        s = pd.to_numeric(got[col], errors="coerce").to_numpy(dtype=float)
+        s = coerced_floats(got[col])
         bad = np.isfinite(b) & ~np.isfinite(s)
         out += [f"Workloads {names[i]!r}: {col}" for i in np.flatnonzero(bad)]
     return out
@@ -181,7 +182,7 @@ def check_scenarios(p_in) -> list[Problem]:
                 continue
             bad = _non_finite(base, lite.results, [str(x) for x in s_in.workloads.column("workload")])
             if bad:
-                more = f" (and {len(bad) - 3} more)" if len(bad) > 3 else ""
+                more = and_more(len(bad), 3)
                 problems.append(Problem(where, f"scenario {name!r} cannot be planned: {'; '.join(bad[:3])}{more} "
                                                f"would not be a finite number"))
                 continue

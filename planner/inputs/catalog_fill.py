@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Iterable
 
+from planner.core.names import and_more
 from planner.core import schema
 from planner.core.errors import Problem
 from planner.inputs.places import cell_place
@@ -78,7 +79,7 @@ def fill_table(table, sheet: str, problems: list[Problem], notes: list[str]) -> 
             kv_default.append(f"{_cell(table, 'kv_bytes', i)} ({rec.get('model')})")
     table.filled = filled
     if kv_default:
-        more = f" (and {len(kv_default) - 3} more)" if len(kv_default) > 3 else ""
+        more = and_more(len(kv_default), 3)
         notes.append(f"{table.sheet}: kv_bytes blank for {len(kv_default)} catalog model(s), taken as "
                      f"{CATALOG_KV_BYTES} (a BF16 KV cache; type 1 for FP8): {'; '.join(kv_default[:3])}{more}")
 

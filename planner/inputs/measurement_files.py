@@ -38,6 +38,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from planner.core.names import and_more
 from planner.catalog.lookup import GPU, MODEL
 from planner.core import schema
 from planner.core.errors import Problem
@@ -288,7 +289,7 @@ def filled_note(p_in) -> str | None:
     parts = []
     for col, cells in per.items():
         n = sum(col in c for c in files)
-        more = f" and {len(cells) - 3} more" if len(cells) > 3 else ""
+        more = and_more(len(cells), 3, brackets=False)
         parts.append(f"{col} {n} ({', '.join(cells[:3])}{more})")
     rows = sum(1 for c in files if c)
     return (f"Measurements: {total} cell(s) of {rows} row(s) filled from the load-test files their file cell names "

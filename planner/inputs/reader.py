@@ -21,6 +21,7 @@ from typing import Any, Callable, Sequence
 import openpyxl
 from openpyxl.utils import get_column_letter, range_boundaries
 
+from planner.core.names import and_more
 from planner.inputs import catalog_fill as catalog
 
 from planner.core import schema
@@ -244,7 +245,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
     if notes is not None:  # what Excel hides is read all the same: say so (red team 5)
         notes.extend(_hidden_notes(ws, scan, rows))
     if readings and notes is not None:
-        more = f" (and {len(readings) - 3} more)" if len(readings) > 3 else ""
+        more = and_more(len(readings), 3)
         notes.append(f"{ws.title}: {len(readings)} number(s) typed as text with separators were read: "
                      f"{'; '.join(readings[:3])}{more}")
     return Table(ws.title, records, rows, [h for _, h in extras], col_of, plain_ones=plain_ones,
@@ -271,7 +272,7 @@ def _hidden_notes(ws, scan: SheetScan | None, rows: list[int]) -> list[str]:
                    f"read and planned like any other (delete it, or its rows, to leave it out)")
     hidden = sorted(set(rows) & set(scan.hidden_rows)) if scan else []
     if hidden:
-        shown = ", ".join(str(r) for r in hidden[:8]) + (f" and {len(hidden) - 8} more" if len(hidden) > 8 else "")
+        shown = ", ".join(str(r) for r in hidden[:8]) + (and_more(len(hidden), 8, brackets=False))
         out.append(f"{ws.title} row{'s' if len(hidden) > 1 else ''} {shown}: hidden in Excel (by hand or by a "
                    f"filter), read and planned like the others (delete a row to leave it out)")
     return out

@@ -10,8 +10,8 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
+from planner.core.arrays import coerced_floats
 from planner.finance import demand as dm
 from planner.finance import fleet as fleet_
 from planner.equations import kvhit as m
@@ -165,8 +165,7 @@ def table_cell(plan, i: int, col: TableColumn) -> Num | str:
     return result_num(plan, i, col.key, signed=col.signed)
 
 
-def to_floats(series: pd.Series) -> np.ndarray:
-    return pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
+to_floats = coerced_floats  # a Series of any values: NaN where no number (planner.core.arrays)
 
 
 # --------------------------------------------------------------------------- fleet

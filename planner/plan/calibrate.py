@@ -22,14 +22,13 @@ points with ``tpot_ms`` is used).
 from __future__ import annotations
 
 import math
-import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
+from planner.core.names import and_more, canonical_names
 from planner.equations import kvhit as m
-from planner.core.names import canonical_names
 from planner.core.places import Place
 from planner.inputs.checks import spelt_as
 from planner.equations.ttft_fit import fit_points, ttft_law
@@ -396,7 +395,7 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
 
 
 def _names(names: list[str], limit: int = 6) -> str:
-    more = f" and {len(names) - limit} more" if len(names) > limit else ""
+    more = and_more(len(names), limit, brackets=False)
     return ", ".join(names[:limit]) + more
 
 

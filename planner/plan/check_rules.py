@@ -23,6 +23,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from planner.core.arrays import coerced_floats
 from planner.core import schema
 from planner.core.excel import MAX_DATA_ROWS
 from planner.core.refs import col_range, range_name, sheet_range
@@ -150,7 +151,7 @@ def results_errors(plan) -> int:
     from planner.equations import sizing as sz
 
     unreachable_text = {c for c in (*sz.NAMES, *sz.BASELINE_NAMES) if c.startswith("instances_")}
-    return sum(ck.count_errors(pd.to_numeric(plan.results[name], errors="coerce").to_numpy(dtype=float))
+    return sum(ck.count_errors(coerced_floats(plan.results[name]))
                for name in plan.results.columns if name not in unreachable_text)
 
 

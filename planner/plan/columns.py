@@ -21,6 +21,7 @@ from typing import Any, Callable
 import numpy as np
 import pandas as pd
 
+from planner.core.arrays import coerced_floats
 from planner.equations import fleet as fl
 from planner.equations import kvhit as m
 from planner.equations import tables as tb
@@ -550,7 +551,7 @@ class _Row:
 
     @property
     def num(self) -> np.ndarray:
-        return pd.to_numeric(pd.Series(self.raw, dtype=object), errors="coerce").to_numpy(dtype=float)
+        return coerced_floats(self.raw)
 
     def typed_else(self, fallback) -> np.ndarray:
         """The typed number, else ``fallback`` (an array or a number): :func:`planner.equations.tables.typed_or`."""

@@ -13,13 +13,13 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from planner.core.arrays import coerced_floats
 from planner.core.errors import Problem
 from planner.core.places import Place
 from planner.equations.kvhit import uneven_heads
 
 
-def _num(series: pd.Series) -> np.ndarray:
-    return pd.to_numeric(series, errors="coerce").to_numpy(dtype=float)
+_num = coerced_floats  # planner.core.arrays
 
 
 @dataclass(frozen=True)

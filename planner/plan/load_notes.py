@@ -8,11 +8,11 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from planner.core.arrays import floats
 from planner.core.places import Place
 
 
-def _f(x) -> np.ndarray:
-    return np.asarray(x, dtype=float)
+_f = floats  # planner.core.arrays
 
 
 def _ms(v: float) -> str:

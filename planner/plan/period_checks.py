@@ -9,12 +9,13 @@ the workload's 30% again in Q4: the Q4 fleet silently sized at the old hit ratio
 
 from __future__ import annotations
 
+from planner.core.names import fold_name
 from planner.core.errors import Problem
 from planner.core.places import Place
 
 
 def _key(v) -> str:
-    return str(v if v is not None else "").strip().lower()
+    return fold_name(v if v is not None else "")
 
 
 def hit_fallback_warnings(plan) -> list[Problem]:

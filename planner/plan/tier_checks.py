@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+from planner.core.names import and_more
 from planner.core import schema
 from planner.core.errors import Problem
 from planner.core.places import Place
@@ -31,7 +32,7 @@ def hbm_tier_warnings(plan) -> list[Problem]:
             continue
         where = Place.of_table(tiers_table, "capacity_gib", t.row)
         said = "; ".join(f"{w.workload!r} {w.hbm_free_gib:,.3g} GiB" for w in over[:3]) \
-            + (f" and {len(over) - 3} more" if len(over) > 3 else "")
+            + (and_more(len(over), 3, brackets=False))
         out.append(Problem(where, f"hbm tier {t.name!r}: capacity_gib {float(t.capacity_gib):,.6g} is more than the "
                                   f"HBM an instance has left after its weights and peak KV ({said}): the trace's hits "
                                   f"in that capacity are counted as HBM hits with no load, in memory the running "

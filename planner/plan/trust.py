@@ -23,6 +23,7 @@ import dataclasses
 
 import numpy as np
 
+from planner.core.names import and_more
 from planner.equations import kvhit as m
 from planner.core.places import Place
 from planner.core.errors import Problem
@@ -123,7 +124,7 @@ def measurements_filled_note(p_in) -> str | None:
     per = _planner_cells(t) if t is not None else {}
     if not per:
         return None
-    parts = [f"{col} {len(cells)} ({', '.join(cells[:3])}{f' and {len(cells) - 3} more' if len(cells) > 3 else ''})"
+    parts = [f"{col} {len(cells)} ({', '.join(cells[:3])}{and_more(len(cells), 3, brackets=False)})"
              for col, cells in per.items()]
     return (f"Measurements: {sum(len(c) for c in per.values())} blank cell(s) filled by the planner (each is green "
             f"italic in the output's Measurements sheet, with a comment giving the value used): " + "; ".join(parts))
@@ -152,7 +153,7 @@ def filled_note(plan, filled: list[dict[str, str]]) -> str | None:
         return None
     parts = []
     for col, cells in per.items():
-        more = f" and {len(cells) - 3} more" if len(cells) > 3 else ""
+        more = and_more(len(cells), 3, brackets=False)
         parts.append(f"{col} {len(cells)} ({', '.join(cells[:3])}{more})")
     total = sum(len(c) for c in per.values())
     return (f"Workloads: {total} blank cell(s) filled by the planner (each is green italic in the output's Workloads "
@@ -185,7 +186,7 @@ def demand_warnings(plan) -> list[Problem]:
                                      "type each workload's demand in tokens per minute (or a header such as "
                                      "'demand_tpm (tokens/day)' to type it per day)")]
     names = [str(wt.records[i].get("workload")) for i in blank]
-    more = f" and {len(names) - 5} more" if len(names) > 5 else ""
+    more = and_more(len(names), 5, brackets=False)
     return [Problem("Workloads", f"{len(blank)} of {len(wt.records)} workloads have no demand_tpm and are left out of "
                                  f"the fleet (0 GPUs for them): {', '.join(names[:5])}{more}")]
 

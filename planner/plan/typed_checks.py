@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from planner.core.names import and_more
 from planner.core.errors import Problem
 from planner.core.places import Place
 
@@ -95,7 +96,7 @@ def typed_warnings(plan) -> list[Problem]:
                                           f"(growth grows demand_tpm from the first of Settings periods; type it, or "
                                           f"the Demand rows of those periods)"))
     if settings_zero:
-        more = f" and {len(settings_zero) - 5} more" if len(settings_zero) > 5 else ""
+        more = and_more(len(settings_zero), 5, brackets=False)
         out.append(Problem(Place.whole("Settings"), f"demand_growth -100% makes {len(settings_zero)} workload(s) need "
                                                     f"nothing from {periods[1]} on (their demand times 0: "
                                                     f"{', '.join(settings_zero[:5])}{more}): if a fall of 1% a period "

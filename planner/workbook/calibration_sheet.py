@@ -234,7 +234,7 @@ def write_calibration(wb, fm, plan) -> None:
     ws = RowBuffer(ws_real)
     meas_cols = [c.name for c in schema.columns("Measurements")]
     from planner.workbook.checks_sheet import wrapped_lines
-    from planner.workbook.fleet_sheets import header_lines
+    from planner.workbook.styles import header_lines
 
     widths = column_widths([f.label for f in calib.fits])
     for j, w in enumerate(widths):

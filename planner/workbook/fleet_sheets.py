@@ -10,6 +10,7 @@ in the sheet).
 
 from __future__ import annotations
 
+import functools
 import math
 
 from planner.finance import fleet as fl2
@@ -20,6 +21,7 @@ from planner.equations import tables as tb
 from planner.finance.aggregations import GroupCell, keys_of
 from planner.finance.cells import Both, of, ref
 from planner.workbook.chart_data import add_series
+from planner.workbook.styles import WRAP, header_lines, write_header
 
 SETTING_NAMES = {key: setting_name(key) for key in ("target_utilization", "hours_per_month", "demand_growth",
                                                     "prefill_mfu", "decode_mbu", "prefill_matmul_eff",
@@ -44,24 +46,6 @@ def cell_or_blank(x) -> object:
     return "" if math.isnan(x) else x
 
 
-def header_lines(text: str, width: float) -> int:
-    """Lines a wrapped bold header of ``text`` takes in a column ``width`` characters wide: words
-    filled greedily, a word longer than the line broken (as Excel and LibreOffice break it). Bold
-    text is about 10% wider than the width's digit characters, hence 0.9 x width per line."""
-    per_line = max(int(width * 0.9), 1)
-    lines, used = 1, 0
-    for word in str(text).split():
-        n = len(word)
-        if used and used + 1 + n <= per_line:
-            used += 1 + n
-            continue
-        if used:
-            lines += 1
-        lines += (n - 1) // per_line
-        used = n - per_line * ((n - 1) // per_line)
-    return lines
-
-
 def side_note(ws, fm, row: int, col: int, width: float, text: str, formula: str | None = None) -> None:
     """A note in the column beside a table (``width`` characters wide), wrapped within it and its
     row as high as the wrapped text (15 pt a line), so it prints whole on the sheet's pages: a long
@@ -76,13 +60,8 @@ def side_note(ws, fm, row: int, col: int, width: float, text: str, formula: str 
         ws.set_row(row, 15 * lines)
 
 
-def header_row(ws, fm, headers, widths, top=0, left=0):
-    for j, h in enumerate(headers):
-        ws.write_string(top, left + j, h, fm("header"))
-        ws.set_column(left + j, left + j, widths[j])
-    # high enough for the longest wrapped header (its unit in brackets prints whole), at least
-    # two lines (15 pt a line at the 11 pt font)
-    ws.set_row(top, 15 * max(2, max((header_lines(h, w) for h, w in zip(headers, widths)), default=2)))
+# the header of the finance sheets: as high as its longest wrapped header, no frozen panes
+header_row = functools.partial(write_header, freeze=False, height=WRAP)
 
 
 def _named_header(ws, fm, names, units: dict, widths) -> None:

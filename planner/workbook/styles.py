@@ -118,11 +118,41 @@ def values_list(arr, text: bool) -> list:
             for v in np.asarray(arr, dtype=float).tolist()]
 
 
+WRAP = "wrap"  # a header row as high as its longest wrapped header (write_header's height)
+
+
 def write_header(ws, fm: Formats, headers: list[str], widths: list[float], top: int = 0, left: int = 0,
-            freeze: bool = True) -> None:
+                 freeze: bool | tuple[int, int] = True, height: float | str = 30) -> None:
+    """The header row of a table at (``top``, ``left``): each header in the header style, its
+    column ``widths[j]`` characters wide. ``height``: the row's height in points, or
+    :data:`WRAP`, high enough for the longest wrapped header (its unit in brackets prints whole),
+    at least two lines of 15 pt at the 11 pt font. ``freeze``: True freezes the panes below the row
+    and right of its first column, a (row, column) pair freezes there, False nothing."""
     for j, h in enumerate(headers):
         ws.write_string(top, left + j, h, fm("header"))
         ws.set_column(left + j, left + j, widths[j])
-    ws.set_row(top, 30)
-    if freeze:
+    if height == WRAP:
+        height = 15 * max(2, max((header_lines(h, w) for h, w in zip(headers, widths)), default=2))
+    ws.set_row(top, height)
+    if freeze is True:
         ws.freeze_panes(top + 1, left + 1)
+    elif freeze:
+        ws.freeze_panes(*freeze)
+
+
+def header_lines(text: str, width: float) -> int:
+    """Lines a wrapped bold header of ``text`` takes in a column ``width`` characters wide: words
+    filled greedily, a word longer than the line broken (as Excel and LibreOffice break it). Bold
+    text is about 10% wider than the width's digit characters, hence 0.9 x width per line."""
+    per_line = max(int(width * 0.9), 1)
+    lines, used = 1, 0
+    for word in str(text).split():
+        n = len(word)
+        if used and used + 1 + n <= per_line:
+            used += 1 + n
+            continue
+        if used:
+            lines += 1
+        lines += (n - 1) // per_line
+        used = n - per_line * ((n - 1) // per_line)
+    return lines
