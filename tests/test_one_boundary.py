@@ -147,3 +147,55 @@ def test_measurements_lists_the_workbooks_and_the_files_problems_at_once(tmp_pat
     assert lines[1] == "Measurements!A2: model 'Nope-70B' is not in Models", lines
     assert any(x.startswith("junk.json") for x in lines[2:]), lines
     assert not out.exists() and "Traceback" not in r.stderr
+
+
+def test_the_boundary_respells_names_in_new_records(tmp_path):
+    """A Workloads model typed " llama-3.1-8b" and a Demand row typed "2027 q1" / " GOOD": the
+    validated input spells them as Models, Settings periods and Workloads do, in new records; the
+    checks do not write into the records they are given (planner/inputs/checks.py and
+    demand_checks.py once did: ``rec[col] = target``, ``rec["period"] = label``)."""
+    from planner.inputs.checks import check_workloads
+    from planner.inputs.demand_checks import check_demand
+    from planner.inputs.reader import Table
+
+    typed = {"workload": "good", "model": " llama-3.1-8b", "gpu": "h100", "t_attn0_ms": 1.0, "t_ffn0_ms": 1.0}
+    w = Table("Workloads", [typed], [2], positions={"workload": 0, "model": 1, "gpu": 2})
+    kept = dict(typed)
+    problems, notes = [], []
+    check_workloads(w, w.positions, {"Models": {"llama-3.1-8b": "Llama-3.1-8B"}, "GPUs": {"h100": "H100"}},
+                    problems, notes)
+    assert problems == [] and typed == kept  # the record given is as typed
+    assert (w.records[0]["model"], w.records[0]["gpu"]) == ("Llama-3.1-8B", "H100")
+    assert notes and "' llama-3.1-8b' -> 'Llama-3.1-8B'" in notes[0]
+    row = {"workload": " GOOD", "period": "2027 q1", "demand_tpm": 5.0}
+    dem = Table("Demand", [row], [2], positions={"workload": 0, "period": 1, "demand_tpm": 2})
+    kept = dict(row)
+    check_demand(dem, w, problems, frozenset(), notes, ("2027-Q1",))
+    assert problems == [] and row == kept
+    assert (dem.records[0]["workload"], dem.records[0]["period"]) == ("good", "2027-Q1")
+    # read through the boundary: the same spellings
+    src = tmp_path / "in.xlsx"
+    write_input_workbook(src, [MODEL], [GPU], [dict(GOOD, model=" llama-3.1-8b")], {},
+                         optional={"Demand": [{"workload": " GOOD", "period": "2027 q1", "demand_tpm": 5.0}]})
+    p_in = read_checked(src)
+    assert p_in.workloads.records[0]["model"] == "Llama-3.1-8B"
+    assert (p_in.optional["Demand"].records[0]["workload"], p_in.optional["Demand"].records[0]["period"]) \
+        == ("good", "2027-Q1")
+
+
+def test_a_row_depending_on_a_row_with_a_problem_is_not_judged(tmp_path):
+    """No echo: a Measurements row of Bare-1 on H100 with a bad ttft_ms leaves that deployment's
+    fit unknown, so its workload with a blank breakdown is not said to have "no Measurements"
+    (only the cell is listed); a workload on a Models row with a problem is not judged either."""
+    meas = [{"model": "Bare-1", "gpu": "H100", "tp": 1, "isl": 2048, "hit": 0.0, "ttft_ms": -5.0}]
+    blank = dict(GOOD, workload="w2", model="Bare-1", t_attn0_ms=None, t_ffn0_ms=None)
+    src = tmp_path / "in.xlsx"
+    write_input_workbook(src, [MODEL, BARE_MODEL], [GPU], [GOOD, blank], {}, optional={"Measurements": meas})
+    with pytest.raises(InputError) as err:
+        read_checked(src)
+    assert [p.place for p in err.value.problems] == ["Measurements!F2"], err.value.problems
+    src2 = tmp_path / "in2.xlsx"
+    write_input_workbook(src2, [MODEL, dict(BARE_MODEL, kv_bytes=-1)], [GPU], [GOOD, blank], {})
+    with pytest.raises(InputError) as err:
+        read_checked(src2)
+    assert [p.place.sheet for p in err.value.problems] == ["Models"], err.value.problems
