@@ -48,6 +48,10 @@ CASES = {
     "blank breakdown, no estimate": (
         [BARE_MODEL], [], dict(GOOD, workload="w2", model="Bare-1", t_attn0_ms=None, t_ffn0_ms=None), None,
         "Workloads!K3", "t_attn0_ms/t_ffn0_ms are blank, there are no Measurements for Bare-1"),
+    "blank breakdown, no fit, no estimate": (  # one length: only a roofline scaled to it, and Bare-1 has none
+        [BARE_MODEL], [], dict(GOOD, workload="w2", model="Bare-1", t_attn0_ms=None, t_ffn0_ms=None),
+        [{"model": "Bare-1", "gpu": "H100", "tp": 1, "isl": 2048, "hit": 0.0, "ttft_ms": 200.0}],
+        "Workloads!K3", "t_attn0_ms/t_ffn0_ms are blank, its deployment's measurements cannot be fitted"),
     "blank decode, no estimate": (
         [HALF_MODEL], [], dict(GOOD, workload="w2", model="Half-8B", t_attn0_ms=None, t_ffn0_ms=None,
                                 t_decode_ms=None), None,
