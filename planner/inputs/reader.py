@@ -321,11 +321,6 @@ class BoundaryState:
     problems: list
 
 
-def problems_touch(problems, sheets) -> bool:
-    """Whether any problem lies on one of ``sheets`` (lower-case names)."""
-    return any(p.place.is_on(sheets) for p in problems)
-
-
 def read_input(path: str | Path, *, checks: Sequence[Callable[[BoundaryState], list]] = (),
                after: Sequence[Callable[[Any], list]] = ()) -> PlanInput:
     """Read, parse and validate ``path``; raise :class:`InputError` listing every problem.
