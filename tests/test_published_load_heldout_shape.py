@@ -28,7 +28,8 @@ reached by the four prompts after the burst). The literal command (12 in flight)
 count makes the miss uniform (2c, 3c and 6c scatter more still); the burst's miss is nearly uniform over
 prompt length and grows with c (measured / burst 1.01 at c = 2, 1.16 at c = 4, 1.20 at c = 8), which is
 what a per-step cost that grows with the batch would give, not a queue of more requests. So the
-held-out miss is not explained by the shape the source states; the planner keeps the burst and the miss is stated in the README.
+held-out miss is not explained by the shape the source states; the planner keeps the burst and the
+miss is stated in the README.
 """
 
 from __future__ import annotations
