@@ -32,9 +32,10 @@ passes of a request alone (so a request alone still takes ``P``):
 * **groups** (where a whole prompt fits in a step beside the decodes, ``u <= M - c + 1``; the
   steady state there, in place of the train): the prompts prefilled in the same step decode
   together, complete together and come back together, so after the head the ``c - 1``
-  followers return in groups of ``n = floor((M - c + 1)/u)`` whole prompts (``J = ceil((c-1)/n)`` groups, the first of
-  ``n1 = min(n, c-1)``, the last of ``r = c - 1 - (J-1) n``), each waiting for the step in progress
-  (the previous group's) and then taking its own. With ``step(x) = s(c-1) + F + x V``: the head
+  followers return in groups of ``n = floor((M - c + 1)/u)`` whole prompts
+  (``J = ceil((c-1)/n)`` groups, the first of ``n1 = min(n, c-1)``, the last of
+  ``r = c - 1 - (J-1) n``), each waiting for the step in progress (the previous group's) and then
+  taking its own. With ``step(x) = s(c-1) + F + x V``: the head
   ``step(1)``, the first group ``step(1) + step(n1)``, a middle one ``2 step(n)``, the last
   ``step(n) + step(r)``; the mean over the cycle of ``c``.
 
