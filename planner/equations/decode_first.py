@@ -232,6 +232,31 @@ def _transient(u, budget, concurrency):
     return one, d, b
 
 
+def _part_cycle(u, budget, s0, s1, osl, c, k):
+    """The mean ``(a, b, k0)`` of a test's last cycle of ``k < c`` requests: the head and ``k - 1``
+    followers, the only prompts left to return (the other clients have sent their last), beside the
+    ``c - 1`` decodes: the group law over ``k - 1`` followers where a whole prompt fits beside the
+    decodes (groups of ``n``, the first of ``min(n, k - 1)``), else the train's head and ``k - 1``
+    followers with ``t = min(M - c + 1, (k - 1) u)`` prompt tokens a step (module docstring)."""
+    U, K, kk, s_b, _tok, _m_s, _s_s, _g, cc = (float(x) for x in _shape(u, budget, s0, s1, osl, c))
+    unit_p, unit_f, unit_s = np.eye(3)
+    f = float(k) - 1.0
+    whole = bool(_groups(U, _f(budget), cc)[0])
+    room = max(float(budget) - (cc - 1), 1.0) if whole else np.nan
+    if whole:
+        n = max(np.floor(room / U + EPS), 1.0)
+        J = float(_ceil(f / n)) if f > 0 else 0.0
+        n1, r = min(n, f), f - max(J - 1, 0.0) * n
+        nB, nC = max(J - 2, 0.0) * n, (r if J >= 2 else 0.0)
+        vals = _group_values(unit_p, unit_f, s_b * unit_s, n, n1, r)
+        total = vals[0] + n1 * vals[1] + nB * vals[2] + nC * vals[3]
+    else:
+        v = unit_p - K * unit_f
+        tok = min(max(float(budget) - (cc - 1), 1.0) if np.isfinite(float(budget)) else U, f * U)
+        total = kk * (s_b * unit_s + unit_f) + v + f * (1 + kk) * (s_b * unit_s + unit_f + tok * v / U)
+    return total / float(k)
+
+
 def _transient_cycle(u, budget, s0, s1, c, j):
     """``(a, b, k0)`` of cycle ``j`` after the burst on the way to one prompt a step (module
     docstring): ``T_j = (step(1) + 2 n_j step(1) + (c - 1 - n_j)(2 + u/m) step(m/u)) / c`` with
@@ -384,8 +409,15 @@ def loop_coefficients(u, concurrency, budget, num_requests, stat, s0, s1, osl, p
             after = [tuple(v if at(v) >= at(bound) else bound) for v in after]
             steady = [(after, counts)]
         else:
-            steady = [([tuple(group if bool(wh) else train)], np.array([float(n_s)])),
-                      ([tuple(bound)], np.array([float(n_s)]))]
+            # full cycles at the cycle's mean; a last part cycle of k < c requests is the head and the
+            # k - 1 prompts left to return (_part_cycle), not the whole cycle's mean
+            part = n_s % c
+            now = [tuple(group if bool(wh) else train)]
+            counts = np.array([float(n_s - part)])
+            if part:
+                now.append(tuple(_part_cycle(u, budget, s0, s1, osl, c, part)))
+                counts = np.append(counts, float(part))
+            steady = [(now, counts), ([tuple(bound)], np.array([float(n_s)]))]
     best = None
     for entries, counts in (steady or [([(0.0, 0.0, 0.0)], np.array([0.0]))]):
         a = np.concatenate([a_b, [e[0] for e in entries]])
