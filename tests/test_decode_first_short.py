@@ -4,11 +4,12 @@ prompts, the only ones left to return, so their groups (or train) hold ``k - 1``
 cycle's ``c - 1`` (planner.equations.decode_first.loop_coefficients, issue 16). Checked by hand and
 against the independent simulation tests/sim_instance.py (decode first, a 2 ms client round trip).
 
-Measured (``python -m pytest -n 0 -s tests/test_decode_first_short.py``), 180 tests (the 5 engines of
-tests/test_decode_first.py x osl 20, 1000 x c 2-32 x R = 1.25c, 1.5c, 1.75c, 2.5c, R not a multiple
-of c): a last part cycle read at the whole cycle's mean (before) median |error| 4.0%, p90 12.3%, max
-20.4% (short prompts, high); read as its own prompts 1.4% / 6.5% / 11.3%. The worst left (-9% to -11%) are prompts of three
-chunks (6000 tokens, budget 2048) at c = 16-32, where the first burst itself reads low.
+Measured (``python -m pytest -n 0 -s tests/test_decode_first_short.py``), 270 tests (the 5 engines of
+tests/test_decode_first.py x osl 2, 20, 1000 x c 2-32 x R = 1.25c, 1.5c, 1.75c, 2.5c, R not a
+multiple of c): a last part cycle read at the whole cycle's mean (before) median |error| 3.5%, p90
+12.3%, max 20.4% (short prompts, high); read as its own prompts 1.4% / 4.6% / 11.3%. The worst left
+(-9% to -11%) are prompts of three chunks (6000 tokens, budget 2048) at c = 16-32, where the first
+burst itself reads low.
 """
 
 from __future__ import annotations
