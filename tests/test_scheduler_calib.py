@@ -134,9 +134,9 @@ def test_a_decode_first_deployment_calibrates_end_to_end(tmp_path):
     true = float(ttft_law(6000, 0.3, T_FIXED, K_ATTN, K_FFN, S_8B, B_EFF))
     print(f"\nrequest-alone TTFT at 6000 tokens, 30% hit: true {true:.1f} ms, decode-first reading {p_df:.1f}, "
           f"wave reading {p_wave:.1f}")
-    # measured: true 329 ms, decode-first reading 257 ms (-22%), wave 196 ms (-41%). Per row the law is
-    # within 5% for the prompts of one to two passes (8192 and 16384 new tokens) but 37% high for those
-    # of half a pass (4096): with no fixed cost per pass (pass_fixed 0) this simulated train runs one
-    # prompt per step, not the full chunk the law's step of the train holds (docs/model.md, where it breaks)
-    assert p_df == pytest.approx(true, rel=0.25)
+    # measured: true 329 ms, decode-first reading 305.5 ms (-7.2%), wave 196 ms (-41%). The two rows of
+    # half a pass (4096 new tokens: one whole prompt beside the 7 decodes, not two) are read with the way
+    # from the burst to one prompt a step (planner.equations.decode_first.transient_cycles); before it,
+    # with the train for every request after the burst, 37% high per row and the reading 257 ms (-22%)
+    assert p_df == pytest.approx(true, rel=0.10)
     assert abs(p_wave / true - 1) > 1.5 * abs(p_df / true - 1)

@@ -29,16 +29,32 @@ passes of a request alone (so a request alone still takes ``P``):
 
   .. math:: T_{train} = \big(T_a + (c - 1)(1 + k)\,(s(c-1) + F + t V / u)\big) / c
 
-* **groups** (where two whole prompts fit in a step beside the decodes, ``2u <= M - c + 1``; it
-  replaces the train there): the prompts prefilled in the same step decode together, complete
-  together and come back together, so after the head the ``c - 1`` followers return in groups of
-  ``n = floor((M - c + 1)/u)`` whole prompts (``J = ceil((c-1)/n)`` groups, the first of
-  ``n1 = min(n, c-1)``, the last of ``r = c - 1 - (J-1) n``), each waiting for the step in progress
-  (the previous group's) and then taking its own. With ``step(x) = s(c-1) + F + x V``: the head
+* **groups** (where a whole prompt fits in a step beside the decodes, ``u <= M - c + 1``; the
+  steady state there, in place of the train): the prompts prefilled in the same step decode
+  together, complete together and come back together, so after the head the ``c - 1``
+  followers return in groups of ``n = floor((M - c + 1)/u)`` whole prompts
+  (``J = ceil((c-1)/n)`` groups, the first of ``n1 = min(n, c-1)``, the last of
+  ``r = c - 1 - (J-1) n``), each waiting for the step in progress (the previous group's) and then
+  taking its own. With ``step(x) = s(c-1) + F + x V``: the head
   ``step(1)``, the first group ``step(1) + step(n1)``, a middle one ``2 step(n)``, the last
-  ``step(n) + step(r)``; the mean over the cycle of ``c``. (Where just one prompt fits, as at
-  ``u = M/2``, the steady state is one prompt a step, but the loop takes about ``c`` cycles to
-  reach it from the first burst; the train is kept there: ``tests/test_decode_first.py``.)
+  ``step(n) + step(r)``; the mean over the cycle of ``c``.
+
+* **the way there, where one whole prompt fits but not two** (``M - c + 1 < 2u <= 2 (M - c + 1)``,
+  ``n = 1``, e.g. ``u = M/2``): the steady state is one prompt a step (the group law with ``n = 1``:
+  the head ``step(1)``, every follower ``2 step(1)``), but the loop reaches it from the first burst
+  through the train: the burst's prompts come back about two a step, and in steps of
+  ``m = M - c + 1`` prompt tokens a prompt spans ``1 + u/m`` steps on average (one whole, the next
+  split across two), so a follower of the train waits the step in progress and then those,
+  ``(2 + u/m) step(m/u)``; each cycle ``d = floor(u / (m - u))`` more followers fall into one a
+  step at ``2 step(1)``, so after the burst, cycle ``j = 1, 2, ...`` holds ``n_j = min(c - 1, d j)``
+  of them and
+
+  .. math:: T_j = \big(step(1) + 2 n_j\,step(1) + (c - 1 - n_j)(2 + u/m)\,step(m/u)\big) / c
+
+  (each cycle at least the prefill-bound ``T_s``), the steady state from cycle
+  ``L = ceil((c - 1)/d)`` on (:func:`transient_cycles`, :func:`loop_coefficients`); a long run
+  (Workloads ``concurrency``) is the steady state. Measured against the simulation in
+  ``tests/test_decode_first_half.py``.
 
 * **prefill-bound** (the prompts fill every step): every step holds ``m = M - b_s`` prompt tokens
   and the ``b_s`` requests in decode; a step completes ``m/u`` prompts, each decodes ``osl`` steps,
@@ -109,12 +125,12 @@ def _shape(u, budget, s0, s1, osl, concurrency):
 
 
 def _groups(U, M, c):
-    """The followers' groups where two whole prompts fit beside the decodes (``2u <= M - c + 1``):
+    """The followers' groups where a whole prompt fits beside the decodes (``u <= M - c + 1``):
     ``n`` whole prompts share a step (``n = floor((M - c + 1)/u)``), ``J = ceil((c-1)/n)`` groups, the
     first of ``n1 = min(n, c-1)``, the last of ``r = c - 1 - (J-1) n``; returns (whole, n, n1, nB, nC, r)."""
     b = np.maximum(c - 1, 0.0)
     room = np.maximum(np.where(np.isfinite(M), M, U + b) - b, 1.0)
-    whole = 2 * U <= room + EPS                        # two whole prompts fit in a step beside the decodes
+    whole = np.isfinite(M) & (U <= room + EPS)         # a whole prompt fits in a step beside the decodes
     n = np.maximum(np.floor(room / U + EPS), 1.0)
     J = np.where(b > 0, _ceil(b / n), 0.0)
     n1 = np.minimum(n, b)
@@ -156,6 +172,14 @@ def steady_coefficients(u, budget, s0, s1, osl, concurrency):
     -------
     ((a, b, k0) train, (a, b, k0) prefill-bound) : arrays
     """
+    train, group, whole, bound = _branches(u, budget, s0, s1, osl, concurrency)
+    train = tuple(np.where(whole, gv, tv) for gv, tv in zip(group, train))
+    return train, bound
+
+
+def _branches(u, budget, s0, s1, osl, concurrency):
+    """The coefficients ``(a, b, k0)`` of the train, of the group law, where the group law is the
+    steady state (a whole prompt fits beside the decodes), and of the prefill-bound loop."""
     U, K, k, s_b, tok, m_s, s_s, g, c = _shape(u, budget, s0, s1, osl, concurrency)
     w = (c - 1) * (1 + k)                              # train steps the c - 1 followers wait, summed
     train = ((1 + w * tok / U) / c, ((k - K) + w * (1 - K * tok / U)) / c, (k + w) * s_b / c)
@@ -165,9 +189,85 @@ def steady_coefficients(u, budget, s0, s1, osl, concurrency):
     xs = 1 + n1 * (1 + n1) + nB * 2 * n + nC * (n + r)          # the prompts' count of V, summed
     steps = 1 + 2 * (n1 + nB + nC)                               # steps waited, summed
     group = (xs / c, (steps - xs) / c, steps * s_b / c)
-    train = tuple(np.where(whole, gv, tv) for gv, tv in zip(group, train))
     bound = (g * m_s / U, g * (1 - K * m_s / U), g * s_s)
-    return train, bound
+    return train, group, whole, bound
+
+
+def transient_cycles(u, budget, concurrency):
+    r"""Cycles of a closed loop under decode first before the train left by the first burst is gone,
+    where one whole prompt fits in a step beside the decodes but two do not.
+
+    .. math::
+        d = \lfloor u / (M - c + 1 - u) \rfloor,\quad L = \max(\lceil (c - 1)/d \rceil, 1)
+        \quad (M - c + 1 < 2u \le 2 (M - c + 1)),\qquad L = 0 \text{ elsewhere}
+
+    Each cycle ``d`` more of the train's ``c - 1`` followers fall into one prompt a step (module
+    docstring, "the way there"); derived from and checked against the independent simulation
+    (``tests/test_decode_first_half.py``: the cycle at which the simulated loop settles is ``L - 1``
+    to ``L`` over ``u/M`` from 0.5 to 0.99 and ``c`` from 4 to 32).
+
+    Parameters
+    ----------
+    u : numeric, new prompt tokens per request [tokens]
+    budget : numeric, M, ``max_num_batched_tokens`` (NaN: none) [tokens]
+    concurrency : numeric, c [count]
+
+    Returns
+    -------
+    numeric, L [cycles] (0 where the steady state is reached at once or the law is another branch)
+    """
+    one, d, b = _transient(u, budget, concurrency)
+    return np.where(one, np.maximum(_ceil(b / d), 1.0), 0.0)
+
+
+def _transient(u, budget, concurrency):
+    """``(one, d, c - 1)``: where one whole prompt fits beside the decodes but two do not, and the
+    followers ``d = floor(u / (M - c + 1 - u))`` (at least 1) that fall into one a step each cycle."""
+    U, M, c = np.broadcast_arrays(np.maximum(_f(u), 1.0), _f(budget), _f(concurrency))
+    b = np.maximum(c - 1, 0.0)
+    room = np.where(np.isfinite(M), M - b, np.nan)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        one = (b > 0) & (U <= room + EPS) & (2 * U > room + EPS)
+        d = np.maximum(np.floor(U / np.maximum(room - U, EPS) + EPS), 1.0)
+    return one, d, b
+
+
+def _part_cycle(u, budget, s0, s1, osl, c, k):
+    """The mean ``(a, b, k0)`` of a test's last cycle of ``k < c`` requests: the head and ``k - 1``
+    followers, the only prompts left to return (the other clients have sent their last), beside the
+    ``c - 1`` decodes: the group law over ``k - 1`` followers where a whole prompt fits beside the
+    decodes (groups of ``n``, the first of ``min(n, k - 1)``), else the train's head and ``k - 1``
+    followers with ``t = min(M - c + 1, (k - 1) u)`` prompt tokens a step (module docstring)."""
+    U, K, kk, s_b, _tok, _m_s, _s_s, _g, cc = (float(x) for x in _shape(u, budget, s0, s1, osl, c))
+    unit_p, unit_f, unit_s = np.eye(3)
+    f = float(k) - 1.0
+    whole = bool(_groups(U, _f(budget), cc)[0])
+    room = max(float(budget) - (cc - 1), 1.0) if whole else np.nan
+    if whole:
+        n = max(np.floor(room / U + EPS), 1.0)
+        J = float(_ceil(f / n)) if f > 0 else 0.0
+        n1, r = min(n, f), f - max(J - 1, 0.0) * n
+        nB, nC = max(J - 2, 0.0) * n, (r if J >= 2 else 0.0)
+        vals = _group_values(unit_p, unit_f, s_b * unit_s, n, n1, r)
+        total = vals[0] + n1 * vals[1] + nB * vals[2] + nC * vals[3]
+    else:
+        v = unit_p - K * unit_f
+        tok = min(max(float(budget) - (cc - 1), 1.0) if np.isfinite(float(budget)) else U, f * U)
+        total = kk * (s_b * unit_s + unit_f) + v + f * (1 + kk) * (s_b * unit_s + unit_f + tok * v / U)
+    return total / float(k)
+
+
+def _transient_cycle(u, budget, s0, s1, c, j):
+    """``(a, b, k0)`` of cycle ``j`` after the burst on the way to one prompt a step (module
+    docstring): ``T_j = (step(1) + 2 n_j step(1) + (c - 1 - n_j)(2 + u/m) step(m/u)) / c`` with
+    ``step(x) = x P + (1 - x) F + s(c-1)`` (one pass alone, ``K = 1``), ``m = M - c + 1``."""
+    _one, d, b = _transient(u, budget, c)
+    d, b = float(d), float(b)
+    x = (float(budget) - b) / max(float(u), 1.0)          # prompts a step of the train holds, m/u
+    s = float(s0) + float(s1) * b
+    n_j = min(b, d * j)
+    w = (b - n_j) * (2 + 1 / x)                         # the train followers' steps, summed
+    return ((1 + 2 * n_j + w * x) / c, w * (1 - x) / c, (1 + 2 * n_j + w) * s / c)
 
 
 def steady_ttft_ms(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=np.nan):
@@ -233,7 +333,7 @@ def _(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=None):
     t_a = f"{k}*({s_b}+{t_fixed})+{v}"
     t_f = f"(1+{k})*({s_b}+{t_fixed}+{tok}*{v}/{u})"
     mean = f"({t_a}+{b}*{t_f})/MAX({c},1)"
-    # the group law where two whole prompts fit beside the decodes (2u <= M - c + 1), written as
+    # the group law where a whole prompt fits beside the decodes (u <= M - c + 1), written as
     # values alpha H + X V with H = s(c-1) + F the step's overhead and V = P - F: the head H + V,
     # the first group 2H + (1 + n1) V, a middle one 2H + 2n V, the last 2H + (n + r) V
     n = f"FLOOR(({budget}-{b})/{u}+{EPS:g},1)"
@@ -243,7 +343,7 @@ def _(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=None):
     vg = f"({prefill}-{t_fixed})"
     sum_x = f"IF({b}>{n},1+{n}*(1+{n})+2*{n}^2*({jg}-2)+{r}*({n}+{r}),1+{b}*(1+{b}))"
     g_mean = f"({hh}*(2*{c}-1)+{vg}*{sum_x})/MAX({c},1)"
-    whole = f"AND(ISNUMBER({budget}),2*{u}<={budget}-{b}+{EPS:g})"
+    whole = f"AND(ISNUMBER({budget}),{u}<={budget}-{b}+{EPS:g})"
     if q is None:
         t_train = f"IF({whole},{g_mean},{mean})"
     else:
@@ -262,7 +362,10 @@ def loop_coefficients(u, concurrency, budget, num_requests, stat, s0, s1, osl, p
 
     The test of ``R`` requests is a burst of ``c`` on the idle engine (the wave model's
     coefficients, :func:`planner.equations.prefill_passes.burst_values`) and ``R - c`` requests at
-    the steady TTFT (:func:`steady_coefficients`): mean ``(Σ_burst + (R - c) T) / R``; a quantile the
+    the steady TTFT (:func:`steady_coefficients`): mean ``(Σ_burst + (R - c) T) / R``; where one
+    whole prompt fits beside the decodes but two do not, the cycles after the burst are the way
+    there of the module docstring, cycle ``j`` at ``max(T_j, T_s)``, ``c`` requests each (the last
+    one the rest), the steady state from cycle :func:`transient_cycles` on; a quantile the
     linear interpolation of the ordered values (numpy's default, as ``vllm bench serve``). ``R``
     blank or ``<= c``: one burst, the wave model exactly. The steady branch (train or prefill-bound)
     and the order of the values are those at ``(p0, f0)``: each branch is linear, the statistic is
@@ -288,18 +391,39 @@ def loop_coefficients(u, concurrency, budget, num_requests, stat, s0, s1, osl, p
     r_tot = c if not np.isfinite(num_requests) else int(round(float(num_requests)))
     c = max(1, min(c, r_tot))
     a_b, b_b = pp.burst_values(u, c, budget)
-    if r_tot <= c:
-        steady = [(0.0, 0.0, 0.0)]
-    else:
-        train, bound = steady_coefficients(u, budget, s0, s1, osl, c)
-        steady = [tuple(float(x) for x in train), tuple(float(x) for x in bound)]
-    best = None
-    for a_s, b_s, k_s in steady:
+    steady = []
+    if r_tot > c:
+        tr, gr, wh, bd = _branches(u, budget, s0, s1, osl, c)
+        train, group, bound = (np.array([float(x) for x in v]) for v in (tr, gr, bd))
+        cycles = float(transient_cycles(u, budget, c))
         n_s = r_tot - c
-        a = np.concatenate([a_b, [a_s]])
-        b = np.concatenate([b_b, [b_s]])
-        k0 = np.concatenate([np.zeros(len(a_b)), [k_s]])
-        w = np.concatenate([np.ones(len(a_b)), [n_s]])
+        if cycles > 0:
+            # cycle j = 1, 2, ... after the burst (c requests each, the last the rest), until the
+            # steady state at cycle L; each at least the prefill-bound branch (at (p0, f0))
+            n_cyc = int(min(np.ceil(n_s / c), cycles))
+            counts = np.full(n_cyc + 1, float(c))
+            counts[-1] = max(n_s - c * n_cyc, 0.0)
+            counts[:n_cyc] = np.minimum(c, np.maximum(n_s - c * np.arange(n_cyc), 0.0))
+            after = [np.array(_transient_cycle(u, budget, s0, s1, c, j)) for j in range(1, n_cyc + 1)] + [group]
+            at = lambda v: v[0] * p0 + v[1] * f0 + v[2]  # noqa: E731
+            after = [tuple(v if at(v) >= at(bound) else bound) for v in after]
+            steady = [(after, counts)]
+        else:
+            # full cycles at the cycle's mean; a last part cycle of k < c requests is the head and the
+            # k - 1 prompts left to return (_part_cycle), not the whole cycle's mean
+            part = n_s % c
+            now = [tuple(group if bool(wh) else train)]
+            counts = np.array([float(n_s - part)])
+            if part:
+                now.append(tuple(_part_cycle(u, budget, s0, s1, osl, c, part)))
+                counts = np.append(counts, float(part))
+            steady = [(now, counts), ([tuple(bound)], np.array([float(n_s)]))]
+    best = None
+    for entries, counts in (steady or [([(0.0, 0.0, 0.0)], np.array([0.0]))]):
+        a = np.concatenate([a_b, [e[0] for e in entries]])
+        b = np.concatenate([b_b, [e[1] for e in entries]])
+        k0 = np.concatenate([np.zeros(len(a_b)), [e[2] for e in entries]])
+        w = np.concatenate([np.ones(len(a_b)), counts])
         if stat == "mean":
             coef = tuple(float((w * x).sum() / r_tot) for x in (a, b, k0))
         else:
