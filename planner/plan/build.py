@@ -25,6 +25,7 @@ from planner.inputs import kv_tiers
 from planner.plan import columns as sheets
 from planner.plan.calibrate import Calibration, fill_breakdown
 from planner.plan import load_notes as load_memo
+from planner.plan import decode_first_note
 from planner.core.errors import Problem
 from planner.plan.flags import Flags, flags_of, warnings_of
 from planner.plan.frames import column_arrays
@@ -102,7 +103,7 @@ def build_plan(source: str | Path | PlanInput) -> Plan:
                 flags=flags_of(models, workloads, resolved, results), calibration=calib)
     # the warnings read the plan's flags: a new Plan with them, the first one is not changed
     plan = dataclasses.replace(plan, warnings=[Problem(pl, msg) for pl, msg in calib.warnings]
-                               + warnings_of(plan) + load_memo.warnings(plan)
+                               + warnings_of(plan) + load_memo.warnings(plan) + decode_first_note.warnings(plan)
                                # typed Measurements cells that differ from the file the row names
                                + [Problem(pl, msg) for t in p_in.optional.values() for pl, msg in t.warnings])
     from planner.plan.trust import apply_to_plan  # issue 20: filled blanks visible, demand, plausibility

@@ -180,13 +180,9 @@ def fit_deployments(measurements, models: dict, gpus: dict,
                 if n_df:
                     fit.notes.append(f"{n_df} load test(s) with scheduler decode_first are read as their first wave, "
                                      f"then the steady decode-first loop (planner.equations.decode_first)")
-            for _ in range(100 if with_c1 and np.any(load["fixed_coef"] != 0) else 0):
-                p_new = load_tests.prefill_given_fixed(load, r["t_fixed"])
-                if np.max(np.abs(p_new - pts["ttft_ms"].to_numpy()) / p_new) < 1e-12:
-                    break
-                pts["ttft_ms"] = p_new
-                r = fit_points(pts["isl"], pts["hit"], pts["ttft_ms"], s_kv, gpu_pcie_gbps(gpus[gpu]), pts["alpha"],
-                               fit_b=not one_hit)
+            if with_c1 and np.any(load["fixed_coef"] != 0):
+                r = _settle_pass_fixed(load, pts, r, lambda p: fit_points(
+                    pts["isl"], pts["hit"], p, s_kv, gpu_pcie_gbps(gpus[gpu]), pts["alpha"], fit_b=not one_hit))
             if one_hit:
                 n_par = 3
                 fit.warnings.append(f"every point is at hit {next(iter(hits)):.0%}: B_eff cannot be told apart from "
@@ -222,6 +218,46 @@ def fit_deployments(measurements, models: dict, gpus: dict,
             warns.append((place, w))
         fits.append(fit)
     return fits, warns
+
+
+def _settle_pass_fixed(load: dict, pts: pd.DataFrame, r: dict, refit, rtol: float = 1e-12,
+                       jitter: float = 1e-7, max_fits: int = 100) -> dict:
+    """The fixed point ``F = g(F)`` of the refit on load tests at c > 1 beside points at c = 1.
+
+    ``g(F)`` is the fitted ``t_fixed`` of the fit to ``P(F) = (ttft - fixed_coef F - const) / factor``
+    (:func:`planner.plan.load_tests.prefill_given_fixed`); the initial points are ``P(0)`` and ``r``
+    their fit. The plain iteration ``F <- g(F)`` contracts at the rate ``|g'|`` and took up to 100
+    refits. Here the one scalar is solved by the secant on ``h(F) = g(F) - F`` (superlinear: 4-6
+    refits). It stops when the points of the next step differ from the current ones by less than
+    ``rtol`` relative (``max |P(g(F)) - P(F)| / P(g(F))``, the plain iteration's test), or, once
+    ``|h| < jitter |F|``, when ``|h|`` stops decreasing: with hit points the B_eff search (grid and
+    golden section on a flat minimum of the squared errors) resolves ``ln B`` to about the square root
+    of the machine precision, so ``g`` jitters by about 1e-8 relative and no scheme settles below
+    that; the step with the smallest ``|h|`` is kept. Sets ``pts["ttft_ms"]`` to the settled points
+    and returns their fit.
+    """
+    f_cur, p_cur = 0.0, pts["ttft_ms"].to_numpy(dtype=float)
+    prev = None                                     # (F, h(F)) of the step before
+    best = None                                     # (|h|, points, fit) of the best step
+    for _ in range(max_fits):
+        g = float(r["t_fixed"])
+        p_new = load_tests.prefill_given_fixed(load, g)
+        if np.max(np.abs(p_new - p_cur) / p_new) < rtol:
+            best = None
+            break
+        h = g - f_cur
+        if best is not None and abs(h) >= best[0] and abs(h) < jitter * max(abs(g), 1.0):
+            break                                   # at the fit's jitter floor
+        if best is None or abs(h) < best[0]:
+            best = (abs(h), p_cur, r)
+        f_next = g if prev is None or h == prev[1] else f_cur - h * (f_cur - prev[0]) / (h - prev[1])
+        prev, f_cur = (f_cur, h), f_next
+        p_cur = load_tests.prefill_given_fixed(load, f_cur)
+        r = refit(p_cur)
+    if best is not None:
+        _, p_cur, r = best
+    pts["ttft_ms"] = p_cur
+    return r
 
 
 # --------------------------------------------------------------------------- filling the workloads

@@ -1,0 +1,39 @@
+"""The note on a decode-first workload planned open loop (planner.plan.decode_first_note, issue 16): the
+Results keep the M/G/1 with the request-alone prefill, the note says what the decode-first queue gives.
+Shape of tests/test_load_workbook.py (P = 400 ms, F = 0, osl 200, decode step 32 ms at batch 16 split into
+S0 + 16 S1 by the bytes read; max_num_batched_tokens the Settings default 8192); the expected values are
+planner.equations.decode_first_slo at those hand inputs (checked by hand in tests/test_decode_first_slo.py),
+so this test checks which cells the note reads."""
+
+from __future__ import annotations
+
+import re
+
+from planner.equations import decode_first_slo as dslo
+from planner.plan.build import build_plan
+from test_hand_calc import write_input
+from test_load_workbook import BASE, GPUS, LAM_TOTAL, MODELS, S0, S1
+
+WORKLOADS = [
+    dict(workload="df-open", demand_tpm=6_000_000, ttft_slo_ms=1000, scheduler="decode_first", **BASE),
+    dict(workload="pf-open", demand_tpm=6_000_000, ttft_slo_ms=1000, scheduler="prefill_first", **BASE),
+    dict(workload="df-conc", demand_tpm=6_000_000, concurrency=8, scheduler="decode_first", **BASE),
+]
+
+
+def test_the_note_is_on_the_decode_first_open_row_only(tmp_path):
+    src = tmp_path / "in.xlsx"
+    write_input(src, MODELS, GPUS, WORKLOADS)
+    plan = build_plan(src)
+    notes = [str(p) for p in plan.warnings if "scheduler decode_first, planned open loop" in str(p)]
+    assert len(notes) == 1 and "df-open" in notes[0], notes
+    r = plan.results.set_index("workload")
+    rate = float(r.loc["df-open", "load_rps"])
+    row = (400.0, 0.0, 4000.0, 8192.0, S0, S1, 200.0)
+    mean, p90 = (float(dslo.open_ttft_stat_ms(rate, *row, q)) for q in (0.0, 0.9))
+    n = float(dslo.instances_ttft_df(LAM_TOTAL, *row, 1000.0, 0.9))
+    assert f"{mean:,.0f} ms mean, {p90:,.0f} ms p90" in notes[0]
+    assert f"needs {n:,.0f} instances" in notes[0]
+    assert re.search(r"instances_ttft \d+", notes[0])
+    # the decode-first queue is above the request-alone one here, as the simulation says of it
+    assert mean > float(r.loc["df-open", "ttft_load_ms"])
