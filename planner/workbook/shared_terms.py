@@ -79,17 +79,18 @@ def share_terms(formulas: list[str], keys: list[str | None], refs: list[str]) ->
     -------
     list of str, the formulas, in order
     """
-    offered = sorted(((k, r) for k, r in zip(keys, refs) if k is not None and is_term(k)),
-                     key=lambda kr: -len(kr[0]))
+    offered = sorted(((k, r, i) for i, (k, r) in enumerate(zip(keys, refs)) if k is not None and is_term(k)),
+                     key=lambda kri: -len(kri[0]))
     out = []
-    for text in formulas:
+    for me, text in enumerate(formulas):
         # to a fixed point: a term written with another column's cell (pass_tokens of burst_new_tokens)
         # matches once that column's own text has been replaced
         changed = True
         while changed:
             changed = False
-            for key, ref in offered:
-                if len(key) < len(text) and key in text:
+            for key, ref, i in offered:
+                # never a column's own term (a guarded column holds it inside its guard)
+                if i != me and len(key) < len(text) and key in text:
                     new = replace_term(text, key, ref)
                     changed, text = changed or new != text, new
         out.append(text)
@@ -100,15 +101,14 @@ def share_terms(formulas: list[str], keys: list[str | None], refs: list[str]) ->
 def _refuse_cycles(formulas: list[str], refs: list[str]) -> None:
     """Raise if the shared terms made two columns refer to each other (the length rule of
     :func:`share_terms` excludes it; checked, as a circular reference would be a wrong workbook)."""
-    uses = {i: {j for j, r in enumerate(refs) if r is not None and j != i and r in f}
-            for i, f in enumerate(formulas)}
+    uses = {i: {j for j, r in enumerate(refs) if r is not None and r in f} for i, f in enumerate(formulas)}
     state: dict[int, int] = {}
 
     def visit(i: int) -> None:
         state[i] = 1
         for j in uses[i]:
             if state.get(j) == 1:
-                raise ValueError(f"shared terms: columns {i} and {j} refer to each other")
+                raise ValueError(f"shared terms: columns {i} and {j} refer to each other (or to themselves)")
             if j not in state:
                 visit(j)
         state[i] = 2
