@@ -392,11 +392,12 @@ RESULTS: tuple[Out, ...] = (
     *_baseline_columns(),
 )
 
-def sweep_terms(prefill: str, u: str, lnx: str, suffix: str = "") -> tuple[Out, ...]:
+def sweep_terms(prefill: str, u: str, lnx: str | None, suffix: str = "") -> tuple[Out, ...]:
     """The sub-expressions of the pass-packing, decode-first and Lambert W formulas
     (:mod:`planner.equations.terms`) of a sheet whose request-alone prefill is ``prefill``, new
     prompt tokens ``u`` and Lambert W argument ``lnx``: declared after a table's own columns, they
-    shorten its formulas (planner.workbook.shared_terms) and change no value."""
+    shorten its formulas (planner.workbook.shared_terms) and change no value. ``lnx`` None: a
+    table without the TTFT target's Lambert W (no Lambert W terms)."""
     def term(name, unit, func, *args, what):
         return out(name + suffix, unit, FMT_MS, func, *args, description=what + " (a term of the formulas of this row)")
     budget, c = "max_num_batched_tokens", "concurrency"
@@ -418,10 +419,11 @@ def sweep_terms(prefill: str, u: str, lnx: str, suffix: str = "") -> tuple[Out, 
              what="decodes beside a full prefill chunk, steady"),
         term("loop_group_size", "requests", tm.loop_group_size, u, budget, c,
              what="whole prompts of one step beside the decodes"),
+    ) + (() if lnx is None else (
         term("log_softplus", "", tm.log_softplus, lnx, what="ln(1 + x) of the TTFT target's Lambert W argument"),
         term("lambert_w_start", "", tm.lambert_w_start, lnx, what="Winitzki's start of the Lambert W"),
         term("lambert_w_step", "", tm.lambert_w_step, lnx, what="the Lambert W after one Newton step"),
-    )
+    ))
 
 
 SENSITIVITY_HIT: tuple[Out, ...] = (
