@@ -426,6 +426,14 @@ def sweep_terms(prefill: str, u: str, lnx: str | None, suffix: str = "") -> tupl
     ))
 
 
+TERMS = frozenset(c.name for c in sweep_terms("", "", "")) | frozenset(c.name + "_baseline" for c in sweep_terms("", "", ""))
+
+
+def without_terms(cols: tuple[Out, ...]) -> tuple[Out, ...]:
+    """``cols`` without the term columns of :func:`sweep_terms` (a sheet whose formulas keep their text)."""
+    return tuple(c for c in cols if c.name not in TERMS)
+
+
 SENSITIVITY_HIT: tuple[Out, ...] = (
     out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit", "isl", "kv_bytes_per_token_gpu", "kv_gbps"),
     out("compute_ms", "ms", FMT_MS, m.compute_ms, "hit", "t_attn0_ms", "t_ffn0_ms", "t_other0_ms",
