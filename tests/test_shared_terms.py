@@ -112,6 +112,14 @@ def test_the_example_hit_sweep_is_short_and_every_term_is_used(example_output):
         letter = "$" + get_column_letter(order.index(name) + 1)
         users = [h for h, col in f.items() if h != heads[name] and col and letter + "2" in col[0]]
         assert users, f"no Sensitivity_Hit formula refers to {name} ({letter})"
+    results = _sheet_formulas(example_output, "Results")
+    # 5,530 characters before (ttft_steady_slo_ms_baseline); Excel holds at most 8,192 in a formula
+    assert max(len(t) for col in results.values() for t in col) < 2400
+    assert [h.split(" [")[0] for h in results][-len(TERM_NAMES):] != TERM_NAMES  # the baseline's follow the target's
+    assert {h.split(" [")[0] for h in results} >= set(TERM_NAMES)
+    # the terms are Results' last columns: its print area and Explorer leave exactly them out
+    k = len(sheets.without_terms(sheets.RESULTS))
+    assert all(c.name in sheets.TERMS for c in sheets.RESULTS[k:]) and len(sheets.RESULTS) - k == 24
     with zipfile.ZipFile(example_output) as z:
         size = max(i.file_size for i in z.infolist() if i.filename.startswith("xl/worksheets/sheet"))
     assert size < 5_000_000, size        # 9.65 MB for Sensitivity_Hit before

@@ -32,7 +32,7 @@ def _explorer_inputs() -> list[tuple[str, str, str | None, bool]]:
     out = [("Resolved", rc.name, rc.fmt, rc.text) for rc in sheets.RESOLVED
            if rc.name not in ("workload", "model_row", "gpu_row")]
     have = {n for _s, n, _f, _t in out}
-    out += [("Results", c.name, c.fmt, c.text) for c in sheets.RESULTS if c.name not in have]
+    out += [("Results", c.name, c.fmt, c.text) for c in sheets.without_terms(sheets.RESULTS) if c.name not in have]
     return out
 
 
