@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from planner.equations.kvhit import _balanced_call_or_group
+from planner.equations.kvhit import xl_arg
 
 MIN_TERM = 16          # shorter terms are not worth a reference (a same-row cell is 4-6 characters)
 _NAME_CHAR = re.compile(r"[\w.$!:\ue000-\ue00f]")
@@ -37,7 +37,8 @@ _NAME_CHAR = re.compile(r"[\w.$!:\ue000-\ue00f]")
 def is_term(text: str) -> bool:
     """``text`` is one function call or one parenthesised group, as a whole (so a cell may take
     its place beside any operator)."""
-    return len(text) >= MIN_TERM and _balanced_call_or_group(text)
+    # xl_arg leaves an atom or one call/group as it is, and only a call or group ends with ")"
+    return len(text) >= MIN_TERM and text.endswith(")") and xl_arg(text) is text
 
 
 def _outside_text(text: str, i: int) -> bool:
