@@ -42,6 +42,12 @@ BLANK_OK = {"instances_needed", "gpus_needed", "cost_per_mtok_delivered", "cost_
             # the steady decode-first TTFT (issue 16): blank unless the row's scheduler is decode_first at a
             # fixed concurrency; the TTFT the target is held to at that concurrency is one of it or the burst's
             "ttft_steady_ms", "ttft_steady_p90_ms", "ttft_steady_slo_ms", "ttft_at_c_slo_ms"}
+# the sweep terms (planner/equations/terms.py), blank where their guard fails: the loop's without a fixed
+# concurrency (its group size also without a budget, or one below the others), the Lambert W's without a
+# quantile TTFT target (where ttft_log_x is blank)
+TERMS_BLANK = {"loop_others", "loop_pass_tokens", "loop_variable_ms", "loop_prompt_steps", "loop_step_ms",
+               "loop_steady_decodes", "loop_group_size", "log_softplus", "lambert_w_start", "lambert_w_step"}
+BLANK_OK |= TERMS_BLANK
 # a target no instance count meets is inf ("unreachable" in the workbook); the sweep's load columns likewise
 UNREACHABLE_OK = {"instances_ttft", "instances_tpot", "instances_hbm"}
 # the baseline's sizing chain (issue 16: instances_baseline through the same steps at hit_baseline) is
@@ -54,7 +60,7 @@ SWEEP_LOAD = BLANK_OK & {"instances_throughput", "instances_ttft", "instances_tp
                          "ttft_burst_slo_ms", "ttft_steady_ms", "ttft_steady_p90_ms", "ttft_steady_slo_ms",
                          "ttft_at_c_slo_ms"} | {"instances_needed", "load_rps",
                                                  # the tornado's TTFT at the planned load: blank without demand
-                                                 "ttft_load_base", "ttft_load_low", "ttft_load_high"}
+                                                 "ttft_load_base", "ttft_load_low", "ttft_load_high"} | TERMS_BLANK
 
 MODELS = [["model", "layers", "kv_heads", "head_dim", "kv_bytes", "attention", "mla_kv_dim", "params_b"],
           ["M-gqa", 80, 8, 128, 2, "gqa", None, 70],

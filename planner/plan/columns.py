@@ -33,6 +33,7 @@ from planner.equations import decode_first as dfs
 from planner.equations import prefill_passes as pp
 from planner.equations import queueing as q
 from planner.equations import sizing as sz
+from planner.equations import terms as tm
 
 FMT_MS = "#,##0.00"
 FMT_RATIO = "0.000"
@@ -135,6 +136,46 @@ def _baseline_columns() -> tuple[Out, ...]:
                         "ttft_ms_baseline, tpm_delivered_baseline): a step of instances_baseline",
                         label=f"{labels[stem]}, at the baseline hit"))
     return tuple(cols)
+
+
+def sweep_terms(prefill: str, u: str, lnx: str | None, suffix: str = "") -> tuple[Out, ...]:
+    """The sub-expressions of the pass-packing, decode-first and Lambert W formulas
+    (:mod:`planner.equations.terms`) of a sheet whose request-alone prefill is ``prefill``, new
+    prompt tokens ``u`` and Lambert W argument ``lnx``: declared after a table's own columns, they
+    shorten its formulas (planner.workbook.shared_terms) and change no value. ``lnx`` None: a
+    table without the TTFT target's Lambert W (no Lambert W terms)."""
+    def term(name, unit, func, *args, what):
+        return out(name + suffix, unit, FMT_MS, func, *args, description=what + " (a term of the formulas of this row)")
+    budget, c = "max_num_batched_tokens", "concurrency"
+    return (
+        term("pass_tokens", "tokens", tm.pass_tokens, u, budget, what="new tokens per pass of a burst"),
+        term("first_pass_tokens", "tokens", tm.first_pass_tokens, u, budget,
+             what="prompt tokens of a burst's first pass"),
+        term("pass_variable_ms", "ms", tm.pass_variable_ms, prefill, "pass_fixed_ms", u, budget,
+             what="prefill time beyond the fixed cost of its passes"),
+        term("loop_others", "requests", tm.loop_others, c, what="decodes beside a prompt in the closed loop"),
+        term("loop_pass_tokens", "tokens", tm.loop_pass_tokens, u, budget, c, what="new tokens per step of the loop"),
+        term("loop_variable_ms", "ms", tm.loop_variable_ms, prefill, "pass_fixed_ms", u, budget, c,
+             what="prefill time beyond the fixed cost of its passes, in the loop"),
+        term("loop_prompt_steps", "steps", tm.loop_prompt_steps, u, budget, c,
+             what="steps of a prompt beside the loop's decodes"),
+        term("loop_step_ms", "ms", tm.loop_step_ms, "step_weights_ms", "step_kv_ms", c,
+             what="decode-step time of the loop's decodes"),
+        term("loop_steady_decodes", "requests", tm.loop_steady_decodes, u, budget, "osl", c,
+             what="decodes beside a full prefill chunk, steady"),
+        term("loop_group_size", "requests", tm.loop_group_size, u, budget, c,
+             what="whole prompts of one step beside the decodes"),
+    ) + (() if lnx is None else (
+        term("log_softplus", "", tm.log_softplus, lnx, what="ln(1 + x) of the TTFT target's Lambert W argument"),
+        term("lambert_w_start", "", tm.lambert_w_start, lnx, what="Winitzki's start of the Lambert W"),
+        term("lambert_w_step", "", tm.lambert_w_step, lnx, what="the Lambert W after one Newton step"),
+    ))
+
+
+def _results_terms() -> tuple[Out, ...]:
+    target = sweep_terms("ttft_ms", "burst_new_tokens", "ttft_log_x")
+    base = sweep_terms("ttft_ms_baseline", "burst_new_tokens_baseline", "ttft_log_x_baseline", suffix="_baseline")
+    return target + tuple(c for c in base if c.name not in ("loop_others_baseline", "loop_step_ms_baseline"))
 
 
 _ALPHA0, _ALPHA1 = defined_name("Constants", "alpha_none"), defined_name("Constants", "alpha_full")  # named cells 0 and 1 (Constants sheet)
@@ -390,7 +431,18 @@ RESULTS: tuple[Out, ...] = (
     # the sizing chain at the baseline hit ratio (planner.equations.sizing.BASELINE_STEPS): the steps of
     # instances_baseline, each the target's step with ttft_ms_baseline, tpm_delivered_baseline, hit_baseline
     *_baseline_columns(),
+    # terms the formulas above would otherwise repeat (planner.workbook.shared_terms), at the target and the
+    # baseline hit (the baseline's without the two that do not depend on the hit)
+    *_results_terms(),
 )
+
+TERMS = frozenset(c.name for c in sweep_terms("", "", "")) | frozenset(c.name + "_baseline" for c in sweep_terms("", "", ""))
+
+
+def without_terms(cols: tuple[Out, ...]) -> tuple[Out, ...]:
+    """``cols`` without the term columns of :func:`sweep_terms` (a sheet whose formulas keep their text)."""
+    return tuple(c for c in cols if c.name not in TERMS)
+
 
 SENSITIVITY_HIT: tuple[Out, ...] = (
     out("load_ms", "ms", FMT_MS, m.kv_load_ms, "hit", "isl", "kv_bytes_per_token_gpu", "kv_gbps"),
@@ -443,6 +495,8 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
         "concurrency", "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens", "scheduler", "ttft_steady_p90_ms"),
     out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
         "prefill_wait_ms", "concurrency"),
+    # terms the formulas above would otherwise repeat: each a column (planner.workbook.shared_terms)
+    *sweep_terms("ttft_ms", "burst_new_tokens", "ttft_log_x"),
 )
 
 # Names that are not columns but named cells of the Constants sheet: name -> (Excel name,

@@ -149,6 +149,8 @@ def tornado_calc_table() -> SweepTable:
     # the driver moved through the decode-step law and the prefill queue
     cols += list(_results("step_floor_ms", "decode_step_ms", "step_weights_ms", "step_kv_ms", "concurrency_rps",
                           "load_rps", "prefill_wait_ms", "burst_new_tokens", "ttft_steady_ms", "ttft_load_ms"))
+    # terms the TTFT formulas above would otherwise repeat (planner.workbook.shared_terms)
+    cols += list(sheets.sweep_terms("ttft_ms", "burst_new_tokens", None))
     return SweepTable("Tornado_Calc", leads, tuple(cols), "every driver moved low and high, the TPM chain recomputed, "
                       "and the TTFT at the planned load with the planned instance count")
 

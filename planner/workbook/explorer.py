@@ -32,7 +32,7 @@ def _explorer_inputs() -> list[tuple[str, str, str | None, bool]]:
     out = [("Resolved", rc.name, rc.fmt, rc.text) for rc in sheets.RESOLVED
            if rc.name not in ("workload", "model_row", "gpu_row")]
     have = {n for _s, n, _f, _t in out}
-    out += [("Results", c.name, c.fmt, c.text) for c in sheets.RESULTS if c.name not in have]
+    out += [("Results", c.name, c.fmt, c.text) for c in sheets.without_terms(sheets.RESULTS) if c.name not in have]
     return out
 
 
@@ -132,13 +132,16 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     ht = plan.sens.table("Sensitivity_Hit")
     k = ht.k
     top, left = 2, 3
-    names = ["hit"] + [c.name for c in ht.cols]
+    # the sweep's term columns (planner.plan.columns.sweep_terms) stay off this one-workload sheet: its
+    # formulas hold their terms' text, as the layout and print of the sheet did before them
+    hcols = sheets.without_terms(ht.cols)
+    names = ["hit"] + [c.name for c in hcols]
     own = {nm: left + j for j, nm in enumerate(names)}
-    write_header(ws, fm, ["hit [fraction]"] + [c.header for c in ht.cols], [11] * len(names), top, left, freeze=False)
+    write_header(ws, fm, ["hit [fraction]"] + [c.header for c in hcols], [11] * len(names), top, left, freeze=False)
     frame = plan.sens.block("Sensitivity_Hit", 0, 1)
     for i, h in enumerate(plan.hit_grid):
         ws.write_number(top + 1 + i, left, float(h), fm("const", schema.FMT_PCT))
-    write_rows(ws, fm, top + 1, own, ht.cols, frame, base_ref)
+    write_rows(ws, fm, top + 1, own, hcols, frame, base_ref)
     hit_rows = (top + 1, top + k)
     visible_right = left + len(names) - 1
 
@@ -155,7 +158,8 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     helper = chart_right + 1
     tc = plan.sens.table("Tornado_Calc")
     sw_left, mk_left, t_left = helper, helper + 6, helper + 10
-    tnames = ["driver", "case", "driver_no", "direction", "upper"] + [c.name for c in tc.cols]
+    tcols = sheets.without_terms(tc.cols)
+    tnames = ["driver", "case", "driver_no", "direction", "upper"] + [c.name for c in tcols]
     helper_right = t_left + len(tnames) - 1
 
     # the sorted tornado (what a reader needs), below the hit sweep
@@ -170,7 +174,7 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     for ld in tc.leads:
         for i, v in enumerate(ld.values):
             write_cell(ws, t_top + 1 + i, t_own[ld.name], v, fm("const", ld.fmt))
-    write_rows(ws, fm, t_top + 1, t_own, tc.cols, calc, base_ref)
+    write_rows(ws, fm, t_top + 1, t_own, tcols, calc, base_ref)
     summary = plan.sens.tornado_block(0, 1)
     sorted_block = tornado_sorted(ws, fm, s_top, left, summary, cell_of["tpm_delivered_target"],
                                    lambda d, case, name: refs.cell(t_top + 1 + 2 * d + case, t_own[name]),

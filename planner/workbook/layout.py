@@ -10,6 +10,7 @@ from planner.core import schema
 
 from planner.plan import columns as sheets
 from planner.core.refs import cell, sheet_ref
+from planner.workbook.shared_terms import share_terms
 from planner.workbook.xlfast import ROW, WL_ROW, FormulaTemplate
 from planner.workbook.styles import Formats, values_list
 
@@ -83,7 +84,7 @@ def column_templates(own: dict[str, int], cols: tuple, base_ref: Callable[[str, 
     Constants sheet; else ``base_ref(name, row)`` (Resolved/Results of the row's
     workload, or the Explorer's input cells).
     """
-    out = []
+    texts, keys = [], []
     for c in cols:
         def ref(a, col=c.name):
             if isinstance(a, sheets.Lit):
@@ -96,8 +97,14 @@ def column_templates(own: dict[str, int], cols: tuple, base_ref: Callable[[str, 
                 return sheets.NAMED_VALUES[a][0]
             return base_ref(a, WL_ROW)
 
-        out.append(FormulaTemplate(c.func.xl(*(ref(a) for a in c.args))))
-    return out
+        refs = [ref(a) for a in c.args]
+        texts.append(c.func.xl(*refs))
+        term = getattr(c.func, "xl_term", None)
+        keys.append(None if c.text else term(*refs) if term else texts[-1])
+    # a formula refers to a same-row column wherever it would repeat that column's text (shared_terms)
+    cells = [cell(ROW, own[c.name], col_abs=True) if c.name in own else None for c in cols]
+    keys = [k if r is not None else None for k, r in zip(keys, cells)]
+    return [FormulaTemplate(t) for t in share_terms(texts, keys, cells)]
 
 
 def write_rows(ws, fm: Formats, first_row: int, own: dict[str, int], cols: tuple, frame,

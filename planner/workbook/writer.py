@@ -151,6 +151,8 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
             ws_results.write_comment(0, pos["Results"][c.name], c.description, {"x_scale": 1.6})
     write_rows(ws_results, fm, 1, pos["Results"], sheets.RESULTS, plan.results, lambda name, row: layout.base(name, row))
     ws_results.autofilter(0, 0, n, len(sheets.RESULTS) - 1)
+    # printed without the terms of the formulas (planner.plan.columns.sweep_terms: the last columns)
+    ws_results.print_area(0, 0, n, len(sheets.without_terms(sheets.RESULTS)) - 1)
     tick(n)
 
     checks_for(plan, layout).write(wb, ws_checks, fm)
