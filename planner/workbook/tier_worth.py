@@ -375,10 +375,18 @@ def memo_findings(plan) -> list[dict[str, str]]:
     for w, sw, val in rows:
         saved = float(np.nan_to_num(val["gpus_saved"]))
         be = val["break_even_cost_per_gib_month"]
-        split = ", ".join(f"{x.name} {_pct(h)}" for x, h in zip(tp.tiers, w.hits))
-        text = (f"{w.workload}: from its trace {w.trace}, a {_gib(val['capacity_gib'])} GiB {t.name} tier {per} "
-                f"raises the hit ratio from {_pct(val['hit_without'])} to {_pct(val['hit_with'])} "
-                f"({split}) and saves {saved:,.0f} GPU{'' if saved == 1 else 's'}, {cur} {_money(val['net_saving_per_month'])} per month net "
+        # the split of the sweep's row read as "with the tier" (its declared capacity, or the curve's ceiling when
+        # it declares 0): w.hits is the plan's, which has no such tier then (red team 6: "a 294 GiB dram tier ...
+        # raises the hit ratio from 16% to 93% (hbm 16%, dram 0%)")
+        split = ", ".join(f"{x.name} {_pct(sw[f't{k + 1}_hit'][DECLARED])}" for k, x in enumerate(tp.tiers))
+        declared = float(w.capacity_gib[swept_index(tp)])
+        verb = "raises" if declared > 0 else "would raise"
+        what = (f"a {_gib(val['capacity_gib'])} GiB {t.name} tier {per}" if declared > 0 else
+                f"a {t.name} tier {per} of {_gib(val['capacity_gib'])} GiB (the trace's every distinct block; Tiers "
+                f"declares 0 GiB, so the plan has none)")
+        text = (f"{w.workload}: from its trace {w.trace}, {what} "
+                f"{verb} the hit ratio from {_pct(val['hit_without'])} to {_pct(val['hit_with'])} "
+                f"({split}) and {'saves' if declared > 0 else 'would save'} {saved:,.0f} GPU{'' if saved == 1 else 's'}, {cur} {_money(val['net_saving_per_month'])} per month net "
                 f"of the tier's {cur} {_money(val['tier_cost_per_month'])}.")
         if not np.isnan(be):
             text += f" It pays for itself up to {cur} {be:,.2f} per GiB-month"
