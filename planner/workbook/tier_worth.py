@@ -30,7 +30,7 @@ from planner.core import schema
 from planner.equations import tables as tb
 from planner.equations import tiers
 from planner.inputs.kv_tiers import TierPlan, WorkloadTiers, hits_at
-from planner.workbook.kv_tiers_sheets import TIER_HITS, interp_xl, tier_cols, columns as th_columns
+from planner.workbook.kv_tiers_sheets import TIER_HITS, interp_xl, tier_cols, tier_cost_per_month, columns as th_columns
 from planner.workbook.layout import sheet_columns
 from planner.core.refs import cell_range, setting_name, sheet_range, sheet_ref, whole_column
 from planner.workbook.styles import write_header
@@ -345,7 +345,9 @@ def summary_lines(wb, ws, fm, plan, r: int) -> int:
     t = tp.tiers[swept_index(tp)]
     ws.write_string(r, 0, f"KV tiers: what the {t.name} tier is worth (Tier_Value, Tier_Worth)", fm("title"))
     heads = ("workload", "hit without / with", "GPUs saved", f"net saving per month [{cur}]",
-             f"break-even [{cur}/GiB-month]")
+             f"break-even [{cur}/GiB-month]", f"tiers bought per month [{cur}]")
+    cost_col = th_columns(tp).index("tier_cost_per_month")
+    gpn = float(plan.settings.get("gpus_per_node", 8.0))
     for j, h in enumerate(heads):
         ws.write_string(r + 1, j, h, fm("header"))
     for b, (w, _sw, val) in enumerate(rows):
@@ -359,7 +361,15 @@ def summary_lines(wb, ws, fm, plan, r: int) -> int:
         be = val["break_even_cost_per_gib_month"]
         ws.write_formula(rr, 4, f"={V('break_even_cost_per_gib_month')}", fm("calc", "#,##0.00"),
                          "" if np.isnan(be) else float(be))
-    return r + 2 + len(rows) + 1
+        # what the plan buys in its tiers (every priced tier, at the declared capacities): not in the fleet's GPU
+        # cost above, which a finance reader would otherwise take for the whole (red team 6)
+        hit_row = tp.workloads.index(w) + 1
+        ws.write_formula(rr, 5, "=" + sheet_ref(TIER_HITS, hit_row, cost_col, row_abs=True), fm("calc", "#,##0"),
+                         tier_cost_per_month(w, tp, plan.results, gpn))
+    ws.write_string(r + 2 + len(rows), 0, "Tiers bought per month: every priced tier at its declared capacity "
+                    "(Tier_Hits), not in the cost of the fleet above, which is GPUs only; a pool tier shared by "
+                    "several workloads is one purchase, counted in each of their rows.", fm("note"))
+    return r + 2 + len(rows) + 2
 
 
 def memo_findings(plan) -> list[dict[str, str]]:
