@@ -60,6 +60,12 @@ def test_a_batch_above_the_decode_s_concurrency_is_warned_with_both_counts(tmp_p
     assert f"({400 + D16:,.0f} ms of chip time, about 14 instances on throughput instead of 48)" in notes[0]
 
 
+def test_a_count_the_batch_would_not_change_says_nothing(tmp_path):
+    # demand 1,000 tokens/min: one instance either way (ceil(1000 / 126,000) = ceil(1000 / 459,230) = 1)
+    _plan, notes = _notes(tmp_path, batch=16, demand_tpm=1000)
+    assert notes == []
+
+
 def test_the_decode_at_its_own_batch_says_nothing(tmp_path):
     _plan, notes = _notes(tmp_path, batch=1)
     assert notes == []

@@ -118,8 +118,10 @@ def _decode_batch_note(r, res, i: int) -> str | None:
     dem, tpm = float(res["demand_tpm"].iat[i]), float(r["tpm_delivered_target"].iat[i])
     u, n = float(res["target_utilization"].iat[i]), float(r["instances_throughput"].iat[i])
     if np.isfinite(dem) and dem > 0 and tpm > 0 and u > 0 and np.isfinite(n):
-        text += (f", about {math.ceil(dem / (tpm * chip / chip_b * u) - 1e-9):,} instances on throughput instead "
-                 f"of {n:,.0f}")
+        n_b = math.ceil(dem / (tpm * chip / chip_b * u) - 1e-9)
+        if n_b >= n:   # the same count either way: nothing the plan would change
+            return None
+        text += f", about {n_b:,} instance{'' if n_b == 1 else 's'} on throughput instead of {n:,.0f}"
     return text + ("): measure the decode at the concurrency you serve at (a load test at that concurrency, or "
                    "t_decode_ms with t_decode_batch typed)")
 
