@@ -6,6 +6,8 @@
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -62,6 +64,8 @@ def example_path() -> Path:
     if p.exists():
         return p
     tmp = Path(tempfile.mkdtemp(prefix="planner-example-")) / "example.xlsx"
+    # removed when the process ends (red team 6: each `planner run` of a wheel install left its folder behind)
+    atexit.register(shutil.rmtree, tmp.parent, True)
     write_example(tmp)
     return tmp
 

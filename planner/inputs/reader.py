@@ -511,6 +511,8 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
         problems.append(Problem(Place.at_row(ws.title, 1), "needs the two columns 'key' and 'value'"))
         return values, extra
     jk, jv = heads.index("key"), heads.index("value")
+    near: list[tuple[str, Any, Any, Place]] = []  # keys that named no setting (red team 6: a near miss is refused)
+    present: set[str] = set()
     for cells in rows:
         kcell = cells[jk] if jk < len(cells) else None
         vcell = cells[jv] if jv < len(cells) else None
@@ -520,7 +522,9 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
             continue
         if key not in spec:
             extra.append((getattr(kcell, "value", None), raw))
+            near.append((key, getattr(kcell, "value", None), raw, Place.cell(ws.title, jk + 1, kcell.row)))
             continue
+        present.add(key)
         s = spec[key]
         where = Place.cell(ws.title, jv + 1, kcell.row)
         if places is not None:
@@ -557,5 +561,8 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
             problems.append(Problem(where, err))
         elif v is not None:
             values[key] = v
+    from planner.inputs.settings_keys import near_key_problems
+
+    problems.extend(near_key_problems(near, present, list(spec), {k: s.default for k, s in spec.items()}))
     return values, extra
 

@@ -88,6 +88,44 @@ def findings(plan, limit: int = 4) -> list[dict[str, str]]:
     return out
 
 
+def _decode_batch_note(r, res, i: int) -> str | None:
+    """The throughput count plans ``t_decode_ms`` as measured at ``t_decode_batch``; a warning when the row's
+    ``batch`` is larger and the decode-step law (``s(B) = s0 + B s1``, Results ``step_weights_ms`` and
+    ``step_kv_ms``) gives a much cheaper decode per request there (red team 6).
+
+    Found on the README's own load test (concurrency 1, ``tpot_ms`` 8 at osl 200, so ``t_decode_ms`` 1,600
+    at ``t_decode_batch`` 1) with Workloads ``batch`` blank (the HBM fit, 63) or ``concurrency`` 8: the chip
+    time per request stays ``P + 1,600`` ms, an engine decoding one request at a time (docs/model.md,
+    "Blank batch"), 80 instances where the step law at batch 63 gives ``D(63) = 200 (s0 + 63 s1) / 63``
+    = 125 ms per request and about 21; and at concurrency 8 the row's own closed loop serves 1.45
+    requests/s an instance (28 instances) while the throughput count, at 0.5 requests/s, binds at 80.
+    Nothing said so. The count is left as it is (the measured decode is the evidence); the warning gives
+    both numbers and what to measure."""
+    d, osl = float(res["t_decode_ms"].iat[i]), float(res["osl"].iat[i])
+    b_ref, batch = float(res["t_decode_batch"].iat[i]), float(res["batch"].iat[i])
+    s0, s1 = float(r["step_weights_ms"].iat[i]), float(r["step_kv_ms"].iat[i])
+    if not (d > 0 and osl > 0 and batch > b_ref and np.isfinite(s0 + s1)):
+        return None
+    d_b = osl * (s0 + batch * s1) / batch          # the decode share per request at the row's batch [ms]
+    if not d_b < 0.9 * d:
+        return None
+    chip = float(r["chip_ms_target"].iat[i])
+    chip_b = chip - d + d_b
+    text = (f"t_decode_ms {d:,.6g} holds at t_decode_batch {b_ref:,.0f} (the decode's own concurrency), so the "
+            f"throughput count plans {chip:,.0f} ms of chip time per request, as if each instance decoded "
+            f"{b_ref:,.0f} request{'' if b_ref == 1 else 's'} at a time; at this row's batch {batch:,.0f} the "
+            f"decode-step law gives {d_b:,.4g} ms of decode per request ({chip_b:,.0f} ms of chip time")
+    dem, tpm = float(res["demand_tpm"].iat[i]), float(r["tpm_delivered_target"].iat[i])
+    u, n = float(res["target_utilization"].iat[i]), float(r["instances_throughput"].iat[i])
+    if np.isfinite(dem) and dem > 0 and tpm > 0 and u > 0 and np.isfinite(n):
+        n_b = math.ceil(dem / (tpm * chip / chip_b * u) - 1e-9)
+        if n_b >= n:   # the same count either way: nothing the plan would change
+            return None
+        text += f", about {n_b:,} instance{'' if n_b == 1 else 's'} on throughput instead of {n:,.0f}"
+    return text + ("): measure the decode at the concurrency you serve at (a load test at that concurrency, or "
+                   "t_decode_ms with t_decode_batch typed)")
+
+
 def warnings(plan) -> list:
     """Located warnings on latency at load (planner.core.errors.Problem): targets no instance count meets,
     prefills that saturate an instance at the planned load, a fixed concurrency whose KV does not
@@ -123,6 +161,8 @@ def warnings(plan) -> list:
                                       f"reading the weights and that batch's KV at the full HBM bandwidth "
                                       f"({floor[i]:,.3g} ms): the latency at load uses {floor[i]:,.3g} ms per step "
                                       f"(check the TPOT's unit and the concurrency it was measured at)"))
+        if (why := _decode_batch_note(r, res, i)) is not None:
+            out.append(Problem(place, why))
         if np.isnan(mean[i]):
             out.append(Problem(place, "at the planned load the prefills alone keep the instance busy: the prefill "
                                       "queue grows without bound (ttft_load_ms blank)"))

@@ -120,7 +120,10 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
         # a grown row: the workload's own hit ratio and demand, its layout written as values
         for c in pr.CALC_COLS:
             style = fm("calc", _fmt(c))
-            v = stored_value(rec[c], c == "binding") if c in sz.NAMES else cell_or_blank(rec[c])  # inf: "unreachable"
+            # inf: "unreachable", in the baseline's chain too (red team 6: a baseline target no count meets stored
+            # the number inf, which is no valid cell value: Excel repairs the file, openpyxl cannot open it)
+            v = (stored_value(rec[c], c in ("binding", "binding_baseline")) if c in sz.NAMES or c in sz.BASELINE_NAMES
+                 else cell_or_blank(rec[c]))
             if c in f:
                 calc_ws.write_formula(r, own[c], "=" + f[c], style, v)
             elif c in ("workload", "period", "demand_unit"):  # the layout of a grown row
