@@ -96,7 +96,7 @@ def _inflate(f, lib=zlib):
 
 def blocks(path: Path, size: int | None = None, progress: bool = False):
     """The file's text, about ``size`` (default ``BLOCK_BYTES``) bytes at a time, each ending at a
-    line's end (or the file's); with ``progress``, ``(text, share of the file's bytes read)`` (of the
+    line's end (or the file's), a UTF-8 byte order mark at its start dropped; with ``progress``, ``(text, share of the file's bytes read)`` (of the
     compressed bytes for gzip, counted as the decompressor consumes them)."""
     size = size or BLOCK_BYTES
     total = max(1, Path(path).stat().st_size)
@@ -106,6 +106,7 @@ def blocks(path: Path, size: int | None = None, progress: bool = False):
         lib = INFLATE if total >= ISAL_MIN_FILE else zlib
         pieces = _inflate(f, lib) if gz else ((b, f.tell()) for b in iter(lambda: f.read(size), b""))
         held, n_held = [], 0                             # text not yet yielded, in pieces
+        head = True                                      # the file's start not yet yielded
         for out, pos in pieces:
             held.append(out)
             n_held += len(out)
@@ -117,9 +118,21 @@ def blocks(path: Path, size: int | None = None, progress: bool = False):
             blk = b"".join(held[:-1]) + out[:cut]
             held = [out[cut:]]
             n_held = len(held[0])
+            if head:
+                blk, head = _without_bom(blk), False
             yield (blk, pos / total) if progress else blk
         if n_held:
-            yield (b"".join(held), 1.0) if progress else b"".join(held)
+            blk = _without_bom(b"".join(held)) if head else b"".join(held)
+            yield (blk, 1.0) if progress else blk
+
+
+BOM = b"\xef\xbb\xbf"
+
+
+def _without_bom(text: bytes) -> bytes:
+    """The file's first text without a UTF-8 byte order mark (what a Windows editor may write first;
+    Python's ``utf-8-sig`` codec drops it the same way, and only there)."""
+    return text[len(BOM):] if text.startswith(BOM) else text
 
 
 # The gaps between the numbers of a line in Mooncake's layout (``json.dumps`` of its record).

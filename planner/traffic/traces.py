@@ -117,11 +117,13 @@ class TraceError(InputError):
 
 
 def _open(path: Path):
+    """The trace's text line by line; ``utf-8-sig``: a byte order mark at its start is dropped (as
+    :func:`planner.traffic.trace_reader.blocks` drops it), one anywhere else is refused by JSON."""
     with open(path, "rb") as f:
         magic = f.read(2)
     if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="strict")
-    return open(path, encoding="utf-8", errors="strict")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", errors="strict")
+    return open(path, encoding="utf-8-sig", errors="strict")
 
 
 def _int_of(v) -> int | None:
