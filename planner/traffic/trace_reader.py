@@ -287,8 +287,11 @@ def parse_bailian(blk: bytes):
     gl = np.empty(n_num + 1, dtype=np.int64)
     gl[:-1] = start - gap_at[:-1]
     gl[-1] = len(u) - end[-1]
-    nl = np.flatnonzero(u == 10)
-    first = np.searchsorted(start, np.concatenate(([0], nl[:-1] + 1)))   # the first run of each line
+    # the first run of each line: after a gap opening with "]" (the last id's, ``]}\n{"chat_id": ``); the
+    # gaps' texts are checked below, so a "]" elsewhere fails there
+    first = np.flatnonzero(u[gap_at[1:n_num]] == 93)
+    first += 1
+    first = np.concatenate(([0], first))
     n = len(first)
     last = np.append(first[1:], n_num)                 # past the last run of each line
     if np.any(last - first < 7) or gl[-1] != len(_CLOSE):   # 6 numbers and 1 id at least
