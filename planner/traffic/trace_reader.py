@@ -193,6 +193,16 @@ def _window_is(u: np.ndarray, at: np.ndarray, text: bytes) -> bool:
     return True
 
 
+def _runs(dig: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(start, end)`` offsets of the runs of True in ``dig`` (its first and last False), each run
+    ``[start, end)``: contiguous, int32 below 2^31 bytes (half the memory traffic of int64 for the
+    parsers' dozens of passes over them: 11% of a Mooncake block's parse, measured)."""
+    edge = np.flatnonzero(dig[1:] != dig[:-1]).astype(np.int32 if len(dig) < 2**31 - 1 else np.int64)
+    edge += 1                                        # starts and ends, alternating
+    se = edge.reshape(-1, 2).T.copy()
+    return se[0], se[1]
+
+
 def parse_mooncake(blk: bytes):
     """``(input_length, output_length, timestamp, lens, ids)`` of a block in Mooncake's layout, or None.
 
@@ -210,14 +220,13 @@ def parse_mooncake(blk: bytes):
     if len(u) < len(_OPEN) + len(_GAP_IN) or u[0] != 123:
         return None
     dig = (u - np.uint8(48)) < 10                    # ASCII digits (the subtraction wraps for the rest)
-    edge = np.flatnonzero(dig[1:] != dig[:-1]) + 1   # run starts and ends, alternating (u[0], u[-1] not digits)
-    start, end = edge[0::2], edge[1::2]
-    del dig, edge
+    start, end = _runs(dig)                          # (u[0], u[-1] are not digits)
+    del dig
     n_num = len(start)
-    gap_at = np.empty(n_num + 1, dtype=np.int64)     # gap i: [gap_at[i], gap_at[i] + gl[i])
+    gap_at = np.empty(n_num + 1, dtype=start.dtype)  # gap i: [gap_at[i], gap_at[i] + gl[i])
     gap_at[0] = 0
     gap_at[1:] = end
-    gl = np.empty(n_num + 1, dtype=np.int64)
+    gl = np.empty(n_num + 1, dtype=start.dtype)
     gl[:-1] = start - gap_at[:-1]
     gl[-1] = len(u) - end[-1] if n_num else len(u)
     if n_num < 4 or gl[0] != len(_OPEN) or gl[-1] != len(_CLOSE):
@@ -275,16 +284,15 @@ def parse_bailian(blk: bytes):
     if len(u) < len(_B_OPEN) + 2 or u[0] != 123:
         return None
     dig = (u - np.uint8(48)) < 10
-    edge = np.flatnonzero(dig[1:] != dig[:-1]) + 1
+    start, end = _runs(dig)
     del dig
-    start, end = edge[0::2], edge[1::2]
     n_num = len(start)
     if n_num < 7:
         return None
-    gap_at = np.empty(n_num + 1, dtype=np.int64)
+    gap_at = np.empty(n_num + 1, dtype=start.dtype)
     gap_at[0] = 0
     gap_at[1:] = end
-    gl = np.empty(n_num + 1, dtype=np.int64)
+    gl = np.empty(n_num + 1, dtype=start.dtype)
     gl[:-1] = start - gap_at[:-1]
     gl[-1] = len(u) - end[-1]
     # the first run of each line: after a gap opening with "]" (the last id's, ``]}\n{"chat_id": ``); the
