@@ -178,6 +178,16 @@ def _digits_value(blk: bytes, end: np.ndarray, ln: np.ndarray) -> np.ndarray:
     return val
 
 
+_SEP = np.frombuffer(b", ", dtype="<u2")[0]
+
+
+def _pairs_are(blk: bytes, at: np.ndarray, pair: np.uint16) -> bool:
+    """Every ``blk[at[i]:at[i] + 2]`` is ``pair`` (the two bytes read as one little-endian word: one
+    gather, not two)."""
+    pairs = np.ndarray((len(blk) - 1,), dtype="<u2", buffer=blk, strides=(1,))   # the 2 bytes at each offset
+    return bool(np.all(pairs[at] == pair))
+
+
 def _window_is(u: np.ndarray, at: np.ndarray, text: bytes) -> bool:
     """Every ``u[at + i] == text[i]`` (``at + len(text) <= len(u)``): eight bytes at a time, the last
     eight overlapping, for a text of eight bytes or more."""
@@ -242,8 +252,7 @@ def parse_mooncake(blk: bytes):
     two = gl == 2
     if int(np.count_nonzero(two)) != n_num - 4 * n:  # every other gap is one between two ids
         return None
-    a2 = gap_at[two]
-    if not (np.all(u[a2] == 44) and np.all(u[a2 + 1] == 32)):   # ", "
+    if not _pairs_are(blk, gap_at[two], _SEP):       # ", "
         return None
     if not (_window_is(u, gap_at[heads[1:]], _NEXT) and _window_is(u, gap_at[:1], _OPEN)
             and _window_is(u, gap_at[heads + 1], _GAP_IN) and _window_is(u, gap_at[heads + 2], _GAP_OUT)
@@ -253,7 +262,7 @@ def parse_mooncake(blk: bytes):
     if ln.max() > 18 or np.any((u[start] == 48) & (ln > 1)):   # past int64's 18 safe digits; a leading zero
         return None
     vals = _digits_value(blk, end, ln)
-    del start, end, ln, gap_at, gl, two, a2
+    del start, end, ln, gap_at, gl, two
     k = np.diff(np.append(heads, n_num)) - 3          # ids of each line
     keep = np.ones(n_num, dtype=bool)
     keep[heads] = keep[heads + 1] = keep[heads + 2] = False
@@ -314,7 +323,7 @@ def parse_bailian(blk: bytes):
     k = last - first - 6 - f                           # ids of each line
     if np.any(k < 1):
         return None
-    if not (np.all(gl[two] == 2) and np.all(u[gap_at[two]] == 44) and np.all(u[gap_at[two] + 1] == 32)):
+    if not (np.all(gl[two] == 2) and _pairs_are(blk, gap_at[two], _SEP)):   # ", "
         return None
     neg = gl[first + 1] == len(_B_PARENT_NEG)
     opened = np.full(n, len(_CLOSE + _B_OPEN), dtype=np.int64)
