@@ -190,3 +190,19 @@ def test_a_byte_order_mark_elsewhere_is_a_located_problem(tmp_path):
         T.trace_reuse(bom, warmup=0)
     assert [str(p.place) for p in e.value.problems] == ["b.jsonl line 2"]
     assert "BOM" in e.value.problems[0].message or "JSON" in e.value.problems[0].message
+
+
+def test_block_size_fits_counted_exactly_up_to_int64():
+    """The block-size evidence (requests with exactly ceil(input_length / B) blocks, every B tried) by
+    Python's integers, on inputs up to 2^63 - 1 (a shift for powers of two must not overflow)."""
+    rng = random.Random(3)
+    inp = [rng.choice([0, 1, 15, 16, 17, 511, 512, 513, rng.randrange(10**6), 2**63 - 1, 2**63 - 512, 2**62 + 1])
+           for _ in range(400)]
+    sizes = [1 << j for j in range(17)] + [300]
+    lens = [-(-x // rng.choice(sizes)) + rng.choice([0, 0, 1, -1]) for x in inp]
+    lens = [max(0, x) for x in lens]
+    st = T._LengthNotes(300).add(np.array(inp, dtype=np.int64), np.array(lens, dtype=np.int64), np.zeros(400))
+    has = [(x, k) for x, k in zip(inp, lens) if x > 0 and k > 0]
+    assert st.evidence == len(has)
+    for b, got in zip(st.sizes.tolist(), st.fit.tolist()):
+        assert got == sum(1 for x, k in has if -(-x // b) == k), b
