@@ -30,9 +30,10 @@ trace                       blocks      distinct blocks   ``all``: CPU, peak RSS
 Mooncake, 1,000,000         17,749,746   5,499,912        3.77-4.03 s, 105-109 MB    4.27-4.93 s, 124-125 MB
 Bailian, 1,000,000          17,749,746   5,499,912        4.69-4.95 s, 110 MB        5.09-5.96 s, 121-128 MB
 Mooncake, 3,000,000         53,249,544  16,499,897        12.3-17.0 s, 224-228 MB    13.4-17.2 s, 242-248 MB
-Bailian, 3,000,000          53,249,544  16,499,897        15.9-17.2 s, 221-223 MB    17.8-17.9 s, 237 MB
+Bailian, 3,000,000          53,249,544  16,499,897        15.9-17.2 s, 218-223 MB    17.8-17.9 s, 237 MB
 ==========================  ==========  ================  =========================  =========================
 
+(Bailian at three million in the second round, at a load average of 10-12: 23.0 s against main's 24.4-26.7 s.)
 Per million requests: the imports 0.17 s (no openpyxl or XlsxWriter on the trace path), one
 decompression 0.4-0.55 s (ISA-L's inflate, PyPI ``isal``; zlib's took 0.65-1 s), the block parser
 1.4-1.7 s in Mooncake's layout and 2.3-2.5 s in Bailian's longer lines (about 8-9 ms a MB of text), the

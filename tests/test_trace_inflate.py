@@ -93,3 +93,18 @@ def test_isal_refuses_a_damaged_file_as_zlib_does(tmp_path, big_gz, damage):
     assert bad.read_bytes() == bytes(raw)            # the input untouched
     with pytest.raises((zlib.error, EOFError, OSError)):   # what the stdlib says of it
         gzip.decompress(bytes(raw))
+
+
+def test_without_isal_the_trace_reads_by_zlib(tmp_path, big_gz):
+    """``isal`` not installed (its import blocked in a fresh interpreter): the same curve, by zlib."""
+    import json
+    import subprocess
+    import sys
+    code = ("import sys, json\nsys.modules['isal'] = None\n"
+            "from planner.traffic import trace_reader as TR, traces as T\n"
+            "assert TR.INFLATE is __import__('zlib')\n"
+            f"r, _ = T.trace_reuse({str(big_gz)!r})\n"
+            "print(json.dumps([r.cum_tokens[-1].item(), r.total_tokens, r.warmup_blocks, r.unique_blocks]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    r, _ = T.trace_reuse(big_gz)
+    assert json.loads(out.stdout) == [int(r.cum_tokens[-1]), r.total_tokens, r.warmup_blocks, r.unique_blocks]
