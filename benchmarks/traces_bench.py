@@ -33,7 +33,7 @@ Mooncake, 3,000,000         53,249,544  16,499,897        12.3-17.0 s, 224-228 M
 Bailian, 3,000,000          53,249,544  16,499,897        15.9-17.2 s, 218-223 MB    17.8-17.9 s, 237 MB
 ==========================  ==========  ================  =========================  =========================
 
-(Bailian at three million in the second round, at a load average of 10-12: 23.0 s against main's 24.4-26.7 s.)
+(Bailian at three million in the second round, at a load average of 10-14: 20.3-23.0 s against main's 24.4-26.7 s.)
 Per million requests: the imports 0.17 s (no openpyxl or XlsxWriter on the trace path), one
 decompression 0.4-0.55 s (ISA-L's inflate, PyPI ``isal``; zlib's took 0.65-1 s), the block parser
 1.4-1.7 s in Mooncake's layout and 2.3-2.5 s in Bailian's longer lines (about 8-9 ms a MB of text), the
