@@ -16,33 +16,32 @@ milliseconds), then runs, each in a fresh process with its peak memory (max RSS)
 
 Prints a table and writes JSON; ``cpu_s`` is the CPU time of the process, which is what its wall
 time is on an idle core (``import_cpu_s``: the part spent before the work, Python, numpy and planner's
-imports, about 0.3 s).
+imports, about 0.17 s).
 
-Measured on the shared 2-core development machine (numpy 2.4, Python 3.11), 2026-12-01, on the
-traces this script writes (seed 1), each by ``python benchmarks/traces_bench.py --child TRACE all``,
-main at a46249d (its own copy of this script, ``git archive``) and this code run one after the other on
-the same file while other jobs held the load average at 8-12 (the same code's CPU time moves by a
-third with the load: the pairs are the fair comparison; "alone" are single runs of this code at load 4-9):
+Measured on the shared 2-core development machine (numpy 2.4, Python 3.11, isal 1.9), 2026-12-02, on
+the traces this script writes (seed 1), each by ``python benchmarks/traces_bench.py --child TRACE all``,
+main at 6dcd91e (its own copy of this script, ``git archive``) and this code run one after the other on
+the same file, two rounds, at a load average of 5-6 and then 7-10 (the same code's CPU time moves by a
+fifth with the load: the pairs are the fair comparison):
 
-==========================  ==========  ================  ================================  ====================
-trace                       blocks      distinct blocks   ``all``: CPU, peak RSS            main, same pairs
-==========================  ==========  ================  ================================  ====================
-Mooncake, 1,000,000         17,749,746   5,499,912        4.5, 4.9 s (alone 4.2), 123-136 MB  6.3, 6.6 s, 139 MB
-Bailian, 1,000,000          17,749,746   5,499,912        6.5, 5.7 s (alone 5.6), 123-125 MB  8.4, 8.3 s, 141-151 MB
-Mooncake, 3,000,000         53,249,544  16,499,897        12.9 s (alone 11.4-12.8), 243 MB    18.1 s, 298 MB
-Bailian, 3,000,000          53,249,544  16,499,897        15.5 s (alone 17.0), 234 MB         22.6 s, 292 MB
-==========================  ==========  ================  ================================  ====================
+==========================  ==========  ================  =========================  =========================
+trace                       blocks      distinct blocks   ``all``: CPU, peak RSS     main, same pairs
+==========================  ==========  ================  =========================  =========================
+Mooncake, 1,000,000         17,749,746   5,499,912        3.77-4.03 s, 105-109 MB    4.27-4.93 s, 124-125 MB
+Bailian, 1,000,000          17,749,746   5,499,912        4.69-4.95 s, 110 MB        5.09-5.96 s, 121-128 MB
+Mooncake, 3,000,000         53,249,544  16,499,897        12.3-17.0 s, 224-228 MB    13.4-17.2 s, 242-248 MB
+Bailian, 3,000,000          53,249,544  16,499,897        15.9-17.2 s, 218-223 MB    17.8-17.9 s, 237 MB
+==========================  ==========  ================  =========================  =========================
 
-The stack-distance pass alone (the parsed chunks of the Mooncake traces fed from memory to
-``planner.traffic.lru_pass.StackPass``): 1.7-1.9 s at a million (main: 3.5-4.7 s), 5.8-6.9 s at three
-million (main: 11.3 s). Per million requests the rest is one decompression (zlib, 0.65 s; ISA-L's
-``isal`` would take 0.34 s but consumes its input ahead of its output, which the warm-up's estimate from
-the share of the file read relies on), the parser (1.3 s in Mooncake's layout, 2 s in Bailian's longer
-lines) and the imports. Memory at three million: 8 bytes per distinct block id (132 MB: last use,
-parent check), 8 bytes per counted unit (about 20 MB), 1 bit per access and the superblock counts
-(7 MB), the warm-up's kept chunks (about 15 MB), one 1 MB block of text with its chunk's temporaries,
-and the interpreter with numpy and planner's imports (41 MB); at the end one int64 per distinct block
-(the curve), after the per-block state is freed.
+(Bailian at three million in the second round, at a load average of 10-14: 20.3-23.0 s against main's 24.4-26.7 s.)
+Per million requests: the imports 0.17 s (no openpyxl or XlsxWriter on the trace path), one
+decompression 0.4-0.55 s (ISA-L's inflate, PyPI ``isal``; zlib's took 0.65-1 s), the block parser
+1.4-1.7 s in Mooncake's layout and 2.3-2.5 s in Bailian's longer lines (about 8-9 ms a MB of text), the
+stack-distance pass 1.7-2.2 s (at three million 5.8-8 s). Memory at three million: 8 bytes per
+distinct block id (132 MB: last use, parent check), 8 bytes per counted unit (about 20 MB), 1 bit per
+access and the superblock counts (7 MB), the warm-up's kept chunks (about 15 MB), one 1 MB block of
+text with its chunk's temporaries, and the interpreter with numpy (28 MB); at the end one int64 per
+distinct block (the curve), after the per-block state is freed.
 """
 
 from __future__ import annotations

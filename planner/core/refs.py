@@ -23,10 +23,32 @@ Rows and columns are 0-based, as XlsxWriter's ``write_*`` (row 0 is Excel row 1)
 
 from __future__ import annotations
 
+import importlib
 import re
 
-from openpyxl.utils import get_column_letter
-from xlsxwriter.utility import quote_sheetname, xl_col_to_name, xl_range, xl_range_abs, xl_rowcol_to_cell
+
+def _lazy(module: str, name: str):
+    """``module.name``, imported at its first call (then the module's global is the function itself).
+
+    openpyxl and XlsxWriter cost about 0.25 s of CPU and 40 MB to import; a trace read
+    (planner.traffic, which reaches this module through planner.core.places) needs neither
+    (issue 19; tests/test_trace_import_weight.py)."""
+
+    def first_call(*args, **kwargs):
+        fn = getattr(importlib.import_module(module), name)
+        globals()[name] = fn
+        return fn(*args, **kwargs)
+
+    first_call.__name__ = first_call.__qualname__ = name
+    return first_call
+
+
+get_column_letter = _lazy("openpyxl.utils", "get_column_letter")
+quote_sheetname = _lazy("xlsxwriter.utility", "quote_sheetname")
+xl_col_to_name = _lazy("xlsxwriter.utility", "xl_col_to_name")
+xl_range = _lazy("xlsxwriter.utility", "xl_range")
+xl_range_abs = _lazy("xlsxwriter.utility", "xl_range_abs")
+xl_rowcol_to_cell = _lazy("xlsxwriter.utility", "xl_rowcol_to_cell")
 
 
 # --------------------------------------------------------------------------- row slots

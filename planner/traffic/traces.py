@@ -117,11 +117,13 @@ class TraceError(InputError):
 
 
 def _open(path: Path):
+    """The trace's text line by line; ``utf-8-sig``: a byte order mark at its start is dropped (as
+    :func:`planner.traffic.trace_reader.blocks` drops it), one anywhere else is refused by JSON."""
     with open(path, "rb") as f:
         magic = f.read(2)
     if magic == b"\x1f\x8b":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="strict")
-    return open(path, encoding="utf-8", errors="strict")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig", errors="strict")
+    return open(path, encoding="utf-8-sig", errors="strict")
 
 
 def _int_of(v) -> int | None:
@@ -312,7 +314,11 @@ class _LengthNotes:
             i, k = inp[has], np.asarray(lens)[has]
             self.evidence += len(i)
             for j, b in enumerate(self.sizes):
-                self.fit[j] += int(np.count_nonzero(-(-i // int(b)) == k))
+                b = int(b)
+                if b & (b - 1) == 0:                 # a power of two: ceil(i / b) by a shift (i >= 0, no overflow)
+                    self.fit[j] += int(np.count_nonzero((i >> (b.bit_length() - 1)) + ((i & (b - 1)) != 0) == k))
+                else:
+                    self.fit[j] += int(np.count_nonzero(-(-i // b) == k))
         if len(timestamp_s):
             self.unordered = self.unordered or timestamp_s[0] < self.t or bool(np.any(np.diff(timestamp_s) < 0))
             self.t = timestamp_s[-1]
