@@ -309,6 +309,14 @@ def _dispatch(handler, args) -> int:
     except Terminated:
         print("planner: terminated; no partial file was left", file=sys.stderr)
         return 143
+    except BrokenPipeError:
+        # the reader of stdout went away (`planner catalog | head`): what was asked for was printed
+        # as far as it was read, and files a command writes are committed before it prints. Python's
+        # documented way out (the signal module's note on SIGPIPE): stdout to devnull, so that the
+        # flush at exit does not fail again, and exit 1 as Python does on a broken pipe
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_ERROR
     except MemoryError:
         print("planner: environment problem: out of memory; nothing was written (files already there are "
               "unchanged)", file=sys.stderr)
