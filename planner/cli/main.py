@@ -49,7 +49,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="input workbook (.xlsx/.xlsm); default: the bundled example")
     run.add_argument("-o", "--output", type=Path,
                      help="output workbook; default: out/<input name>-plan.xlsx under the current folder")
-    run.add_argument("-q", "--quiet", action="store_true", help="print only problems")
+    run.add_argument("-q", "--quiet", action="store_true",
+                     help="leave out the progress and the summary lines: print only problems, warnings and "
+                          "notes (a filled blank or a converted unit changes a result, so it is always said)")
     memo = run.add_argument_group("memo and email")
     memo.add_argument("--no-memo", action="store_true",
                       help="write only the workbook (no <output>-memo.md/.html and charts beside it; an earlier "
