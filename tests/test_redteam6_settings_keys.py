@@ -64,3 +64,15 @@ def test_notes_and_keys_beside_their_setting_stay_note_rows(tmp_path):
                                         ("target_utilisation", "see row above"), ("hours_per_mnth", None)]))
     assert p_in.settings["target_utilization"] == 0.8
     assert [k for k, _v in p_in.settings_extra] == ["owner", "target_utilisation", "hours_per_mnth"]
+
+
+def test_a_value_without_a_key_is_refused_at_its_cell(tmp_path):
+    """A value whose key cell was left blank (a paste one column off, a key deleted) named no
+    setting and was dropped without a word; it is now a located problem. A row blank in both
+    cells stays a blank row."""
+    p = _input(tmp_path, [(None, 0.8), (None, None)])
+    with pytest.raises(InputError) as e:
+        read_input(p)
+    msgs = [str(x) for x in e.value.problems]
+    assert any(m.startswith("Settings!B3:") and "has no key" in m and "0.8" in m for m in msgs), msgs
+    assert not any("Settings!B4" in m for m in msgs), msgs

@@ -519,6 +519,10 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
         key = normalise_header(getattr(kcell, "value", None))
         raw = cell_value(vcell)
         if not key:
+            if raw is not None and str(raw).strip() != "":  # a value no setting names would be dropped silently
+                problems.append(Problem(Place.cell(ws.title, jv + 1, vcell.row),
+                                        f"the value {str(raw).strip()!r} has no key: type the setting's name in "
+                                        f"the key column of this row, or clear the value"))
             continue
         if key not in spec:
             extra.append((getattr(kcell, "value", None), raw))
