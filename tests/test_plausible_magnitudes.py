@@ -59,6 +59,9 @@ def _refused(path) -> list[str]:
     # a 70B typed in millions of parameters: 70,000 / 1,000 = 70 billion
     ("Models", "params_b", 70000, "params_b 70,000 billion is beyond any published model (the largest, Kimi-K2, "
                                   "has 1,026 billion parameters): typed in millions of parameters (70 billion"),
+    # an 8B typed in millions (red team 6: 8,000 was under the old bound of 10,000 and only its HBM was warned)
+    ("Models", "params_b", 8000, "params_b 8,000 billion is beyond any published model (the largest, Kimi-K2, "
+                                 "has 1,026 billion parameters): typed in millions of parameters (8 billion"),
     # 0.00007 (70B typed in trillions: 0.07 would be, and 0.00007 x 1,000 = 0.07 billion is not)
     ("Models", "params_b", 0.007, "params_b 0.007 billion is below the smallest language model served (GPT-2 "
                                   "and SmolLM have 0.12-0.14 billion parameters): typed in trillions (7 billion)?"),

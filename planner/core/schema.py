@@ -368,8 +368,8 @@ PLAUSIBLE: tuple[Plausible, ...] = (
     Plausible(M, "mla_kv_dim", None, 16384, "is beyond any published MLA width (DeepSeek-V3/R1 and Kimi-K2: "
               "kv_lora_rank 512 + qk_rope_head_dim 64 = 576)", "a per-layer width times the layers typed "
               "here?", source=_MODELS_SRC),
-    Plausible(M, "params_b", 0.01, 10000, "is beyond any published model (the largest, Kimi-K2, has 1,026 "
-              "billion parameters)", "typed in millions of parameters ({conv} billion; 70,000 for a 70B)?",
+    Plausible(M, "params_b", 0.01, 4000, "is beyond any published model (the largest, Kimi-K2, has 1,026 "
+              "billion parameters)", "typed in millions of parameters ({conv} billion; 8,000 for an 8B)?",
               high_div=1000, low_says="is below the smallest language model served (GPT-2 and SmolLM have "
               "0.12-0.14 billion parameters)", low_hint="typed in trillions ({conv} billion)?",
               low_div=0.001, source=_MODELS_SRC),
