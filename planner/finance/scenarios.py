@@ -143,9 +143,11 @@ def _non_finite(base: pd.DataFrame, got: pd.DataFrame, names) -> list[str]:
     request-alone TTFT was refused as "cannot be planned: ... ttft_log_x_baseline ... would not be a finite
     number")."""
     from planner.equations import sizing as sz
+    from planner.plan.columns import TERMS  # the chain's term columns (the Lambert W's among them)
 
     def unreachable(col: str) -> np.ndarray:
-        which = "binding_baseline" if col in sz.BASELINE_NAMES else "binding" if col in sz.NAMES else None
+        in_base = col in sz.BASELINE_NAMES or (col in TERMS and col.endswith("_baseline"))
+        which = "binding_baseline" if in_base else "binding" if col in sz.NAMES or col in TERMS else None
         if which is None or which not in got.columns:
             return np.zeros(len(got), dtype=bool)
         return got[which].astype(str).str.startswith("unreachable").to_numpy()
