@@ -34,7 +34,8 @@ def entry_of_row(table, sheet: str, i: int) -> tuple[Entry | None, bool]:
 
 def fill_table(table, sheet: str, problems: list[Problem], notes: list[str]) -> None:
     """Fill the blank cells of every row of a Models or GPUs ``table`` that names a catalog
-    entry, in place; set ``table.filled`` (one dict per record: column -> provenance).
+    entry, in place on the table (a filled row becomes a new record, so the record read is not
+    written into); set ``table.filled`` (one dict per record: column -> provenance).
 
     A ``catalog`` cell that names no entry is a problem at that cell, with the closest names.
     ``kv_bytes`` left blank on a catalog model becomes 2 (BF16), said once in ``notes``.
@@ -47,9 +48,10 @@ def fill_table(table, sheet: str, problems: list[Problem], notes: list[str]) -> 
 
     filled: list[dict[str, str]] = []
     kv_default: list[str] = []
-    for i, rec in enumerate(table.records):
+    for i, typed in enumerate(table.records):
         got: dict[str, str] = {}
         filled.append(got)
+        rec = dict(typed)  # the filled row is a new record: the one read keeps the values as typed
         entry, explicit = entry_of_row(table, sheet, i)
         if entry is None:
             if explicit:
@@ -77,6 +79,8 @@ def fill_table(table, sheet: str, problems: list[Problem], notes: list[str]) -> 
             got["kv_bytes"] = (f"default for a catalog model: {CATALOG_KV_BYTES} bytes per KV element "
                                f"(BF16/FP16 KV cache); type 1 for an FP8 KV cache")
             kv_default.append(f"{_cell(table, 'kv_bytes', i)} ({rec.get('model')})")
+        if got:
+            table.records[i] = rec
     table.filled = filled
     if kv_default:
         more = and_more(len(kv_default), 3)
