@@ -66,6 +66,7 @@ import numpy as np
 
 from planner.equations.constants import C, N
 from planner.equations import prefill_passes as pp
+from planner.equations import terms as tm
 from planner.equations.kvhit import approx_as_spreadsheets, excel_twin
 
 BINDINGS = ("throughput", "ttft_slo", "tpot_slo", "hbm", "concurrency")
@@ -731,10 +732,8 @@ def _rho_xl(P, t_decode, step, slo, q, lnx) -> str:
     k = f"({t_decode}*{step}/{P})"
     a = f"(2*{w}/{P})"
     phi = f"((2*{w}+{k})/(2*{w}))"
-    ll = f"IF({lnx}>{N.LOG_LIMIT},{lnx},LN(1+EXP({lnx})))"
-    wl = f"(({ll})*(1-LN(1+{ll})/(2+{ll})))"
-    for _ in range(2):
-        wl = f"({wl}*(1+{lnx}-LN({wl}))/(1+{wl}))"
+    wl = tm.lambert_w_step.xl_term(lnx)          # Winitzki's start and the first Newton step (the terms' text)
+    wl = f"({wl}*(1+{lnx}-LN({wl}))/(1+{wl}))"   # the second Newton step
     rho_tail = f"MIN(1,{wl}/({a}*{phi}))"
     rho_low = f"(2*{w}/({k}+2*{w}))"
     rho_mean = f"(2*{w}/({P}+{k}+2*{w}))"
