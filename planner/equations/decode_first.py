@@ -92,6 +92,7 @@ import numpy as np
 from planner.core.schema import SCHEDULERS  # noqa: F401 (the values the scheduler columns take)
 from planner.equations.kvhit import excel_twin
 from planner.equations import prefill_passes as pp
+from planner.equations import terms as tm
 from planner.equations import queueing as qu
 from planner.equations.constants import C, N
 
@@ -321,12 +322,13 @@ def steady_ttft_ms(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=np.n
 @excel_twin(steady_ttft_ms)
 def _(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=None):
     c = concurrency
-    b = f"MAX({c}-1,0)"
-    m = f"IF(ISNUMBER({budget}),{budget},{u}+{b})"
-    v = f"MAX({prefill}-CEILING({u}/{m}-{EPS:g},1)*{t_fixed},0)"
-    k = f"CEILING({u}/MAX({m}-{b},1)-{EPS:g},1)"
-    s_b = f"IF({b}>0,{s0}+{s1}*{b},0)"
-    b_s = f"MAX(MIN({osl}*{m}/({u}+{osl}),{b}),0)"
+    # the loop's terms, as planner.equations.terms writes them (their columns shorten this text)
+    b = tm.loop_others.xl_term(c)
+    m = tm.loop_pass_tokens.xl_term(u, budget, c)
+    v = tm.loop_variable_ms.xl_term(prefill, t_fixed, u, budget, c)
+    k = tm.loop_prompt_steps.xl_term(u, budget, c)
+    s_b = tm.loop_step_ms.xl_term(s0, s1, c)
+    b_s = tm.loop_steady_decodes.xl_term(u, budget, osl, c)
     m_s = f"MAX({m}-{b_s},1)"
     s_s = f"IF({b_s}>0,{s0}+{s1}*{b_s},0)"
     tok = f"MIN(MAX({m}-{b},1),{b}*{u})"
@@ -336,7 +338,7 @@ def _(prefill, t_fixed, u, budget, s0, s1, osl, concurrency, q=None):
     # the group law where a whole prompt fits beside the decodes (u <= M - c + 1), written as
     # values alpha H + X V with H = s(c-1) + F the step's overhead and V = P - F: the head H + V,
     # the first group 2H + (1 + n1) V, a middle one 2H + 2n V, the last 2H + (n + r) V
-    n = f"FLOOR(({budget}-{b})/{u}+{EPS:g},1)"
+    n = tm.loop_group_size.xl_term(u, budget, c)
     jg = f"CEILING({b}/{n}-{EPS:g},1)"
     r = f"({b}-({jg}-1)*{n})"
     hh = f"({s_b}+{t_fixed})"

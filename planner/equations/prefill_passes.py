@@ -51,8 +51,9 @@ import numpy as np
 from planner.core.arrays import floats
 from planner.equations.kvhit import excel_twin
 from planner.equations.constants import N
+from planner.equations import terms as tm
 
-EPS = 1e-9            # tolerance of CEILING on a whole number of passes (j u / M = 2 exactly is 2 passes)
+EPS = tm.EPS          # tolerance of CEILING on a whole number of passes (j u / M = 2 exactly is 2 passes)
 MAX_CONCURRENCY = 65536   # enumerated per request; Workloads and Measurements concurrency are capped at this
 
 
@@ -250,9 +251,9 @@ POSITIVE_Q = (N.Q_P50, N.Q_P90, N.Q_P95, N.Q_P99)
 
 @excel_twin(burst_ttft_u)
 def _(prefill, t_fixed, u, concurrency, budget, q=None):
-    m = f"IF(ISNUMBER({budget}),{budget},{u})"
+    m = tm.pass_tokens.xl(u, budget)           # the burst's terms, as planner.equations.terms writes them
     c = concurrency
-    v = f"MAX({prefill}-CEILING({u}/{m}-{EPS:g},1)*{t_fixed},0)"
+    v = tm.pass_variable_ms.xl(prefill, t_fixed, u, budget)
     j = f'(ROW(INDIRECT("1:"&{c}))-1)'
     mean = f"SUMPRODUCT({_xl_value(j, t_fixed, u, m, c, v)})/{c}"
     if q is None:
@@ -295,8 +296,8 @@ def wave_prefill_ms(prefill, t_fixed, isl, hit, concurrency, budget):
 @excel_twin(wave_prefill_ms)
 def _(prefill, t_fixed, isl, hit, concurrency, budget):
     u = f"MAX({isl}*(1-{hit}),1)"
-    m = f"IF(ISNUMBER({budget}),{budget},{u})"
-    v = f"MAX({prefill}-CEILING({u}/{m}-{EPS:g},1)*{t_fixed},0)"
+    m = tm.pass_tokens.xl(u, budget)
+    v = tm.pass_variable_ms.xl(prefill, t_fixed, u, budget)
     s_last = f"({concurrency}*{u}-MIN({u},{m}))"
     p_last = f"(1+({s_last}>{EPS:g})*CEILING(ABS({s_last})/{m}-{EPS:g},1))"
     return f'IF(ISNUMBER({concurrency}),{p_last}*{t_fixed}+{concurrency}*{v},"")'

@@ -23,7 +23,7 @@ import numpy as np
 from planner.equations.constants import C, N
 from planner.equations.kvhit import excel_twin
 
-EPS = 1e-9   # planner.equations.prefill_passes.EPS: the tolerance of CEILING on a whole number of passes
+EPS = 1e-9   # the tolerance of CEILING on a whole number of passes (j u / M = 2 exactly is 2 passes; prefill_passes.EPS)
 
 
 def _f(x):
