@@ -3,7 +3,7 @@ its own so a long table's cells stay short (planner.workbook.shared_terms).
 
 The twins of :mod:`planner.equations.prefill_passes` (``burst_ttft_u``),
 :mod:`planner.equations.decode_first` (``steady_ttft_ms``) and :mod:`planner.equations.queueing`
-(``ttft_rho_max``) write these terms out every time they use them: a Sensitivity_Hit cell held up
+(``ttft_rho_max``) hold these terms every time they use them: a Sensitivity_Hit cell held up
 to 5.7 thousand characters, a third of it ``IF(ISNUMBER(M),M,u)``. Each function here computes one
 such term; its twin is the term's text with a guard for blank inputs (a blank concurrency, a
 blank ``ln x``), and ``func.xl_term`` the unguarded text the composite formulas hold, in the
@@ -11,9 +11,10 @@ branch where the guard holds (they test the same input first). The composite col
 own Python values (the functions of those modules, unchanged): a term column only shortens the
 formula text, and LibreOffice's recalculation of every cell holds both the same.
 
-Each ``xl_term`` is the exact text the composite twin writes for it (the test
-tests/test_shared_terms.py finds every term in the example's formulas, so a change of a twin's
-text that a term no longer matches is said there, not left as silently long formulas).
+The composite twins take each term's text from here (``func.xl_term``, or ``func.xl`` where the
+term has no guard), so a term's formula is written in one place and the composite text holds it
+exactly; tests/test_shared_terms.py also finds every term in the example's formulas, so a term
+that no longer matches is said there, not left as silently long formulas.
 """
 
 from __future__ import annotations
