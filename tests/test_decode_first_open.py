@@ -22,6 +22,7 @@ two-chunk prompts saturate the engine at 0.9, law and simulation alike), as docs
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -68,8 +69,12 @@ def test_open_loop_by_hand():
     assert math.isnan(float(df.open_batch(3.0, 300, 75, 2000, 8192, 20, 0.3, 200)))
 
 
-def _grid():
-    rows = []
+@functools.lru_cache(maxsize=1)
+def simulated_grid() -> tuple:
+    """The independent simulation of the open loop under decode first over ENGINES x SHAPES x UTILS,
+    once per process (tests/test_decode_first_slo.py reads the same runs): per point
+    ``(P, s0, s1, osl, u, M, F, utilisation, rate [1/ms], TTFTs after the first tenth)``."""
+    out = []
     for P, s0, s1, osl in ENGINES:
         for u, m in SHAPES:
             f = 0.25 * P
@@ -78,11 +83,18 @@ def _grid():
                 n = 10_000 if osl < 50 else 4_000
                 ttft, _tp, _b = simulate(P, s0, s1, osl, rate=lam, n=n, seed=7, budget=m, tokens=u, pass_fixed=f,
                                          decode_first=True)
-                sim = float(np.mean(ttft[n // 10:]))
-                b = float(df.open_batch(lam * 1000, P, f, u, m, s0, s1, osl))
-                law = float(df.open_ttft_ms(lam * 1000, P, f, u, m, s0, s1, osl, b))
-                mg1 = _model(P, s0, s1, osl, lam * 1000)[0]
-                rows.append((P, u, m, util, law / sim - 1, mg1 / sim - 1))
+                out.append((P, s0, s1, osl, u, m, f, util, lam, np.array(ttft[n // 10:])))
+    return tuple(out)
+
+
+def _grid():
+    rows = []
+    for P, s0, s1, osl, u, m, f, util, lam, ttft in simulated_grid():
+        sim = float(np.mean(ttft))
+        b = float(df.open_batch(lam * 1000, P, f, u, m, s0, s1, osl))
+        law = float(df.open_ttft_ms(lam * 1000, P, f, u, m, s0, s1, osl, b))
+        mg1 = _model(P, s0, s1, osl, lam * 1000)[0]
+        rows.append((P, u, m, util, law / sim - 1, mg1 / sim - 1))
     return np.array(rows)
 
 

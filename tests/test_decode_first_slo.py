@@ -21,12 +21,9 @@ import xlsxwriter
 
 from planner.equations import decode_first as df
 from planner.equations import decode_first_slo as dslo
-from sim_instance import simulate
 from test_queueing import _model
 
-ENGINES = [(100.0, 4.0, 0.2, 10), (300.0, 20.0, 0.3, 200)]          # P, s0, s1, osl (test_queueing.CASES)
-SHAPES = [(2000.0, 8192.0), (6000.0, 8192.0), (4000.0, 2048.0)]     # u, M: a quarter, 3/4 of a pass, 2 chunks
-UTILS = (0.1, 0.3, 0.5, 0.7, 0.8, 0.9)
+from test_decode_first_open import UTILS, simulated_grid  # one simulation of the grid
 ROW = (300.0, 75.0, 2000.0, 8192.0, 20.0, 0.3, 200.0)               # P, F, u, M, s0, s1, osl
 
 
@@ -154,21 +151,13 @@ def test_why_no_fixed_number_of_closed_form_steps():
 
 def _grid():
     rows = []
-    for P, s0, s1, osl in ENGINES:
-        for u, m in SHAPES:
-            f = 0.25 * P
-            for util in UTILS:
-                lam = util / (P + osl * s1)
-                n = 10_000 if osl < 50 else 4_000
-                ttft, _tp, _b = simulate(P, s0, s1, osl, rate=lam, n=n, seed=7, budget=m, tokens=u, pass_fixed=f,
-                                         decode_first=True)
-                t = np.array(ttft[n // 10:])
-                sim_mean, sim_p90 = float(t.mean()), float(np.quantile(t, 0.9))
-                after_mean = float(dslo.open_ttft_stat_ms(lam * 1000, P, f, u, m, s0, s1, osl, 0.0))
-                after_p90 = float(dslo.open_ttft_stat_ms(lam * 1000, P, f, u, m, s0, s1, osl, 0.9))
-                before_mean, before_p90 = _model(P, s0, s1, osl, lam * 1000)[:2]
-                rows.append((util, after_mean / sim_mean - 1, after_p90 / sim_p90 - 1,
-                             before_mean / sim_mean - 1, before_p90 / sim_p90 - 1))
+    for P, s0, s1, osl, u, m, f, util, lam, t in simulated_grid():   # the open-loop test's runs
+        sim_mean, sim_p90 = float(t.mean()), float(np.quantile(t, 0.9))
+        after_mean = float(dslo.open_ttft_stat_ms(lam * 1000, P, f, u, m, s0, s1, osl, 0.0))
+        after_p90 = float(dslo.open_ttft_stat_ms(lam * 1000, P, f, u, m, s0, s1, osl, 0.9))
+        before_mean, before_p90 = _model(P, s0, s1, osl, lam * 1000)[:2]
+        rows.append((util, after_mean / sim_mean - 1, after_p90 / sim_p90 - 1,
+                     before_mean / sim_mean - 1, before_p90 / sim_p90 - 1))
     return np.array(rows)
 
 
