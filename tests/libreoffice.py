@@ -53,12 +53,15 @@ def recalculate(src: Path, out_dir: Path, profile: Path | None = None, timeout: 
 
 
 def recalculate_many(srcs, out_dir: Path, profile: Path | None = None, timeout: float = 300) -> list[Path]:
-    """:func:`recalculate` for several workbooks in ONE LibreOffice process (``soffice
-    --convert-to`` takes several files): the start of LibreOffice and of its Calc filters
-    is paid once (measured, alternating on one profile: three small outputs 17.6 s CPU in
-    three calls, 14.6 s in one; two 6.6 -> 6.4 s; three one-cell workbooks 4.5 -> 1.9 s).
-    The file names must differ (they keep their names in ``out_dir``). Returns the
-    recalculated copies, in order."""
+    """:func:`recalculate` for several workbooks. With a ``profile`` (the tests' session profile) and
+    LibreOffice's ``uno`` module for the system Python (Debian's python3-uno), the workbooks go to
+    this process's one running LibreOffice (:class:`_Bridge`, tests/lo_bridge.py): its start is
+    paid once per test process instead of once per call. Otherwise ``soffice --convert-to`` takes
+    them all in ONE new process (measured, alternating on one profile: three small outputs 17.6 s
+    CPU in three calls, 14.6 s in one; two 6.6 -> 6.4 s; three one-cell workbooks 4.5 -> 1.9 s).
+    Either way every formula is recalculated on load (the profile's OOXMLRecalcMode 0). The file
+    names must differ (they keep their names in ``out_dir``). Returns the recalculated copies, in
+    order."""
     srcs = [Path(s) for s in srcs]
     names = [s.stem for s in srcs]
     assert len(set(names)) == len(names), f"two workbooks of one batch share a name: {names}"
@@ -66,6 +69,12 @@ def recalculate_many(srcs, out_dir: Path, profile: Path | None = None, timeout: 
     if binary is None:
         raise RuntimeError("LibreOffice (soffice) is not installed")
     out_dir.mkdir(parents=True, exist_ok=True)
+    results = [out_dir / (name + ".xlsx") for name in names]
+    if profile is not None and _Bridge.usable():
+        bridge = _Bridge.for_profile(binary, profile)
+        for src, out in zip(srcs, results):
+            bridge.convert(src, out, timeout)
+        return results
     own_profile = profile is None
     if own_profile:
         profile = make_profile(Path(tempfile.mkdtemp(prefix="lo-profile-")))
@@ -77,8 +86,87 @@ def recalculate_many(srcs, out_dir: Path, profile: Path | None = None, timeout: 
     finally:
         if own_profile:
             shutil.rmtree(profile, ignore_errors=True)
-    results = [out_dir / (name + ".xlsx") for name in names]
     missing = [r.name for r in results if not r.exists()]
     if proc.returncode != 0 or missing:
         raise RuntimeError(f"LibreOffice failed ({proc.returncode}; missing {missing}): {proc.stdout} {proc.stderr}")
     return results
+
+
+SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's, the one python3-uno is built for
+
+
+class _Bridge:
+    """This process's running LibreOffice (tests/lo_bridge.py under the system Python), one per
+    profile, stopped at exit. A conversion that fails or times out stops it (the next starts anew)
+    and raises."""
+
+    _usable: bool | None = None
+    _open: dict = {}
+
+    @classmethod
+    def usable(cls) -> bool:
+        if cls._usable is None:
+            cls._usable = os.path.exists(SYSTEM_PYTHON) and subprocess.run(
+                [SYSTEM_PYTHON, "-c", "import uno"], capture_output=True).returncode == 0
+        return cls._usable
+
+    @classmethod
+    def for_profile(cls, binary: str, profile: Path) -> "_Bridge":
+        key = str(Path(profile).resolve())
+        bridge = cls._open.get(key)
+        if bridge is None or bridge.proc.poll() is not None:
+            bridge = cls._open[key] = cls(binary, Path(key))
+        return bridge
+
+    def __init__(self, binary: str, profile: Path):
+        import atexit
+
+        self.proc = subprocess.Popen([SYSTEM_PYTHON, str(Path(__file__).with_name("lo_bridge.py")), binary, str(profile)],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+                                     start_new_session=True)  # its own group: a kill takes LibreOffice too
+        atexit.register(self.stop)
+        answer = self._answer(120)
+        if not answer.get("ready"):
+            self.stop()
+            raise RuntimeError(f"LibreOffice bridge did not start: {answer}")
+
+    def _answer(self, timeout: float) -> dict:
+        import json
+        import selectors
+
+        sel = selectors.DefaultSelector()
+        sel.register(self.proc.stdout, selectors.EVENT_READ)
+        try:
+            if not sel.select(timeout):
+                self.stop()
+                raise RuntimeError(f"LibreOffice bridge: no answer in {timeout:.0f} s")
+        finally:
+            sel.close()
+        line = self.proc.stdout.readline()
+        if not line:
+            self.stop()
+            raise RuntimeError(f"LibreOffice bridge ended (exit {self.proc.poll()})")
+        return json.loads(line)
+
+    def convert(self, src: Path, out: Path, timeout: float) -> None:
+        import json
+
+        if out.exists():
+            out.unlink()
+        self.proc.stdin.write(json.dumps({"src": str(Path(src).resolve()), "out": str(out.resolve())}) + "\n")
+        self.proc.stdin.flush()
+        answer = self._answer(timeout)
+        if not answer.get("ok") or not out.exists():
+            raise RuntimeError(f"LibreOffice failed on {src}: {answer}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.proc.stdin.close()
+                self.proc.wait(timeout=30)
+            except (OSError, subprocess.TimeoutExpired):
+                import signal
+
+                os.killpg(self.proc.pid, signal.SIGKILL)
+                self.proc.wait()
