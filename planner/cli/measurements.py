@@ -126,7 +126,7 @@ def write_workbook(path: Path, rows: list[dict]) -> None:
     from planner.workbook.styles import WB_OPTIONS, Formats
 
     extras = [e for e in EXTRAS if any(r.get(e) is not None for r in rows)]
-    wb = xlsxwriter.Workbook(str(path), WB_OPTIONS)
+    wb = xlsxwriter.Workbook(str(path), {**WB_OPTIONS, "in_memory": True})  # small: its parts zipped from memory (planner.workbook.writer.IN_MEMORY_ROWS)
     # no model/gpu dropdowns: they would list the Models/GPUs sheets, which this workbook has not
     write_input_sheet(wb, Formats(wb), "Measurements", rows, extras, ref_dropdowns=False)
     wb.close()

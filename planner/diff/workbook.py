@@ -302,7 +302,7 @@ def write_diff(d: Diff, path: str | Path, created: _dt.datetime | None = None) -
     """Write the diff workbook to ``path``; returns its sheet names."""
     currency = str(d.new.settings.get("currency") or d.old.settings.get("currency") or "").strip()
     names_are_text()  # chart titles and series names stay text (planner.workbook.chart_text)
-    wb = xlsxwriter.Workbook(str(path), WB_OPTIONS)
+    wb = xlsxwriter.Workbook(str(path), {**WB_OPTIONS, "in_memory": True})  # small: its parts zipped from memory (planner.workbook.writer.IN_MEMORY_ROWS)
     fm = Formats(wb)
     write_bridge(wb, fm, d, currency)
     write_workload_changes(wb, fm, d, currency)

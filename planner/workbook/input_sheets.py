@@ -137,7 +137,7 @@ def write_input_workbook(path: str | Path, models: list[dict], gpus: list[dict],
                          optional: dict[str, list[dict]] | None = None) -> None:
     """An input workbook (the template or the example): README, Models, GPUs, Workloads, Settings,
     then the optional sheets given in ``optional`` (sheet name -> records)."""
-    wb = xlsxwriter.Workbook(str(path), WB_OPTIONS)
+    wb = xlsxwriter.Workbook(str(path), {**WB_OPTIONS, "in_memory": True})  # small: its parts zipped from memory (planner.workbook.writer.IN_MEMORY_ROWS)
     fm = Formats(wb)
     readme = wb.add_worksheet("README")
     readme.set_column(0, 0, 16)
