@@ -128,7 +128,12 @@ def typed_warnings(plan) -> list[Problem]:
 # A measured TPM of one instance against the model's at the same hit ratio, (isl + osl) x 60,000 /
 # chip time: the model's times are roofline estimates or fits within 0.5-2x (README 'Roofline against
 # published prefills'), so a factor of 20 is no estimate's error but a rate typed per second (60x)
-# or per hour (1/60x), or for the whole fleet.
+# or per hour (1/60x), or for the whole fleet. A warning, not a refusal (red team 7): the low side is
+# also what a true per-minute measurement gives at a load test with fewer requests in flight than the
+# plan's batch (t_decode_ms is the decode amortised over t_decode_batch: a test at concurrency 1 of a
+# decode-bound row measures up to 1/batch of the model's TPM) or on a small model whose step time is
+# the engine's overheads, not the HBM roofline (a 0.5B model: 0.3 ms of weights a step against several
+# ms measured); the ratio alone cannot tell those from a rate typed per second.
 TPM_FACTOR = 20.0
 
 
