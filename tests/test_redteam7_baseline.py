@@ -119,3 +119,18 @@ def test_checks_sheet_and_memo_carry_it(tmp_path):
     # the fleet total: 'b' saves 150 - 147 = 3 GPUs (0.3 -> 0.5), 'chat' costs 3: the total saves 0,
     # which is why the one workload's cost must be said on its own
     assert float(plan.results["gpus_baseline"].sum() - plan.results["gpus_needed"].sum()) == pytest.approx(0.0)
+
+
+def test_the_memo_says_the_savings_are_against_hit_baseline(tmp_path):
+    # before: the memo's assumptions said "GPUs at the measured hit = ceil(demand / TPM at measured ...)",
+    # while the savings are sized at hit_baseline (typed here: 0.4, not the load test's 0.8); and "save 1 GPUs".
+    # By hand (docstring): 147 GPUs at the target 0.5, 148 at the baseline 0.4: 1 GPU saved, USD 1,825 a month
+    plan = _plan(tmp_path, [dict(ROW, hit_baseline=0.4, hit_measured=0.8)])
+    assert (plan.results["gpus_needed"].iat[0], plan.results["gpus_baseline"].iat[0]) == (147, 148)
+    out = tmp_path / "out.xlsx"
+    write_output(plan, out)
+    md = build_memo(plan, out, charts=False).markdown
+    assert "GPUs at the measured hit" not in md
+    assert "GPUs at the baseline hit (Workloads hit_baseline, the hit ratio the fleet runs at today" in md
+    assert "would need 148 GPUs (USD 270,100 per month): the target hits save 1 GPU (" in md  # 148 x 2.5 x 730
+    assert "USD 1,825 per month" in md
