@@ -1,0 +1,110 @@
+"""Issue 20, red team 7: typed mistakes that planned silently on an analyst's finance workbook (two models,
+two GPU types, a load test, periods and growth; the cases tried are in the landing's note). Each test fails
+on the code before it.
+
+* ``kv_gbps`` typed in Gb/s (a 400 Gb/s RDMA store typed as 400 GB/s: the KV load planned 8x too fast);
+* a Tiers ``read_gbps`` in Gb/s likewise;
+* ``max_seq_len`` in thousands of tokens (``128`` for 128k, shorter than the row's own request);
+* ``ttft_slo_ms`` / ``tpot_slo_ms`` typed in seconds: warned as unreachable before, now with the unit said.
+"""
+
+from __future__ import annotations
+
+import pytest
+from openpyxl.utils import get_column_letter
+
+from planner.plan.build import build_plan
+from planner.workbook.input_sheets import write_input_workbook
+from test_kv_tiers import TIERS, make
+
+MODELS = [{"model": "Llama-3.1-8B", "kv_bytes": 2}]
+GPUS = [{"gpu": "H100 SXM", "hourly_cost": 2.5}]  # catalog: PCIe Gen5, 50 GB/s host link
+ROW = {"workload": "chat", "model": "Llama-3.1-8B", "gpu": "H100 SXM", "tp": 1, "isl": 1000, "osl": 200,
+       "hit_target": 0.5, "t_attn0_ms": 10, "t_ffn0_ms": 90, "t_decode_ms": 1000, "demand_tpm": 1_000_000}
+
+
+def _plan(tmp_path, **row):
+    path = tmp_path / "in.xlsx"
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW, **row)], {})
+    return build_plan(path)
+
+
+def _cell(table, name, i=0):
+    return f"{table.sheet}!{get_column_letter(table.positions[name] + 1)}{table.rows[i]}"
+
+
+def _at(plan, place):
+    return [str(w) for w in plan.warnings if str(w).startswith(place + ":")]
+
+
+def test_kv_gbps_typed_in_gbit_is_warned_at_its_cell(tmp_path):
+    plan = _plan(tmp_path, kv_gbps=400)
+    # the load at 0.5 hit as planned: 0.5 x 1,000 x 131,072 B / 400e9 B/s = 0.16384 ms (50 GB/s: 1.31072 ms)
+    assert plan.results["load_ms"].iat[0] == pytest.approx(0.16384, rel=1e-12)
+    got = _at(plan, _cell(plan.input.workloads, "kv_gbps"))
+    assert len(got) == 1, plan.warnings
+    # 400 / 50 = 8x the link; 400 Gb/s / 8 = 50 GB/s
+    assert ("kv_gbps 400 GB/s is 8x H100 SXM's host link (50 GB/s), through which KV from host memory, an SSD "
+            "or the network reaches HBM: typed in Gb/s (50 GB/s;") in got[0]
+
+
+@pytest.mark.parametrize("kv", [50, 100])  # the link itself, and twice it (the limit) are not warned
+def test_kv_gbps_within_twice_the_link_is_not_warned(tmp_path, kv):
+    plan = _plan(tmp_path, kv_gbps=kv)
+    assert _at(plan, _cell(plan.input.workloads, "kv_gbps")) == []
+
+
+def test_max_seq_len_in_thousands_is_warned_at_its_cell(tmp_path):
+    plan = _plan(tmp_path, max_seq_len=8)   # 8k meant; isl + osl = 1,200 tokens
+    got = _at(plan, _cell(plan.input.workloads, "max_seq_len"))
+    assert len(got) == 1, plan.warnings
+    # 1,200 / 8 = 150x shorter; 8 x 1,000 = 8,000 tokens
+    assert ("max_seq_len 8 tokens is shorter than the row's own request (isl + osl = 1,200 tokens): the peak KV, "
+            "the HBM check and the batch that fits are planned for requests 150x shorter than its own; typed in "
+            "thousands (8,000 tokens)?") in got[0]
+    # what it changes, by hand: peak KV = batch x max_seq_len x S; max_batch_fit = HBM left / (max_seq_len x S)
+    assert plan.results["kv_peak_gib"].iat[0] == pytest.approx(
+        float(plan.resolved["batch"].iat[0]) * 8 * 131_072 / 2**30, rel=1e-12)
+
+
+def test_max_seq_len_at_or_above_the_request_is_not_warned(tmp_path):
+    for msl in (1200, 8192):
+        plan = _plan(tmp_path, max_seq_len=msl)
+        assert _at(plan, _cell(plan.input.workloads, "max_seq_len")) == []
+
+
+def test_a_tier_read_rate_in_gbit_is_warned_once_at_its_cell(tmp_path):
+    # the tier test's GPU has a 25 GB/s link; a remote tier typed 400 (400 Gb/s = 50 GB/s) is 16x it
+    tiers = [TIERS[0], dict(TIERS[1], kind="remote", scope="pool", read_gbps=400)]
+    plan = build_plan(make(tmp_path, tiers=tiers))
+    table = plan.input.optional["Tiers"]
+    got = _at(plan, _cell(table, "read_gbps", 1))
+    assert len(got) == 1, plan.warnings
+    assert ("remote tier 'DRAM': read_gbps 400 GB/s is over 2x the host link of the GPUs it serves ('chat' 25 GB/s)"
+            ", through which a remote tier's KV reaches HBM: typed in Gb/s (50 GB/s;") in got[0]
+
+
+def test_a_tier_read_rate_below_the_link_is_not_warned(tmp_path):
+    plan = build_plan(make(tmp_path))   # TIERS: dram at 10 GB/s on a 25 GB/s link
+    assert [w for w in plan.warnings if "read_gbps" in str(w)] == []
+
+
+@pytest.mark.parametrize("col, typed, said", [
+    # request alone: TTFT at 0.5 = 1.31072 + 52.5 = 53.81072 ms (test_redteam7_baseline's docstring)
+    ("ttft_slo_ms", 0.5, "ttft_slo_ms 0.5 is not above the request-alone TTFT 53.8 ms: no instance count meets it "
+                         "(left out of instances_needed); typed in seconds (500 ms)? ttft_slo_ms is in milliseconds"),
+    # one request's decode step as planned is some hundreds of ms (t_decode_ms 1,000 for 200 tokens at the
+    # decode's batch), so 0.05 s = 50 ms would be unreachable too and gets no hint: 0.5 s = 500 ms is typed
+    ("tpot_slo_ms", 0.5, "tpot_slo_ms 0.5 is not above one request's decode step"),
+])
+def test_a_latency_target_in_seconds_says_so(tmp_path, col, typed, said):
+    plan = _plan(tmp_path, **{col: typed})
+    got = [str(w) for w in plan.warnings if f"{col} {typed}" in str(w)]
+    assert len(got) == 1 and said in got[0], plan.warnings
+    assert got[0].endswith(f"typed in seconds ({typed * 1000:g} ms)? {col} is in milliseconds")
+
+
+def test_a_tight_target_in_milliseconds_gets_no_seconds_hint(tmp_path):
+    plan = _plan(tmp_path, ttft_slo_ms=50)   # 50 ms < 53.8 ms alone: unreachable, but 50 s is no TTFT target
+    got = [str(w) for w in plan.warnings if "ttft_slo_ms 50 " in str(w)]
+    assert len(got) == 1 and "seconds" not in got[0], got
