@@ -108,3 +108,56 @@ def test_a_tight_target_in_milliseconds_gets_no_seconds_hint(tmp_path):
     plan = _plan(tmp_path, ttft_slo_ms=50)   # 50 ms < 53.8 ms alone: unreachable, but 50 s is no TTFT target
     got = [str(w) for w in plan.warnings if "ttft_slo_ms 50 " in str(w)]
     assert len(got) == 1 and "seconds" not in got[0], got
+
+
+# --------------------------------------------------------------------------- a load test at another tp
+# a load test of the workload's model and GPU, three cold lengths (t_fixed 20 + 0.05 ms a token), typed at tp 8
+# (the node's GPUs) for a deployment of tp 1: it calibrates nothing, and the workload fell to the roofline silently
+MEAS = [{"model": "Llama-3.1-8B", "gpu": "H100 SXM", "tp": 8, "isl": n, "hit": 0, "ttft_ms": 20 + 0.05 * n,
+         "osl": 200, "tpot_ms": 10} for n in (1000, 2000, 4000)]
+BLANK = {"t_attn0_ms": None, "t_ffn0_ms": None, "t_decode_ms": None}
+
+
+def _measured(tmp_path, tp):
+    path = tmp_path / "in.xlsx"
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW, **BLANK)], {},
+                         optional={"Measurements": [dict(m, tp=tp) for m in MEAS]})
+    return build_plan(path)
+
+
+def test_a_load_test_at_another_tp_than_its_workload_is_said(tmp_path):
+    plan = _measured(tmp_path, 8)
+    assert plan.calibration.source == ["estimated"]
+    got = [str(w) for w in plan.warnings if str(w).startswith("Measurements rows 2-4 (Llama-3.1-8B on 8x H100 SXM)")]
+    assert len(got) == 1, plan.warnings
+    assert ("this load test at tp 8 calibrates no workload: 'chat' at tp 1 (estimated by the roofline instead) runs "
+            "Llama-3.1-8B on H100 SXM at another tp") in got[0]
+
+
+def test_the_same_load_test_at_the_workloads_tp_calibrates_it_and_says_nothing(tmp_path):
+    plan = _measured(tmp_path, 1)
+    assert plan.calibration.source == ["calibrated"]
+    # the fit reproduces the law the points were made from: t_ffn0 = 0.05 x 1,000 = 50 ms, t_fixed 20 ms
+    assert float(plan.resolved["t_ffn0_ms"].iat[0]) + float(plan.resolved["t_attn0_ms"].iat[0]) \
+        == pytest.approx(50.0, rel=1e-3)
+    assert not [w for w in plan.warnings if "calibrates no workload" in str(w)]
+
+
+# --------------------------------------------------------------------------- Settings hours_per_month
+@pytest.mark.parametrize("hours, hint", [(160, "typed as a month's working hours (about 160)?"),
+                                         (30, "typed in days (30 days = 720 h)?")])
+def test_hours_per_month_that_is_no_month_is_warned_at_its_cell(tmp_path, hours, hint):
+    path = tmp_path / "in.xlsx"
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW)], {"hours_per_month": hours})
+    plan = build_plan(path)
+    got = [str(w) for w in plan.warnings if "hours_per_month" in str(w)]
+    assert len(got) == 1 and got[0].startswith("Settings!B"), plan.warnings
+    # 160 / 730 = 0.219; 30 / 730 = 0.0411
+    assert f"every cost per month, quarter and year is {hours / 730:,.3g}x what 730 h give; {hint}" in got[0]
+
+
+@pytest.mark.parametrize("hours", [672, 720, 730, 744])
+def test_hours_per_month_of_a_month_is_not_warned(tmp_path, hours):
+    path = tmp_path / "in.xlsx"
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW)], {"hours_per_month": hours})
+    assert not [w for w in build_plan(path).warnings if "hours_per_month" in str(w)]

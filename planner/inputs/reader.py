@@ -79,6 +79,7 @@ class PlanInput:
     notes: list[str] = field(default_factory=list)  # accepted with a remark (said once)
     optional: dict[str, Table] = field(default_factory=dict)  # Measurements, Demand, Scenarios when present
     kv_tiers: Any = None  # planner.inputs.kv_tiers.TierPlan of the traced workloads (set by planner.plan)
+    setting_places: dict = field(default_factory=dict)  # Settings key -> the Place of its value cell
 
     def table(self, sheet: str) -> Table | None:
         """The table of an input sheet by its schema name (None: an optional sheet not given)."""
@@ -426,7 +427,8 @@ def read_input(path: str | Path, *, checks: Sequence[Callable[[BoundaryState], l
     check_inputs(path, optional.get(schema.TIERS), w, positions.get("Workloads", {}), settings, problems, notes)
     p_in = None
     if m is not None and g is not None and w is not None:
-        p_in = PlanInput(path, hashlib.sha256(data).hexdigest(), m, g, w, settings, settings_extra, notes, optional)
+        p_in = PlanInput(path, hashlib.sha256(data).hexdigest(), m, g, w, settings, settings_extra, notes, optional,
+                         setting_places=dict(setting_places))
     # the checks of the layers above (sheet sizes, calibration, each scenario re-planned), in the
     # same pass: given by the caller (planner.finance.validation.read_checked), so that this
     # boundary imports nothing above it

@@ -1,0 +1,35 @@
+"""Settings values that plan but most likely were not meant (red team 7, issue 20's finance view).
+
+* ``hours_per_month`` outside a month of around-the-clock service, 28 to 31 days x 24 h = 672 to 744 h
+  (the schema refuses above 744): ``160`` (a month's working hours) or ``30`` (its days) scales every
+  cost per month, quarter and year of the Summary, Fleet and Fleet_By_Period by ``160 / 730``. A GPU
+  of the fleet is paid by the hour around the clock; a part-time fleet can be meant, so it is a
+  warning at the cell, not a refusal.
+"""
+
+from __future__ import annotations
+
+from planner.core.errors import Problem
+from planner.core.places import Place
+
+HOURS_PER_DAY = 24.0
+MONTH_HOURS = (28 * HOURS_PER_DAY, 31 * HOURS_PER_DAY)  # [h]: February to a 31-day month
+
+
+def settings_warnings(plan) -> list[Problem]:
+    """The warnings of the module docstring, each at its Settings cell."""
+    p_in = plan.input
+    h = p_in.settings.get("hours_per_month")
+    if h is None:
+        return []
+    h = float(h)
+    lo, hi = MONTH_HOURS
+    if lo <= h <= hi:
+        return []
+    where = getattr(p_in, "setting_places", {}).get("hours_per_month") or Place.whole("Settings")
+    hint = (f"typed in days ({h:,.0f} days = {h * HOURS_PER_DAY:,.0f} h)?" if h <= 31 else
+            "typed as a month's working hours (about 160)?" if h < lo else "")
+    return [Problem(where, f"hours_per_month {h:,.6g} is not a month of around-the-clock service ({lo:,.0f}-{hi:,.0f} "
+                           f"h, 28-31 days x 24 h; 730 = 8,760 / 12): every cost per month, quarter and year is "
+                           f"{h / 730:,.3g}x what 730 h give; {hint} The GPUs of the fleet are paid by the hour "
+                           f"whether busy or not; if the fleet really runs {h:,.6g} h a month, ignore this")]
