@@ -161,3 +161,43 @@ def test_hours_per_month_of_a_month_is_not_warned(tmp_path, hours):
     path = tmp_path / "in.xlsx"
     write_input_workbook(path, MODELS, GPUS, [dict(ROW)], {"hours_per_month": hours})
     assert not [w for w in build_plan(path).warnings if "hours_per_month" in str(w)]
+
+
+# --------------------------------------------------------------------------- target_utilization typed 10x low
+def test_a_utilisation_under_a_tenth_is_warned_at_its_cell(tmp_path):
+    plan = _plan(tmp_path, target_utilization=0.08)
+    # sized at 8% busy: ceil(1,000,000 / (68,323.47 x 0.08)) = ceil(182.95) = 183 GPUs where 80% gives
+    # ceil(18.295) = 19 (TPM at 0.5 hit: test_redteam7_baseline's docstring)
+    assert float(plan.results["gpus_needed"].iat[0]) == 183
+    got = _at(plan, _cell(plan.input.workloads, "target_utilization"))
+    assert got == [f"{_cell(plan.input.workloads, 'target_utilization')}: target_utilization 0.08 sizes the fleet to "
+                   f"be busy 8.0% of the time (12.5x the GPUs its throughput needs): typed 8% for 80%? (type 0.8 or "
+                   f"80% for 80%; latency targets are ttft_slo_ms and tpot_slo_ms)"], plan.warnings
+
+
+def test_a_settings_utilisation_under_a_tenth_is_warned_at_its_cell(tmp_path):
+    path = tmp_path / "in.xlsx"
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW)], {"target_utilization": 0.05})
+    got = [str(w) for w in build_plan(path).warnings if "target_utilization" in str(w)]
+    assert len(got) == 1 and got[0].startswith("Settings!B") and "typed 5% for 50%?" in got[0], got
+
+
+@pytest.mark.parametrize("u", [0.1, 0.5, 1.0])
+def test_an_ordinary_utilisation_is_not_warned(tmp_path, u):
+    assert not [w for w in _plan(tmp_path, target_utilization=u).warnings if "target_utilization" in str(w)]
+
+
+# --------------------------------------------------------------------------- Demand: a period without its year
+def test_a_period_without_its_year_names_the_settings_periods(tmp_path):
+    from planner.core.errors import InputError
+
+    path = tmp_path / "in.xlsx"
+    # 'Q2' for 2027-Q2, with only a hit ratio (the demand to be grown): before, "has no demand rows" alone
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW)], {"periods": "2027-Q1..2027-Q4"},
+                         optional={"Demand": [{"workload": "chat", "period": "Q2", "hit_target": 0.6}]})
+    with pytest.raises(InputError) as e:
+        build_plan(path)
+    got = [str(p) for p in e.value.problems]
+    assert any(p.startswith("Demand!B2: period 'Q2' has no demand rows") and p.endswith(
+        "; it is not one of Settings periods (2027-Q1 .. 2027-Q4), where a blank demand_tpm takes the grown demand: "
+        "if it is one of them, type it as 2027-Q1 is typed") for p in got), got

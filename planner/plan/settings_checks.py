@@ -5,6 +5,10 @@
   cost per month, quarter and year of the Summary, Fleet and Fleet_By_Period by ``160 / 730``. A GPU
   of the fleet is paid by the hour around the clock; a part-time fleet can be meant, so it is a
   warning at the cell, not a refusal.
+* ``target_utilization`` below :data:`UTILIZATION_LOW` (Settings or a Workloads cell): a fleet sized to
+  be busy under a tenth of the time, 10x the GPUs its throughput needs; ``0.08`` typed for 80%, or
+  ``0.05`` for 50%. Latency targets have their own columns (``ttft_slo_ms``, ``tpot_slo_ms``), so a low
+  utilisation is not how headroom for latency is planned; still a warning, as it may be meant.
 """
 
 from __future__ import annotations
@@ -14,11 +18,35 @@ from planner.core.places import Place
 
 HOURS_PER_DAY = 24.0
 MONTH_HOURS = (28 * HOURS_PER_DAY, 31 * HOURS_PER_DAY)  # [h]: February to a 31-day month
+UTILIZATION_LOW = 0.1  # [fraction]
 
 
 def settings_warnings(plan) -> list[Problem]:
     """The warnings of the module docstring, each at its Settings cell."""
     p_in = plan.input
+    return _hours(p_in) + _utilization(p_in)
+
+
+def _utilization(p_in) -> list[Problem]:
+    def said(u: float) -> str:
+        return (f"target_utilization {u:.4g} sizes the fleet to be busy {u:.1%} of the time ({1 / u:,.3g}x the "
+                f"GPUs its throughput needs): typed {u:.0%} for {u * 10:.0%}? (type {u * 10:.4g} or {u * 10:.0%} for "
+                f"{u * 10:.0%}; latency targets are ttft_slo_ms and tpot_slo_ms)")
+
+    out = []
+    u = p_in.settings.get("target_utilization")
+    if u is not None and 0 < float(u) < UTILIZATION_LOW:
+        where = getattr(p_in, "setting_places", {}).get("target_utilization") or Place.whole("Settings")
+        out.append(Problem(where, said(float(u))))
+    wt = p_in.workloads
+    for i, rec in enumerate(wt.records):
+        v = rec.get("target_utilization")
+        if v is not None and 0 < float(v) < UTILIZATION_LOW:
+            out.append(Problem(Place.of_table(wt, "target_utilization", i), said(float(v))))
+    return out
+
+
+def _hours(p_in) -> list[Problem]:
     h = p_in.settings.get("hours_per_month")
     if h is None:
         return []
