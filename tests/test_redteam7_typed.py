@@ -201,3 +201,57 @@ def test_a_period_without_its_year_names_the_settings_periods(tmp_path):
     assert any(p.startswith("Demand!B2: period 'Q2' has no demand rows") and p.endswith(
         "; it is not one of Settings periods (2027-Q1 .. 2027-Q4), where a blank demand_tpm takes the grown demand: "
         "if it is one of them, type it as 2027-Q1 is typed") for p in got), got
+
+
+# --------------------------------------------------------------------------- Scenarios: a plain 1 in a hit column
+def _scenario(tmp_path, value, column="hit_target", fmt=None):
+    import openpyxl
+
+    path = tmp_path / "in.xlsx"
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW)], {},
+                         optional={"Scenarios": [{"scenario": "more hits", "sheet": "Workloads", "column": column,
+                                                  "match": "chat", "op": "set", "value": value}]})
+    if fmt is not None:
+        wb = openpyxl.load_workbook(path)
+        ws = wb["Scenarios"]
+        col = next(c.column for c in ws[1] if str(c.value).split(" [")[0] == "value")
+        ws.cell(2, col).number_format = fmt
+        wb.save(path)
+    return build_plan(path)
+
+
+@pytest.mark.parametrize("column", ["hit_target", "hit_baseline"])
+def test_a_scenario_setting_a_hit_to_a_plain_one_is_warned(tmp_path, column):
+    # before: the scenario planned at 100% hits silently (Workloads and Demand cells of 1 were warned)
+    plan = _scenario(tmp_path, 1, column)
+    got = [str(w) for w in plan.warnings if str(w).startswith("Scenarios!")]
+    assert len(got) == 1, plan.warnings
+    assert got[0].startswith(f"{_cell(plan.input.optional['Scenarios'], 'value')}: scenario 'more hits' sets "
+                             f"{column} to 1, read as 100% (")
+    assert got[0].endswith("if 1% was meant, type 0.01 or 1%; type 100% to say 100% is meant")
+
+
+@pytest.mark.parametrize("value, fmt", [(1, "0%"), (0.6, None)])
+def test_a_scenario_hit_typed_as_a_percent_or_below_one_is_not_warned(tmp_path, value, fmt):
+    assert not [w for w in _scenario(tmp_path, value, fmt=fmt).warnings if str(w).startswith("Scenarios!")]
+
+
+# --------------------------------------------------------------------------- growth without Settings periods
+def test_a_growth_without_periods_is_warned_at_its_cells(tmp_path):
+    path = tmp_path / "in.xlsx"
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW, demand_growth=0.2)], {"demand_growth": 0.1})
+    plan = build_plan(path)
+    got = [str(w) for w in plan.warnings if "Settings periods is blank" in str(w)]
+    assert len(got) == 2, plan.warnings
+    assert got[0].startswith("Settings!B") and "demand_growth 0.1 is typed" in got[0]
+    assert got[1].startswith(f"{_cell(plan.input.workloads, 'demand_growth')}: demand_growth 0.2 is typed")
+    # nothing grown: no period is planned
+    from planner.finance import periods as fp
+
+    assert fp.plan_periods(plan) == []
+
+
+def test_a_growth_with_periods_is_not_warned(tmp_path):
+    path = tmp_path / "in.xlsx"
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW)], {"demand_growth": 0.1, "periods": "2027-Q1..2027-Q2"})
+    assert not [w for w in build_plan(path).warnings if "Settings periods is blank" in str(w)]

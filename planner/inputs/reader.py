@@ -218,7 +218,9 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
                 problems.append(Problem(where, err))
             if reading:
                 readings.append(f"{where} {reading}")
-            if v == 1 and by_name[name].kind == schema.FRACTION and isinstance(cell_value(cell), (int, float)) \
+            # a Scenarios value is a fraction when its column is one (red team 7: 'set hit_target 1')
+            if v == 1 and (by_name[name].kind == schema.FRACTION or (sheet == schema.SCN and name == "value")) \
+                    and isinstance(cell_value(cell), (int, float)) \
                     and not isinstance(cell_value(cell), bool) and "%" not in str(fmt or ""):
                 plain_ones.add((name, len(records)))
             rec[name] = v

@@ -9,6 +9,9 @@
   be busy under a tenth of the time, 10x the GPUs its throughput needs; ``0.08`` typed for 80%, or
   ``0.05`` for 50%. Latency targets have their own columns (``ttft_slo_ms``, ``tpot_slo_ms``), so a low
   utilisation is not how headroom for latency is planned; still a warning, as it may be meant.
+* a ``demand_growth`` typed (Settings, or Workloads cells) while Settings ``periods`` is blank: growth
+  compounds over Settings periods only, so it plans nothing (no Fleet_By_Period from it) and nothing
+  said so; the analyst who typed a growth expects the periods it grows over.
 """
 
 from __future__ import annotations
@@ -24,7 +27,30 @@ UTILIZATION_LOW = 0.1  # [fraction]
 def settings_warnings(plan) -> list[Problem]:
     """The warnings of the module docstring, each at its Settings cell."""
     p_in = plan.input
-    return _hours(p_in) + _utilization(p_in)
+    return _hours(p_in) + _utilization(p_in) + _growth_without_periods(p_in)
+
+
+def _growth_without_periods(p_in) -> list[Problem]:
+    from planner.inputs.period_labels import parse_periods
+
+    if parse_periods(p_in.settings.get("periods"))[0]:
+        return []
+    places = getattr(p_in, "setting_places", {})
+    said = ("is typed, but Settings periods is blank: demand grows only over Settings periods, so the growth "
+            "plans nothing; type the periods it grows over in Settings periods (2027-Q1..2027-Q4, or "
+            "2027-Q1; 2027-Q2)")
+    out = []
+    g = p_in.settings.get("demand_growth")
+    if "demand_growth" in places and g not in (None, 0):
+        out.append(Problem(places["demand_growth"], f"demand_growth {float(g):.4g} {said}"))
+    wt = p_in.workloads
+    typed = [i for i, r in enumerate(wt.records) if r.get("demand_growth") not in (None, 0)]
+    if typed:
+        i = typed[0]
+        more = f" (and {len(typed) - 1} more row(s))" if len(typed) > 1 else ""
+        out.append(Problem(Place.of_table(wt, "demand_growth", i),
+                           f"demand_growth {float(wt.records[i]['demand_growth']):.4g}{more} {said}"))
+    return out
 
 
 def _utilization(p_in) -> list[Problem]:
