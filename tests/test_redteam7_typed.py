@@ -255,3 +255,34 @@ def test_a_growth_with_periods_is_not_warned(tmp_path):
     path = tmp_path / "in.xlsx"
     write_input_workbook(path, MODELS, GPUS, [dict(ROW)], {"demand_growth": 0.1, "periods": "2027-Q1..2027-Q2"})
     assert not [w for w in build_plan(path).warnings if "Settings periods is blank" in str(w)]
+
+
+# --------------------------------------------------------------------------- Measurements isl in thousands
+def test_a_measured_isl_in_thousands_is_named_beside_the_microseconds_reading(tmp_path):
+    # the cold points of MEAS with isl 1, 2, 4 (thousands meant) at the workload's tp: each TTFT (70-220 ms) is
+    # far over 1,000x the roofline of a 1-4 token prompt; before, the only reading offered was microseconds
+    path = tmp_path / "in.xlsx"
+    pts = [dict(m, tp=1, isl=m["isl"] / 1000) for m in MEAS]
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW, **BLANK)], {}, optional={"Measurements": pts})
+    plan = build_plan(path)
+    meas = plan.input.optional["Measurements"]
+    got = [str(w) for w in plan.warnings if str(w).startswith(_cell(meas, "ttft_ms", 0) + ":")]
+    assert len(got) == 1, plan.warnings
+    assert got[0].endswith(f"Or is {_cell(meas, 'isl', 0)}'s isl 1 in thousands of tokens (1,000 tokens; head the "
+                           f"column 'isl (k tokens)' to have it converted)?")
+
+
+def test_the_k_tokens_header_the_hint_names_converts_the_measured_isl(tmp_path):
+    import openpyxl
+
+    path = tmp_path / "in.xlsx"
+    pts = [dict(m, tp=1, isl=m["isl"] / 1000) for m in MEAS]
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW, **BLANK)], {}, optional={"Measurements": pts})
+    wb = openpyxl.load_workbook(path)
+    ws = wb["Measurements"]
+    next(c for c in ws[1] if str(c.value).split(" [")[0] == "isl").value = "isl (k tokens)"
+    wb.save(path)
+    plan = build_plan(path)
+    assert plan.input.optional["Measurements"].records[0]["isl"] == 1000.0   # 1 k tokens = 1,000 tokens
+    assert not [w for w in plan.warnings if "thousands of tokens" in str(w)]
+    assert plan.calibration.source == ["calibrated"]
