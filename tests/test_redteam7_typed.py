@@ -286,3 +286,71 @@ def test_the_k_tokens_header_the_hint_names_converts_the_measured_isl(tmp_path):
     assert plan.input.optional["Measurements"].records[0]["isl"] == 1000.0   # 1 k tokens = 1,000 tokens
     assert not [w for w in plan.warnings if "thousands of tokens" in str(w)]
     assert plan.calibration.source == ["calibrated"]
+
+
+# --------------------------------------------------------------------------- units in a price header and a Settings key
+def _refused(path) -> list[str]:
+    from planner.core.errors import InputError
+
+    with pytest.raises(InputError) as e:
+        build_plan(path)
+    return [str(p) for p in e.value.problems]
+
+
+@pytest.mark.parametrize("unit, whole", [("USD/node-hour", "node"), ("USD per server hour", "server"),
+                                         ("USD/8xGPU-hour", "8xGPU"), ("USD/instance-hour", "instance")])
+def test_a_price_per_machine_hour_is_refused(tmp_path, unit, whole):
+    # before: 'hourly_cost (USD/node-hour)' 20 was read as USD 20 a GPU-hour: 8x the cost of an 8-GPU node's
+    import openpyxl
+
+    path = tmp_path / "in.xlsx"
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW)], {})
+    wb = openpyxl.load_workbook(path)
+    cell = next(c for c in wb["GPUs"][1] if str(c.value).split(" [")[0] == "hourly_cost")
+    cell.value = f"hourly_cost ({unit})"
+    wb.save(path)
+    got = _refused(path)
+    assert any(p.startswith(f"GPUs!{cell.coordinate}: header 'hourly_cost ({unit})' says {unit}, a price per "
+                            f"{whole}: hourly_cost is the price of one GPU-hour") for p in got), got
+
+
+@pytest.mark.parametrize("unit", ["USD/h", "USD/GPU-hour", "USD per hour"])
+def test_a_price_per_gpu_hour_header_is_read(tmp_path, unit):
+    import openpyxl
+
+    path = tmp_path / "in.xlsx"
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW)], {})
+    wb = openpyxl.load_workbook(path)
+    next(c for c in wb["GPUs"][1] if str(c.value).split(" [")[0] == "hourly_cost").value = f"hourly_cost ({unit})"
+    wb.save(path)
+    assert build_plan(path).input.gpus.records[0]["hourly_cost"] == 2.5
+
+
+def _settings_key(tmp_path, key, typed_key, value):
+    import openpyxl
+
+    path = tmp_path / "in.xlsx"
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW)], {key: value})
+    wb = openpyxl.load_workbook(path)
+    ws = wb["Settings"]
+    cell = next(ws.cell(r, 1) for r in range(2, ws.max_row + 1) if ws.cell(r, 1).value == key)
+    cell.value = typed_key
+    wb.save(path)
+    return path, cell.coordinate
+
+
+@pytest.mark.parametrize("key, typed_key, value, own", [
+    ("hours_per_month", "hours_per_month (days)", 30, "h"),       # before: 30 hours a month, costs x 0.041
+    ("prefill_layer_ms", "prefill_layer_ms [us]", 150, "ms"),     # before: 150 ms a layer, 1,000x
+    ("gpus_per_node", "gpus_per_node (nodes)", 2, "GPUs"),
+])
+def test_a_settings_key_with_another_unit_is_refused_at_its_key(tmp_path, key, typed_key, value, own):
+    path, where = _settings_key(tmp_path, key, typed_key, value)
+    unit = typed_key.split("(")[-1].split("[")[-1].rstrip(")]")
+    assert f"Settings!{where}: key {typed_key!r} says {unit}, but {key} is in {own}: the value would be read as " \
+           f"{own} with the unit dropped; convert the value to {own} and write the key as {key!r}" in _refused(path)
+
+
+def test_a_settings_key_with_its_own_unit_is_read(tmp_path):
+    path, _ = _settings_key(tmp_path, "hours_per_month", "hours_per_month (h)", 720)
+    assert build_plan(path).settings["hours_per_month"] == 720.0

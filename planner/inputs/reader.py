@@ -535,6 +535,11 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
         present.add(key)
         s = spec[key]
         where = Place.cell(ws.title, jv + 1, kcell.row)
+        from planner.inputs.settings_keys import key_unit_problem  # red team 7: 'hours_per_month (days)'
+
+        if (why := key_unit_problem(key, str(getattr(kcell, "value", "")))) is not None:
+            problems.append(Problem(Place.cell(ws.title, jk + 1, kcell.row), why))
+            continue
         if places is not None:
             places[key] = where
         if s.kind == schema.NUMBERS:
