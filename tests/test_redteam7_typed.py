@@ -354,3 +354,40 @@ def test_a_settings_key_with_another_unit_is_refused_at_its_key(tmp_path, key, t
 def test_a_settings_key_with_its_own_unit_is_read(tmp_path):
     path, _ = _settings_key(tmp_path, "hours_per_month", "hours_per_month (h)", 720)
     assert build_plan(path).settings["hours_per_month"] == 720.0
+
+
+# --------------------------------------------------------------------------- a period's demand typed per day
+def _periods(tmp_path, demand_rows, today=100_000):
+    path = tmp_path / "in.xlsx"
+    write_input_workbook(path, MODELS, GPUS, [dict(ROW, demand_tpm=today)], {"periods": "2027-Q1..2027-Q2"},
+                         optional={"Demand": demand_rows})
+    return build_plan(path)
+
+
+def test_a_small_workloads_period_demand_per_day_in_a_per_minute_row_is_warned(tmp_path):
+    # today 100,000 tokens/min; 2027-Q2 144,000,000 (its per-day number, 100,000 x 1,440) in the per-minute
+    # column: 1.44e8 / 68,323.47 = 2,108 GPUs, under the 10,000 of the huge-demand warning, so it planned silently
+    plan = _periods(tmp_path, [{"workload": "chat", "period": "2027-Q2", "demand_tpm": 144_000_000}])
+    from planner.finance import periods as fp
+
+    assert fp.period_totals(plan)["gpus_needed"].tolist() == [2, 2108]   # ceil(1e5 / 68,323.47), ceil(2,107.6)
+    got = [str(w) for w in plan.warnings if str(w).startswith("Demand!")]
+    assert got == [f"{_cell(plan.input.optional['Demand'], 'demand_tpm')}: 'chat' in 2027-Q2: demand 1.44e+08 "
+                   f"tokens/min is 1,440x the workload's demand_tpm today (100,000 tokens/min), about 1,440, the "
+                   f"minutes of a day: typed per day in a per-minute row? (set its demand_unit to tokens/day: "
+                   f"100,000 tokens/min) If the workload's demand does change that much, ignore this"], got
+
+
+def test_a_per_minute_number_under_a_per_day_unit_is_warned(tmp_path):
+    # 100,000 typed with demand_unit tokens/day: 100,000 / 1,440 = 69.44 tokens/min, 1/1,440 of today's
+    plan = _periods(tmp_path, [{"workload": "chat", "period": "2027-Q2", "demand_tpm": 100_000,
+                                "demand_unit": "tokens/day"}])
+    got = [str(w) for w in plan.warnings if str(w).startswith("Demand!")]
+    assert len(got) == 1 and "about 1/1,440, the minutes of a day: typed per minute under demand_unit tokens/day? " \
+                             "(100,000 tokens/min as tokens/min)" in got[0], got
+
+
+@pytest.mark.parametrize("q2", [100_000, 300_000, 2_000_000])   # same, 3x, 20x: growth, not a unit
+def test_a_period_demand_that_grows_is_not_warned(tmp_path, q2):
+    plan = _periods(tmp_path, [{"workload": "chat", "period": "2027-Q2", "demand_tpm": q2}])
+    assert not [w for w in plan.warnings if str(w).startswith("Demand!")]
