@@ -391,3 +391,13 @@ def test_a_per_minute_number_under_a_per_day_unit_is_warned(tmp_path):
 def test_a_period_demand_that_grows_is_not_warned(tmp_path, q2):
     plan = _periods(tmp_path, [{"workload": "chat", "period": "2027-Q2", "demand_tpm": q2}])
     assert not [w for w in plan.warnings if str(w).startswith("Demand!")]
+
+
+def test_a_huge_demand_row_is_told_to_set_its_demand_unit_not_a_header(tmp_path):
+    # 8.64e9 (a day's tokens) in a per-minute Demand row: 8.64e9 / 68,323.47 = 126,457.3 GPUs > 10,000. Before, the
+    # hint was to head the column 'demand_tpm (tokens/day)', which beside a demand_unit column is refused
+    plan = _periods(tmp_path, [{"workload": "chat", "period": "2027-Q2", "demand_tpm": 8.64e9}], today=6_000_000)
+    got = [str(w) for w in plan.warnings if str(w).startswith("Demand!")]
+    assert len(got) == 1 and "needs about 126,457 GPUs for chat alone" in got[0], got
+    assert "Set the row's demand_unit to tokens/day (or tokens/hour) to have it converted" in got[0]
+    assert "Head the column" not in got[0]

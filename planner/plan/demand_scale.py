@@ -49,12 +49,15 @@ def huge_demand_warnings(plan) -> list[Problem]:
         if gpus <= GPUS_MAX:
             return
         shown = "tokens/min" if unit == "tokens/min" else f"tokens/min ({unit} typed in the row's demand_unit)"
+        # a Demand row converts by its demand_unit (a header unit beside one is refused: red team 7)
+        how = ("Set the row's demand_unit to tokens/day (or tokens/hour) to have it converted"
+               if table is not wt else "Head the column 'demand_tpm (tokens/day)' to have it converted")
         out.append(Problem(Place.of_table(table, "demand_tpm", i),
                            f"demand_tpm {demand:,.6g} {shown} needs about {gpus:,.0f} GPUs for {wl} alone "
                            f"({g:,.0f} tokens/min a GPU at its target), more than {GPUS_MAX:,.0f} (the largest "
                            f"published clusters hold about 100,000 GPUs for a whole company): typed per day "
                            f"({gpus / 1440:,.0f} GPUs as tokens/day) or per hour ({gpus / 60:,.0f} GPUs as "
-                           f"tokens/hour)? Head the column 'demand_tpm (tokens/day)' to have it converted; if the "
+                           f"tokens/hour)? {how}; if the "
                            f"demand is right, check the row's times and tpm_measured (its other warnings)"))
 
     wt = plan.input.workloads
