@@ -69,9 +69,16 @@ def check_demand(dem, w, problems: list[Problem], grown: frozenset = frozenset()
     respell(dem, spelt)
     for period, rows in by_period.items():
         if period not in grown and all(dem.records[i].get("demand_tpm") is None for i in rows):
+            hint = ""
+            if order:  # red team 7: 'Q2' (no year) beside Settings periods 2027-Q1..2027-Q4
+                hint = (f"; it is not one of Settings periods ({order[0]} .. {order[-1]}), where a blank demand_tpm "
+                        f"takes the grown demand: if it is one of them, type it as {order[0]} is typed")
+            elif any(dem.records[i].get("hit_target") is not None for i in rows):  # a hit typed, the demand to grow
+                hint = ("; a blank demand_tpm takes the grown demand only in the periods of Settings periods, which "
+                        "is blank: type them there (2027-Q1..2027-Q4) to grow today's demand into them")
             problems.append(Problem(table_place(dem, "period", rows[0]),
                                     f"period {period!r} has no demand rows: every demand_tpm of it is blank "
-                                    f"(give the demands, or delete the period's rows)"))
+                                    f"(give the demands, or delete the period's rows){hint}"))
 
 
 def _odd_periods(dem, order: tuple) -> None:

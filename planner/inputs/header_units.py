@@ -181,6 +181,9 @@ def conversion(header: str, col: Column) -> tuple[float, str | None, str | None]
 # money per unit of time in a per-hour price column: per hour is accepted, any other span refused
 _PER_HOUR = re.compile(r"^(?:gpu[-_ ]?)?(?:h|hr|hrs|hour|hours)$", re.I)
 _MONEY_TIME = re.compile(r"^(.*?)\s*(?:/|\bper\b)\s*(?:gpu[-_ ]?)?([a-z]+)\.?$", re.I)
+# a price of a whole machine (node, server, instance, 8 GPUs) in a per-GPU-hour column
+_PER_MACHINE = re.compile(r"(?:/|\bper\b)\s*(node|server|instance|machine|host|box|vm|pod|cluster|\d+\s*x?\s*gpus?)"
+                          r"\b", re.I)
 _SPANS = {"s", "sec", "second", "min", "minute", "day", "d", "week", "wk", "month", "mo", "mth", "year", "yr",
           "quarter", "qtr", "q"}
 
@@ -193,6 +196,10 @@ def _money_per_time(shown: str, typed: str, col: Column) -> str | None:
     if cur in ("cents", "cent", "ct", "c", "¢"):
         return (f"header {shown!r} says {typed}: {col.name} is in currency units per GPU-hour, not cents: "
                 f"divide the values by 100 and write the header as '{col.name} [currency/h]'")
+    if (whole := _PER_MACHINE.search(typed)) is not None:  # red team 7: 'USD/node-hour' read as per GPU-hour
+        return (f"header {shown!r} says {typed}, a price per {whole.group(1)}: {col.name} is the price of one "
+                f"GPU-hour and the values would be read as per GPU; divide them by the GPUs of one "
+                f"{whole.group(1)} (8 on an HGX node) and write the header as '{col.name} [currency/h]'")
     if m is None or _PER_HOUR.match(m.group(2)):
         return None
     if m.group(2).lower() in _SPANS:

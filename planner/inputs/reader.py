@@ -79,6 +79,7 @@ class PlanInput:
     notes: list[str] = field(default_factory=list)  # accepted with a remark (said once)
     optional: dict[str, Table] = field(default_factory=dict)  # Measurements, Demand, Scenarios when present
     kv_tiers: Any = None  # planner.inputs.kv_tiers.TierPlan of the traced workloads (set by planner.plan)
+    setting_places: dict = field(default_factory=dict)  # Settings key -> the Place of its value cell
 
     def table(self, sheet: str) -> Table | None:
         """The table of an input sheet by its schema name (None: an optional sheet not given)."""
@@ -217,7 +218,9 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
                 problems.append(Problem(where, err))
             if reading:
                 readings.append(f"{where} {reading}")
-            if v == 1 and by_name[name].kind == schema.FRACTION and isinstance(cell_value(cell), (int, float)) \
+            # a Scenarios value is a fraction when its column is one (red team 7: 'set hit_target 1')
+            if v == 1 and (by_name[name].kind == schema.FRACTION or (sheet == schema.SCN and name == "value")) \
+                    and isinstance(cell_value(cell), (int, float)) \
                     and not isinstance(cell_value(cell), bool) and "%" not in str(fmt or ""):
                 plain_ones.add((name, len(records)))
             rec[name] = v
@@ -426,7 +429,8 @@ def read_input(path: str | Path, *, checks: Sequence[Callable[[BoundaryState], l
     check_inputs(path, optional.get(schema.TIERS), w, positions.get("Workloads", {}), settings, problems, notes)
     p_in = None
     if m is not None and g is not None and w is not None:
-        p_in = PlanInput(path, hashlib.sha256(data).hexdigest(), m, g, w, settings, settings_extra, notes, optional)
+        p_in = PlanInput(path, hashlib.sha256(data).hexdigest(), m, g, w, settings, settings_extra, notes, optional,
+                         setting_places=dict(setting_places))
     # the checks of the layers above (sheet sizes, calibration, each scenario re-planned), in the
     # same pass: given by the caller (planner.finance.validation.read_checked), so that this
     # boundary imports nothing above it
@@ -531,6 +535,11 @@ def _read_settings(wb, problems: list[Problem], scan: SheetScan | None = None,
         present.add(key)
         s = spec[key]
         where = Place.cell(ws.title, jv + 1, kcell.row)
+        from planner.inputs.settings_keys import key_unit_problem  # red team 7: 'hours_per_month (days)'
+
+        if (why := key_unit_problem(key, str(getattr(kcell, "value", "")))) is not None:
+            problems.append(Problem(Place.cell(ws.title, jk + 1, kcell.row), why))
+            continue
         if places is not None:
             places[key] = where
         if s.kind == schema.NUMBERS:

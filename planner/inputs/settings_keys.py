@@ -79,3 +79,32 @@ def near_key_problems(extras: Sequence[tuple[str, Any, Any, Place]], present: se
                                   f"{meant} left at its default{shown}), or give it another name to keep it "
                                   f"as a note row"))
     return out
+
+
+# --------------------------------------------------------------------------- a unit typed in the key
+# (red team 7) A Settings key with a unit in brackets is read as the setting, the unit dropped: right when it
+# is the setting's own unit (``hours_per_month (h)``), silently wrong when not (``hours_per_month (days)`` 30
+# planned as 30 hours; ``prefill_layer_ms (us)`` 150 as 150 ms). The settings with a unit, and its spellings:
+SETTING_UNITS: dict[str, tuple[str, frozenset[str]]] = {
+    "hours_per_month": ("h", frozenset({"h", "hr", "hrs", "hour", "hours", "h/month", "hours/month", "h/mo",
+                                        "h per month", "hours per month"})),
+    "pcie_sweep_gbps": ("GB/s", frozenset({"gb/s", "gbps", "gbyte/s", "gb per s"})),
+    "prefill_layer_ms": ("ms", frozenset({"ms", "msec", "milliseconds"})),
+    "prefill_request_ms": ("ms", frozenset({"ms", "msec", "milliseconds"})),
+    "max_num_batched_tokens": ("tokens", frozenset({"tokens", "token", "tok"})),
+    "gpus_per_node": ("GPUs", frozenset({"gpus", "gpu", "count"})),
+}
+
+
+def key_unit_problem(key: str, typed_key: str) -> str | None:
+    """The problem of a unit typed in a Settings key that is not its setting's (None: no unit, or its own)."""
+    from planner.inputs.header_units import header_unit
+
+    unit = header_unit(typed_key)
+    if unit is None or key not in SETTING_UNITS:
+        return None
+    own, spellings = SETTING_UNITS[key]
+    if unit.strip().lower() in spellings:
+        return None
+    return (f"key {typed_key.strip()!r} says {unit}, but {key} is in {own}: the value would be read as {own} with "
+            f"the unit dropped; convert the value to {own} and write the key as {key!r}")

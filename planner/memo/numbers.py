@@ -257,11 +257,12 @@ def headline(plan, fleet: dict, quarter: str, currency: str) -> str:
     if fleet["has_cost"]:
         at_m += f" ({currency} {fleet['cost_per_month_baseline']} per month)"
     if saved > 0:
-        s += (f"{at_m}: the target hits save {fleet['gpus_saved']} GPUs ({fleet['gpus_saved_pct']})"
+        s += (f"{at_m}: the target hits save {fleet['gpus_saved']} GPU{'s' if saved != 1 else ''} "
+              f"({fleet['gpus_saved_pct']})"
               + (f" and {currency} {fleet['cost_saved_per_month']} per month." if fleet["has_cost"] else "."))
     elif saved < 0:
         more = num(-saved, schema.FMT_INT)
-        s += f"{at_m}: the target hits need {more} GPUs more."
+        s += f"{at_m}: the target hits need {more} GPU{'s' if saved != -1 else ''} more."
     else:
         s += f"{at_m}, as many as at the target hits."
     return s + dm.fleet_sentences(plan, currency)

@@ -96,9 +96,11 @@ ASSUMPTIONS: tuple[str, ...] = (
     "cost per hour = Σ gpus_needed × hourly_cost over the workloads with demand and a price.",
     "Instances are sized to run at target_utilization (Settings, or the workload's own): "
     f"{equation_text.INSTANCES}; cost per month = cost per hour × hours_per_month.",
-    "GPUs at the measured hit = ceil(demand_tpm / (TPM at measured · target_utilization)) × tp, with TPM at "
-    "measured = "
-    "tpm_measured when given, else the model's (isl + osl) · 60000 / C(h_measured).",
+    "GPUs at the baseline hit (Workloads hit_baseline, the hit ratio the fleet runs at today; blank: hit_measured, "
+    "the load test's) are sized as at the target, with the same demand, target_utilization and latency targets: "
+    "ceil(demand_tpm / (TPM at the baseline · target_utilization)) × tp on throughput, with TPM at the baseline = "
+    "tpm_measured re-hit corrected to it when given, else the model's (isl + osl) · 60000 / C(h_baseline); what "
+    "the target saves is baseline minus target (negative: a cost, warned at the workload).",
     "Cost counts GPU-hours only (hourly_cost × GPUs) and assumes busy instances; cost per million "
     "tokens = hourly_cost · tp · 10⁶ / (TPM · 60).",
     "KV is loaded from host memory over PCIe per GPU shard; without a measured bandwidth Gen4 x16 is "

@@ -114,7 +114,14 @@ def build_plan(source: str | Path | PlanInput) -> Plan:
 
     from planner.plan.capped_loop_checks import capped_loop_warnings  # red team 5: a rate-paced capped loop
     from planner.plan.tier_checks import hbm_tier_warnings  # red team 5: an hbm tier above the HBM left
+    from planner.plan.baseline_checks import baseline_warnings  # red team 7: a baseline above the target
+    from planner.plan.link_checks import link_warnings  # red team 7: Gb/s for GB/s, max_seq_len in thousands
+    from planner.plan.unused_load_tests import unused_load_test_warnings  # red team 7: a load test at another tp
+    from planner.plan.settings_checks import settings_warnings  # red team 7: hours_per_month not a month
+    from planner.plan.demand_scale import period_jump_warnings  # red team 7: a period's demand per day
 
     plan = apply_to_plan(plan)
     return dataclasses.replace(plan, warnings=list(plan.warnings) + typed_warnings(plan) + load_shape_warnings(plan)
-                               + hit_fallback_warnings(plan) + hbm_tier_warnings(plan) + capped_loop_warnings(plan))
+                               + hit_fallback_warnings(plan) + hbm_tier_warnings(plan) + capped_loop_warnings(plan)
+                               + baseline_warnings(plan) + link_warnings(plan) + unused_load_test_warnings(plan)
+                               + settings_warnings(plan) + period_jump_warnings(plan))

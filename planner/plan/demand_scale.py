@@ -49,12 +49,15 @@ def huge_demand_warnings(plan) -> list[Problem]:
         if gpus <= GPUS_MAX:
             return
         shown = "tokens/min" if unit == "tokens/min" else f"tokens/min ({unit} typed in the row's demand_unit)"
+        # a Demand row converts by its demand_unit (a header unit beside one is refused: red team 7)
+        how = ("Set the row's demand_unit to tokens/day (or tokens/hour) to have it converted"
+               if table is not wt else "Head the column 'demand_tpm (tokens/day)' to have it converted")
         out.append(Problem(Place.of_table(table, "demand_tpm", i),
                            f"demand_tpm {demand:,.6g} {shown} needs about {gpus:,.0f} GPUs for {wl} alone "
                            f"({g:,.0f} tokens/min a GPU at its target), more than {GPUS_MAX:,.0f} (the largest "
                            f"published clusters hold about 100,000 GPUs for a whole company): typed per day "
                            f"({gpus / 1440:,.0f} GPUs as tokens/day) or per hour ({gpus / 60:,.0f} GPUs as "
-                           f"tokens/hour)? Head the column 'demand_tpm (tokens/day)' to have it converted; if the "
+                           f"tokens/hour)? {how}; if the "
                            f"demand is right, check the row's times and tpm_measured (its other warnings)"))
 
     wt = plan.input.workloads
@@ -67,4 +70,53 @@ def huge_demand_warnings(plan) -> list[Problem]:
             continue
         unit = str(rec.get("demand_unit") or "tokens/min")
         check(dem, i, rec.get("workload"), float(demand_per_minute(float(rec["demand_tpm"]), unit)), unit)
+    return out
+
+
+# (red team 7) A Demand period's demand against the workload's own demand_tpm today: a per-day demand typed
+# in a per-minute Demand row of a small workload needs fewer than GPUS_MAX GPUs and was planned silently at
+# 1,440x today's (a per-minute one typed with demand_unit tokens/day at 1/1,440). A ratio within a factor
+# of 2 of a day's or an hour's minutes (1,440, 60) or their inverses is said at the Demand cell; it may be
+# a launch (a pilot today, production next quarter), so a warning.
+SPANS = {"day": 1440.0, "hour": 60.0}
+SPAN_BAND = 2.0
+
+
+def period_jump_warnings(plan) -> list[Problem]:
+    """A Demand ``demand_tpm`` (tokens/min after its ``demand_unit``) at about 1,440x or 60x (or 1/1,440,
+    1/60) of its workload's Workloads ``demand_tpm``, unless it needs over :data:`GPUS_MAX` GPUs
+    (:func:`huge_demand_warnings` says those)."""
+    dem = plan.input.optional.get("Demand")
+    if dem is None:
+        return []
+    today = {str(r.get("workload")).strip().lower(): float(r["demand_tpm"])
+             for r in plan.input.workloads.records if r.get("demand_tpm") not in (None, 0)}
+    per = _per_gpu(plan)
+    out: list[Problem] = []
+    for i, rec in enumerate(dem.records):
+        w = str(rec.get("workload")).strip().lower()
+        if rec.get("demand_tpm") is None or w not in today:
+            continue
+        unit = str(rec.get("demand_unit") or "tokens/min")
+        d = float(demand_per_minute(float(rec["demand_tpm"]), unit))
+        g = per.get(w)
+        if d <= 0 or (g is not None and np.isfinite(g) and g > 0 and d / g > GPUS_MAX):
+            continue
+        ratio = d / today[w]
+        for span, k in SPANS.items():
+            if k / SPAN_BAND <= ratio <= k * SPAN_BAND:
+                hint = (f"typed per {span} in a per-minute row? (set its demand_unit to tokens/{span}: "
+                        f"{d / k:,.6g} tokens/min)" if unit == "tokens/min" else
+                        f"is demand_unit {unit} right?")
+            elif 1 / (k * SPAN_BAND) <= ratio <= SPAN_BAND / k:
+                hint = (f"typed per minute under demand_unit {unit}? ({d * k:,.6g} tokens/min as tokens/min)"
+                        if unit != "tokens/min" else f"typed per minute where the workload's is per {span}?")
+            else:
+                continue
+            out.append(Problem(Place.of_table(dem, "demand_tpm", i),
+                               f"{rec.get('workload')!r} in {rec.get('period')}: demand {d:,.6g} tokens/min is "
+                               f"{ratio:,.4g}x the workload's demand_tpm today ({today[w]:,.6g} tokens/min), about "
+                               f"{'1/' if ratio < 1 else ''}{k:,.0f}, the minutes of {'an' if span == 'hour' else 'a'} "
+                               f"{span}: {hint} If the workload's demand does change that much, ignore this"))
+            break
     return out

@@ -126,6 +126,20 @@ def _decode_batch_note(r, res, i: int) -> str | None:
                    "t_decode_ms with t_decode_batch typed)")
 
 
+# an unreachable latency target below this many ms that would be reachable read as seconds is most likely
+# seconds (red team 7: a TTFT target of 0.5 for 500 ms): no service sets a TTFT target under 10 ms (one
+# prefill pass of a small model) or a TPOT target under 1 ms (one decode step reads the weights); a 50 ms
+# TTFT target that is too tight gets no hint
+SECONDS_BELOW_MS = {"ttft_slo_ms": 10.0, "tpot_slo_ms": 1.0}
+
+
+def _in_seconds(name: str, slo: float, floor: float) -> str:
+    """The hint of an unreachable target that, read as seconds, would be reachable ('' if none)."""
+    if 0 < slo < SECONDS_BELOW_MS[name] and slo * 1000.0 > floor:
+        return f"; typed in seconds ({slo * 1000.0:,.6g} ms)? {name} is in milliseconds"
+    return ""
+
+
 def warnings(plan) -> list:
     """Located warnings on latency at load (planner.core.errors.Problem): targets no instance count meets,
     prefills that saturate an instance at the planned load, a fixed concurrency whose KV does not
@@ -148,10 +162,12 @@ def warnings(plan) -> list:
         b = str(r["binding"].iat[i])
         if "ttft_slo" in b and b.startswith("unreachable") and np.isnan(conc[i]):
             out.append(Problem(place, f"ttft_slo_ms {t_slo[i]:,.6g} is not above the request-alone TTFT "
-                                      f"{alone[i]:,.1f} ms: no instance count meets it (left out of instances_needed)"))
+                                      f"{alone[i]:,.1f} ms: no instance count meets it (left out of instances_needed)"
+                                      + _in_seconds("ttft_slo_ms", t_slo[i], alone[i])))
         if "tpot_slo" in b and b.startswith("unreachable") and np.isnan(conc[i]):
             out.append(Problem(place, f"tpot_slo_ms {p_slo[i]:,.6g} is not above one request's decode step "
-                                      f"{s1[i]:,.2f} ms: no instance count meets it (left out of instances_needed)"))
+                                      f"{s1[i]:,.2f} ms: no instance count meets it (left out of instances_needed)"
+                                      + _in_seconds("tpot_slo_ms", p_slo[i], s1[i])))
         if "hbm" in b and b.startswith("unreachable") and np.isnan(conc[i]):
             out.append(Problem(place, "not one full-length request fits in HBM beside the weights: the HBM bound "
                                       "is left out of instances_needed"))

@@ -230,6 +230,20 @@ SLOW_TTFT = 1000.0
 SLOW_TPOT = 300.0
 
 
+# a load test's prompt is longer than this many tokens: 8 for 8,000 is thousands (red team 7: a Measurements
+# isl typed in k tokens made every point 2,000x the roofline, said as "typed in microseconds?")
+ISL_THOUSANDS_BELOW = 100
+
+
+def _isl_in_thousands(meas, i: int, isl: float) -> str:
+    """The other reading of a TTFT far slower than the roofline of a very short prompt ('' if none)."""
+    if isl >= ISL_THOUSANDS_BELOW:
+        return ""
+    where = _cell(meas, "isl", i)
+    return (f" Or is {where}'s isl {isl:,.6g} in thousands of tokens ({isl * 1000:,.0f} tokens; head the column "
+            f"'isl (k tokens)' to have it converted)?")
+
+
 def measurement_bounds(meas, models: dict, gpus: dict) -> list[Problem]:
     """Located warnings for Measurements rows outside what a GPU can produce, both sides in one pass,
     each row's two floors computed once: its TTFT against the prefill's roofline at 100% of peak
@@ -262,7 +276,8 @@ def measurement_bounds(meas, models: dict, gpus: dict) -> list[Problem]:
                                    f"ttft_ms {ttft:,.6g} is {ttft / floor:,.0f}x "
                                    f"the roofline at 100% of the GPU's peak ({floor:,.4g} ms for "
                                    f"{float(r['isl']):,.0f} tokens at hit {float(r['hit']):.0%} on {tp:g}x {r['gpu']}) "
-                                   f"at concurrency 1: was it typed in microseconds ({ttft / 1000:,.4g} ms)?"))
+                                   f"at concurrency 1: was it typed in microseconds ({ttft / 1000:,.4g} ms)?"
+                                   + _isl_in_thousands(meas, i, float(r["isl"]))))
         if r.get("tpot_ms") is not None:
             tpot = float(r["tpot_ms"])
             # batch 1 on purpose: at any concurrency every token of a step may route to the same

@@ -66,6 +66,7 @@ def typed_warnings(plan) -> list[Problem]:
     for col, i in sorted(getattr(dem, "plain_ones", set()) if dem is not None else ()):
         if col == "hit_target":
             out.append(_one(dem, col, i, "every input token of the period cached"))
+    out += _scenario_ones(p_in)
     periods = parse_periods(p_in.settings.get("periods"))[0]
     if periods and p_in.settings.get("demand_growth") == 1:  # the Settings cell's format is not kept
         out.append(Problem(Place.whole("Settings"), "demand_growth 1 is read as +100% a period (the demand doubles "
@@ -125,10 +126,40 @@ def typed_warnings(plan) -> list[Problem]:
     return out
 
 
+# the Scenarios columns whose plain 1 is most likely 1% (red team 7), as the same columns of Workloads
+# and Settings are warned: alpha and target_utilization of 1 are ordinary values and are not here
+SCENARIO_ONES = {("workloads", "hit_target"): "every input token cached in the scenario",
+                 ("workloads", "hit_measured"): "the load test ran with every input token cached",
+                 ("workloads", "hit_baseline"): "the fleet runs with every input token cached today, so the hit "
+                                                "target saves nothing against it",
+                 ("workloads", "demand_growth"): "the demand doubles every period",
+                 ("settings", "demand_growth"): "the demand doubles every period"}
+
+
+def _scenario_ones(p_in) -> list[Problem]:
+    """A Scenarios ``set`` of a plain ``1`` into a fraction column of :data:`SCENARIO_ONES`."""
+    scn = p_in.optional.get("Scenarios")
+    out: list[Problem] = []
+    for col, i in sorted(getattr(scn, "plain_ones", set()) if scn is not None else ()):
+        rec = scn.records[i]
+        key = (str(rec.get("sheet") or "").strip().lower(), str(rec.get("column") or "").strip().lower())
+        if col == "value" and key in SCENARIO_ONES and str(rec.get("op") or "").strip().lower() == "set":
+            out.append(Problem(_cell(scn, "value", i),
+                               f"scenario {rec.get('scenario')!r} sets {key[1]} to 1, read as 100% "
+                               f"({SCENARIO_ONES[key]}): if 1% was meant, type 0.01 or 1%; type 100% to say 100% "
+                               f"is meant"))
+    return out
+
+
 # A measured TPM of one instance against the model's at the same hit ratio, (isl + osl) x 60,000 /
 # chip time: the model's times are roofline estimates or fits within 0.5-2x (README 'Roofline against
 # published prefills'), so a factor of 20 is no estimate's error but a rate typed per second (60x)
-# or per hour (1/60x), or for the whole fleet.
+# or per hour (1/60x), or for the whole fleet. A warning, not a refusal (red team 7): the low side is
+# also what a true per-minute measurement gives at a load test with fewer requests in flight than the
+# plan's batch (t_decode_ms is the decode amortised over t_decode_batch: a test at concurrency 1 of a
+# decode-bound row measures up to 1/batch of the model's TPM) or on a small model whose step time is
+# the engine's overheads, not the HBM roofline (a 0.5B model: 0.3 ms of weights a step against several
+# ms measured); the ratio alone cannot tell those from a rate typed per second.
 TPM_FACTOR = 20.0
 
 
