@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import resource
 import subprocess
@@ -127,7 +128,23 @@ def make_bailian(path: Path, requests: int, seed: int = 1) -> int:
     return blocks
 
 
+# main's curves on the traces this script writes (seed 1), by ``_child(..., "all")`` at f80325b (the
+# single-process read and pass): the SHA-256 of ``cum_tokens`` (int64, little-endian) and the counts
+# (total tokens, warm-up requests, warm-up blocks, distinct blocks, requests). ``same_as_main`` in the output.
+MAIN = {
+    ("mooncake", 1_000_000): ("bc8078653cda36d3dab1b8d8db84a806a755eec5c1005667f7e4abf02f4730ff",
+                              4553175936, 500000, 2749425, 5499912, 1000000),
+    ("bailian", 1_000_000): ("e87cae8b8c0a59c8a8e8cdf5087740121cb125592dfa8a5b836f573655dce358",
+                             142349248, 500000, 2749425, 5499912, 1000000),
+    ("mooncake", 3_000_000): ("e4fd81e669957bc255d1cfb39ae0f1a50079d1e8e70beae8604bfd0fcdde3ea7",
+                              13658485376, 1500000, 8248764, 16499897, 3000000),
+    ("bailian", 3_000_000): ("bc0f499a195bced3c3548e0e9c99cab57d05e8a0353b13cc365d16ebb0fb6d88",
+                             427015168, 1500000, 8248764, 16499897, 3000000),
+}
+
+
 def _child(path: str, phase: str) -> None:
+    from planner.traffic import trace_reader as TR
     from planner.traffic import traces as T
     c0 = time.process_time()                             # the interpreter, numpy and planner imported
     t0 = time.perf_counter()
@@ -135,15 +152,22 @@ def _child(path: str, phase: str) -> None:
         tr = T.read_trace(path)
         out = {"requests": tr.requests, "blocks": tr.blocks, "read_s": time.perf_counter() - t0}
     else:                                                # "all": read and passed at once, as the planner does
+        if phase == "single":                            # ... with no worker: read and passed in this process
+            TR.AHEAD_MIN_FILE = float("inf")
         r, _ = T.trace_reuse(path)
         caps = np.unique(np.round(np.logspace(0, np.log10(r.unique_blocks + 1), 64)))
         h = T.hit_curve(r, caps)
         out = {"requests": r.requests, "unique_blocks": r.unique_blocks, "warmup_blocks": r.warmup_blocks,
                "reuse_curve_s": time.perf_counter() - t0, "ceiling": float(T.hit_curve(r, [np.inf])[0]),
-               "points": len(h)}
+               "points": len(h),
+               "curve": (hashlib.sha256(memoryview(np.ascontiguousarray(r.cum_tokens, dtype="<i8"))).hexdigest(),
+                         r.total_tokens, r.warmup_requests, r.warmup_blocks, r.unique_blocks, r.requests)}
     ru = resource.getrusage(resource.RUSAGE_SELF)
+    rc = resource.getrusage(resource.RUSAGE_CHILDREN)   # the reader's worker (joined by now), if any
     out["max_rss_mb"] = ru.ru_maxrss / 1024
+    out["worker_max_rss_mb"] = rc.ru_maxrss / 1024
     out["cpu_s"] = ru.ru_utime + ru.ru_stime  # the process's CPU time: what wall time is on an idle core
+    out["worker_cpu_s"] = rc.ru_utime + rc.ru_stime
     out["import_cpu_s"] = c0                  # ... of which before the work (Python, numpy, planner's imports)
     print(json.dumps(out))
 
@@ -166,17 +190,24 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             blocks = (make if layout == "mooncake" else make_bailian)(path, n)
             gen = time.perf_counter() - t0
-            res = {}
-            for phase in ("read", "all"):
+            res, wall = {}, {}
+            for phase in ("read", "all", "single"):
+                t1 = time.perf_counter()
                 p = subprocess.run([sys.executable, __file__, "--child", str(path), phase],
                                    capture_output=True, text=True, check=True)
+                wall[phase] = time.perf_counter() - t1          # what a user waits: start, imports, exit
                 res[phase] = json.loads(p.stdout)
-            row = {"layout": layout, "requests": n, "blocks": blocks, "unique_blocks": res["all"]["unique_blocks"],
+            ra, rb = res["all"], res["single"]
+            want = MAIN.get((layout, n))
+            row = {"layout": layout, "requests": n, "blocks": blocks, "unique_blocks": ra["unique_blocks"],
                    "file_mb": path.stat().st_size / 2**20, "generate_s": gen,
                    "read_cpu_s": res["read"]["cpu_s"], "read_max_rss_mb": res["read"]["max_rss_mb"],
-                   "wall_s": res["all"]["reuse_curve_s"], "cpu_s": res["all"]["cpu_s"],
-                   "import_cpu_s": res["all"]["import_cpu_s"],
-                   "max_rss_mb": res["all"]["max_rss_mb"], "ceiling": res["all"]["ceiling"]}
+                   "wall_s": wall["all"], "cpu_s": ra["cpu_s"], "worker_cpu_s": ra["worker_cpu_s"],
+                   "max_rss_mb": ra["max_rss_mb"], "worker_max_rss_mb": ra["worker_max_rss_mb"],
+                   "single_wall_s": wall["single"], "single_cpu_s": rb["cpu_s"], "single_max_rss_mb": rb["max_rss_mb"],
+                   "import_cpu_s": ra["import_cpu_s"], "ceiling": ra["ceiling"],
+                   "same_as_single": ra["curve"] == rb["curve"],
+                   "same_as_main": None if want is None else tuple(ra["curve"]) == want}
             rows.append(row)
             print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()),
                   flush=True)

@@ -498,15 +498,16 @@ def trace_reuse(path: str | Path, block_size: int | None = None, warmup: float =
             try:
                 n = TR.count_requests(path) if counted and warmup > 0 else None
                 stats = None
-                for fmt, inp, _out, ts, lens, ids, frac in TR.chunks(path, progress=True):
-                    if not len(inp):
-                        continue
-                    if sp is None:
-                        bs = int(block_size) if block_size else DEFAULT_BLOCK[fmt]
-                        sp = StackPass(n, warmup, bs, check_prefix=True)
-                        stats, scale = _LengthNotes(bs), 1000.0 if fmt == MOONCAKE else 1.0
-                    stats.add(inp, lens, ts / scale)
-                    sp.feed(lens, ids, inp, frac)
+                with TR.read_ahead(path, progress=True) as parts:   # read in a worker while this passes
+                    for fmt, inp, _out, ts, lens, ids, frac in parts:
+                        if not len(inp):
+                            continue
+                        if sp is None:
+                            bs = int(block_size) if block_size else DEFAULT_BLOCK[fmt]
+                            sp = StackPass(n, warmup, bs, check_prefix=True)
+                            stats, scale = _LengthNotes(bs), 1000.0 if fmt == MOONCAKE else 1.0
+                        stats.add(inp, lens, ts / scale)
+                        sp.feed(lens, ids, inp, frac)
                 if sp is not None and (n is None or sp.nreq == n):
                     return sp.result(), stats.notes(path.name, bool(block_size))
                 break
