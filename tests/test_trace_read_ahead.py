@@ -200,8 +200,14 @@ def test_small_files_and_no_fork_read_in_this_process(tmp_path, pids, monkeypatc
     assert file.stat().st_size < TR.AHEAD_MIN_FILE
     with TR.read_ahead(file) as parts:
         small = list(parts)
-    monkeypatch.setattr(TR, "_fork_context", lambda: None)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})   # one CPU for this process
+    with TR.read_ahead(file, min_file=0) as parts:
+        one_cpu = list(parts)
+    monkeypatch.undo()
+    monkeypatch.setattr(TR, "_received", lambda *a: pytest.fail("a worker was started"))
+    monkeypatch.setattr(TR, "_fork_context", lambda: None)         # no fork here (Windows, macOS)
     with TR.read_ahead(file, min_file=0) as parts:
         nofork = list(parts)
-    assert not pids and len(small) == len(nofork) == 1
-    assert all(np.array_equal(a, b) for a, b in zip(small[0][1:], nofork[0][1:]))
+    assert not pids and len(small) == len(one_cpu) == len(nofork) == 1
+    assert all(np.array_equal(a, b) and np.array_equal(a, c) for a, b, c in zip(small[0][1:], one_cpu[0][1:],
+                                                                                 nofork[0][1:]))

@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import json
+import os
 import signal
 import sys
 import zlib
@@ -509,9 +510,9 @@ def _received(conn, proc):
 
 def _fork_context():
     """multiprocessing's ``fork`` context when a worker can be started here, else None: no fork (Windows;
-    macOS, where fork is unsafe with system frameworks), or this process is itself a daemonic worker
-    (which multiprocessing does not let have children)."""
-    if sys.platform != "linux":
+    macOS, where fork is unsafe with system frameworks), one CPU for this process (its affinity), or
+    this process is itself a daemonic worker (which multiprocessing does not let have children)."""
+    if sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2:   # one CPU: nothing to overlap
         return None
     try:
         import multiprocessing as mp
