@@ -50,6 +50,7 @@ import argparse
 import gzip
 import hashlib
 import json
+import os
 import resource
 import subprocess
 import sys
@@ -154,6 +155,8 @@ def _child(path: str, phase: str) -> None:
     else:                                                # "all": read and passed at once, as the planner does
         if phase == "single":                            # ... with no worker: read and passed in this process
             TR.AHEAD_MIN_FILE = float("inf")
+        elif phase == "worker":                          # ... with the worker whatever the load average
+            TR.AHEAD_IDLE_CPU = -float("inf")
         r, _ = T.trace_reuse(path)
         caps = np.unique(np.round(np.logspace(0, np.log10(r.unique_blocks + 1), 64)))
         h = T.hit_curve(r, caps)
@@ -191,23 +194,27 @@ def main(argv=None) -> int:
             blocks = (make if layout == "mooncake" else make_bailian)(path, n)
             gen = time.perf_counter() - t0
             res, wall = {}, {}
-            for phase in ("read", "all", "single"):
+            for phase in ("read", "all", "worker", "single"):
                 t1 = time.perf_counter()
                 p = subprocess.run([sys.executable, __file__, "--child", str(path), phase],
                                    capture_output=True, text=True, check=True)
                 wall[phase] = time.perf_counter() - t1          # what a user waits: start, imports, exit
                 res[phase] = json.loads(p.stdout)
-            ra, rb = res["all"], res["single"]
+            ra, rw, rb = res["all"], res["worker"], res["single"]
             want = MAIN.get((layout, n))
             row = {"layout": layout, "requests": n, "blocks": blocks, "unique_blocks": ra["unique_blocks"],
                    "file_mb": path.stat().st_size / 2**20, "generate_s": gen,
                    "read_cpu_s": res["read"]["cpu_s"], "read_max_rss_mb": res["read"]["max_rss_mb"],
                    "wall_s": wall["all"], "cpu_s": ra["cpu_s"], "worker_cpu_s": ra["worker_cpu_s"],
                    "max_rss_mb": ra["max_rss_mb"], "worker_max_rss_mb": ra["worker_max_rss_mb"],
+                   "load_average": os.getloadavg()[0],
+                   "worker_wall_s": wall["worker"], "worker_main_cpu_s": rw["cpu_s"],
+                   "worker_worker_cpu_s": rw["worker_cpu_s"], "worker_main_max_rss_mb": rw["max_rss_mb"],
+                   "worker_worker_max_rss_mb": rw["worker_max_rss_mb"],
                    "single_wall_s": wall["single"], "single_cpu_s": rb["cpu_s"], "single_max_rss_mb": rb["max_rss_mb"],
                    "import_cpu_s": ra["import_cpu_s"], "ceiling": ra["ceiling"],
-                   "same_as_single": ra["curve"] == rb["curve"],
-                   "same_as_main": None if want is None else tuple(ra["curve"]) == want}
+                   "same_as_single": ra["curve"] == rb["curve"] == rw["curve"],
+                   "same_as_main": None if want is None else tuple(ra["curve"]) == tuple(rw["curve"]) == want}
             rows.append(row)
             print(" ".join(f"{k}={v:.3f}" if isinstance(v, float) else f"{k}={v}" for k, v in row.items()),
                   flush=True)

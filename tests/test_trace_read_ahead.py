@@ -11,7 +11,7 @@ tests/test_trace_stream.py (every test there runs with the worker and without); 
 - the worker is gone after the end, after an exception or ``KeyboardInterrupt`` in the caller's body,
   after the caller stops early, and when it dies (killed) the caller gets ``Unreadable`` and the
   curve is still the right one (read whole, in this process);
-- small files, and systems without ``fork``, are read in this process.
+- small files, busy CPUs (the load average) and systems without ``fork`` are read in this process.
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ def small_blocks(monkeypatch):
 
 @pytest.fixture
 def pids(monkeypatch):
-    """The pids of the workers started (the parent's ``_received`` sees each one)."""
+    """The pids of the workers started (the parent's ``_received`` sees each one), whatever the load."""
+    monkeypatch.setattr(TR, "AHEAD_IDLE_CPU", -float("inf"))
     seen = []
     real = TR._received
 
@@ -195,7 +196,18 @@ def test_an_exception_that_does_not_pickle_is_named(tmp_path, small_blocks, pids
             list(parts)
 
 
-def test_small_files_and_no_fork_read_in_this_process(tmp_path, pids, monkeypatch):
+def test_a_worker_when_a_cpu_is_idle(tmp_path, pids, monkeypatch):
+    file = _write(tmp_path / "t.jsonl", _lines(50))
+    monkeypatch.setattr(TR, "AHEAD_IDLE_CPU", 0.5)
+    for cpus, load in ((2, 1.5), (2, 0.1), (4, 3.4)):             # half a CPU idle or more
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)))
+        monkeypatch.setattr(os, "getloadavg", lambda: (load, 9.0, 9.0))
+        with TR.read_ahead(file, min_file=0) as parts:
+            assert len(list(parts)) == 1
+    assert len(pids) == 3
+
+
+def test_small_files_busy_cpus_and_no_fork_read_in_this_process(tmp_path, pids, monkeypatch):
     file = _write(tmp_path / "t.jsonl", _lines(50))
     assert file.stat().st_size < TR.AHEAD_MIN_FILE
     with TR.read_ahead(file) as parts:
@@ -203,6 +215,12 @@ def test_small_files_and_no_fork_read_in_this_process(tmp_path, pids, monkeypatc
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})   # one CPU for this process
     with TR.read_ahead(file, min_file=0) as parts:
         one_cpu = list(parts)
+    monkeypatch.setattr(TR, "AHEAD_IDLE_CPU", 0.5)
+    for cpus, load in ((2, 1.6), (4, 3.6)):                        # less than half a CPU idle
+        monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cpus)))
+        monkeypatch.setattr(os, "getloadavg", lambda: (load, 0.0, 0.0))
+        with TR.read_ahead(file, min_file=0) as parts:
+            assert len(list(parts)) == 1
     monkeypatch.undo()
     monkeypatch.setattr(TR, "_received", lambda *a: pytest.fail("a worker was started"))
     monkeypatch.setattr(TR, "_fork_context", lambda: None)         # no fork here (Windows, macOS)

@@ -60,6 +60,7 @@ def reader(request, monkeypatch):
 
     monkeypatch.setattr(TR, "_received", spy)
     monkeypatch.setattr(TR, "AHEAD_MIN_FILE", 0 if request.param == "worker" else float("inf"))
+    monkeypatch.setattr(TR, "AHEAD_IDLE_CPU", -float("inf"))       # whatever the machine's load
     yield request.param
     if request.param == "single":
         assert not READS

@@ -27,6 +27,14 @@ Each block is parsed by the first of:
 
 :func:`count_requests` counts the requests (non-blank lines), a pass over the text (``bytes.count``):
 only when the pass's estimate of the warm-up's cut missed (``planner.traffic.lru_pass.Deferred``).
+
+:func:`read_ahead` runs :func:`chunks` in a worker process (a fork, from ``AHEAD_MIN_FILE`` bytes of
+file on, where ``fork`` is available and a CPU is idle: :func:`_idle_cpu`) and hands the same parts over
+through a pipe, so the caller passes part ``i`` while the worker inflates and parses part ``i + 1``:
+the read (0.4-0.55 s of inflating and 1.3-2 s of parsing a million requests) and the stack-distance
+pass (1.5-1.8 s) on the two cores of a small machine instead of one after the other. The parts and
+the exceptions are the same, in the same order; the worker is stopped and reaped however the caller
+leaves (tests/test_trace_read_ahead.py).
 """
 
 from __future__ import annotations
@@ -445,6 +453,7 @@ def chunks(path: Path, size: int | None = None, progress: bool = False):
 
 
 AHEAD_MIN_FILE = 8 << 20      # files from this size [bytes] are read and parsed in a worker process (measured crossover: see read_ahead)
+AHEAD_IDLE_CPU = 0.5          # ... when the CPUs' 1-minute load average leaves at least this much of one idle [CPUs]
 
 
 class _Failed:
@@ -508,11 +517,22 @@ def _received(conn, proc):
         yield msg
 
 
+def _idle_cpu() -> bool:
+    """A CPU to spare for the worker: this process may use two or more (its affinity) and the 1-minute
+    load average (every runnable process of the system, this one included) leaves ``AHEAD_IDLE_CPU`` of
+    one idle. On a machine whose CPUs other work keeps busy the worker gains nothing (Linux shares the
+    CPUs between sessions, so this session's two processes get what its one would) and costs its
+    transport, 10-15% more CPU time (measured on the 2-core development machine at a load of 3: 1 M
+    requests 3.2-5.3 s with the worker, 2.7-3.5 s without)."""
+    cpus = len(os.sched_getaffinity(0))
+    return cpus >= 2 and os.getloadavg()[0] <= cpus - AHEAD_IDLE_CPU
+
+
 def _fork_context():
     """multiprocessing's ``fork`` context when a worker can be started here, else None: no fork (Windows;
-    macOS, where fork is unsafe with system frameworks), one CPU for this process (its affinity), or
-    this process is itself a daemonic worker (which multiprocessing does not let have children)."""
-    if sys.platform != "linux" or len(os.sched_getaffinity(0)) < 2:   # one CPU: nothing to overlap
+    macOS, where fork is unsafe with system frameworks), no CPU to spare (:func:`_idle_cpu`), or this
+    process is itself a daemonic worker (which multiprocessing does not let have children)."""
+    if sys.platform != "linux" or not _idle_cpu():
         return None
     try:
         import multiprocessing as mp
