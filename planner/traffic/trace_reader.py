@@ -452,7 +452,7 @@ def chunks(path: Path, size: int | None = None, progress: bool = False):
         raise Unreadable() from exc
 
 
-AHEAD_MIN_FILE = 8 << 20      # files from this size [bytes] are read and parsed in a worker process (measured crossover: see read_ahead)
+AHEAD_MIN_FILE = 4 << 20      # files from this size [bytes] are read and parsed in a worker process (past the measured crossover: see read_ahead)
 AHEAD_IDLE_CPU = 0.5          # ... when the CPUs' 1-minute load average leaves at least this much of one idle [CPUs]
 
 

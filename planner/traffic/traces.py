@@ -48,7 +48,7 @@ over time with counts by superblock, the changes inside a chunk a weighted domin
 Two ways in, one curve:
 
 - :func:`trace_reuse` (what the planner uses): the file read a block of lines at a time
-  (:mod:`planner.traffic.trace_reader`, in a worker process for a file of 8 MiB or more:
+  (:mod:`planner.traffic.trace_reader`, in a worker process for a file of 4 MiB or more:
   :func:`planner.traffic.trace_reader.read_ahead`) and each block passed at once. Memory: about 8 bytes per
   distinct block id (last use, parent check), 8 bytes per counted run of reused blocks (one or two a
   request), 1 bit per access, one block of text
