@@ -523,7 +523,7 @@ def _idle_cpu() -> bool:
     one idle. On a machine whose CPUs other work keeps busy the worker gains nothing (Linux shares the
     CPUs between sessions, so this session's two processes get what its one would) and costs its
     transport, 10-15% more CPU time (measured on the 2-core development machine at a load of 3: 1 M
-    requests 3.2-5.3 s with the worker, 2.7-3.5 s without)."""
+    requests 3.2-5.3 s with the worker, 2.7-3.9 s without)."""
     cpus = len(os.sched_getaffinity(0))
     return cpus >= 2 and os.getloadavg()[0] <= cpus - AHEAD_IDLE_CPU
 
@@ -532,9 +532,11 @@ def _fork_context():
     """multiprocessing's ``fork`` context when a worker can be started here, else None: no fork (Windows;
     macOS, where fork is unsafe with system frameworks), no CPU to spare (:func:`_idle_cpu`), or this
     process is itself a daemonic worker (which multiprocessing does not let have children)."""
-    if sys.platform != "linux" or not _idle_cpu():
+    if sys.platform != "linux":
         return None
     try:
+        if not _idle_cpu():
+            return None
         import multiprocessing as mp
         if mp.current_process().daemon or "fork" not in mp.get_all_start_methods():
             return None
@@ -565,8 +567,8 @@ def read_ahead(path: Path, size: int | None = None, progress: bool = False, min_
     block (the end, an exception, ``KeyboardInterrupt``) the worker is stopped and waited for, so none
     is left running. The worker is a fork of this process (the caller's module state, monkeypatches
     included, carried over: no import, a few milliseconds to start) sending each part pickled through
-    a pipe (about 2 MB of arrays a MB of text: the pipe's own buffer bounds how far it runs ahead, one
-    part parsed and one being sent). A file below ``min_file`` bytes (default ``AHEAD_MIN_FILE``), or
+    a pipe widened to ``PIPE_BYTES`` (about half a MB of arrays a MB of text, 100 MB a million
+    requests: the pipe's buffer bounds how far it runs ahead, a part or two). A file below ``min_file`` bytes (default ``AHEAD_MIN_FILE``), or
     where no worker can be forked (:func:`_fork_context`), is read in this process, by :func:`chunks`.
     """
     min_file = AHEAD_MIN_FILE if min_file is None else min_file
@@ -590,6 +592,7 @@ def read_ahead(path: Path, size: int | None = None, progress: bool = False, min_
         yield _received(recv, proc)
     finally:
         recv.close()             # a worker still sending gets EPIPE
+        proc.join(0.05)          # one that sent its end exits by itself; one still reading is stopped
         if proc.exitcode is None:
             proc.terminate()
         proc.join(5)
