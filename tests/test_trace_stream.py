@@ -8,12 +8,17 @@
   parser, on random lines, and every near-miss line it must leave to the JSON reader;
 - the shipped Mooncake FAST'25 trace: equal to the in-memory pass at every rank, and so to the
   kvcache-ai numbers tests/test_traces.py holds.
+
+Every test runs twice (the module's ``reader`` fixture): the file read and parsed in a worker process
+while this one passes (``planner.traffic.trace_reader.read_ahead`` with no size threshold; the worker's
+use is checked), and read in this process (the path of small files and of systems without ``fork``).
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import multiprocessing
 import random
 from pathlib import Path
 
@@ -39,6 +44,29 @@ def _write(path: Path, lines, gz=False):
     return path
 
 
+READS = []   # the reads of the current test that went through the worker (the ``reader`` fixture)
+
+
+@pytest.fixture(autouse=True, params=["worker", "single"])
+def reader(request, monkeypatch):
+    """The read in a worker process from any size on (each read that received the worker's parts
+    counted in ``READS``), or in this process (none may go through a worker)."""
+    READS.clear()
+    real = TR._received
+
+    def spy(conn, proc):
+        READS.append(proc.pid)
+        yield from real(conn, proc)
+
+    monkeypatch.setattr(TR, "_received", spy)
+    monkeypatch.setattr(TR, "AHEAD_MIN_FILE", 0 if request.param == "worker" else float("inf"))
+    monkeypatch.setattr(TR, "AHEAD_IDLE_CPU", -float("inf"))       # whatever the machine's load
+    yield request.param
+    if request.param == "single":
+        assert not READS
+    assert not multiprocessing.active_children()    # no worker left running
+
+
 @pytest.fixture
 def tiny_blocks(monkeypatch):
     monkeypatch.setattr(TR, "BLOCK_BYTES", 200)  # two or three lines a block: many chunks
@@ -49,8 +77,10 @@ def _streamed(monkeypatch, path, warmup, block_size=None):
     called = []
     real = T.read_trace
     monkeypatch.setattr(T, "read_trace", lambda *a, **k: called.append(1) or real(*a, **k))
+    READS.clear()
     r, notes = T.trace_reuse(path, block_size, warmup)
     monkeypatch.setattr(T, "read_trace", real)
+    assert bool(READS) == (TR.AHEAD_MIN_FILE == 0)   # the worker read it (or, on the other run, this process)
     return r, not called
 
 

@@ -48,7 +48,8 @@ over time with counts by superblock, the changes inside a chunk a weighted domin
 Two ways in, one curve:
 
 - :func:`trace_reuse` (what the planner uses): the file read a block of lines at a time
-  (:mod:`planner.traffic.trace_reader`) and each block passed at once. Memory: about 8 bytes per
+  (:mod:`planner.traffic.trace_reader`, in a worker process for a file of 4 MiB or more:
+  :func:`planner.traffic.trace_reader.read_ahead`) and each block passed at once. Memory: about 8 bytes per
   distinct block id (last use, parent check), 8 bytes per counted run of reused blocks (one or two a
   request), 1 bit per access, one block of text
   and its chunk's temporaries; no array of the whole trace, no Python object per block. The
@@ -473,8 +474,9 @@ def trace_reuse(path: str | Path, block_size: int | None = None, warmup: float =
                 place: str | None = None) -> tuple[Reuse, list[str]]:
     """Read a trace file and make its one pass at once, never holding the whole trace: ``(reuse, notes)``.
 
-    The file is read a block of lines at a time (:func:`planner.traffic.trace_reader.chunks`) and
-    each block's requests go straight into the pass (:class:`planner.traffic.lru_pass.StackPass`), so
+    The file is read a block of lines at a time (:func:`planner.traffic.trace_reader.chunks`; from
+    ``AHEAD_MIN_FILE`` bytes on read and parsed in a worker process while this one passes the previous
+    block, :func:`planner.traffic.trace_reader.read_ahead`) and each block's requests go straight into the pass (:class:`planner.traffic.lru_pass.StackPass`), so
     memory is the distinct blocks' state and one block. The warm-up is the first
     ``floor(n * warmup)`` requests, ``n`` known at the end: the pass estimates the cut from the
     share of the file read and keeps the chunks near it per request
@@ -498,15 +500,16 @@ def trace_reuse(path: str | Path, block_size: int | None = None, warmup: float =
             try:
                 n = TR.count_requests(path) if counted and warmup > 0 else None
                 stats = None
-                for fmt, inp, _out, ts, lens, ids, frac in TR.chunks(path, progress=True):
-                    if not len(inp):
-                        continue
-                    if sp is None:
-                        bs = int(block_size) if block_size else DEFAULT_BLOCK[fmt]
-                        sp = StackPass(n, warmup, bs, check_prefix=True)
-                        stats, scale = _LengthNotes(bs), 1000.0 if fmt == MOONCAKE else 1.0
-                    stats.add(inp, lens, ts / scale)
-                    sp.feed(lens, ids, inp, frac)
+                with TR.read_ahead(path, progress=True) as parts:   # read in a worker while this passes
+                    for fmt, inp, _out, ts, lens, ids, frac in parts:
+                        if not len(inp):
+                            continue
+                        if sp is None:
+                            bs = int(block_size) if block_size else DEFAULT_BLOCK[fmt]
+                            sp = StackPass(n, warmup, bs, check_prefix=True)
+                            stats, scale = _LengthNotes(bs), 1000.0 if fmt == MOONCAKE else 1.0
+                        stats.add(inp, lens, ts / scale)
+                        sp.feed(lens, ids, inp, frac)
                 if sp is not None and (n is None or sp.nreq == n):
                     return sp.result(), stats.notes(path.name, bool(block_size))
                 break
