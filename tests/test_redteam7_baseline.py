@@ -97,7 +97,13 @@ def test_a_period_target_below_the_baseline_is_said_at_its_demand_cell(tmp_path)
     hit_col = _letter_of(plan.input.optional["Demand"], "hit_target")
     assert got[0].startswith(f"Demand!{hit_col}2: 'chat' in 2027-Q1: hit_target 30.0% is below the workload's "
                              f"baseline hit ratio 40.0%"), got
-    assert "the \"savings\" are a cost of USD 3,650/month (2 GPUs more at the target: 150 against 148" in got[0]
+    assert "its \"saving\" is a cost, shown as a negative cost_saved_per_month on Fleet_By_Period" in got[0]
+    # and that row holds the amount: 150 GPUs at 0.3 against 148 at 0.4, 2 x USD 2.5 x 730 h = -3,650 a month
+    from planner.finance.periods import by_period
+
+    row = by_period(plan).set_index("period").loc["2027-Q1"]
+    assert (row["gpus_needed"], row["gpus_baseline"]) == (150, 148)
+    assert row["cost_saved_per_month"] == pytest.approx(-3_650)
 
 
 def _letter_of(table, name):

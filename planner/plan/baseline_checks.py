@@ -13,7 +13,7 @@ what it costs:
 * Demand: a period's typed ``hit_target`` below the workload's baseline, at that Demand cell (the
   Workloads target at or above the baseline, so the period's own target is the cause).
 
-The cost is the sizing the Summary and Fleet_By_Period show: ``(cost_per_hour_baseline -
+The cost (Workloads; a Demand row names its Fleet_By_Period row, which planner.finance sizes) is the sizing the Summary and Fleet_By_Period show: ``(cost_per_hour_baseline -
 cost_per_hour) x hours_per_month`` (negative: a cost) and ``gpus_baseline - gpus_needed``.
 """
 
@@ -73,11 +73,11 @@ def baseline_warnings(plan) -> list[Problem]:
                            f"{rec['workload']!r}: {what}: "
                            f"{_money(c_b[i] - c_t[i], g_b[i], g_t[i], hours, currency)}, shown as a negative saving "
                            f"on the Summary and Fleet_By_Period{fix}"))
-    out += _period_warnings(plan, base, target, hours, currency)
+    out += _period_warnings(plan, base, target)
     return out
 
 
-def _period_warnings(plan, base: np.ndarray, target: np.ndarray, hours: float, currency: str) -> list[Problem]:
+def _period_warnings(plan, base: np.ndarray, target: np.ndarray) -> list[Problem]:
     """A Demand ``hit_target`` below its workload's baseline (the Workloads target not)."""
     dem = plan.input.optional.get("Demand")
     if dem is None:
@@ -91,23 +91,15 @@ def _period_warnings(plan, base: np.ndarray, target: np.ndarray, hours: float, c
             continue
         if float(h) < base[i] - EPS and not base[i] > target[i] + EPS:  # else said once at the Workloads row
             low.append((k, i, float(h)))
-    if not low:
-        return []
-    from planner.finance import periods as pr
-
-    calc = pr.period_calc(plan)
     out = []
     for k, i, h in low:
         rec = dem.records[k]
-        row = calc[calc["dem"] == k]  # the Demand_Calc row of that Demand row
-        if len(row):
-            r0 = row.iloc[0]
-            money = _money(float(r0["cost_per_hour_baseline"]) - float(r0["cost_per_hour"]),
-                           float(r0["gpus_baseline"]), float(r0["gpus_needed"]), hours, currency)
-        else:
-            money = "the period is not sized"
+        # the amount is the period's row of Fleet_By_Period (planner.finance.periods sizes it; the plan layer
+        # sits below finance and does not import it)
         out.append(Problem(Place.of_table(dem, "hit_target", k),
                            f"{rec['workload']!r} in {rec.get('period')}: hit_target {h:.1%} is below the workload's "
                            f"baseline hit ratio {base[i]:.1%} (Workloads hit_baseline, blank: hit_measured): in that "
-                           f"period {money}, shown as a negative cost_saved_per_month on Fleet_By_Period"))
+                           f"period the target needs at least as many GPUs as the baseline, so its \"saving\" is a "
+                           f"cost, shown as a negative cost_saved_per_month on Fleet_By_Period (that row gives the "
+                           f"amount)"))
     return out
