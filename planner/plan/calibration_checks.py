@@ -29,8 +29,9 @@ def calibration_problems(p_in, found=()) -> list[Problem]:
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
+            # keep=True: build_plan, next on this input, takes this fill instead of fitting again
             fill_breakdown(p_in, table_frame(p_in.models, "Models"), table_frame(p_in.gpus, "GPUs"),
-                           table_frame(p_in.workloads, "Workloads"))
+                           table_frame(p_in.workloads, "Workloads"), keep=True)
         except InputError as err:
             return list(err.problems)
         except Exception:  # noqa: BLE001 - on rows the other problems leave whole, a fault of the
