@@ -128,6 +128,15 @@ def read_warnings(recs: list[dict], rows: list[int], load: dict) -> list[tuple[s
     return out
 
 
+def in_flight(rec) -> float:
+    """Requests in flight during a row's test [count]: its ``concurrency`` (blank: 1), but never more
+    than its ``num_requests`` (``--max-concurrency 16 --num-prompts 8`` ran 8 at once: its decode
+    batch, and the wave its throughput and TPOT hold, are 8)."""
+    c = float(rec.get("concurrency") or 1)
+    n = _num(rec, "num_requests")
+    return c if math.isnan(n) else max(min(c, n), 1.0)
+
+
 def _throughput(rec) -> float:
     """Completed requests/s of a row, from the first throughput given (NaN: none, or an open loop's:
     :func:`planner.plan.load_shape_checks.paced_by_arrivals`)."""
@@ -144,7 +153,7 @@ def throughput_rows(recs: list[dict], rows: list[int]) -> list[dict]:
         x = _throughput(rec)
         if not math.isnan(x):
             out.append({"isl": float(rec["isl"]), "osl": _num(rec, "osl"), "hit": float(rec["hit"]),
-                        "concurrency": float(rec.get("concurrency") or 1), "rps": x, "row": row})
+                        "concurrency": in_flight(rec), "rps": x, "row": row})
     return out
 
 
@@ -163,7 +172,7 @@ def decode_per_token(recs: list[dict], rows: list[int], fitted, pass_fixed: floa
     """
     warns = []
     d_tp, d_tpot = [], []
-    conc = [float(r.get("concurrency") or 1) for r in recs]
+    conc = [in_flight(r) for r in recs]   # the batch the decode held: at most num_requests
     thr = [(_throughput(r), c) for r, c in zip(recs, conc)]
     with_x = [c for (x, c) in thr if not math.isnan(x)]
     top = max(with_x) if with_x else None
