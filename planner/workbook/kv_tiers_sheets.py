@@ -176,7 +176,7 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
                 cap_f = tcell("capacity_gib")
                 bw_f = fl.given_or.xl(tcell("read_gbps"), R("base_kv_gbps"))
             ws.write_formula(r, cpos[cap_c], "=" + cap_f, fm("calc", "#,##0.00"), float(w.capacity_gib[t_i]))
-            caps_refs.append(R(cap_c))
+            caps_refs.append(tiers.whole_blocks_gib.xl(R(cap_c), R("block_size"), R("kv_bytes_per_token_instance")))
             ws.write_formula(r, cpos[upto_c], "=" + interp_xl(tiers.hits_upto_capacity.xl(*caps_refs), first, count),
                              fm("calc", "0.00%"), float(upto[t_i]))
             prev = R(tier_cols(t_i - 1)[1]) if t_i else 0
