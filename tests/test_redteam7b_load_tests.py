@@ -91,3 +91,17 @@ def test_decode_from_a_tpot_alone_at_concurrency_is_the_step(tmp_path):
         r = _plan(d, rows).resolved.iloc[0]
         assert r["t_decode_batch"] == 8
         assert r["t_decode_ms"] == pytest.approx(145.0, rel=1e-3)
+
+
+def test_a_throughput_typed_as_requests_and_duration_pins_the_decode(tmp_path):
+    # vllm bench serve prints "Successful requests" and "Benchmark duration (s)" beside its request
+    # throughput, which is their quotient; an analyst who pasted the two (duration_s is a Measurements
+    # column) but not the throughput line had the run's throughput ignored and the decode estimated by the
+    # roofline. By hand (test_load_calib.test_throughput_pins_the_decode_chip_time): a wave of 8 takes
+    # 8 P + osl s(8), so the decode per output token is s(8) / 8 = (10 + 0.2 x 8) / 8 = 1.45 ms: 145 ms
+    rows = _sim_rows(8, 16, with_throughput=True)
+    for r in rows:
+        r["duration_s"] = r["num_requests"] / r.pop("request_throughput")
+    r = _plan(tmp_path, rows).resolved.iloc[0]
+    assert r["t_decode_ms"] == pytest.approx(145.0, rel=1e-6)
+    assert r["t_decode_batch"] == 8
