@@ -94,3 +94,16 @@ def test_live_edit_to_part_of_a_block_recalculates_to_the_whole_blocks(tmp_path,
     th2 = {str(c.value).split(" [")[0]: j for j, c in enumerate(next(tw.iter_rows(max_row=1)))}
     got = [r[th2["hit"]] for r in tw.iter_rows(min_row=2, max_row=1 + len(sw["hit"]), values_only=True)]
     assert got == pytest.approx(list(sw["hit"]), abs=1e-12)
+
+
+def test_tier_hits_says_kind_and_scope_are_read_when_the_planner_ran(tmp_path):
+    # an output's Tiers scope edited instance -> node kept the instance cost (20 instances x 25/512 GiB x 3,
+    # 2.93 a month, where a fresh run charges 3 nodes, 0.44): the units and the nesting are written for the
+    # kind and scope of the run. The sheet says so (it did not), beside the live capacity, rate and price
+    out = tmp_path / "out.xlsx"
+    write_output(build_plan(make(tmp_path)), out)
+    ws = value_book(out, "Tier_Hits")["Tier_Hits"]
+    text = " ".join(str(v) for row in ws.iter_rows(values_only=True) for v in row if isinstance(v, str))
+    assert "t2 = DRAM (dram, scope instance)" in text
+    assert ("are as when the planner ran: re-run it after changing a kind or a scope in Tiers (capacity_gib, "
+            "read_gbps and cost_per_gib_month are live)") in text
