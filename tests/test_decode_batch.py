@@ -30,6 +30,7 @@ W70_B = 70e9 * 2 / 4                                   # weights per GPU: 35e9 B
 KV8_B = 8 * (2000 + 200 / 2) * S70                     # 8 requests x 2,100 tokens held on average x S
 FLOOR8 = (W70_B + KV8_B) / 3.35e12 * 1000              # 10.8582 ms: no step over 8 can be faster
 P70 = 30.0 + 170.0                                     # typed breakdown at hit 0: ttft_ms = 200 ms
+HOLD8 = 8 - (1 + 4 * 10192 / 2000 + 3 * 8) / 8         # the burst's hold-up of a decode [prefills], below
 W_GIB, KV_GIB = W70_B / GIB, KV8_B / GIB
 S0 = FLOOR8 * W_GIB / (W_GIB + KV_GIB)                 # weights' share of the step (bytes split)
 S1 = (FLOOR8 - S0) / 8
@@ -52,8 +53,14 @@ def test_calibrated_decode_holds_at_the_test_concurrency(analyst):
     assert r["decode_step_ms"].iat[0] == pytest.approx(FLOOR8, rel=1e-12)
     assert r["step_weights_ms"].iat[0] == pytest.approx(S0, rel=1e-12)
     assert r["step_kv_ms"].iat[0] == pytest.approx(S1, rel=1e-12)
-    # at the test's own concurrency (a burst of 8): s0 + 8 s1 + 7 P / (2 osl) = 10.858 + 3.5 ms
-    assert r["tpot_load_ms"].iat[1] == pytest.approx(FLOOR8 + 7 * P70 / 400, rel=1e-12)
+    # at the test's own concurrency (a burst of 8 prompts of 2,000 tokens in passes of 8,192, F = 0): the
+    # first alone (P), requests 2-5 and 192 tokens of 6 in pass 2 (done 10,192 tokens: 5.096 P), 6-8 in
+    # pass 3 (16,000: 8 P); mean TTFT (1 + 4 x 5.096 + 3 x 8) / 8 P = 5.673 P. The wave's 8 P less it holds
+    # each decode up (Little: cycle 8 / X = TTFT + osl TPOT): s0 + 8 s1 + 2.327 P / osl = 10.858 + 2.327 ms
+    # (the serial 7 P / 2 read 3.5 ms)
+    assert HOLD8 == pytest.approx(8 - 5.673, abs=1e-12)
+    assert r["ttft_load_ms"].iat[1] == pytest.approx((8 - HOLD8) * P70, rel=1e-12)
+    assert r["tpot_load_ms"].iat[1] == pytest.approx(FLOOR8 + HOLD8 * P70 / 200, rel=1e-12)
     assert r["tpot_load_ms"].iat[1] > 9.2
 
 
@@ -79,9 +86,11 @@ MEAS8 = [{"model": "L8", "gpu": "H100", "tp": 1, "isl": 1024, "osl": 200, "hit":
 
 
 def test_tpot_at_the_test_concurrency_reproduces_the_measured_tpot(tmp_path):
-    # the same shape as the tpot row (isl 4096, osl 200, hit 0) at its concurrency 8: the calibration
-    # reads s(8) = 25 - 7 P / 400 off the measured TPOT, and the burst law gives back s(8) + 7 P / 400
-    # = 25 ms whatever the fitted P is. Floor: (16e9 + 8 x 4196 x 131072) / 3.35e12 s = 6.09 ms < s(8).
+    # the same shape as the tpot row (isl 4096, osl 200, hit 0) at its concurrency 8: two prompts a pass of
+    # 8,192 (F = 0), so the first tokens come at P (the first alone), 3P (2-3), 5P (4-5), 7P (6-7), 8P (8),
+    # mean 39/8 P, and the wave's 8 P less it, 25/8 P, holds each decode up: the calibration reads
+    # s(8) = 25 - (25/8) P / 200 off the measured TPOT, and the burst gives back s(8) + (25/8) P / 200
+    # = 25 ms whatever the fitted P is (it read the serial 7 P / 2 before). Floor: (16e9 + 8 x 4196 x 131072) / 3.35e12 s = 6.09 ms < s(8).
     path = tmp_path / "in.xlsx"
     wl = dict(workload="w", model="L8", gpu="H100", tp=1, isl=4096, osl=200, hit_target=0.0, batch=32)
     write_input_workbook(path, M8, GPUS, [dict(concurrency=8, **wl), dict(wl, workload="open")], {},
@@ -94,7 +103,7 @@ def test_tpot_at_the_test_concurrency_reproduces_the_measured_tpot(tmp_path):
     assert r["tpot_load_ms"].iat[0] == pytest.approx(25.0, rel=1e-9)
     # the chip time per request is the calibrated one (osl x s(8) / 8), unchanged by the batch
     p = r["ttft_ms"].iat[0]
-    assert plan.resolved["t_decode_ms"].iat[0] == pytest.approx(200 * (25.0 - 7 * p / 400) / 8, rel=1e-9)
+    assert plan.resolved["t_decode_ms"].iat[0] == pytest.approx(200 * (25.0 - 25 / 8 * p / 200) / 8, rel=1e-9)
     assert not math.isnan(r["tpot_load_ms"].iat[1])
 
 
@@ -115,5 +124,5 @@ def test_libreoffice_recalculates_the_step_law(analyst, recalc, tmp_path):
     assert [ws.cell(i, h["t_decode_batch"]).value for i in (2, 3)] == [8, 8]
     assert wr.cell(2, hr["step_floor_ms"]).value == pytest.approx(FLOOR8, rel=1e-9)
     assert wr.cell(2, hr["decode_step_ms"]).value == pytest.approx(FLOOR8, rel=1e-9)
-    assert wr.cell(3, hr["tpot_load_ms"]).value == pytest.approx(FLOOR8 + 7 * P70 / 400, rel=1e-9)
+    assert wr.cell(3, hr["tpot_load_ms"]).value == pytest.approx(FLOOR8 + HOLD8 * P70 / 200, rel=1e-9)
     assert wr.cell(2, hr["binding"]).value == "unreachable: tpot_slo"

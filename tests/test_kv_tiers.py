@@ -193,11 +193,12 @@ def test_hbm_only_hits_load_nothing(tmp_path):
     assert p.results["load_ms"].iat[0] < 1e-280
 
 
-def test_between_curve_points_is_linear_interpolation(tmp_path):
-    # dram 1.5/512 GiB: tiers hold 2.5 blocks, halfway between H(2) = 1/3 and H(3) = 1/2
+def test_part_of_a_block_is_not_held(tmp_path):
+    # dram 1.5/512 GiB: the tiers hold 1 + 1 whole blocks, H(2) = 1/3 (it was read half-way to H(3) = 1/2,
+    # 5/12, by interpolating the curve within a block; tests/test_redteam7b_tiers.py)
     tiers = [dict(TIERS[0]), dict(TIERS[1], capacity_gib=1.5 / 512)]
     p = build_plan(make(tmp_path, tiers=tiers))
-    assert p.resolved["hit_target"].iat[0] == pytest.approx(5 / 12, abs=1e-12)
+    assert p.resolved["hit_target"].iat[0] == pytest.approx(1 / 3, abs=1e-12)
 
 
 def test_typed_hit_target_wins(tmp_path):

@@ -103,7 +103,11 @@ EXPECTED = {
                        ttft_load_ms=1978.8,
                        # p90: position 0.9 x 7 = 6.3 of the 8 sorted values: 2857.6 + 0.3 x (3200 - 2857.6)
                        ttft_load_p90_ms=2960.32,
-                       tpot_load_ms=S0 + 8 * S1 + 7 * P / (2 * OSL), decode_batch=8.0),
+                       # a client's cycle 8 / X = TTFT + osl TPOT (Little's law over the loop): the wave's
+                       # 8 P = 3200 ms of prefill less the mean first token 1978.8 holds the decode up,
+                       # 1221.2 ms over 200 tokens = 6.106 ms a token (the serial (8 - 1) P / 2 = 1400 ms
+                       # would be 7 ms: the packed prompts get their first tokens later and wait less)
+                       tpot_load_ms=S0 + 8 * S1 + (8 * P - 1978.8) / OSL, decode_batch=8.0),
     "no-demand": dict(instances_needed=None, binding="", load_rps=1000 / 800,     # u = 1 / C
                       ttft_load_ms=400 + 0.00125 * (160000 + 400 * 32) / (2 * 0.5),   # 400 + 216 = 616 ms
                       # ρ = 0.5: 400 + 16 + 400 ln 5 = 1059.78 ms

@@ -455,6 +455,35 @@ def hits_upto_capacity(*capacities):
     return sum_of(*capacities)
 
 
+def whole_blocks_gib(capacity_gib, block_size, bytes_per_token_instance):
+    r"""A tier's capacity as the whole KV blocks it holds, back in GiB: a cache holds no part of a block.
+
+    .. math:: c' = \lfloor c \cdot 2^{30} / (b\, S_{inst}) \rfloor \cdot b\, S_{inst} / 2^{30}
+
+    (the rule of :func:`planner.traffic.traces.capacity_blocks`, with its 1e-9 block of slack), so the
+    curve is read at the blocks the tier holds: 1.5 blocks of DRAM hit as 1 block does, not half-way
+    to 2 blocks.
+
+    Parameters
+    ----------
+    capacity_gib : numeric, capacity of one tier [GiB]
+    block_size : numeric, tokens per KV block [tokens/block]
+    bytes_per_token_instance : numeric, KV bytes per token of one serving instance, S x tp [B/token]
+
+    Returns
+    -------
+    numeric [GiB]
+    """
+    per_block = np.asarray(block_size, dtype=float) * bytes_per_token_instance / C.BYTES_PER_GIB
+    return np.floor(np.asarray(capacity_gib, dtype=float) / per_block + 1e-9) * per_block
+
+
+@excel_twin(whole_blocks_gib)
+def _(capacity_gib, block_size, bytes_per_token_instance):
+    per_block = f"({product_of.xl(block_size, bytes_per_token_instance)}/{N.BYTES_PER_GIB})"
+    return f"INT({xl_arg(capacity_gib)}/{per_block}+1E-09)*{per_block}"
+
+
 @excel_twin(hits_upto_capacity)
 def _(*capacities):
     return sum_of.xl(*capacities)

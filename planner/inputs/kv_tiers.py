@@ -13,8 +13,9 @@ ssd, remote; sheet order within a kind):
   (S x tp: the KV bytes per token of the whole instance, all its GPUs). It is a stored table
   on the ``Hit_Curve`` sheet, exact at its points (0, then 8 points per doubling up to every
   distinct block, where it reaches its ceiling); the hit at a tier capacity is the linear
-  interpolation between the two points around it, in Python and in the workbook alike, so a
-  live edit of a capacity recalculates to what a fresh run gives.
+  interpolation between the two points around it at the whole blocks the tiers hold (each tier's
+  capacity floored to blocks, :func:`planner.equations.tiers.whole_blocks_gib`), in Python and in the
+  workbook alike, so a live edit of a capacity recalculates to what a fresh run gives.
 - tier ``t`` serves ``h_t = H(c_1 + ... + c_t) - H(c_1 + ... + c_{t-1})`` (an exclusive
   hierarchy with LRU demotion behaves as one LRU of the summed capacity);
   ``hit_target = sum h_t`` when the Workloads cell is blank (a typed hit_target wins).
@@ -38,7 +39,7 @@ from pathlib import Path
 
 import numpy as np
 
-from planner.equations.tiers import NO_LOAD_GBPS, curve_hit, effective_kv_gbps, hbm_free_gib  # noqa: F401 (NO_LOAD_GBPS importable from here)
+from planner.equations.tiers import NO_LOAD_GBPS, curve_hit, effective_kv_gbps, hbm_free_gib, whole_blocks_gib  # noqa: F401 (NO_LOAD_GBPS importable from here)
 from planner.core import schema
 from planner.core.places import Place
 from planner.traffic import traces as tr
@@ -258,7 +259,9 @@ class TierPlan:
 
 def hits_at(w: WorkloadTiers, capacity_gib: np.ndarray) -> np.ndarray:
     """Hit by tier at these tier capacities [GiB each]: differences of the curve at the sums."""
-    cum = np.cumsum(np.asarray(capacity_gib, dtype=float))
+    # each tier holds whole blocks (planner.traffic.traces.capacity_blocks): the curve is read at them
+    whole = whole_blocks_gib(np.asarray(capacity_gib, dtype=float), w.block_size, w.kv_bytes_instance)
+    cum = np.cumsum(whole)
     h = interp(cum, w.grid_gib, w.grid_hit)
     return np.diff(np.concatenate(([0.0], h)))
 

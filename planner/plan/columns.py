@@ -412,8 +412,9 @@ RESULTS: tuple[Out, ...] = (
         "ttft_steady_p90_ms", description="90th percentile TTFT at the row's load",
         label="Time to first token at the planned load, p90"),
     out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
-        "prefill_wait_ms", "concurrency", description="mean time per output token at the row's load (decode-step law, prefills "
-        "interleaved)", label="Time per output token at the planned load"),
+        "prefill_wait_ms", "concurrency", "ttft_load_ms", description="mean time per output token at the row's load "
+        "(decode-step law, prefills interleaved; at a fixed concurrency what a client's cycle c / load_rps leaves "
+        "after ttft_load_ms, Little's law)", label="Time per output token at the planned load"),
     out("decode_batch", "requests", FMT_MS, q.decode_batch, "load_rps", "osl", "tpot_load_ms", "concurrency",
         description="requests in decode at the load (Little's law)", label="Decode batch at the planned load"),
     out("hbm_fit", "", None, q.hbm_fits, "decode_batch", "max_batch_fit", text=True,
@@ -494,7 +495,7 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
     out("ttft_load_p90_ms", "ms", FMT_MS, dfs.ttft_load_p90_sched_ms, "ttft_ms", "prefill_wait_p90_ms",
         "concurrency", "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens", "scheduler", "ttft_steady_p90_ms"),
     out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
-        "prefill_wait_ms", "concurrency"),
+        "prefill_wait_ms", "concurrency", "ttft_load_ms"),
     # terms the formulas above would otherwise repeat: each a column (planner.workbook.shared_terms)
     *sweep_terms("ttft_ms", "burst_new_tokens", "ttft_log_x"),
 )

@@ -61,7 +61,8 @@ def _num(rec, col) -> float:
 
 
 def row_rps(rec) -> float:
-    """Completed requests/s of a row, from the first throughput given (NaN: none)."""
+    """Completed requests/s of a row, from the first throughput given, else for a typed row (no ``file``)
+    ``num_requests / duration_s`` (how ``vllm bench serve`` computes its request throughput; NaN: none)."""
     x = _num(rec, "request_throughput")
     if not math.isnan(x):
         return x
@@ -70,6 +71,12 @@ def row_rps(rec) -> float:
         return float(rec["output_throughput"]) / osl
     if rec.get("total_throughput") is not None and isl > 0:
         return float(rec["total_throughput"]) / (isl + (0.0 if math.isnan(osl) else osl))
+    n, dur = _num(rec, "num_requests"), _num(rec, "duration_s")
+    if n > 0 and dur > 0 and not rec.get("file"):
+        # typed from a tool's printout: the requests completed over the run's duration, as vllm bench serve
+        # computes request_throughput (a result file's duration may be another span, inference-perf's
+        # send_duration: its readers fill the throughput the file states)
+        return n / dur
     return math.nan
 
 

@@ -23,7 +23,8 @@ pass holds one prompt), so the decode share per output token and request is
 fixed cost; at concurrency 1, ``T = P`` and this is ``(C - P) / osl`` as before. The statement is the
 inverse of the throughput the planner predicts at that concurrency, so a calibrated deployment gives
 its measured throughput back. Without throughput, ``tpot_ms`` at concurrency ``c`` gives the step time
-``s(c) = tpot - (c-1) P / (2 osl)`` (the burst law, :func:`planner.equations.queueing.tpot_load_ms`) and the
+``s(c) = tpot - H / osl``, ``H`` the wave's hold-up of the decodes (:func:`planner.equations.queueing.burst_holdup_ms`,
+``(c-1) P / 2`` for prefills one after another; the burst law, :func:`planner.equations.queueing.tpot_load_ms`) and the
 per-token share ``s(c) / c`` (at c = 1: ``tpot``, as before).
 """
 
@@ -34,7 +35,7 @@ import math
 import numpy as np
 
 from planner.core.places import Place
-from planner.equations import decode_first, prefill_passes
+from planner.equations import decode_first, prefill_passes, queueing
 
 
 def _num(rec, name):
@@ -128,6 +129,15 @@ def read_warnings(recs: list[dict], rows: list[int], load: dict) -> list[tuple[s
     return out
 
 
+def in_flight(rec) -> float:
+    """Requests in flight during a row's test [count]: its ``concurrency`` (blank: 1), but never more
+    than its ``num_requests`` (``--max-concurrency 16 --num-prompts 8`` ran 8 at once: its decode
+    batch, and the wave its throughput and TPOT hold, are 8)."""
+    c = float(rec.get("concurrency") or 1)
+    n = _num(rec, "num_requests")
+    return c if math.isnan(n) else max(min(c, n), 1.0)
+
+
 def _throughput(rec) -> float:
     """Completed requests/s of a row, from the first throughput given (NaN: none, or an open loop's:
     :func:`planner.plan.load_shape_checks.paced_by_arrivals`)."""
@@ -144,7 +154,7 @@ def throughput_rows(recs: list[dict], rows: list[int]) -> list[dict]:
         x = _throughput(rec)
         if not math.isnan(x):
             out.append({"isl": float(rec["isl"]), "osl": _num(rec, "osl"), "hit": float(rec["hit"]),
-                        "concurrency": float(rec.get("concurrency") or 1), "rps": x, "row": row})
+                        "concurrency": in_flight(rec), "rps": x, "row": row})
     return out
 
 
@@ -163,7 +173,7 @@ def decode_per_token(recs: list[dict], rows: list[int], fitted, pass_fixed: floa
     """
     warns = []
     d_tp, d_tpot = [], []
-    conc = [float(r.get("concurrency") or 1) for r in recs]
+    conc = [in_flight(r) for r in recs]   # the batch the decode held: at most num_requests
     thr = [(_throughput(r), c) for r, c in zip(recs, conc)]
     with_x = [c for (x, c) in thr if not math.isnan(x)]
     top = max(with_x) if with_x else None
@@ -188,7 +198,11 @@ def decode_per_token(recs: list[dict], rows: list[int], fitted, pass_fixed: floa
         if rec.get("tpot_ms") is not None and c == top_t:
             t = float(rec["tpot_ms"])
             if c > 1 and osl > 0 and not math.isnan(p):
-                t -= (c - 1) * p / (2 * osl)   # the prefills of the wave held the decode up
+                # the prefills of the wave held the decode up: planner.equations.queueing.burst_holdup_ms, the
+                # hold-up tpot_load_ms gives at the test's concurrency ((c-1) P / 2 when each pass holds one prompt)
+                m_tok = math.nan if budgets is None else float(budgets[i])
+                t -= float(queueing.burst_holdup_ms(p, c, pass_fixed, float(rec["isl"]), float(rec["hit"]),
+                                                    m_tok)) / osl
             if t > 0:
                 d_tpot.append(t / c)
     if d_tp:

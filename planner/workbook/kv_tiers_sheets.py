@@ -176,7 +176,7 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
                 cap_f = tcell("capacity_gib")
                 bw_f = fl.given_or.xl(tcell("read_gbps"), R("base_kv_gbps"))
             ws.write_formula(r, cpos[cap_c], "=" + cap_f, fm("calc", "#,##0.00"), float(w.capacity_gib[t_i]))
-            caps_refs.append(R(cap_c))
+            caps_refs.append(tiers.whole_blocks_gib.xl(R(cap_c), R("block_size"), R("kv_bytes_per_token_instance")))
             ws.write_formula(r, cpos[upto_c], "=" + interp_xl(tiers.hits_upto_capacity.xl(*caps_refs), first, count),
                              fm("calc", "0.00%"), float(upto[t_i]))
             prev = R(tier_cols(t_i - 1)[1]) if t_i else 0
@@ -220,7 +220,10 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
             wc.write_number(row, 4, int(f), fm("calc", "0"))
         curve_row += count
     descr = [f"t{k + 1} = {t.name} ({t.kind}, scope {t.scope})" for k, t in enumerate(tp.tiers)]
-    ws.write_string(len(tp.workloads) + 2, 0, "Tiers, fastest first: " + "; ".join(descr), fm("note"))
+    ws.write_string(len(tp.workloads) + 2, 0, "Tiers, fastest first: " + "; ".join(descr) + ". Their order (kind) "
+                    "and what one capacity is bought for (scope) are as when the planner ran: re-run it after "
+                    "changing a kind or a scope in Tiers (capacity_gib, read_gbps and cost_per_gib_month are live)",
+                    fm("note"))
     ws.write_string(len(tp.workloads) + 3, 0, "t<k>_hit_upto: hit ratio of tiers 1..k together, interpolated in "
                     "Hit_Curve at their summed capacity; t<k>_hit: served by tier k. KV load = hit N S / kv_gbps_eff "
                     "= N S sum_k t<k>_hit / t<k>_read_gbps (HBM: no load).", fm("note"))

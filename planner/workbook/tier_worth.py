@@ -176,7 +176,8 @@ def write_sheets(wb, fm, layout, plan, settings_rows: dict[str, int]) -> None:
             f["capacity_gib"] = tb.times.xl(C("multiplier"), base_cap)
             caps = []
             for k, t in enumerate(tp.tiers):
-                caps.append(C("capacity_gib") if k == s else T(tier_cols(k)[0]))
+                caps.append(tiers.whole_blocks_gib.xl(C("capacity_gib") if k == s else T(tier_cols(k)[0]),
+                                                      T("block_size"), T("kv_bytes_per_token_instance")))
                 f[f"t{k + 1}_hit_upto"] = interp_xl(tiers.hits_upto_capacity.xl(*caps), first_curve, count)
                 prev = C(f"t{k}_hit_upto") if k else 0
                 f[f"t{k + 1}_hit"] = tiers.served_by.xl(C(f"t{k + 1}_hit_upto"), prev)
