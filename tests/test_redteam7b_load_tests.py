@@ -105,3 +105,30 @@ def test_a_throughput_typed_as_requests_and_duration_pins_the_decode(tmp_path):
     r = _plan(tmp_path, rows).resolved.iloc[0]
     assert r["t_decode_ms"] == pytest.approx(145.0, rel=1e-6)
     assert r["t_decode_batch"] == 8
+
+
+def test_the_tpot_check_that_disagrees_with_tpot_load_is_said(tmp_path):
+    """At a fixed concurrency instances_tpot still reads the serial burst, s(c) + (c-1) P / (2 osl), while
+    tpot_load_ms is the loop's cycle (Little's law): a target between the two gets a located warning (lead,
+    after red team 7b). Prefill first, 8 prompts of 1,024 tokens sharing passes of 8,192."""
+    wl = dict(workload="w", model="L8", gpu="H100", tp=1, isl=1024, osl=100, hit_target=0, t_attn0_ms=10.24,
+              t_ffn0_ms=61.44, t_decode_ms=150.0, t_decode_batch=8, concurrency=8, scheduler="prefill_first",
+              batch=8, demand_tpm=1e6)
+    path = tmp_path / "probe.xlsx"
+    write_input_workbook(path, M8, G8, [wl], {})
+    r = build_plan(path).results.iloc[0]
+    p, s0, s1, little = r["ttft_ms"], r["step_weights_ms"], r["step_kv_ms"], r["tpot_load_ms"]
+    serial = s0 + s1 * 8 + 7 * p / (2 * 100)      # by hand: P = 71.68 ms, so the hold-up alone is 2.51 ms a token
+    assert p == pytest.approx(71.68) and serial > little * 1.05
+    slo = (serial + little) / 2
+    path2 = tmp_path / "in.xlsx"
+    write_input_workbook(path2, M8, G8, [dict(wl, tpot_slo_ms=slo)], {})
+    plan = build_plan(path2)
+    assert str(plan.results["binding"].iat[0]).startswith("unreachable")      # the check's verdict
+    said = [w.message for w in plan.warnings if "TPOT target's check" in w.message]
+    assert len(said) == 1 and f"reads the serial burst, {serial:,.1f} ms" in said[0] and "unreachable" in said[0]
+    assert f"tpot_load_ms, the loop's own cycle, is {little:,.1f} ms" in said[0]
+    # a target above both: no such warning
+    path3 = tmp_path / "in3.xlsx"
+    write_input_workbook(path3, M8, G8, [dict(wl, tpot_slo_ms=serial * 2)], {})
+    assert not [w for w in build_plan(path3).warnings if "TPOT target's check" in w.message]

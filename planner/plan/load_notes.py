@@ -146,6 +146,7 @@ def warnings(plan) -> list:
     fit, targets without a demand to size."""
     from planner.core.errors import Problem
     from planner.equations.prefill_passes import burst_ttft_ms
+    from planner.equations.queueing import tpot_load_ms
 
     r, res = plan.results, plan.resolved
     rows = plan.input.workloads.rows
@@ -210,6 +211,17 @@ def warnings(plan) -> list:
                 out.append(Problem(place, f"at concurrency {conc[i]:,.0f} the TPOT is {tp:,.1f} ms, above "
                                           f"tpot_slo_ms {p_slo[i]:,.6g}: a lower concurrency meets it, not more "
                                           f"instances"))
+            # instances_tpot's verdict at a fixed concurrency still reads the serial burst (docs/model.md): where
+            # it and tpot_load_ms (the loop's cycle, Little's law) fall on two sides of the target, say so
+            serial = float(tpot_load_ms(np.nan, alone[i], float(res["osl"].iat[i]), float(r["step_weights_ms"].iat[i]),
+                                        float(r["step_kv_ms"].iat[i]), np.nan, conc[i]))
+            if not np.isnan(p_slo[i]) and np.isfinite(serial) and np.isfinite(tp) and (serial > p_slo[i]) != (tp > p_slo[i]):
+                verdict = "unreachable" if serial > p_slo[i] else "met"
+                out.append(Problem(place, f"at concurrency {conc[i]:,.0f} the TPOT target's check (instances_tpot) "
+                                          f"reads the serial burst, {serial:,.1f} ms, and calls tpot_slo_ms "
+                                          f"{p_slo[i]:,.6g} {verdict}, while tpot_load_ms, the loop's own cycle, is "
+                                          f"{tp:,.1f} ms: trust tpot_load_ms (the check's law is the older one, "
+                                          f"docs/model.md)"))
         if np.isnan(dem[i]) and not (np.isnan(t_slo[i]) and np.isnan(p_slo[i])):
             out.append(Problem(place, "latency targets without demand_tpm: latency is shown at target_utilization, "
                                       "no instance count is sized"))
