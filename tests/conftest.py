@@ -241,7 +241,7 @@ def edit_output_and_input(out: Path, src: Path, edits, tmp_path: Path) -> tuple[
 _READ_ONLY_BOOKS: "collections.OrderedDict[tuple, openpyxl.Workbook]" = collections.OrderedDict()
 
 
-def _read_only_book(path: Path, data_only: bool) -> openpyxl.Workbook:
+def read_only_book(path: Path, data_only: bool) -> openpyxl.Workbook:
     """``load_workbook(path, data_only=data_only, read_only=True)``, kept open for the next call on
     the same file (the last 8 files of this process): a test file reading several sheets of one
     output (test_recalc: Results, Resolved, each sensitivity table, the Tornado) pays the load
@@ -249,7 +249,8 @@ def _read_only_book(path: Path, data_only: bool) -> openpyxl.Workbook:
     sheet) once. A read-only sheet is parsed again from the zip at every ``iter_rows``, so what is
     kept is only the opened package. The key is the file's identity and state (inode, size,
     mtime and ctime in ns): a file replaced (a new inode) or written again (a new ctime) is a new
-    key, loaded afresh."""
+    key, loaded afresh. Shared: read it, never close it (the cache does, at eviction and at the
+    end of the session)."""
     st = os.stat(path)
     key = (os.path.realpath(path), data_only, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     wb = _READ_ONLY_BOOKS.pop(key, None)
@@ -269,8 +270,8 @@ def pytest_sessionfinish(session, exitstatus):
 def sheet_values(path: Path, sheet: str) -> list[dict]:
     """Rows of a table sheet (header row 1) as dicts of cached values. Read-only mode: only
     that sheet's XML is parsed (a full load parses every sheet of a large output each call); the
-    opened package is reused for the same unchanged file (:func:`_read_only_book`)."""
-    rows = _read_only_book(path, data_only=True)[sheet].iter_rows(values_only=True)
+    opened package is reused for the same unchanged file (:func:`read_only_book`)."""
+    rows = read_only_book(path, data_only=True)[sheet].iter_rows(values_only=True)
     head = next(rows, ())
     idx = {str(h).split(" [")[0]: j for j, h in enumerate(head) if h is not None}
     return [{name: (r[j] if j < len(r) else None) for name, j in idx.items()} for r in rows]
@@ -283,7 +284,7 @@ def value_book(path: Path, *sheets: str, formulas: bool = False) -> openpyxl.Wor
     parsed, where ``load_workbook(path, data_only=True)`` parses and styles every sheet of the
     output (the example's 14 MB of sheet XML, 8 MB of it Sensitivity_Hit) to read one
     (~0.9 s CPU against ~0.06 s). ``formulas=True``: the formulas instead of the cached values."""
-    src = _read_only_book(path, data_only=not formulas)
+    src = read_only_book(path, data_only=not formulas)
     book = openpyxl.Workbook()
     book.remove(book.active)
     for name in sheets:

@@ -1,4 +1,4 @@
-"""conftest's reuse of an opened read-only workbook (``_read_only_book``) never answers from a
+"""conftest's reuse of an opened read-only workbook (``read_only_book``) never answers from a
 file that has changed since: the same path written again, in place or replaced, is read afresh."""
 
 from __future__ import annotations
