@@ -13,7 +13,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from conftest import EXAMPLE, SMALL_WORKLOADS, edited_example, problem_lines, read_only_book, run_cli, run_planner, value_book
+from conftest import EXAMPLE, SMALL_WORKLOADS, edited_example, problem_lines, run_cli, run_planner, value_book
 
 OUTPUT_SHEETS = {"Results", "Sensitivity_Hit", "Models", "GPUs", "Workloads", "Settings", "Checks", "Run"}
 OLD_OUTPUT = b"previous output, must survive a failed run"
@@ -46,9 +46,12 @@ def col_index(ws, name: str) -> int:
 
 
 def sheet_rows(path: Path, sheet: str) -> list[dict]:
-    """Non-blank data rows of ``sheet`` keyed by header (unit dropped), cached values (the opened
-    package of an unchanged file reused: conftest.read_only_book)."""
-    rows = list(read_only_book(path, data_only=True)[sheet].iter_rows(values_only=True))
+    """Non-blank data rows of ``sheet`` keyed by header (unit dropped), cached values."""
+    wb = openpyxl.load_workbook(path, data_only=True, read_only=True)
+    try:
+        rows = list(wb[sheet].iter_rows(values_only=True))
+    finally:
+        wb.close()
     heads = [base(h) if h is not None else None for h in rows[0]]
     out = []
     for r in rows[1:]:
