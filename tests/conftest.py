@@ -3,6 +3,7 @@ the example workbook, problem lines of stderr, reading workbooks back."""
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import io
 import math
@@ -237,17 +238,43 @@ def edit_output_and_input(out: Path, src: Path, edits, tmp_path: Path) -> tuple[
     return e_out, e_in
 
 
+_READ_ONLY_BOOKS: "collections.OrderedDict[tuple, openpyxl.Workbook]" = collections.OrderedDict()
+
+
+def read_only_book(path: Path, data_only: bool) -> openpyxl.Workbook:
+    """``load_workbook(path, data_only=data_only, read_only=True)``, kept open for the next call on
+    the same file (the last 8 files of this process): a test file reading several sheets of one
+    output (test_recalc: Results, Resolved, each sensitivity table, the Tornado) pays the load
+    (the workbook, its shared strings and styles: ~60 ms of the example output's ~80 ms for one
+    sheet) once. A read-only sheet is parsed again from the zip at every ``iter_rows``, so what is
+    kept is only the opened package. The key is the file's identity and state (inode, size,
+    mtime and ctime in ns): a file replaced (a new inode) or written again (a new ctime) is a new
+    key, loaded afresh. Shared: read it, never close it (the cache does, at eviction and at the
+    end of the session)."""
+    st = os.stat(path)
+    key = (os.path.realpath(path), data_only, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    wb = _READ_ONLY_BOOKS.pop(key, None)
+    if wb is None:
+        wb = openpyxl.load_workbook(path, data_only=data_only, read_only=True)
+    _READ_ONLY_BOOKS[key] = wb  # the most recent last
+    while len(_READ_ONLY_BOOKS) > 8:
+        _READ_ONLY_BOOKS.popitem(last=False)[1].close()
+    return wb
+
+
+def pytest_sessionfinish(session, exitstatus):
+    while _READ_ONLY_BOOKS:
+        _READ_ONLY_BOOKS.popitem()[1].close()
+
+
 def sheet_values(path: Path, sheet: str) -> list[dict]:
     """Rows of a table sheet (header row 1) as dicts of cached values. Read-only mode: only
-    that sheet's XML is parsed (a full load parses every sheet of a large output each call)."""
-    wb = openpyxl.load_workbook(path, data_only=True, read_only=True)
-    try:
-        rows = wb[sheet].iter_rows(values_only=True)
-        head = next(rows, ())
-        idx = {str(h).split(" [")[0]: j for j, h in enumerate(head) if h is not None}
-        return [{name: (r[j] if j < len(r) else None) for name, j in idx.items()} for r in rows]
-    finally:
-        wb.close()
+    that sheet's XML is parsed (a full load parses every sheet of a large output each call); the
+    opened package is reused for the same unchanged file (:func:`read_only_book`)."""
+    rows = read_only_book(path, data_only=True)[sheet].iter_rows(values_only=True)
+    head = next(rows, ())
+    idx = {str(h).split(" [")[0]: j for j, h in enumerate(head) if h is not None}
+    return [{name: (r[j] if j < len(r) else None) for name, j in idx.items()} for r in rows]
 
 
 def value_book(path: Path, *sheets: str, formulas: bool = False) -> openpyxl.Workbook:
@@ -257,16 +284,13 @@ def value_book(path: Path, *sheets: str, formulas: bool = False) -> openpyxl.Wor
     parsed, where ``load_workbook(path, data_only=True)`` parses and styles every sheet of the
     output (the example's 14 MB of sheet XML, 8 MB of it Sensitivity_Hit) to read one
     (~0.9 s CPU against ~0.06 s). ``formulas=True``: the formulas instead of the cached values."""
-    src = openpyxl.load_workbook(path, data_only=not formulas, read_only=True)
+    src = read_only_book(path, data_only=not formulas)
     book = openpyxl.Workbook()
     book.remove(book.active)
-    try:
-        for name in sheets:
-            ws = book.create_sheet(name)
-            for row in src[name].iter_rows(values_only=True):
-                ws.append(row)
-    finally:
-        src.close()
+    for name in sheets:
+        ws = book.create_sheet(name)
+        for row in src[name].iter_rows(values_only=True):
+            ws.append(row)
     return book
 
 

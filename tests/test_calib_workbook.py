@@ -8,7 +8,7 @@ import math
 import openpyxl
 import pytest
 
-from conftest import run_planner, same_value, sheet_values, value_book
+from conftest import run_cli, same_value, sheet_values, value_book
 from planner.equations.ttft_fit import ttft_law
 from planner.core.errors import InputError
 from planner.plan.build import build_plan
@@ -145,7 +145,7 @@ def test_hit_out_of_range_and_zero_time_located(tmp_path):
     meas[1] = {**meas[1], "ttft_ms": 0}
     src = tmp_path / "bad.xlsx"
     write_input_workbook(src, MODELS, GPUS, WORKLOADS, {}, optional={"Measurements": meas})
-    r = run_planner("run", src, "-o", tmp_path / "o.xlsx", "--no-memo", cwd=tmp_path)
+    r = run_cli("run", src, "-o", tmp_path / "o.xlsx", "--no-memo", cwd=tmp_path)
     assert r.returncode == 2, r.stderr
     assert "Measurements!E2" in r.stderr and "Measurements!F3" in r.stderr
     assert not (tmp_path / "o.xlsx").exists()

@@ -13,7 +13,7 @@ import math
 import openpyxl
 import pytest
 
-from conftest import run_planner, same_value, sheet_values
+from conftest import run_cli, same_value, sheet_values
 from planner.catalog import lookup as catalog
 from planner.inputs import catalog_fill as catalog2
 from planner.core import schema
@@ -257,7 +257,7 @@ def test_cli_unknown_model_exits_2_and_writes_nothing(tmp_path):
     workbook(src, [["model"], ["Llama-3-70B"]], [["gpu"], ["H100 SXM"]],
              [WL_HEAD, ["w", "Llama-3-70B", "H100 SXM", 4, 1000, 10, 0.5, 10, 10]])
     out = tmp_path / "out.xlsx"
-    r = run_planner("run", src, "-o", out, "--no-memo", cwd=tmp_path)
+    r = run_cli("run", src, "-o", out, "--no-memo", cwd=tmp_path)
     assert r.returncode == 2, r.stderr
     assert "Models!A2: model 'Llama-3-70B' has no layers" in r.stderr and "closest: 'Llama-3" in r.stderr
     assert "Traceback" not in r.stderr and not out.exists()

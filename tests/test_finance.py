@@ -23,7 +23,7 @@ import pytest
 
 from planner.core import schema
 
-from conftest import run_planner, same_value, sheet_values, value_book
+from conftest import run_cli, same_value, sheet_values, value_book
 from planner.finance import demand
 from planner.finance import fleet
 from planner.finance import scenarios
@@ -292,7 +292,7 @@ def test_bad_input_is_located_and_nothing_written(tmp_path, case):
         workloads[0]["target_utilization"] = 0
     src = make_input(tmp_path / "bad.xlsx", workloads=workloads, settings=settings, optional=optional)
     out = tmp_path / "out.xlsx"
-    p = run_planner("run", src, "-o", out, "--no-memo", cwd=tmp_path)
+    p = run_cli("run", src, "-o", out, "--no-memo", cwd=tmp_path)
     assert p.returncode == 2, p.stderr
     assert "Traceback" not in p.stderr
     for piece in expected:
@@ -304,7 +304,7 @@ def test_every_problem_listed_at_once(tmp_path):
     optional = {"Demand": [{"workload": "zz", "period": "P1", "demand_tpm": 5}],
                 "Scenarios": [{"scenario": "s", "sheet": "Foo", "column": "x", "op": "set", "value": 1}]}
     src = make_input(tmp_path / "bad.xlsx", settings={"target_utilization": 0}, optional=optional)
-    p = run_planner("validate", src, cwd=tmp_path)
+    p = run_cli("validate", src, cwd=tmp_path)
     assert p.returncode == 2
     for piece in (f"Settings!B{_UTIL_ROW}", "Demand!A2", "Scenarios!B2"):
         assert piece in p.stderr, p.stderr
@@ -453,7 +453,7 @@ def test_references_are_checked_once_workloads_read_cleanly(tmp_path):
     optional = {"Demand": [{"workload": "zz", "period": "P1", "demand_tpm": 5},
                            {"workload": "zz", "period": "P1", "demand_tpm": 6}]}
     src = make_input(tmp_path / "bad.xlsx", workloads=workloads, optional=optional)
-    p = run_planner("validate", src, cwd=tmp_path)
+    p = run_cli("validate", src, cwd=tmp_path)
     assert p.returncode == 2
     assert "Workloads!A3: workload 'a' duplicates row 2" in p.stderr
     assert "Demand!B3: workload 'zz' has period 'P1' twice (also row 2)" in p.stderr

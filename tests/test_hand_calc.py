@@ -21,7 +21,7 @@ import math
 import openpyxl
 import pytest
 
-from conftest import header_index, run_planner
+from conftest import header_index, run_cli
 from planner.plan.build import build_plan
 
 GIB = 2 ** 30          # bytes per GiB
@@ -366,7 +366,7 @@ def test_hand_calculations_are_the_spec_test_vectors():
 def test_written_workbook_stores_the_hand_values(input_path, tmp_path):
     # the CLI end to end: the Results sheet's stored (cached) values are the hand values too
     out = tmp_path / "hand-plan.xlsx"
-    proc = run_planner("run", input_path, "-o", out, "--no-memo", cwd=tmp_path)
+    proc = run_cli("run", input_path, "-o", out, "--no-memo", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     wb = openpyxl.load_workbook(out, data_only=True, read_only=False)
     ws = wb["Results"]

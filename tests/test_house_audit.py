@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import copy
+import functools
 from collections import defaultdict
 from pathlib import Path
 
@@ -52,9 +53,16 @@ def test_planning_leaves_the_validated_input_unchanged(tmp_path):
     assert after == before
 
 
+@functools.cache
+def _parsed(path: Path, mtime_ns: int) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"))
+
+
 def _modules():
+    """(path, tree) of every module of the package, each parsed once per process (three tests walk
+    them all; the trees are only read); a module changed since is parsed again (its mtime)."""
     for path in sorted(PKG.rglob("*.py")):
-        yield path, ast.parse(path.read_text(encoding="utf-8"))
+        yield path, _parsed(path, path.stat().st_mtime_ns)
 
 
 def test_no_two_classes_share_a_name():

@@ -83,11 +83,12 @@ NAMES = known_names()
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
-def _strings(tree: ast.AST):
-    """(line, text, kind) of every string constant; f-strings give their constant parts with
-    the neighbours (``value`` for an interpolated value) so glue can be seen."""
+def _strings(nodes: list[ast.AST]):
+    """(line, text, kind) of every string constant among ``nodes`` (a module's ``ast.walk`` as a
+    list: it is walked once for every check); f-strings give their constant parts with the
+    neighbours (``value`` for an interpolated value) so glue can be seen."""
     in_fstring: set[int] = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.JoinedStr):
             parts = node.values
             for k, part in enumerate(parts):
@@ -96,14 +97,14 @@ def _strings(tree: ast.AST):
                     before = k > 0 and isinstance(parts[k - 1], ast.FormattedValue)
                     after = k + 1 < len(parts) and isinstance(parts[k + 1], ast.FormattedValue)
                     yield part.lineno, part.value, ("f", before, after)
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in in_fstring:
             yield node.lineno, node.value, ("s", False, False)
 
 
-def _docstrings(tree: ast.AST) -> set[int]:
+def _docstrings(nodes: list[ast.AST]) -> set[int]:
     out = set()
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
@@ -116,11 +117,11 @@ def offences(source: str, where: str = "<planted>", declared: bool = False, xl_c
     (``declared``: a declared writer, where formula text by hand is an offence too, and terms glued
     with an operator; ``xl_calls``: a module outside planner/equations, where a string with an Excel
     function call is one)."""
-    tree = ast.parse(source)
-    docs = _docstrings(tree)
-    doc_lines = {n.lineno for n in ast.walk(tree) if id(n) in docs}
+    nodes = list(ast.walk(ast.parse(source)))  # walked once: the checks below read the list, in walk order
+    docs = _docstrings(nodes)
+    doc_lines = {n.lineno for n in nodes if id(n) in docs}
     found: list[str] = []
-    for node in ast.walk(tree):
+    for node in nodes:
         name = (node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute)
                 else None)
         if name == "quote_sheetname":
@@ -132,13 +133,13 @@ def offences(source: str, where: str = "<planted>", declared: bool = False, xl_c
         if isinstance(node, ast.ImportFrom) and any(a.name in _XL_MAKERS for a in node.names):
             found.append(f"{where}:{node.lineno}: imports an A1 maker of xlsxwriter.utility")
     if declared:
-        for node in ast.walk(tree):
+        for node in nodes:
             # "+".join(terms): a sum (or product) glued by hand; tiers.sum_of / product_of parenthesise
             if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "join"
                     and isinstance(node.func.value, ast.Constant) and node.func.value.value in _OPERATORS):
                 found.append(f"{where}:{node.lineno}: {node.func.value.value!r}.join glues formula terms by hand "
                              "(use tables.sum_of / product_of or a twin of planner.equations)")
-    for line, text, (kind, before, after) in _strings(tree):
+    for line, text, (kind, before, after) in _strings(nodes):
         if kind == "s" and line in doc_lines:
             continue  # a docstring is prose
         if _GLUED_LITERAL.search(text):

@@ -23,7 +23,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from conftest import run_planner, same_value, sheet_values, value_book
+from conftest import run_cli, same_value, sheet_values, value_book
 from planner.memo import render as memo
 from planner.finance import periods
 from planner.plan.build import build_plan
@@ -180,7 +180,7 @@ def test_bad_periods_and_units_are_located(tmp_path):
     bad = make(tmp_path / "bad.xlsx", settings={"periods": "2027-Q4..2027-Q1"},
                demand=[{"workload": "a", "period": "2027-Q1", "demand_tpm": 5, "demand_unit": "tokens/week"},
                        {"workload": "a", "period": "2027-Q2", "hit_target": 1.5, "demand_tpm": 5}])
-    p = run_planner("validate", bad, cwd=tmp_path)
+    p = run_cli("validate", bad, cwd=tmp_path)
     assert p.returncode == 2 and "Traceback" not in p.stderr
     assert "Settings!B" in p.stderr and "range ends before it starts" in p.stderr
     assert "Demand!D2" in p.stderr and "tokens/week" in p.stderr
@@ -190,7 +190,7 @@ def test_bad_periods_and_units_are_located(tmp_path):
 def test_blank_period_demand_is_an_error_only_outside_settings_periods(tmp_path):
     # a Demand row with a blank demand in a period that is not one of Settings periods: nothing to grow
     src = make(tmp_path / "p.xlsx", settings={}, demand=[{"workload": "a", "period": "2027-Q2", "hit_target": 0.8}])
-    p = run_planner("validate", src, cwd=tmp_path)
+    p = run_cli("validate", src, cwd=tmp_path)
     assert p.returncode == 2 and "has no demand rows" in p.stderr
 
 

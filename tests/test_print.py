@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 
-from conftest import EXAMPLE, run_planner
+from conftest import EXAMPLE, run_cli
 
 NS = {"m": "http://schemas.openxmlformats.org/spreadsheetml/2006/main"}
 LONG = re.compile(r"^(Sensitivity_|Tornado|Resolved)")
@@ -133,7 +133,7 @@ def test_units_name_the_currency(out, tmp_path):
         # (a unit naming "currency"; the column names concurrency / *_concurrency are not units)
         assert not any(re.search(r"\[[^\]]*currency", h) for h in headers_of(out, sheet)), sheet
     # the output is still a valid input (the reader drops the bracketed unit)
-    proc = run_planner("validate", out, cwd=tmp_path)
+    proc = run_cli("validate", out, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
 
 

@@ -13,7 +13,7 @@ import openpyxl
 import pytest
 from openpyxl.utils import range_boundaries
 
-from conftest import REPO, run_planner
+from conftest import REPO, run_cli
 from planner.examples.build import example_path
 from pdf_pages import page_texts, pages_per_sheet, readme_sentence, to_pdf
 from planner.plan.build import build_plan
@@ -85,7 +85,7 @@ def diff_out(tmp_path_factory) -> Path:
     new = d / "new.xlsx"
     wb.save(new)
     out = d / "diff.xlsx"
-    r = run_planner("diff", example_path(), new, "-o", out, "--no-memo", cwd=d)
+    r = run_cli("diff", example_path(), new, "-o", out, "--no-memo", cwd=d)
     assert r.returncode == 0, r.stderr
     return out
 

@@ -39,7 +39,7 @@ import math
 import openpyxl
 import pytest
 
-from conftest import run_planner, same_value, sheet_values, value_book
+from conftest import run_cli, same_value, sheet_values, value_book
 from planner.finance import periods as fp
 from planner.plan.build import build_plan
 from planner.workbook.input_sheets import write_input_workbook
@@ -96,7 +96,7 @@ def finance(tmp_path_factory):
     write_input_workbook(src, MODELS, GPUS, [dict(w) for w in WL], SETTINGS,
                          optional={"Demand": DEMAND, "Scenarios": SCENARIOS})
     out = tmp / "plan.xlsx"
-    r = run_planner("run", src, "-o", out, "--no-memo", cwd=tmp)
+    r = run_cli("run", src, "-o", out, "--no-memo", cwd=tmp)
     assert r.returncode == 0, r.stderr
     return src, out, r
 

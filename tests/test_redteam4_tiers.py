@@ -31,7 +31,7 @@ import math
 import openpyxl
 import pytest
 
-from conftest import run_planner, same_value, sheet_values, value_book
+from conftest import run_cli, same_value, sheet_values, value_book
 from planner.plan.build import build_plan
 from planner.workbook.input_sheets import write_input_workbook
 
@@ -82,7 +82,7 @@ def tiers(tmp_path_factory):
     src = tmp / "in.xlsx"
     write_input_workbook(src, [MODEL], [GPU], [WL], {"trace_warmup": 0.0}, optional={"Tiers": TIERS})
     out = tmp / "out.xlsx"
-    r = run_planner("run", src, "-o", out, cwd=tmp)
+    r = run_cli("run", src, "-o", out, "--no-charts", cwd=tmp)  # the memo is read, not its charts
     assert r.returncode == 0, r.stderr
     return src, out, r
 
@@ -154,7 +154,7 @@ def test_a_tiers_sheet_without_an_hbm_row_is_refused(tmp_path):
     (tmp_path / "bailian.jsonl.gz").write_bytes(gzip.compress(("\n".join(_bailian()) + "\n").encode()))
     src = tmp_path / "in.xlsx"
     write_input_workbook(src, [MODEL], [GPU], [WL], {"trace_warmup": 0.0}, optional={"Tiers": TIERS[1:]})
-    r = run_planner("validate", src, cwd=tmp_path)
+    r = run_cli("validate", src, cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "Tiers!B2: the Tiers sheet has no hbm row" in r.stderr
     # with the hbm row at capacity 0, said on purpose, it plans
@@ -179,7 +179,7 @@ def pool_out(tmp_path_factory):
     write_input_workbook(src, [MODEL], [GPU], [WL, dict(WL, workload="chat2")], {"trace_warmup": 0.0},
                          optional={"Tiers": POOL})
     out = tmp / "out.xlsx"
-    r = run_planner("run", src, "-o", out, "--no-memo", cwd=tmp)
+    r = run_cli("run", src, "-o", out, "--no-memo", cwd=tmp)
     assert r.returncode == 0, r.stderr
     return out
 

@@ -31,7 +31,7 @@ import datetime as dt
 import openpyxl
 import pytest
 
-from conftest import run_planner, same_value, sheet_values, value_book
+from conftest import run_cli, same_value, sheet_values, value_book
 from planner.finance import periods as fp
 from planner.plan.build import build_plan
 from planner.workbook.input_sheets import write_input_workbook
@@ -78,7 +78,7 @@ def finance_out(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("finance")
     src = _workbook(tmp)
     out = tmp / "plan.xlsx"
-    r = run_planner("run", src, "-o", out, "--no-memo", cwd=tmp)
+    r = run_cli("run", src, "-o", out, "--no-memo", cwd=tmp)
     assert r.returncode == 0, r.stderr
     return src, out, r
 

@@ -9,7 +9,7 @@ import datetime as dt
 import openpyxl
 import pytest
 
-from conftest import run_planner
+from conftest import run_cli
 from planner.core.errors import InputError
 from planner.finance import periods as fp
 from planner.inputs.period_labels import parse_periods, period_label
@@ -154,7 +154,7 @@ def test_settings_periods_typed_as_a_date_serial_is_its_quarter_with_a_note(tmp_
 def test_monthly_dates_in_one_quarter_are_a_duplicate(tmp_path):
     dem = [{"workload": "chat", "period": "a", "demand_tpm": 1_000_000},
            {"workload": "chat", "period": "b", "demand_tpm": 2_000_000}]
-    r = run_planner("run", _book(tmp_path, dem, edit=_dates(dt.datetime(2027, 1, 1), dt.datetime(2027, 2, 1))), "-o", tmp_path / "out.xlsx", "--no-memo", cwd=tmp_path)
+    r = run_cli("run", _book(tmp_path, dem, edit=_dates(dt.datetime(2027, 1, 1), dt.datetime(2027, 2, 1))), "-o", tmp_path / "out.xlsx", "--no-memo", cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert "Demand!B3: workload 'chat' has period '2027-Q1' twice (also row 2)" in r.stderr
     assert not (tmp_path / "out.xlsx").exists()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import openpyxl
 import pytest
 
-from conftest import run_planner
+from conftest import run_cli
 from planner.core.errors import InputError
 from planner.plan.build import build_plan
 from planner.workbook.input_sheets import write_input_workbook
@@ -85,7 +85,7 @@ def test_units_that_cannot_be_read_are_refused(tmp_path, sheet, column, header, 
 
 def test_a_price_per_month_is_refused_by_the_command_line(tmp_path):
     path, coord = _book(tmp_path, "GPUs", "hourly_cost", "hourly_cost (USD/month)", 1825)
-    r = run_planner("run", path, "-o", tmp_path / "out.xlsx", "--no-memo", cwd=tmp_path)
+    r = run_cli("run", path, "-o", tmp_path / "out.xlsx", "--no-memo", cwd=tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
     assert f"GPUs!{coord}: header 'hourly_cost (USD/month)' says USD/month, a price per month" in r.stderr
     assert not (tmp_path / "out.xlsx").exists() and not list(tmp_path.glob(".planner-stage-*"))

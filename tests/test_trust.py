@@ -8,7 +8,7 @@ from __future__ import annotations
 import openpyxl
 import pytest
 
-from conftest import run_planner, value_book
+from conftest import run_cli, value_book
 from planner.equations.ttft_fit import ttft_law
 from planner.core.errors import InputError
 from planner.workbook.input_sheets import write_input_workbook
@@ -120,7 +120,7 @@ def test_near_miss_header_is_refused_with_the_column_meant(tmp_path):
     cell = {}
     path = _book(tmp_path, edit=lambda wb: cell.setdefault("c", _header(wb, "Workloads", "demand_tpm",
                                                                         "demand (tokens/min)")))
-    r = run_planner("run", path, "-o", tmp_path / "out.xlsx", "--no-memo", cwd=tmp_path)
+    r = run_cli("run", path, "-o", tmp_path / "out.xlsx", "--no-memo", cwd=tmp_path)
     assert r.returncode == 2, r.stderr
     assert (f"Workloads!{cell['c']}: header 'demand (tokens/min)' names no column of Workloads; it looks like "
             f"demand_tpm") in r.stderr
@@ -214,7 +214,7 @@ def test_planner_filled_cells_are_styled_commented_counted_and_listed(tmp_path):
     run = {r[0]: r[1] for r in wb["Run"].iter_rows(values_only=True) if r and r[0]}
     assert run["Workloads cells filled by the planner"].startswith("5 (batch 1, alpha 1, max_seq_len 1, kv_gbps 1, "
                                                                      "t_decode_ms 1)")
-    r = run_planner("validate", path, cwd=tmp_path)
+    r = run_cli("validate", path, cwd=tmp_path)
     assert r.returncode == 0 and "planner: filled: Workloads: 5 blank cell(s) filled by the planner" in r.stderr
 
 

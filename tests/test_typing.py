@@ -12,7 +12,7 @@ import pytest
 from planner.examples import data as example_data
 
 import corpus
-from conftest import run_planner, sheet_values, trim_workloads
+from conftest import run_cli, sheet_values, trim_workloads
 from planner.core import schema
 from planner.inputs import typed_text as th
 from planner.core.errors import InputError
@@ -282,7 +282,7 @@ def test_accepted_cases_run_and_say_their_notes(tmp_path):
     for build, note in ((corpus.totals_row_below_blank, "'Total' below a blank row"),
                         (corpus.typed_numbers_accepted, "typed as text with separators were read")):
         path, _ = build(tmp_path)
-        r = run_planner("validate", path, cwd=tmp_path)
+        r = run_cli("validate", path, cwd=tmp_path)
         assert r.returncode == 0, r.stderr
         assert any(line.startswith("planner: note: ") and note in line for line in r.stderr.splitlines())
 
@@ -298,7 +298,7 @@ def na_plan(tmp_path_factory) -> Path:
     wb["Workloads"]["A2"].data_type = "s"
     wb.save(path)
     assert openpyxl.load_workbook(path, read_only=True)["Workloads"]["A2"].data_type == "s"
-    r = run_planner("run", path, "-o", tmp / "plan.xlsx", "--no-memo", cwd=tmp)
+    r = run_cli("run", path, "-o", tmp / "plan.xlsx", "--no-memo", cwd=tmp)
     assert r.returncode == 0, r.stderr
     return tmp / "plan.xlsx"
 
