@@ -83,23 +83,19 @@ def _period_warnings(plan, base: np.ndarray, target: np.ndarray) -> list[Problem
     if dem is None:
         return []
     wl = {fold_name(str(r.get("workload") or "")): i for i, r in enumerate(plan.input.workloads.records)}
-    low = []
+    out = []
     for k, rec in enumerate(dem.records):
         i = wl.get(fold_name(str(rec.get("workload") or "")))
         h = rec.get("hit_target")
         if i is None or h is None or i >= len(base) or np.isnan(base[i]):
             continue
         if float(h) < base[i] - EPS and not base[i] > target[i] + EPS:  # else said once at the Workloads row
-            low.append((k, i, float(h)))
-    out = []
-    for k, i, h in low:
-        rec = dem.records[k]
-        # the amount is the period's row of Fleet_By_Period (planner.finance.periods sizes it; the plan layer
-        # sits below finance and does not import it)
-        out.append(Problem(Place.of_table(dem, "hit_target", k),
-                           f"{rec['workload']!r} in {rec.get('period')}: hit_target {h:.1%} is below the workload's "
-                           f"baseline hit ratio {base[i]:.1%} (Workloads hit_baseline, blank: hit_measured): in that "
-                           f"period the target needs at least as many GPUs as the baseline, so its \"saving\" is a "
-                           f"cost, shown as a negative cost_saved_per_month on Fleet_By_Period (that row gives the "
-                           f"amount)"))
+            # the amount is the period's row of Fleet_By_Period (planner.finance.periods sizes it; the plan
+            # layer sits below finance and does not import it)
+            out.append(Problem(Place.of_table(dem, "hit_target", k),
+                               f"{rec['workload']!r} in {rec.get('period')}: hit_target {float(h):.1%} is below the "
+                               f"workload's baseline hit ratio {base[i]:.1%} (Workloads hit_baseline, blank: "
+                               f"hit_measured): in that period the target needs at least as many GPUs as the "
+                               f"baseline, so its \"saving\" is a cost, shown as a negative cost_saved_per_month on "
+                               f"Fleet_By_Period (that row gives the amount)"))
     return out

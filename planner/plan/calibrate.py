@@ -309,7 +309,7 @@ def fill_breakdown(p_in, models: pd.DataFrame, gpus: pd.DataFrame,
                    workloads: pd.DataFrame, keep: bool = False) -> tuple[pd.DataFrame, Calibration]:
     """:func:`fill_breakdown_now`, or the result kept by the last call with ``keep`` on the same input (same
     object, same content, equal frames): see ``_KEPT``."""
-    key = _content_key(p_in)
+    key = _content_key(p_in) if keep or (_KEPT and _KEPT[0][0] is p_in) else None  # pickled only when it can be used
     if _KEPT:
         (who, k0, frames, result), = _KEPT
         if who is p_in and key is not None and k0 == key and all(a.equals(b) for a, b in zip(frames, (models, gpus, workloads))):

@@ -594,17 +594,13 @@ class _Row:
     cell of the column (``raw``, looked up in Models/GPUs for their columns), its blanks, its
     numbers, the Resolved columns computed before it (``out``) and the frames and settings."""
 
-    def __init__(self, rc, models, gpus, workloads, idx, out, settings, columns=None):
+    def __init__(self, rc, models, gpus, workloads, idx, out, settings, columns):
         self.rc, self.models, self.gpus, self.workloads, self.idx, self.out = rc, models, gpus, workloads, idx, out
         self.settings = settings or {}
         self.c = schema.column(rc.source, rc.name) if rc.source else None
         if self.c is not None:
             i = idx[rc.source]
-            if columns is None:
-                src = {"Models": models, "GPUs": gpus, "Workloads": workloads}[rc.source]
-                col = src[rc.name].to_numpy(dtype=object) if rc.name in src else None
-            else:  # resolve's once-made object arrays of the three frames
-                col = columns[rc.source].get(rc.name)
+            col = columns[rc.source].get(rc.name)  # resolve's once-made object arrays of the three frames
             self.raw = col[i] if col is not None else np.full(len(i), None)
             self.blank = pd.isna(self.raw)
 
