@@ -102,9 +102,12 @@ def recalculated(tmp_path_factory, lo_profile, example_output) -> dict:
     d = tmp_path_factory.mktemp("recalc-batch")
     cases = {"example": _example_case(d / "example", example_output), "features": _feature_case(d / "features"),
              "live": _live_edit_case(d / "live")}
-    srcs = [cases["example"]["edited"], cases["features"]["out"], cases["live"]["edited_out"]]
-    for case, again in zip(cases.values(), recalculate_many(srcs, d / "recalc", profile=lo_profile)):
-        case["again"] = again
+    # the example keeps its charts (LibreOffice opens and saves them: checked below); the others go without
+    # (libreoffice.without_charts: nothing a formula reads is in them)
+    again = (recalculate_many([cases["example"]["edited"]], d / "recalc", profile=lo_profile, charts=True)
+             + recalculate_many([cases["features"]["out"], cases["live"]["edited_out"]], d / "recalc", profile=lo_profile))
+    for case, done in zip(cases.values(), again):
+        case["again"] = done
     return cases
 
 
