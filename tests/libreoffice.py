@@ -45,29 +45,45 @@ def make_profile(folder: Path) -> Path:
 
 
 def recalculate(src: Path, out_dir: Path, profile: Path | None = None, timeout: float = 300,
-                charts: bool = False) -> Path:
+                charts: bool = False, comments: bool = False) -> Path:
     """Load ``src`` in LibreOffice with forced recalculation and save it as .xlsx in ``out_dir``.
 
     Returns the path of the recalculated copy (same file name). ``src`` is not modified.
-    ``charts``: as :func:`recalculate_many`.
+    ``charts``, ``comments``: as :func:`recalculate_many`.
     """
-    return recalculate_many([src], out_dir, profile, timeout, charts=charts)[0]
+    return recalculate_many([src], out_dir, profile, timeout, charts=charts, comments=comments)[0]
 
 
 _DRAWING_REL = "http://schemas.openxmlformats.org/officeDocument/2006/relationships/drawing"
 
 
-def without_charts(src: Path, dest: Path) -> Path:
+_COMMENT_RELS = ("http://schemas.openxmlformats.org/officeDocument/2006/relationships/comments",
+                 "http://schemas.openxmlformats.org/officeDocument/2006/relationships/vmlDrawing")
+
+
+def without_charts(src: Path, dest: Path, comments: bool = True) -> Path:
     """A copy of the .xlsx ``src`` at ``dest`` without its charts: every ``xl/charts/`` part, every
-    ``xl/drawings/drawingN.xml`` (the chart anchors; the comments' ``vmlDrawing`` parts stay), the
-    sheets' ``<drawing>`` elements, their relationships and content types. Nothing a formula reads
-    is in those parts; LibreOffice spends a third of a small output's load and store on them and
-    more than half of the example's store (measured: 2.5 -> 1.8 s and 6.6 -> 4.1 s a workbook).
-    Stored uncompressed (LibreOffice reads it as fast; the copy is deleted with the test's folder)."""
+    ``xl/drawings/drawingN.xml`` (the chart anchors), the sheets' ``<drawing>`` elements, their
+    relationships and content types; with ``comments`` False also without the cell comments
+    (``xl/commentsN.xml``, their ``vmlDrawing`` parts and ``<legacyDrawing>`` elements). Nothing a
+    formula reads is in those parts. LibreOffice spends about a third of a small output's load and
+    store on the charts and more than half of the example's store (measured: 2.5 -> 1.8 s and
+    6.6 -> 4.1 s a workbook), and about a quarter of what is left on the comments (1.6 -> 1.2 s
+    load, 1.7 -> 1.3 s store of the small example, means of four). Stored uncompressed
+    (LibreOffice reads it as fast; the copy is deleted with the test's folder)."""
     import re
     import zipfile
 
-    drop = re.compile(r"xl/charts/|xl/drawings/drawing\d+\.xml$|xl/drawings/_rels/drawing\d+\.xml\.rels$")
+    parts = [r"xl/charts/", r"xl/drawings/drawing\d+\.xml$", r"xl/drawings/_rels/drawing\d+\.xml\.rels$"]
+    rels = [_DRAWING_REL]
+    if not comments:
+        parts += [r"xl/comments\d+\.xml$", r"xl/drawings/vmlDrawing\d+\.vml$"]
+        rels += list(_COMMENT_RELS)
+    drop = re.compile("|".join(parts))
+    rel = re.compile(rb'<Relationship [^>]*Type="(?:' + b"|".join(re.escape(r.encode()) for r in rels) + rb')"[^>]*/>')
+    element = re.compile(rb'<drawing r:id="[^"]*"/>' + (b"" if comments else rb'|<legacyDrawing r:id="[^"]*"/>'))
+    override = re.compile(rb'<Override PartName="/xl/(?:charts/chart|drawings/drawing' + (b"" if comments else b"|comments")
+                          + rb')\d+\.xml"[^>]*/>')
     with zipfile.ZipFile(src) as zin, zipfile.ZipFile(dest, "w", zipfile.ZIP_STORED) as zout:
         for info in zin.infolist():
             name = info.filename
@@ -75,17 +91,17 @@ def without_charts(src: Path, dest: Path) -> Path:
                 continue
             data = zin.read(name)
             if re.fullmatch(r"xl/worksheets/sheet\d+\.xml", name):
-                data = re.sub(rb'<drawing r:id="[^"]*"/>', b"", data)
+                data = element.sub(b"", data)
             elif re.fullmatch(r"xl/worksheets/_rels/sheet\d+\.xml\.rels", name):
-                data = re.sub(rb'<Relationship [^>]*Type="' + re.escape(_DRAWING_REL.encode()) + rb'"[^>]*/>', b"", data)
+                data = rel.sub(b"", data)
             elif name == "[Content_Types].xml":
-                data = re.sub(rb'<Override PartName="/xl/(?:charts/chart|drawings/drawing)\d+\.xml"[^>]*/>', b"", data)
+                data = override.sub(b"", data)
             zout.writestr(name, data)
     return dest
 
 
 def recalculate_many(srcs, out_dir: Path, profile: Path | None = None, timeout: float = 300,
-                     charts: bool = False) -> list[Path]:
+                     charts: bool = False, comments: bool = False) -> list[Path]:
     """:func:`recalculate` for several workbooks. With a ``profile`` (the tests' session profile) and
     LibreOffice's ``uno`` module for the system Python (Debian's python3-uno), the workbooks go to
     this process's one running LibreOffice (:class:`_Bridge`, tests/lo_bridge.py): its start is
@@ -94,8 +110,9 @@ def recalculate_many(srcs, out_dir: Path, profile: Path | None = None, timeout: 
     CPU in three calls, 14.6 s in one; two 6.6 -> 6.4 s; three one-cell workbooks 4.5 -> 1.9 s).
     Either way every formula is recalculated on load (the profile's OOXMLRecalcMode 0). The file
     names must differ (they keep their names in ``out_dir``). Returns the recalculated copies, in
-    order. ``charts`` False (the default): LibreOffice gets a copy without the charts
-    (:func:`without_charts`; the copies come back without them), ``True`` for a test of them."""
+    order. ``charts`` and ``comments`` False (the default): LibreOffice gets a copy without the
+    charts and the cell comments (:func:`without_charts`; the copies come back without them);
+    ``True`` for a test that reads them in the recalculated copy (``charts`` keeps both)."""
     srcs = [Path(s) for s in srcs]
     names = [s.stem for s in srcs]
     assert len(set(names)) == len(names), f"two workbooks of one batch share a name: {names}"
@@ -106,7 +123,8 @@ def recalculate_many(srcs, out_dir: Path, profile: Path | None = None, timeout: 
     if not charts:
         bare = out_dir / ".without-charts"
         bare.mkdir(exist_ok=True)
-        srcs = [without_charts(s, bare / (s.stem + ".xlsx")) if s.suffix.lower() == ".xlsx" else s for s in srcs]
+        srcs = [without_charts(s, bare / (s.stem + ".xlsx"), comments) if s.suffix.lower() == ".xlsx" else s
+                for s in srcs]
     results = [out_dir / (name + ".xlsx") for name in names]
     if profile is not None and _Bridge.usable():
         bridge = _Bridge.for_profile(binary, profile)
