@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Callable
 
-from xlsxwriter.worksheet import Worksheet
+from xlsxwriter.worksheet import CellFormulaTuple, Worksheet
 
 from planner.core.refs import ROW, WL_ROW, RowTemplate
 
@@ -58,14 +58,12 @@ class FastFormulaWorksheet(Worksheet):
     """A Worksheet whose formula preparation skips the substitutions that cannot apply.
 
     ``write_formula`` checks each formula with one regular expression;
-    :meth:`write_vetted` skips even that for formulas made from a template that was
-    checked once (row numbers cannot add a function name).
+    :meth:`write_vetted` skips even that, and upstream's dynamic-array test, for formulas made
+    from a template that was checked once (row numbers cannot add a function name).
     """
 
-    _vetted = False
-
     def _prepare_formula(self, formula, expand_future_functions=False):
-        if not self._vetted and needs_upstream(formula):
+        if needs_upstream(formula):
             return super()._prepare_formula(formula, expand_future_functions)
         return formula[1:] if formula.startswith("=") else formula
 
@@ -78,11 +76,18 @@ class FastFormulaWorksheet(Worksheet):
         return super()._xml_formula_element(formula, result, attributes)
 
     def write_vetted(self, row: int, col: int, formula: str, cell_format=None, value=0):
-        self._vetted = True
-        try:
-            return self._write_formula(row, col, formula, cell_format, value)
-        finally:
-            self._vetted = False
+        """``_write_formula`` for a formula of a checked :class:`FormulaTemplate`: what upstream does
+        with a formula that names no dynamic-array or future function and has no array braces (the
+        template's check; every name upstream's dynamic-array test looks for is one of them:
+        tests/test_speed.py), without running those tests again on each cell."""
+        if self._check_dimensions(row, col):
+            return -1
+        if not formula:
+            return self._write_formula(row, col, formula, cell_format, value)  # upstream's warning
+        if self.constant_memory and row > self.previous_row:
+            self._write_single_row(row)
+        self.table[row][col] = CellFormulaTuple(formula[1:] if formula[0] == "=" else formula, cell_format, value)
+        return 0
 
 
 class FormulaTemplate(RowTemplate):
