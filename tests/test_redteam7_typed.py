@@ -204,13 +204,13 @@ def test_a_period_without_its_year_names_the_settings_periods(tmp_path):
 
 
 # --------------------------------------------------------------------------- Scenarios: a plain 1 in a hit column
-def _scenario(tmp_path, value, column="hit_target", fmt=None):
+def _scenario(tmp_path, value, column="hit_target", fmt=None, op="set", sheet="Workloads", match="chat"):
     import openpyxl
 
     path = tmp_path / "in.xlsx"
     write_input_workbook(path, MODELS, GPUS, [dict(ROW)], {},
-                         optional={"Scenarios": [{"scenario": "more hits", "sheet": "Workloads", "column": column,
-                                                  "match": "chat", "op": "set", "value": value}]})
+                         optional={"Scenarios": [{"scenario": "more hits", "sheet": sheet, "column": column,
+                                                  "match": match, "op": op, "value": value}]})
     if fmt is not None:
         wb = openpyxl.load_workbook(path)
         ws = wb["Scenarios"]
@@ -234,6 +234,40 @@ def test_a_scenario_setting_a_hit_to_a_plain_one_is_warned(tmp_path, column):
 @pytest.mark.parametrize("value, fmt", [(1, "0%"), (0.6, None)])
 def test_a_scenario_hit_typed_as_a_percent_or_below_one_is_not_warned(tmp_path, value, fmt):
     assert not [w for w in _scenario(tmp_path, value, fmt=fmt).warnings if str(w).startswith("Scenarios!")]
+
+
+# --------------------------------------------------------------------------- Scenarios: a percent to multiply or add by
+def test_a_scenario_multiplying_by_a_percent_below_100_is_warned(tmp_path):
+    # before: 'multiply demand_tpm 10%' planned a tenth of the demand without a word (+10% meant)
+    plan = _scenario(tmp_path, 0.1, "demand_tpm", fmt="0%", op="multiply")
+    got = [str(w) for w in plan.warnings if str(w).startswith("Scenarios!")]
+    assert got == [f"{_cell(plan.input.optional['Scenarios'], 'value')}: scenario 'more hits' multiplies demand_tpm "
+                   f"by 10%, that is by 0.1 (a 90% cut): if +10% was meant, type 110% or 1.1"]
+    # the scenario is still planned as typed (a warning, not a refusal): a tenth of the demand
+    from planner.finance.scenarios import scenario_input
+    from planner.inputs.scenario_checks import overrides
+
+    p_in = plan.input
+    ovs = overrides(p_in.optional["Scenarios"], {s: p_in.table(s) for s in ("Models", "GPUs", "Workloads")},
+                    p_in.settings, [])
+    s_in = scenario_input(p_in, "more hits", ovs)
+    assert s_in.workloads.records[0]["demand_tpm"] == pytest.approx(ROW["demand_tpm"] * 0.1, rel=1e-12)
+
+
+def test_a_scenario_adding_a_percent_to_a_number_is_warned_and_to_a_fraction_not(tmp_path):
+    plan = _scenario(tmp_path, 0.1, "demand_tpm", fmt="0%", op="add")
+    got = [str(w) for w in plan.warnings if str(w).startswith("Scenarios!")]
+    assert got == [f"{_cell(plan.input.optional['Scenarios'], 'value')}: scenario 'more hits' adds 10%, that is the "
+                   f"number 0.1, to demand_tpm: to raise it by 10%, use op multiply with 110%"]
+    (tmp_path / "b").mkdir()
+    assert not [w for w in _scenario(tmp_path / "b", 0.1, "hit_target", fmt="0%", op="add").warnings
+                if str(w).startswith("Scenarios!")]  # hit_target + 10 points: what it says
+
+
+@pytest.mark.parametrize("value, fmt", [(1.1, "0%"), (0.9, None), (0.9, "0.00")])
+def test_a_scenario_multiplying_by_110_percent_or_a_plain_number_is_not_warned(tmp_path, value, fmt):
+    assert not [w for w in _scenario(tmp_path, value, "demand_tpm", fmt=fmt, op="multiply").warnings
+                if str(w).startswith("Scenarios!")]
 
 
 # --------------------------------------------------------------------------- growth without Settings periods

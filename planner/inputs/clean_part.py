@@ -40,14 +40,15 @@ def _bad_rows(problems, sheet: str) -> tuple[set[int], bool]:
 
 def _subset(table, keep: list[int]):
     """``table`` with only its records ``keep`` (indices, in order): records, sheet rows, the
-    catalog's provenance and the plain-1 cells renumbered; the records themselves are shared,
+    catalog's provenance, the plain-1 and percent cells renumbered; the records themselves are shared,
     never changed."""
     if len(keep) == len(table.records):
         return table
     new = {i: k for k, i in enumerate(keep)}
     filled = [table.filled[i] for i in keep] if len(table.filled) == len(table.records) else table.filled
     return dataclasses.replace(table, records=[table.records[i] for i in keep], rows=[table.rows[i] for i in keep],
-                               filled=filled, plain_ones={(c, new[i]) for c, i in table.plain_ones if i in new})
+                               filled=filled, plain_ones={(c, new[i]) for c, i in table.plain_ones if i in new},
+                               percent_cells={(c, new[i]) for c, i in table.percent_cells if i in new})
 
 
 def _deployment(rec: dict) -> tuple[str, str, Any]:

@@ -51,6 +51,9 @@ class Table:
     # (column, record index) of fraction cells typed as the plain number 1 (not 100% in a percent
     # cell): 1% may have been meant (planner.plan.trust warns)
     plain_ones: set[tuple[str, int]] = field(default_factory=set)
+    # (column, record index) of Scenarios value cells typed as a percentage (a percent format, 10%
+    # stored as 0.1): an add or multiply by one is warned (planner.plan.typed_checks)
+    percent_cells: set[tuple[str, int]] = field(default_factory=set)
     # (place, message) said as warnings of the plan: a typed Measurements cell that differs from the
     # load-test file the row names (planner.inputs.measurement_files)
     warnings: list[tuple[str, str]] = field(default_factory=list)
@@ -173,6 +176,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
     rows: list[int] = []
     readings: list[str] = []  # numbers read from text with separators (one note for the sheet)
     plain_ones: set[tuple[str, int]] = set()
+    percent_cells: set[tuple[str, int]] = set()
     key = next((c.name for c in cols if c.key), None)
     gap = False  # a blank row since the last record
     for excel_row, cells in enumerate(rows_iter, start=2):
@@ -223,6 +227,8 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
                     and isinstance(cell_value(cell), (int, float)) \
                     and not isinstance(cell_value(cell), bool) and "%" not in str(fmt or ""):
                 plain_ones.add((name, len(records)))
+            if sheet == schema.SCN and name == "value" and isinstance(v, float) and "%" in str(fmt or ""):
+                percent_cells.add((name, len(records)))
             rec[name] = v
         for j, head in extras:
             rec[head] = values[j] if j < len(values) else None
@@ -252,7 +258,7 @@ def _read_table(ws, sheet: str, problems: list[Problem], scan: SheetScan | None 
         notes.append(f"{ws.title}: {len(readings)} number(s) typed as text with separators were read: "
                      f"{'; '.join(readings[:3])}{more}")
     return Table(ws.title, records, rows, [h for _, h in extras], col_of, plain_ones=plain_ones,
-                 currencies=currencies)
+                 percent_cells=percent_cells, currencies=currencies)
 
 
 def _header_below(ws, required: list[str], depth: int = 5) -> int | None:

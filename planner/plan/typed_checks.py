@@ -67,6 +67,7 @@ def typed_warnings(plan) -> list[Problem]:
         if col == "hit_target":
             out.append(_one(dem, col, i, "every input token of the period cached"))
     out += _scenario_ones(p_in)
+    out += _scenario_percents(p_in)
     periods = parse_periods(p_in.settings.get("periods"))[0]
     if periods and p_in.settings.get("demand_growth") == 1:  # the Settings cell's format is not kept
         out.append(Problem(Place.whole("Settings"), "demand_growth 1 is read as +100% a period (the demand doubles "
@@ -148,6 +149,34 @@ def _scenario_ones(p_in) -> list[Problem]:
                                f"scenario {rec.get('scenario')!r} sets {key[1]} to 1, read as 100% "
                                f"({SCENARIO_ONES[key]}): if 1% was meant, type 0.01 or 1%; type 100% to say 100% "
                                f"is meant"))
+    return out
+
+
+def _scenario_percents(p_in) -> list[Problem]:
+    """A Scenarios ``multiply`` or ``add`` by a value typed as a percentage (red team 7): ``multiply
+    demand_tpm 10%`` multiplies by 0.1 (a 90% cut) where +10% may have been meant, and ``add
+    demand_tpm 10%`` adds 0.1 tokens/min. An ``add`` into a fraction column (hit_target +10%) is
+    what it says and is not warned; a multiply by 100% or more reads as meant (110% is +10%)."""
+    from planner.core import schema
+
+    scn = p_in.optional.get("Scenarios")
+    out: list[Problem] = []
+    for col, i in sorted(getattr(scn, "percent_cells", set()) if scn is not None else ()):
+        rec = scn.records[i]
+        op, v = str(rec.get("op") or "").strip().lower(), rec.get("value")
+        sheet, column = str(rec.get("sheet") or "").strip(), str(rec.get("column") or "").strip()
+        kinds = ([k.kind for k in schema.SETTING_KEYS if k.key == column.lower()] if sheet.lower() == "settings" else
+                 [c.kind for c in schema.COLUMNS if c.sheet.lower() == sheet.lower() and c.name == column.lower()])
+        if not isinstance(v, float):
+            continue
+        if op == "multiply" and 0 < v < 1:
+            out.append(Problem(_cell(scn, "value", i),
+                               f"scenario {rec.get('scenario')!r} multiplies {column} by {v:.0%}, that is by {v:g} "
+                               f"(a {1 - v:.0%} cut): if +{v:.0%} was meant, type {1 + v:.0%} or {1 + v:g}"))
+        elif op == "add" and kinds and kinds[0] != schema.FRACTION:
+            out.append(Problem(_cell(scn, "value", i),
+                               f"scenario {rec.get('scenario')!r} adds {v:.0%}, that is the number {v:g}, to {column}: "
+                               f"to raise it by {v:.0%}, use op multiply with {1 + v:.0%}"))
     return out
 
 
