@@ -30,6 +30,7 @@ from planner.equations.kvhit import excel_twin
 from planner.core.refs import defined_name, setting_name
 from planner.core.schema import CHOICE, FMT_INT, FMT_PCT, TEXT
 from planner.equations import decode_first as dfs
+from planner.equations import decode_first_slo as dslo
 from planner.equations import prefill_passes as pp
 from planner.equations import queueing as q
 from planner.equations import sizing as sz
@@ -524,6 +525,118 @@ class Lit:
         return f'"{self.value}"' if isinstance(self.value, str) else repr(self.value)
 
 
+# --------------------------------------------------------------------------- DF_Search
+# The decode-first open loop (issue 16, "under load"): for a workload with scheduler decode_first planned open
+# loop (no Workloads concurrency), its TTFT at the load and the TTFT target's count are those of the
+# decode-first queue (planner.equations.decode_first_slo), whose count has no closed form. The DF_Search
+# sheet (planner.workbook.df_search), row-aligned with Results and written only when the plan has such a
+# row, holds the count's exact integer search live (a bit descent from the closed-form lower bound) and the
+# decode batch and TTFTs at the row's load; Results' instances_ttft, ttft_load_ms and ttft_load_p90_ms of such
+# a row refer to it (RESULTS_DF).
+def _df_search_columns() -> tuple[Out, ...]:
+    cols = [
+        out("df_rate_total", "requests/s", FMT_MS, same, "demand_rps_open",
+            description="Λ: the demand rate the TTFT target sizes for (Results demand_rps_open)"),
+        out("df_prefill", "ms", FMT_MS, same, "ttft_ms", description="P: the request-alone prefill (Results ttft_ms)"),
+        out("df_t_fixed", "ms", FMT_MS, dslo.zero_if_blank, "pass_fixed_ms",
+            description="F: fixed cost per forward pass (Resolved pass_fixed_ms, 0 when blank)"),
+        out("df_new_tokens", "tokens", FMT_INT, same, "burst_new_tokens",
+            description="u: new prompt tokens per request (Results burst_new_tokens)"),
+        out("df_budget", "tokens", FMT_INT, same, "max_num_batched_tokens",
+            description="M: new tokens per step (Resolved max_num_batched_tokens; blank: one prompt a step)"),
+        out("df_s0", "ms", FMT_MS, same, "step_weights_ms", description="s0: decode step, weights part"),
+        out("df_s1", "ms", FMT_RATIO, same, "step_kv_ms", description="s1: decode step per request in decode"),
+        out("df_osl", "tokens", FMT_INT, same, "osl", description="output tokens per request"),
+        out("df_slo", "ms", FMT_MS, same, "ttft_slo_ms", description="the TTFT target (Resolved ttft_slo_ms)"),
+        out("df_q", "fraction", FMT_PCT, dslo.zero_if_blank, "slo_q",
+            description="quantile of the target (Results slo_q; 0: the mean)"),
+        out("df_log_x", "", FMT_RATIO, dslo.search_log_x, "df_prefill", "df_slo", "df_q",
+            description="ln of the Lambert W argument of the request-alone queue with no decode term (a step of "
+            "df_rho_up; blank for a mean target)"),
+        out("df_rho_up", "fraction", FMT_PCT, dslo.search_rho_up, "df_prefill", "df_slo", "df_q", "df_log_x",
+            description="utilisation λ_up P at which the request-alone queue with no decode term meets the target: "
+            "an upper bound of the decode-first rate"),
+        out("df_floor", "count", FMT_INT, dslo.search_floor, "scheduler", "concurrency", "df_rate_total",
+            "df_prefill", "df_t_fixed", "df_new_tokens", "df_budget", "df_slo", "df_rho_up",
+            description="the search's lower bound n_lo = max(ceil(Λ/λ_up) - 1, 1) (unreachable: the target is not "
+            "above a request alone; blank: not a decode-first row planned open loop with a target and demand)"),
+        out("df_miss_start", "count", FMT_INT, dslo.search_start, "df_floor",
+            description="the count known to miss the target the search starts from, n_lo - 1"),
+    ]
+    miss = "df_miss_start"
+    for bit in dslo.SEARCH_BIT_VALUES:
+        j = bit.bit_length() - 1
+        b, p, t, m = f"df_batch_{j}", f"df_service_{j}_ms", f"df_ttft_{j}_ms", f"df_miss_{j}"
+        cols += [
+            out(b, "requests", FMT_MS, dslo.search_batch, miss, Lit(bit), "df_rate_total", "df_prefill", "df_t_fixed",
+                "df_new_tokens", "df_budget", "df_s0", "df_s1", "df_osl",
+                description=f"decode batch at the candidate count {miss} + 2^{j} (blank: saturated)"),
+            out(p, "ms", FMT_MS, dslo.service_df_ms, "df_prefill", "df_t_fixed", "df_new_tokens", "df_budget", "df_s0",
+                "df_s1", b, description="a prompt's time beside that batch, P_df"),
+            out(t, "ms", FMT_MS, dslo.search_ttft, miss, Lit(bit), "df_rate_total", "df_s0", "df_s1", "df_osl", "df_q",
+                b, p, description=f"TTFT statistic of the target at the candidate count {miss} + 2^{j}"),
+            out(m, "count", FMT_INT, dslo.search_keep, miss, Lit(bit), t, "df_slo",
+                description=f"the count known to miss the target after bit 2^{j}: the candidate where it misses, "
+                f"else {miss}"),
+        ]
+        miss = m
+    cols += [
+        out("df_instances_ttft", "count", FMT_INT, dslo.search_count, "df_floor", miss,
+            description="instances the TTFT target needs under decode first, open loop: the smallest count whose "
+            "TTFT statistic meets the target (Results instances_ttft of this row)"),
+        out("df_load_batch", "requests", FMT_MS, dslo.load_batch_df, "scheduler", "concurrency", "load_rps",
+            "df_prefill", "df_t_fixed", "df_new_tokens", "df_budget", "df_s0", "df_s1", "df_osl",
+            description="decode batch at the row's load (Results load_rps), decode-first open loop"),
+        out("df_load_service_ms", "ms", FMT_MS, dslo.service_df_ms, "df_prefill", "df_t_fixed", "df_new_tokens",
+            "df_budget", "df_s0", "df_s1", "df_load_batch", description="a prompt's time beside that batch, P_df"),
+        out("df_ttft_load_ms", "ms", FMT_MS, dslo.load_ttft_mean_df_ms, "load_rps", "df_s0", "df_s1", "df_osl",
+            "df_load_batch", "df_load_service_ms",
+            description="mean TTFT at the row's load (Results ttft_load_ms of this row)"),
+        out("df_ttft_load_p90_ms", "ms", FMT_MS, dslo.load_ttft_p90_df_ms, "load_rps", "df_s0", "df_s1", "df_osl",
+            "df_load_batch", "df_load_service_ms",
+            description="p90 TTFT at the row's load (Results ttft_load_p90_ms of this row)"),
+    ]
+    return tuple(cols)
+
+
+DF_SEARCH: tuple[Out, ...] = _df_search_columns()
+DF_SEARCH_SHEET = "DF_Search"
+
+
+def _results_df() -> tuple[Out, ...]:
+    """:data:`RESULTS` with instances_ttft, ttft_load_ms and ttft_load_p90_ms of a decode-first row planned
+    open loop taken from DF_Search (the same names, units and order; every other row's formula as before)."""
+    swap = {
+        "instances_ttft": (dslo.instances_ttft_open_df, "df_instances_ttft"),
+        "ttft_load_ms": (dslo.ttft_load_open_df_ms, "df_ttft_load_ms"),
+        "ttft_load_p90_ms": (dslo.ttft_load_p90_open_df_ms, "df_ttft_load_p90_ms"),
+    }
+    cols = []
+    for c in RESULTS:
+        if c.name in swap:
+            func, extra = swap[c.name]
+            args = c.args + (("scheduler",) if c.name == "instances_ttft" else ()) + (extra,)
+            c = Out(c.name, c.unit, c.fmt, func, args, c.description, c.text, c.label)
+        cols.append(c)
+    return tuple(cols)
+
+
+RESULTS_DF: tuple[Out, ...] = _results_df()
+
+
+def has_open_df(resolved) -> bool:
+    """Whether a plan has a decode-first workload planned open loop (its workbook then holds DF_Search)."""
+    sched = resolved["scheduler"].to_numpy() if "scheduler" in resolved else np.array([], dtype=object)
+    conc = coerced_floats(resolved["concurrency"]) if "concurrency" in resolved else np.array([])
+    return bool(np.any(dslo.open_loop_df(sched, conc))) if len(sched) else False
+
+
+def results_columns(resolved) -> tuple[Out, ...]:
+    """The Results declaration a plan's workbook is written with: :data:`RESULTS_DF` when it has a
+    decode-first row planned open loop, else :data:`RESULTS` (so a plan without one is unchanged)."""
+    return RESULTS_DF if has_open_df(resolved) else RESULTS
+
+
 # --------------------------------------------------------------------------- Resolved
 @dataclass(frozen=True)
 class ResolvedCol:
@@ -826,9 +939,10 @@ class Values:
         return self._base[name]
 
 
-def evaluate(cols: tuple[Out, ...], base: dict[str, np.ndarray], n: int) -> pd.DataFrame:
-    """Evaluate every column of ``cols`` over ``base`` (a dict of arrays of length n)."""
-    v = Values(cols, base)
+def evaluate(cols: tuple[Out, ...], base: dict[str, np.ndarray], n: int, helpers: tuple[Out, ...] = ()) -> pd.DataFrame:
+    """Evaluate every column of ``cols`` over ``base`` (a dict of arrays of length n); ``helpers``: columns
+    of another sheet that ``cols`` read (Results reads DF_Search's), evaluated as needed, not returned."""
+    v = Values(helpers + cols, base)
     numeric = [c for c in cols if not c.text]
     # one Fortran-ordered block for the numbers: pandas wraps it without another copy
     block = np.empty((n, len(numeric)), dtype=float, order="F")

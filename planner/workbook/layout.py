@@ -50,6 +50,8 @@ class Layout:
             "Resolved": {rc.name: j for j, rc in enumerate(sheets.RESOLVED)},
             "Results": {c.name: j for j, c in enumerate(sheets.RESULTS)},
         }
+        if sheets.has_open_df(plan.resolved):  # the decode-first open loop's search (planner.workbook.df_search)
+            pos[sheets.DF_SEARCH_SHEET] = {"workload": 0, **{c.name: j + 1 for j, c in enumerate(sheets.DF_SEARCH)}}
         chunks = {}
         for table in plan.sens.tables:
             own = {name: j for j, name in enumerate(table.names)}
@@ -69,9 +71,9 @@ class Layout:
         return sheet_ref(sheet, row, self.pos[sheet][name])
 
     def base(self, name: str, wl_row: int) -> str:
-        """A Resolved or Results cell of the workload on sheet row ``wl_row``."""
-        for other in ("Resolved", "Results"):
-            if name in self.pos[other]:
+        """A Resolved, Results (or, when the plan has it, DF_Search) cell of the workload on sheet row ``wl_row``."""
+        for other in ("Resolved", "Results", sheets.DF_SEARCH_SHEET):
+            if name in self.pos.get(other, ()):
                 return self.other(other, name, wl_row)
         raise KeyError(name)
 

@@ -122,6 +122,7 @@ SPECS: dict[str, PrintSpec] = {
     "Bridge": PrintSpec(fit_pages=(1, 1)),
     "GPU_Changes": PrintSpec(fit_pages=(1, 0)),
     "Demand_Calc": PrintSpec(long=True),
+    "DF_Search": PrintSpec(long=True),   # the decode-first open loop's search (planner.workbook.df_search)
     "Settings": PrintSpec(title_cols=None),
     "Constants": PrintSpec(title_cols=None),
     "Run": PrintSpec(title_cols=None, gridlines=False),

@@ -1,0 +1,36 @@
+"""The DF_Search sheet (issue 16, "under load"): the decode-first open loop's TTFT target count, held live.
+
+Written only when the plan has a workload with ``scheduler`` ``decode_first`` planned open loop (no
+Workloads ``concurrency``; :func:`planner.plan.columns.has_open_df`), so a plan without one is unchanged.
+One row per Results row (row-aligned: row ``i + 2`` is the workload of Results row ``i + 2``), its columns
+declared once in :data:`planner.plan.columns.DF_SEARCH` for both Python and Excel: the row's inputs copied
+(short references keep each formula well within the 8,192 characters a spreadsheet formula may hold), the
+closed-form lower bound ``n_lo``, :data:`planner.equations.decode_first_slo.SEARCH_BITS` steps of the bit
+descent (the batch at the candidate count, a prompt's time beside it, the TTFT statistic, the count known to
+miss), the count (Results ``instances_ttft`` of such a row refers to it), and the decode batch and TTFTs at the
+row's load (Results ``ttft_load_ms`` and ``ttft_load_p90_ms``). On every other row the cells are blank.
+"""
+
+from __future__ import annotations
+
+from planner.plan import columns as sheets
+from planner.plan.frames import column_arrays
+from planner.workbook.layout import write_rows
+from planner.workbook.styles import col_width, write_header
+
+SHEET = sheets.DF_SEARCH_SHEET
+COLUMNS = (sheets.out("workload", "", None, sheets.same, "@workload", text=True),) + sheets.DF_SEARCH
+
+
+def frame(plan):
+    """The sheet's values, from the plan's Resolved and Results (the same functions the Results read)."""
+    return sheets.evaluate(COLUMNS, column_arrays(plan.resolved, plan.results), len(plan.results))
+
+
+def write_sheet(ws, fm, layout, plan) -> None:
+    """Write DF_Search into ``ws`` (added by the writer when the plan has a decode-first open-loop row)."""
+    write_header(ws, fm, [c.header for c in COLUMNS], [col_width(c.header, c.text) for c in COLUMNS])
+    for c in COLUMNS:
+        if c.description:
+            ws.write_comment(0, layout.pos[SHEET][c.name], c.description, {"x_scale": 1.6})
+    write_rows(ws, fm, 1, layout.pos[SHEET], COLUMNS, frame(plan), lambda name, row: layout.base(name, row))
