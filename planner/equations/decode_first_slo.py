@@ -248,7 +248,7 @@ def search_floor(scheduler, concurrency, rate_total, prefill, t_fixed, u, budget
     alone = np.maximum(P, K * F)
     R, slo_ = _f(rate_total), _f(slo)
     with np.errstate(divide="ignore", invalid="ignore"):
-        lam = _f(rho_up) / P * 1000.0
+        lam = _f(rho_up) / P * C.MS_PER_S
         n = np.maximum(np.ceil(qu.approx_as_spreadsheets(R / lam)) - 1, 1.0)
     ok = np.isfinite(lam) & (lam > 0) & (slo_ > alone)
     out = np.where(ok, n, np.inf)
@@ -260,7 +260,7 @@ def search_floor(scheduler, concurrency, rate_total, prefill, t_fixed, u, budget
 def _(scheduler, concurrency, rate_total, prefill, t_fixed, u, budget, slo, rho_up):
     k = f"CEILING({u}/IF(ISNUMBER({budget}),{budget},{u})-{dfs.EPS:g},1)"
     alone = f"MAX({prefill},{k}*{t_fixed})"
-    n = f"MAX(ROUNDUP({rate_total}/({rho_up}/{prefill}*1000),0)-1,1)"
+    n = f"MAX(ROUNDUP({rate_total}/({rho_up}/{prefill}*{N.MS_PER_S}),0)-1,1)"
     ok = f"AND(ISNUMBER({rho_up}),N({rho_up})>0,{slo}>{alone})"
     return (f'IF(AND({scheduler}="decode_first",NOT(ISNUMBER({concurrency})),ISNUMBER({slo}),'
             f'ISNUMBER({rate_total})),IF({ok},{n},"unreachable"),"")')

@@ -360,7 +360,8 @@ RESULTS: tuple[Out, ...] = (
         "decode_first, else ttft_burst_slo_ms (a step of instances_ttft)",
         label="TTFT the target is held to at the fixed concurrency"),
     out("instances_ttft", "count", FMT_INT, *sz.step("instances_ttft"),
-        description="instances the TTFT target needs (open loop, M/G/1 prefill queue; unreachable: the target is "
+        description="instances the TTFT target needs (open loop, M/G/1 prefill queue; scheduler decode_first "
+        "without concurrency: the decode-first queue's count, DF_Search df_instances_ttft; unreachable: the target is "
         "below the request-alone TTFT, or the TTFT at the fixed concurrency misses it)",
         label="Instances the TTFT target needs"),
     out("instances_tpot", "count", FMT_INT, *sz.step("instances_tpot"),
@@ -389,7 +390,8 @@ RESULTS: tuple[Out, ...] = (
     out("slo_q", "fraction", FMT_PCT, q.slo_quantile, "slo_percentile",
         description="quantile of slo_percentile (0: the mean)", label="Quantile of the TTFT target"),
     out("prefill_wait_ms", "ms", FMT_MS, q.wait_mean_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms",
-        description="mean wait for the prefill at the load (M/G/1, prefills before decode steps)",
+        description="mean wait for the prefill at the load (M/G/1 with the request-alone prefill, prefills before "
+        "decode steps; under decode_first without concurrency ttft_load_ms reads the decode-first queue instead)",
         label="Mean wait for the prefill at the planned load"),
     out("ttft_steady_ms", "ms", FMT_MS, dfs.steady_mean_for, "scheduler", "ttft_ms", "pass_fixed_ms",
         "burst_new_tokens", "max_num_batched_tokens", "step_weights_ms", "step_kv_ms", "osl", "concurrency",
@@ -403,14 +405,16 @@ RESULTS: tuple[Out, ...] = (
     out("ttft_load_ms", "ms", FMT_MS, dfs.ttft_load_sched_ms, "ttft_ms", "prefill_wait_ms", "concurrency",
         "pass_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", "scheduler", "ttft_steady_ms",
         description="mean TTFT users see at the row's load: wait + the request-alone ttft_ms (at a fixed "
-        "concurrency: the burst, or ttft_steady_ms under decode_first)",
+        "concurrency: the burst, or ttft_steady_ms under decode_first; decode_first without concurrency: the "
+        "decode-first queue, DF_Search df_ttft_load_ms)",
         label="Time to first token at the planned load (mean)"),
     out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms",
         "decode_step_ms", description="90th percentile of the wait for the prefill (exponential tail)",
         label="Wait for the prefill at the planned load, p90"),
     out("ttft_load_p90_ms", "ms", FMT_MS, dfs.ttft_load_p90_sched_ms, "ttft_ms", "prefill_wait_p90_ms",
         "concurrency", "pass_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", "scheduler",
-        "ttft_steady_p90_ms", description="90th percentile TTFT at the row's load",
+        "ttft_steady_p90_ms", description="90th percentile TTFT at the row's load (decode_first without "
+        "concurrency: the decode-first queue, DF_Search df_ttft_load_p90_ms)",
         label="Time to first token at the planned load, p90"),
     out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
         "prefill_wait_ms", "concurrency", "ttft_load_ms", description="mean time per output token at the row's load "
