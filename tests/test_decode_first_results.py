@@ -44,6 +44,8 @@ WORKLOADS = [
     dict(workload="df-one", demand_tpm=TPM_10 / 20, ttft_slo_ms=450, slo_percentile="mean", **BASE),   # count 1
     dict(workload="df-unreach", demand_tpm=TPM_10, ttft_slo_ms=250, slo_percentile="mean", **BASE),    # < P
     dict(workload="df-notarget", demand_tpm=TPM_10, **BASE),
+    # a hit target above the baseline (0): the baseline chain's count is the same search at hit 0
+    dict(workload="df-hit", demand_tpm=TPM_10, ttft_slo_ms=350, slo_percentile="mean", **{**BASE, "hit_target": 0.5}),
 ]
 
 
@@ -105,13 +107,23 @@ def test_results_by_hand(built):
 
 def test_every_decode_first_count_is_the_bisection(built):
     _src, plan, _out = built
-    for name in ("df-open", "df-chunk", "df-one", "df-unreach", "df-notarget"):
+    for name in ("df-open", "df-chunk", "df-one", "df-unreach", "df-notarget", "df-hit"):
         r = _row(plan, name)
         slo = float(plan.resolved.set_index("workload").loc[name, "ttft_slo_ms"] or np.nan)
         want = float(dslo.instances_ttft_df(float(r["demand_rps_open"]), *_law_args(plan, name), slo,
                                             float(r["slo_q"])))
         got = float(r["instances_ttft"])
         assert got == want or (math.isnan(got) and math.isnan(want)), name
+    # at hit_baseline (0) the same search with the baseline's prefill and new tokens: the hit row needs fewer
+    r, res = _row(plan, "df-hit"), plan.resolved.set_index("workload").loc["df-hit"]
+    base = (float(r["ttft_ms_baseline"]), float(res["pass_fixed_ms"]), float(r["burst_new_tokens_baseline"]),
+            *_law_args(plan, "df-hit")[3:])
+    assert base == pytest.approx(ROW, rel=1e-12)
+    want = float(dslo.instances_ttft_df(10.0, *base, 350.0, 0.0))
+    assert float(r["instances_ttft_baseline"]) == want and float(r["instances_baseline"]) >= want
+    assert float(r["instances_ttft"]) < want
+    for name in ("df-open", "df-one", "df-unreach"):           # hit 0: the baseline is the target's count
+        assert float(_row(plan, name)["instances_ttft_baseline"]) == float(_row(plan, name)["instances_ttft"])
     # the chunked row's prompt takes two steps beside its batch at the load
     b = dslo.load_batch_df("decode_first", np.nan, float(_row(plan, "df-chunk")["load_rps"]),
                            *_law_args(plan, "df-chunk"))

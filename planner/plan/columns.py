@@ -534,10 +534,12 @@ class Lit:
 # loop (no Workloads concurrency), its TTFT at the load and the TTFT target's count are those of the
 # decode-first queue (planner.equations.decode_first_slo), whose count has no closed form. The DF_Search
 # sheet (planner.workbook.df_search), row-aligned with Results and written only when the plan has such a
-# row, holds the count's exact integer search live (a bit descent from the closed-form lower bound) and the
-# decode batch and TTFTs at the row's load; Results' instances_ttft, ttft_load_ms and ttft_load_p90_ms of such
-# a row refer to it (RESULTS_DF).
+# row, holds the count's exact integer search live (a bit descent from the closed-form lower bound), the
+# decode batch and TTFTs at the row's load and the search at hit_baseline; Results' instances_ttft,
+# ttft_load_ms, ttft_load_p90_ms and instances_ttft_baseline of such a row refer to it (RESULTS_DF).
 def _df_search_columns() -> tuple[Out, ...]:
+    """DF_Search's columns: the row's inputs, the search at hit_target (Results instances_ttft), the load's
+    batch and TTFTs, then the same search at hit_baseline (Results instances_ttft_baseline)."""
     cols = [
         out("df_rate_total", "requests/s", FMT_MS, same, "demand_rps_open",
             description="Λ: the demand rate the TTFT target sizes for (Results demand_rps_open)"),
@@ -554,40 +556,9 @@ def _df_search_columns() -> tuple[Out, ...]:
         out("df_slo", "ms", FMT_MS, same, "ttft_slo_ms", description="the TTFT target (Resolved ttft_slo_ms)"),
         out("df_q", "fraction", FMT_PCT, dslo.zero_if_blank, "slo_q",
             description="quantile of the target (Results slo_q; 0: the mean)"),
-        out("df_log_x", "", FMT_RATIO, dslo.search_log_x, "df_prefill", "df_slo", "df_q",
-            description="ln of the Lambert W argument of the request-alone queue with no decode term (a step of "
-            "df_rho_up; blank for a mean target)"),
-        out("df_rho_up", "fraction", FMT_PCT, dslo.search_rho_up, "df_prefill", "df_slo", "df_q", "df_log_x",
-            description="utilisation λ_up P at which the request-alone queue with no decode term meets the target: "
-            "an upper bound of the decode-first rate"),
-        out("df_floor", "count", FMT_INT, dslo.search_floor, "scheduler", "concurrency", "df_rate_total",
-            "df_prefill", "df_t_fixed", "df_new_tokens", "df_budget", "df_slo", "df_rho_up",
-            description="the search's lower bound n_lo = max(ceil(Λ/λ_up) - 1, 1) (unreachable: the target is not "
-            "above a request alone; blank: not a decode-first row planned open loop with a target and demand)"),
-        out("df_miss_start", "count", FMT_INT, dslo.search_start, "df_floor",
-            description="the count known to miss the target the search starts from, n_lo - 1"),
     ]
-    miss = "df_miss_start"
-    for bit in dslo.SEARCH_BIT_VALUES:
-        j = bit.bit_length() - 1
-        b, p, t, m = f"df_batch_{j}", f"df_service_{j}_ms", f"df_ttft_{j}_ms", f"df_miss_{j}"
-        cols += [
-            out(b, "requests", FMT_MS, dslo.search_batch, miss, Lit(bit), "df_rate_total", "df_prefill", "df_t_fixed",
-                "df_new_tokens", "df_budget", "df_s0", "df_s1", "df_osl",
-                description=f"decode batch at the candidate count {miss} + 2^{j} (blank: saturated)"),
-            out(p, "ms", FMT_MS, dslo.service_df_ms, "df_prefill", "df_t_fixed", "df_new_tokens", "df_budget", "df_s0",
-                "df_s1", b, description="a prompt's time beside that batch, P_df"),
-            out(t, "ms", FMT_MS, dslo.search_ttft, miss, Lit(bit), "df_rate_total", "df_s0", "df_s1", "df_osl", "df_q",
-                b, p, description=f"TTFT statistic of the target at the candidate count {miss} + 2^{j}"),
-            out(m, "count", FMT_INT, dslo.search_keep, miss, Lit(bit), t, "df_slo",
-                description=f"the count known to miss the target after bit 2^{j}: the candidate where it misses, "
-                f"else {miss}"),
-        ]
-        miss = m
+    cols += _df_search("", "df_prefill", "df_new_tokens")
     cols += [
-        out("df_instances_ttft", "count", FMT_INT, dslo.search_count, "df_floor", miss,
-            description="instances the TTFT target needs under decode first, open loop: the smallest count whose "
-            "TTFT statistic meets the target (Results instances_ttft of this row)"),
         out("df_load_batch", "requests", FMT_MS, dslo.load_batch_df, "scheduler", "concurrency", "load_rps",
             "df_prefill", "df_t_fixed", "df_new_tokens", "df_budget", "df_s0", "df_s1", "df_osl",
             description="decode batch at the row's load (Results load_rps), decode-first open loop"),
@@ -599,8 +570,58 @@ def _df_search_columns() -> tuple[Out, ...]:
         out("df_ttft_load_p90_ms", "ms", FMT_MS, dslo.load_ttft_p90_df_ms, "load_rps", "df_s0", "df_s1", "df_osl",
             "df_load_batch", "df_load_service_ms",
             description="p90 TTFT at the row's load (Results ttft_load_p90_ms of this row)"),
+        # the baseline chain (instances_baseline) at hit_baseline: its request-alone prefill and new tokens
+        out("df_prefill_baseline", "ms", FMT_MS, same, "ttft_ms_baseline",
+            description="P at hit_baseline (Results ttft_ms_baseline)"),
+        out("df_new_tokens_baseline", "tokens", FMT_INT, same, "burst_new_tokens_baseline",
+            description="u at hit_baseline (Results burst_new_tokens_baseline)"),
     ]
+    cols += _df_search("_baseline", "df_prefill_baseline", "df_new_tokens_baseline")
     return tuple(cols)
+
+
+def _df_search(sfx: str, prefill: str, tokens: str) -> list[Out]:
+    """The search of one TTFT count (``sfx`` "" at hit_target, "_baseline" at hit_baseline) with the
+    request-alone prefill ``prefill`` and new tokens ``tokens`` (DF_Search column names)."""
+    at = " at hit_baseline" if sfx else ""
+    cols = [
+        out("df_log_x" + sfx, "", FMT_RATIO, dslo.search_log_x, prefill, "df_slo", "df_q",
+            description=f"ln of the Lambert W argument{at} of the request-alone queue with no decode term (a step of "
+            "df_rho_up; blank for a mean target)"),
+        out("df_rho_up" + sfx, "fraction", FMT_PCT, dslo.search_rho_up, prefill, "df_slo", "df_q", "df_log_x" + sfx,
+            description="utilisation λ_up P at which the request-alone queue with no decode term meets the target: "
+            "an upper bound of the decode-first rate"),
+        out("df_floor" + sfx, "count", FMT_INT, dslo.search_floor, "scheduler", "concurrency", "df_rate_total",
+            prefill, "df_t_fixed", tokens, "df_budget", "df_slo", "df_rho_up" + sfx,
+            description="the search's lower bound n_lo = max(ceil(Λ/λ_up) - 1, 1) (unreachable: the target is not "
+            "above a request alone; blank: not a decode-first row planned open loop with a target and demand)"),
+        out("df_miss_start" + sfx, "count", FMT_INT, dslo.search_start, "df_floor" + sfx,
+            description="the count known to miss the target the search starts from, n_lo - 1"),
+    ]
+    miss = "df_miss_start" + sfx
+    for bit in dslo.SEARCH_BIT_VALUES:
+        j = bit.bit_length() - 1
+        b, p, t, m = (f"df_batch_{j}{sfx}", f"df_service_{j}_ms{sfx}", f"df_ttft_{j}_ms{sfx}",
+                      f"df_miss_{j}{sfx}")
+        cols += [
+            out(b, "requests", FMT_MS, dslo.search_batch, miss, Lit(bit), "df_rate_total", prefill, "df_t_fixed",
+                tokens, "df_budget", "df_s0", "df_s1", "df_osl",
+                description=f"decode batch at the candidate count {miss} + 2^{j} (blank: saturated)"),
+            out(p, "ms", FMT_MS, dslo.service_df_ms, prefill, "df_t_fixed", tokens, "df_budget", "df_s0",
+                "df_s1", b, description="a prompt's time beside that batch, P_df"),
+            out(t, "ms", FMT_MS, dslo.search_ttft, miss, Lit(bit), "df_rate_total", "df_s0", "df_s1", "df_osl", "df_q",
+                b, p, description=f"TTFT statistic of the target at the candidate count {miss} + 2^{j}"),
+            out(m, "count", FMT_INT, dslo.search_keep, miss, Lit(bit), t, "df_slo",
+                description=f"the count known to miss the target after bit 2^{j}: the candidate where it misses, "
+                f"else {miss}"),
+        ]
+        miss = m
+    cols += [
+        out("df_instances_ttft" + sfx, "count", FMT_INT, dslo.search_count, "df_floor" + sfx, miss,
+            description="instances the TTFT target needs under decode first, open loop: the smallest count whose "
+            f"TTFT statistic meets the target{at} (Results instances_ttft{sfx} of this row)"),
+    ]
+    return cols
 
 
 DF_SEARCH: tuple[Out, ...] = _df_search_columns()
@@ -608,10 +629,11 @@ DF_SEARCH_SHEET = "DF_Search"
 
 
 def _results_df() -> tuple[Out, ...]:
-    """:data:`RESULTS` with instances_ttft, ttft_load_ms and ttft_load_p90_ms of a decode-first row planned
-    open loop taken from DF_Search (the same names, units and order; every other row's formula as before)."""
+    """:data:`RESULTS` with instances_ttft, ttft_load_ms, ttft_load_p90_ms and instances_ttft_baseline of a
+    decode-first row planned open loop taken from DF_Search (the same names, units and order; every other row's formula as before)."""
     swap = {
         "instances_ttft": (dslo.instances_ttft_open_df, "df_instances_ttft"),
+        "instances_ttft_baseline": (dslo.instances_ttft_open_df, "df_instances_ttft_baseline"),
         "ttft_load_ms": (dslo.ttft_load_open_df_ms, "df_ttft_load_ms"),
         "ttft_load_p90_ms": (dslo.ttft_load_p90_open_df_ms, "df_ttft_load_p90_ms"),
     }
@@ -619,7 +641,7 @@ def _results_df() -> tuple[Out, ...]:
     for c in RESULTS:
         if c.name in swap:
             func, extra = swap[c.name]
-            args = c.args + (("scheduler",) if c.name == "instances_ttft" else ()) + (extra,)
+            args = c.args + (("scheduler",) if c.name.startswith("instances_ttft") else ()) + (extra,)
             c = Out(c.name, c.unit, c.fmt, func, args, c.description, c.text, c.label)
         cols.append(c)
     return tuple(cols)

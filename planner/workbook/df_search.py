@@ -8,7 +8,8 @@ declared once in :data:`planner.plan.columns.DF_SEARCH` for both Python and Exce
 closed-form lower bound ``n_lo``, :data:`planner.equations.decode_first_slo.SEARCH_BITS` steps of the bit
 descent (the batch at the candidate count, a prompt's time beside it, the TTFT statistic, the count known to
 miss), the count (Results ``instances_ttft`` of such a row refers to it), and the decode batch and TTFTs at the
-row's load (Results ``ttft_load_ms`` and ``ttft_load_p90_ms``). On every other row the cells are blank.
+row's load (Results ``ttft_load_ms`` and ``ttft_load_p90_ms``), then the same search at ``hit_baseline``
+(Results ``instances_ttft_baseline``, hence ``instances_baseline``). On every other row the cells are blank.
 """
 
 from __future__ import annotations
