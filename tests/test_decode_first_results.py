@@ -218,7 +218,11 @@ def test_formulas_stay_short(built):
     assert longest < 8192
     ws = wb["DF_Search"]
     h = header_index(ws)
-    assert len(h) == len(sheets.DF_SEARCH) + 1 and ws.max_row == len(WORKLOADS) + 1
+    assert len(h) == len(sheets.DF_SEARCH)
+    # only the searched rows are written (df-open, df-chunk, df-one, df-unreach, df-notarget, df-hit), in
+    # their Results rows; pf-open (row 3) and df-conc (row 4) stay empty
+    written = [r for r in range(2, ws.max_row + 1) if ws.cell(r, 1).value is not None]
+    assert written == [2, 5, 6, 7, 8, 9], written
     assert f"df_miss_{dslo.SEARCH_BITS - 1}" in h and "df_miss_0" in h
 
 
@@ -238,7 +242,10 @@ def test_libreoffice_recalculates_every_cell_and_a_live_edit(built, recalc, tmp_
     src, plan, out = built
     # the live edit: df-open's demand from 10 to 25 requests/s and its target from 500 to 450 ms, in the
     # output's input cells and in the input (planned afresh)
-    edits = [("Workloads", 2, "demand_tpm", TPM_10 * 2.5), ("Workloads", 2, "ttft_slo_ms", 450)]
+    # pf-open made decode first in the output: its DF_Search row is empty, so its Results keep the closed form
+    # (6 instances) rather than reading a blank search (a fresh run of that input searches it: not compared)
+    edits = [("Workloads", 2, "demand_tpm", TPM_10 * 2.5), ("Workloads", 2, "ttft_slo_ms", 450),
+             ("Workloads", 3, "scheduler", "decode_first")]
     e_out, e_in = edit_output_and_input(out, src, edits, tmp_path)
     got, got_e = recalc(out, e_out)
     # every cell of DF_Search, Results, Fleet and Summary as Python stored it
@@ -258,4 +265,7 @@ def test_libreoffice_recalculates_every_cell_and_a_live_edit(built, recalc, tmp_
     for name in ("instances_ttft", "instances_needed", "ttft_load_ms", "ttft_load_p90_ms"):
         assert float(row[h[name] - 1]) == pytest.approx(float(f[name]), rel=1e-9), name
     assert row[h["binding"] - 1] == f["binding"]
+    pf = next(r for r in rows if r[h["workload"] - 1] == "pf-open")
+    assert float(pf[h["instances_ttft"] - 1]) == 6 and float(pf[h["ttft_load_ms"] - 1]) == pytest.approx(
+        float(_row(plan, "pf-open")["ttft_load_ms"]), rel=1e-9)
     assert float(f["instances_ttft"]) == float(dslo.instances_ttft_df(25.0, *ROW, 450.0, 0.0))

@@ -572,58 +572,87 @@ def _(rate, s0, s1, osl, batch, service):
     return ttft_at_service_ms.xl(rate, s0, s1, osl, N.Q_P90, batch, service)
 
 
-def instances_ttft_open_df(rate_total, prefill, slo, rho, concurrency, ttft_at_c, scheduler, df_count):
-    """Results ``instances_ttft`` of a plan with a decode-first row planned open loop: that row's count
-    from the search (``df_count``, DF_Search ``df_instances_ttft``), every other row's the closed form
+def searched_row(scheduler, concurrency, workload):
+    """The workload's name on a decode-first row planned open loop (:func:`open_loop_df`), the row DF_Search
+    writes its search on, else blank: the Results read DF_Search only where this is filled (a row made
+    decode first by an edit of the output, whose DF_Search row is empty, keeps the closed form).
+
+    Parameters
+    ----------
+    scheduler, concurrency : as :func:`search_floor`
+    workload : str or array of str, the workload's name
+
+    Returns
+    -------
+    str or array of str
+    """
+    w = np.broadcast_to(np.asarray(workload, dtype=object), np.shape(_f(concurrency)))
+    return np.where(open_loop_df(scheduler, concurrency), w, "").astype(object)
+
+
+@excel_twin(searched_row)
+def _(scheduler, concurrency, workload):
+    return f'IF(AND({scheduler}="decode_first",NOT(ISNUMBER({concurrency}))),{workload},"")'
+
+
+def _searched(searched):
+    return np.asarray(searched, dtype=object) != ""
+
+
+def instances_ttft_open_df(rate_total, prefill, slo, rho, concurrency, ttft_at_c, searched, df_count):
+    """Results ``instances_ttft`` (and ``instances_ttft_baseline``) of a plan with a decode-first row
+    planned open loop: on the rows DF_Search searches (``searched``, :func:`searched_row`, filled) the
+    search's count (``df_count``, DF_Search ``df_instances_ttft``), on every other row the closed form
     :func:`planner.equations.queueing.instances_for_rho`.
 
     Parameters
     ----------
     rate_total, prefill, slo, rho, concurrency, ttft_at_c : as :func:`planner.equations.queueing.instances_for_rho`
-    scheduler : str or array of str, Workloads scheduler
+    searched : str or array of str, :func:`searched_row`
     df_count : numeric, :func:`search_count` [count]
 
     Returns
     -------
     numeric, instances [count] (NaN: blank; ``inf``: unreachable)
     """
-    return np.where(open_loop_df(scheduler, concurrency), _f(df_count),
+    return np.where(_searched(searched), _f(df_count),
                     qu.instances_for_rho(rate_total, prefill, slo, rho, concurrency, ttft_at_c))
 
 
 @excel_twin(instances_ttft_open_df)
-def _(rate_total, prefill, slo, rho, concurrency, ttft_at_c, scheduler, df_count):
+def _(rate_total, prefill, slo, rho, concurrency, ttft_at_c, searched, df_count):
     base = qu.instances_for_rho.xl(rate_total, prefill, slo, rho, concurrency, ttft_at_c)
-    return f'IF(AND({scheduler}="decode_first",NOT(ISNUMBER({concurrency}))),{df_count},{base})'
+    return f'IF({searched}<>"",{df_count},{base})'
 
 
-def ttft_load_open_df_ms(prefill, wait, concurrency, t_fixed, isl, hit, budget, scheduler, steady, df_ttft):
-    """Results ``ttft_load_ms`` of a plan with a decode-first row planned open loop: that row's decode-first
-    queue (``df_ttft``, DF_Search ``df_ttft_load_ms``), every other row's
-    :func:`planner.equations.decode_first.ttft_load_sched_ms`.
+def ttft_load_open_df_ms(prefill, wait, concurrency, t_fixed, isl, hit, budget, scheduler, steady, searched, df_ttft):
+    """Results ``ttft_load_ms`` of a plan with a decode-first row planned open loop: on the rows DF_Search
+    searches (``searched``) the decode-first queue (``df_ttft``, DF_Search ``df_ttft_load_ms``), on every
+    other row :func:`planner.equations.decode_first.ttft_load_sched_ms`.
 
     Parameters
     ----------
     prefill, wait, concurrency, t_fixed, isl, hit, budget, scheduler, steady : as
         :func:`planner.equations.decode_first.ttft_load_sched_ms`
+    searched : str or array of str, :func:`searched_row`
     df_ttft : numeric, :func:`load_ttft_mean_df_ms` [ms]
 
     Returns
     -------
     numeric, TTFT at the load [ms]
     """
-    return np.where(open_loop_df(scheduler, concurrency), _f(df_ttft),
+    return np.where(_searched(searched), _f(df_ttft),
                     dfs.ttft_load_sched_ms(prefill, wait, concurrency, t_fixed, isl, hit, budget, scheduler, steady))
 
 
 @excel_twin(ttft_load_open_df_ms)
-def _(prefill, wait, concurrency, t_fixed, isl, hit, budget, scheduler, steady, df_ttft):
+def _(prefill, wait, concurrency, t_fixed, isl, hit, budget, scheduler, steady, searched, df_ttft):
     base = dfs.ttft_load_sched_ms.xl(prefill, wait, concurrency, t_fixed, isl, hit, budget, scheduler, steady)
-    return f'IF(AND({scheduler}="decode_first",NOT(ISNUMBER({concurrency}))),{df_ttft},{base})'
+    return f'IF({searched}<>"",{df_ttft},{base})'
 
 
 def ttft_load_p90_open_df_ms(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget, scheduler, steady_p90,
-                             df_ttft_p90):
+                             searched, df_ttft_p90):
     """Results ``ttft_load_p90_ms`` of a plan with a decode-first row planned open loop: as
     :func:`ttft_load_open_df_ms` with the p90 (DF_Search ``df_ttft_load_p90_ms``) and
     :func:`planner.equations.decode_first.ttft_load_p90_sched_ms`.
@@ -632,13 +661,13 @@ def ttft_load_p90_open_df_ms(prefill, wait_p90, concurrency, t_fixed, isl, hit, 
     -------
     numeric, p90 TTFT at the load [ms]
     """
-    return np.where(open_loop_df(scheduler, concurrency), _f(df_ttft_p90),
+    return np.where(_searched(searched), _f(df_ttft_p90),
                     dfs.ttft_load_p90_sched_ms(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget, scheduler,
                                                steady_p90))
 
 
 @excel_twin(ttft_load_p90_open_df_ms)
-def _(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget, scheduler, steady_p90, df_ttft_p90):
+def _(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget, scheduler, steady_p90, searched, df_ttft_p90):
     base = dfs.ttft_load_p90_sched_ms.xl(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget, scheduler,
                                          steady_p90)
-    return f'IF(AND({scheduler}="decode_first",NOT(ISNUMBER({concurrency}))),{df_ttft_p90},{base})'
+    return f'IF({searched}<>"",{df_ttft_p90},{base})'

@@ -541,6 +541,9 @@ def _df_search_columns() -> tuple[Out, ...]:
     """DF_Search's columns: the row's inputs, the search at hit_target (Results instances_ttft), the load's
     batch and TTFTs, then the same search at hit_baseline (Results instances_ttft_baseline)."""
     cols = [
+        out("df_workload", "", None, dslo.searched_row, "scheduler", "concurrency", "@workload", text=True,
+            description="the workload, on a row with scheduler decode_first and no concurrency (the rows this sheet "
+            "writes and Results read; blank: Results keep the closed form)"),
         out("df_rate_total", "requests/s", FMT_MS, same, "demand_rps_open",
             description="Λ: the demand rate the TTFT target sizes for (Results demand_rps_open)"),
         out("df_prefill", "ms", FMT_MS, same, "ttft_ms", description="P: the request-alone prefill (Results ttft_ms)"),
@@ -641,7 +644,7 @@ def _results_df() -> tuple[Out, ...]:
     for c in RESULTS:
         if c.name in swap:
             func, extra = swap[c.name]
-            args = c.args + (("scheduler",) if c.name.startswith("instances_ttft") else ()) + (extra,)
+            args = c.args + ("df_workload", extra)
             c = Out(c.name, c.unit, c.fmt, func, args, c.description, c.text, c.label)
         cols.append(c)
     return tuple(cols)

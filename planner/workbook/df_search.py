@@ -20,7 +20,7 @@ from planner.workbook.layout import write_rows
 from planner.workbook.styles import col_width, write_header
 
 SHEET = sheets.DF_SEARCH_SHEET
-COLUMNS = (sheets.out("workload", "", None, sheets.same, "@workload", text=True),) + sheets.DF_SEARCH
+COLUMNS = sheets.DF_SEARCH
 
 
 def frame(plan):
@@ -34,4 +34,9 @@ def write_sheet(ws, fm, layout, plan) -> None:
     for c in COLUMNS:
         if c.description:
             ws.write_comment(0, layout.pos[SHEET][c.name], c.description, {"x_scale": 1.6})
-    write_rows(ws, fm, 1, layout.pos[SHEET], COLUMNS, frame(plan), lambda name, row: layout.base(name, row))
+    # only the rows searched (df_workload filled): a plan of many workloads with one such row writes one row
+    # of about 200 formulas, not one per workload; the other rows stay empty (Results read the closed form there)
+    values = frame(plan)
+    rows = [i for i, w in enumerate(values["df_workload"]) if w not in ("", None)]
+    write_rows(ws, fm, 1, layout.pos[SHEET], COLUMNS, values.iloc[rows].reset_index(drop=True),
+               lambda name, row: layout.base(name, row), wl_rows=[i + 1 for i in rows], sheet_rows=rows)
