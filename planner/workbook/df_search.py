@@ -2,14 +2,15 @@
 
 Written only when the plan has a workload with ``scheduler`` ``decode_first`` planned open loop (no
 Workloads ``concurrency``; :func:`planner.plan.columns.has_open_df`), so a plan without one is unchanged.
-One row per Results row (row-aligned: row ``i + 2`` is the workload of Results row ``i + 2``), its columns
+Its rows are those workloads' Results rows (row ``i + 2`` is the workload of Results row ``i + 2``; the other
+rows are left empty, and Results read the sheet only where its ``df_workload`` is filled), its columns
 declared once in :data:`planner.plan.columns.DF_SEARCH` for both Python and Excel: the row's inputs copied
 (short references keep each formula well within the 8,192 characters a spreadsheet formula may hold), the
 closed-form lower bound ``n_lo``, :data:`planner.equations.decode_first_slo.SEARCH_BITS` steps of the bit
 descent (the batch at the candidate count, a prompt's time beside it, the TTFT statistic, the count known to
 miss), the count (Results ``instances_ttft`` of such a row refers to it), and the decode batch and TTFTs at the
 row's load (Results ``ttft_load_ms`` and ``ttft_load_p90_ms``), then the same search at ``hit_baseline``
-(Results ``instances_ttft_baseline``, hence ``instances_baseline``). On every other row the cells are blank.
+(Results ``instances_ttft_baseline``, hence ``instances_baseline``).
 """
 
 from __future__ import annotations
