@@ -184,8 +184,8 @@ def test_against_the_simulation(tmp_path):
         rate = float(r["load_rps"])
         util = rate / 1000 * (P + osl * s1)
         assert 0.3 < util < 0.6, (name, util)
-        ttft, _tp, _b = simulate(P, s0, s1, int(osl), rate=rate / 1000, n=4000, seed=7, budget=M, tokens=u,
-                                 pass_fixed=F, decode_first=True)
+        ttft, tpot, batch = simulate(P, s0, s1, int(osl), rate=rate / 1000, n=4000, seed=7, budget=M, tokens=u,
+                                     pass_fixed=F, decode_first=True)
         sim = np.array(ttft[400:])
         mean, p90 = float(np.mean(sim)), float(np.percentile(sim, 90))
         new_m, new_p = float(r["ttft_load_ms"]) / mean - 1, float(r["ttft_load_p90_ms"]) / p90 - 1
@@ -195,6 +195,14 @@ def test_against_the_simulation(tmp_path):
               f"p90 {new_p:+.1%} (request-alone {old_p:+.1%})", end="")
         assert abs(new_m) < 0.20 and abs(new_p) < 0.30
         assert abs(new_m) < abs(old_m) and abs(new_p) < abs(old_p)
+        # the TPOT at load kept on the prefill-first law (tpot_load_ms, decode_batch), against the decode-first
+        # batch's Little TPOT = 1000 b / (λ osl) (DF_Search df_load_batch): the kept one is the nearer here
+        tp_sim = float(np.mean(tpot[400:]))
+        b_df = float(dslo.load_batch_df("decode_first", np.nan, rate, P, F, u, M, s0, s1, osl))
+        kept, little = float(r["tpot_load_ms"]) / tp_sim - 1, 1000 * b_df / (rate * osl) / tp_sim - 1
+        print(f"; TPOT kept {kept:+.1%} (decode-first batch's {little:+.1%}), batch {float(r['decode_batch']):.2f}"
+              f" / {b_df:.2f} / simulated {batch:.2f}", end="")
+        assert abs(kept) < 0.05 and abs(kept) < abs(little)
 
 
 def test_a_plan_without_such_a_row_has_no_search(tmp_path):
