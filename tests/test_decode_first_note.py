@@ -47,3 +47,17 @@ def test_the_note_is_on_the_decode_first_open_row_only(tmp_path):
     # the decode-first queue is above the request-alone one here, as the simulation says of it
     assert mean > old_mean
     assert "Results are the request-alone" not in notes[0]
+
+
+def test_the_memo_finding_names_the_decode_first_queue(tmp_path):
+    # the memo's "latency at the planned load" finding says which rows read the decode-first queue; a plan
+    # without such a row keeps its text (the example's memo goldens, tests/test_memo.py)
+    from planner.plan import load_notes
+
+    src = tmp_path / "in.xlsx"
+    write_input(src, MODELS, GPUS, WORKLOADS)
+    text = next(f["text"] for f in load_notes.findings(build_plan(src)) if f["kind"] == "latency-at-load")
+    assert "under decode first without a fixed concurrency (df-open) a prompt is prefilled in steps" in text
+    write_input(src, MODELS, GPUS, WORKLOADS[1:])
+    text = next(f["text"] for f in load_notes.findings(build_plan(src)) if f["kind"] == "latency-at-load")
+    assert "decode first" not in text and "(M/G/1 queue, prefills before decode steps)." in text
