@@ -20,7 +20,7 @@ import numpy as np
 import openpyxl
 import pytest
 
-from conftest import edit_output_and_input, header_index
+from conftest import EXAMPLE, edit_output_and_input, header_index
 from planner.equations import decode_first_slo as dslo
 from planner.plan import columns as sheets
 from planner.plan.build import build_plan
@@ -277,3 +277,18 @@ def test_libreoffice_recalculates_every_cell_and_a_live_edit(built, recalc, tmp_
     assert float(pf[h["instances_ttft"] - 1]) == 6 and float(pf[h["ttft_load_ms"] - 1]) == pytest.approx(
         float(_row(plan, "pf-open")["ttft_load_ms"]), rel=1e-9)
     assert float(f["instances_ttft"]) == float(dslo.instances_ttft_df(25.0, *ROW, 450.0, 0.0))
+
+
+def test_the_decode_first_declaration_is_the_closed_form_elsewhere():
+    # on the example (no decode_first row) RESULTS_DF with DF_Search's helpers gives every Results value of
+    # RESULTS bit for bit, so skipping the search there (planner.plan.build.evaluate_results) changes nothing
+    from planner.plan.frames import column_arrays
+
+    plan = build_plan(EXAMPLE)
+    base = column_arrays(plan.resolved)
+    a = sheets.evaluate(sheets.RESULTS, base, len(plan.resolved))
+    b = sheets.evaluate(sheets.RESULTS_DF, base, len(plan.resolved), helpers=sheets.DF_SEARCH)
+    assert not sheets.has_open_df(plan.resolved)
+    for c in a.columns:
+        x, y = a[c].to_numpy(), b[c].to_numpy()
+        assert (list(x) == list(y)) if x.dtype == object else np.array_equal(x, y, equal_nan=True), c
