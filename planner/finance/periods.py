@@ -76,6 +76,7 @@ class Col:
     args: tuple
 
 
+_TEXT_COPIED = ("scheduler",)  # the copied inputs that are text
 SIZING = "sizing"  # the place of the SLO-bound sizing chain (planner.equations.sizing) among the columns
 # the place of the same chain at the baseline hit ratio (planner.equations.sizing.BASELINE_STEPS): it
 # reads the target's steps (the demand rates) and hit_baseline, ttft_ms_baseline, tpm_delivered_baseline
@@ -99,14 +100,17 @@ ROW_EQUATIONS: tuple = (
     Col("hourly_cost", tb.same, ("R.hourly_cost",)),
     Col("tpm_delivered_baseline", tb.same, ("Q.tpm_delivered_baseline",)),
     # the workload's shape and targets, copied (a blank stays blank)
-    *(Col(c, tb.number_or_blank, (("Q." if c in FROM_RESULTS else "R.") + c,)) for c in COPIED),
+    # (the scheduler is text: copied as it is; as a number it read blank, so a decode_first workload at a fixed
+    # concurrency was sized here as a prefill-first burst while Results read the steady loop)
+    *(Col(c, tb.same if c in _TEXT_COPIED else tb.number_or_blank, (("Q." if c in FROM_RESULTS else "R.") + c,))
+      for c in COPIED),
     SIZING,
     Col("cost_per_hour", cost_per_hour, ("gpus_needed", "hourly_cost")),
     BASELINE,  # instances_baseline and its steps: the same chain at the workload's hit_baseline
     Col("gpus_baseline", m.gpus_needed, ("instances_baseline", "tp")),
     Col("cost_per_hour_baseline", cost_per_hour, ("gpus_baseline", "hourly_cost")),
 )
-_TEXT = ("gpu", "workload", "other_scaling")  # Resolved columns read as objects, not numbers
+_TEXT = ("gpu", "workload", "other_scaling", *_TEXT_COPIED)  # Resolved columns read as objects, not numbers
 
 
 def sizing_input(name: str) -> str:
