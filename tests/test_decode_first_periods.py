@@ -2,8 +2,9 @@
 each period row as text. It was copied as a number (planner.finance.periods, tb.number_or_blank), i.e. always
 blank, so a decode_first workload at a fixed concurrency was sized per period as a prefill-first burst
 (here: 2,025 ms against a 2,000 ms target, "unreachable") while Results read the steady loop (1,769 ms, met).
-A decode_first workload planned open loop is still sized per period by the request-alone queue (its Results
-count is the DF_Search search; docs/model.md, "The scheduler"): checked here as the state it is in.
+A decode_first workload planned open loop is sized per period by the decode-first search, as Results (its
+Demand_Calc row's count from the DF_Search_Periods sheet, written only when the plan has such a row; a period
+at today's demand gets Results' count), recalculated by LibreOffice and by a live edit of its target.
 The engine of tests/test_decode_first_results.py (P = 300 ms, F = 75, u = 2000, M = 8192, s0 = 20, s1 = 0.3).
 """
 
@@ -13,6 +14,8 @@ import math
 
 import openpyxl
 import pytest
+
+from conftest import header_index
 
 from planner.finance import periods as pr
 from planner.plan.build import build_plan
@@ -54,15 +57,31 @@ def test_a_period_at_todays_demand_is_sized_as_results(built):
     # the steady loop meets the target, the burst (what the blank scheduler reads) does not
     assert float(calc.loc["df-conc", "ttft_at_c_slo_ms"]) < 2000 < float(calc.loc["blank-conc", "ttft_at_c_slo_ms"])
     assert math.isnan(float(calc.loc["df-conc", "instances_ttft"]))
-    # left: the open-loop decode-first row, per period by the request-alone queue (6), Results by the search (7)
-    assert float(calc.loc["df-open", "instances_ttft"]) == 6 and float(r.loc["df-open", "instances_ttft"]) == 7
+    # the open-loop decode-first row: the search, as Results (7; the request-alone closed form gives 6)
+    assert float(calc.loc["df-open", "instances_ttft"]) == 7 == float(r.loc["df-open", "instances_ttft"])
+    assert float(calc.loc["df-open", "instances_ttft_baseline"]) == 7 == float(calc.loc["df-open", "instances"])
 
 
 @pytest.mark.libreoffice
-def test_libreoffice_recalculates_demand_calc(built, recalc):
+def test_libreoffice_recalculates_demand_calc(built, recalc, tmp_path):
     _plan, out = built
-    got = recalc(out)
-    for sheet in ("Demand_Calc", "Fleet_By_Period"):
+    # a live edit: df-open's target from 500 to 420 ms (Workloads row 4), in the output and in a copy of its input
+    wb = openpyxl.load_workbook(out)
+    ws = wb["Workloads"]
+    col = header_index(ws)["ttft_slo_ms"]
+    assert ws.cell(4, 1).value == "df-open"
+    ws.cell(4, col).value = 420
+    edited = tmp_path / "edited.xlsx"
+    wb.save(edited)
+    got, got_e = recalc(out, edited)
+    fresh = pr.period_calc(build_plan(edited)).set_index("workload")
+    have = openpyxl.load_workbook(got_e, data_only=True)["Demand_Calc"]
+    h = header_index(have)
+    row = next(r for r in have.iter_rows(min_row=2, values_only=True) if r[h["workload"] - 1] == "df-open")
+    for name in ("instances_ttft", "instances", "instances_baseline"):
+        assert float(row[h[name] - 1]) == float(fresh.loc["df-open", name]), name
+    assert float(fresh.loc["df-open", "instances_ttft"]) > 7
+    for sheet in ("Demand_Calc", "Fleet_By_Period", "DF_Search_Periods"):
         want = openpyxl.load_workbook(out, data_only=True)[sheet]
         have = openpyxl.load_workbook(got, data_only=True)[sheet]
         for rw, rh in zip(want.iter_rows(values_only=True), have.iter_rows(values_only=True)):

@@ -671,3 +671,23 @@ def _(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget, scheduler, stea
     base = dfs.ttft_load_p90_sched_ms.xl(prefill, wait_p90, concurrency, t_fixed, isl, hit, budget, scheduler,
                                          steady_p90)
     return f'IF({searched}<>"",{df_ttft_p90},{base})'
+
+
+def open_df_count(closed, scheduler, concurrency, rate_total, prefill, t_fixed, u, budget, s0, s1, osl, slo, q):
+    """The TTFT target's count of a sizing chain row (Demand_Calc's, planner.finance.periods): the search's
+    (:func:`search_instances`, the DF_Search_Periods sheet's) on a decode-first row planned open loop, the
+    closed form ``closed`` elsewhere (``t_fixed`` and ``q`` blank: 0, as DF_Search copies them).
+
+    Parameters
+    ----------
+    closed : numeric, the closed-form count (:func:`planner.equations.queueing.instances_for_rho`) [count]
+    scheduler, concurrency : as :func:`search_floor`
+    rate_total, prefill, t_fixed, u, budget, s0, s1, osl, slo, q : as :func:`instances_ttft_df`
+
+    Returns
+    -------
+    numeric, instances [count]
+    """
+    n = search_instances(rate_total, prefill, zero_if_blank(t_fixed), u, budget, s0, s1, osl, slo, zero_if_blank(q),
+                         scheduler, concurrency)
+    return np.where(open_loop_df(scheduler, concurrency), n, _f(closed))

@@ -134,11 +134,13 @@ def evaluate(cols, own: dict, at: Callable[[str, str], object]) -> None:
     steps: dict = {}
     for c in cols:
         if c == SIZING:
-            steps = sz.size({name: arg(sizing_input(name)) for name in sz.INPUTS})
+            # a decode_first row planned open loop: its TTFT count by the search (DF_Search_Periods), as Results
+            steps = sz.size({name: arg(sizing_input(name)) for name in sz.INPUTS}, override=sz.DF_OVERRIDE)
             own.update({SIZING_AS.get(k, k): v for k, v in steps.items()})
         elif c == BASELINE:
             names = (*sz.INPUTS, *sz.BASELINE_INPUTS.values())
-            own.update(sz.size_baseline({name: arg(sizing_input(name)) for name in names}, steps))
+            own.update(sz.size_baseline({name: arg(sizing_input(name)) for name in names}, steps,
+                                        override=sz.DF_OVERRIDE_BASELINE))
         else:
             own[c.name] = c.twin(*(arg(a) for a in c.args))
 

@@ -537,9 +537,10 @@ class Lit:
 # row, holds the count's exact integer search live (a bit descent from the closed-form lower bound), the
 # decode batch and TTFTs at the row's load and the search at hit_baseline; Results' instances_ttft,
 # ttft_load_ms, ttft_load_p90_ms and instances_ttft_baseline of such a row refer to it (RESULTS_DF).
-def _df_search_columns() -> tuple[Out, ...]:
+def _df_search_columns(load: bool = True) -> tuple[Out, ...]:
     """DF_Search's columns: the row's inputs, the search at hit_target (Results instances_ttft), the load's
-    batch and TTFTs, then the same search at hit_baseline (Results instances_ttft_baseline)."""
+    batch and TTFTs (``load``; not on DF_Search_Periods, whose Demand_Calc rows have no load), then the same
+    search at hit_baseline (Results instances_ttft_baseline)."""
     cols = [
         out("df_workload", "", None, dslo.searched_row, "scheduler", "concurrency", "@workload", text=True,
             description="the workload, on a row with scheduler decode_first and no concurrency (the rows this sheet "
@@ -561,7 +562,7 @@ def _df_search_columns() -> tuple[Out, ...]:
             description="quantile of the target (Results slo_q; 0: the mean)"),
     ]
     cols += _df_search("", "df_prefill", "df_new_tokens")
-    cols += [
+    cols += [] if not load else [
         out("df_load_batch", "requests", FMT_MS, dslo.load_batch_df, "scheduler", "concurrency", "load_rps",
             "df_prefill", "df_t_fixed", "df_new_tokens", "df_budget", "df_s0", "df_s1", "df_osl",
             description="decode batch at the row's load (Results load_rps), decode-first open loop"),
@@ -573,6 +574,8 @@ def _df_search_columns() -> tuple[Out, ...]:
         out("df_ttft_load_p90_ms", "ms", FMT_MS, dslo.load_ttft_p90_df_ms, "load_rps", "df_s0", "df_s1", "df_osl",
             "df_load_batch", "df_load_service_ms",
             description="p90 TTFT at the row's load (Results ttft_load_p90_ms of this row)"),
+    ]
+    cols += [
         # the baseline chain (instances_baseline) at hit_baseline: its request-alone prefill and new tokens
         out("df_prefill_baseline", "ms", FMT_MS, same, "ttft_ms_baseline",
             description="P at hit_baseline (Results ttft_ms_baseline)"),
@@ -629,6 +632,10 @@ def _df_search(sfx: str, prefill: str, tokens: str) -> list[Out]:
 
 DF_SEARCH: tuple[Out, ...] = _df_search_columns()
 DF_SEARCH_SHEET = "DF_Search"
+# the same search for each (workload, period) row of Demand_Calc (planner.workbook.periods_sheet), its names read
+# from the Demand_Calc row (ttft_ms and burst_new_tokens at the period's hit, its demand_rps_open, ...)
+DF_SEARCH_PERIODS: tuple[Out, ...] = _df_search_columns(load=False)
+DF_SEARCH_PERIODS_SHEET = "DF_Search_Periods"
 
 
 def _results_df() -> tuple[Out, ...]:
