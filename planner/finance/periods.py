@@ -100,17 +100,31 @@ ROW_EQUATIONS: tuple = (
     Col("hourly_cost", tb.same, ("R.hourly_cost",)),
     Col("tpm_delivered_baseline", tb.same, ("Q.tpm_delivered_baseline",)),
     # the workload's shape and targets, copied (a blank stays blank)
-    # (the scheduler is text: copied as it is; as a number it read blank, so a decode_first workload at a fixed
-    # concurrency was sized here as a prefill-first burst while Results read the steady loop)
-    *(Col(c, tb.same if c in _TEXT_COPIED else tb.number_or_blank, (("Q." if c in FROM_RESULTS else "R.") + c,))
-      for c in COPIED),
+    *(Col(c, tb.number_or_blank, (("Q." if c in FROM_RESULTS else "R.") + c,)) for c in COPIED),
     SIZING,
     Col("cost_per_hour", cost_per_hour, ("gpus_needed", "hourly_cost")),
     BASELINE,  # instances_baseline and its steps: the same chain at the workload's hit_baseline
     Col("gpus_baseline", m.gpus_needed, ("instances_baseline", "tp")),
     Col("cost_per_hour_baseline", cost_per_hour, ("gpus_baseline", "hourly_cost")),
 )
-_TEXT = ("gpu", "workload", "other_scaling", *_TEXT_COPIED)  # Resolved columns read as objects, not numbers
+_TEXT = ("gpu", "workload", "other_scaling")  # Resolved columns read as objects, not numbers
+# A plan with a decode_first workload copies the scheduler as text (as a number it reads blank, so such a workload
+# at a fixed concurrency was sized here as a prefill-first burst while Results read the steady loop, and one
+# planned open loop could not be told apart); a plan without one keeps the number copy, whose blank reads
+# prefill first as every scheduler of that plan does (so its Demand_Calc is unchanged)
+ROW_EQUATIONS_DF: tuple = tuple(Col(c.name, tb.same, c.args) if isinstance(c, Col) and c.name in _TEXT_COPIED else c
+                                for c in ROW_EQUATIONS)
+
+
+def has_decode_first(resolved) -> bool:
+    """Whether a workload of the plan names the scheduler ``decode_first`` (Demand_Calc then copies it as text)."""
+    return bool((resolved["scheduler"].to_numpy(dtype=object) == "decode_first").any()) if len(resolved) else False
+
+
+def row_equations(resolved) -> tuple:
+    """Demand_Calc's declarations for a plan: :data:`ROW_EQUATIONS_DF` with a decode_first workload, else
+    :data:`ROW_EQUATIONS`."""
+    return ROW_EQUATIONS_DF if has_decode_first(resolved) else ROW_EQUATIONS
 
 
 def sizing_input(name: str) -> str:
@@ -253,15 +267,17 @@ def period_calc(plan) -> pd.DataFrame:
     idx = own["res_row"] - 1
     own["workload"] = res["workload"].to_numpy()[idx] if n else []  # the workload's name as Resolved has it
 
+    text_copy = has_decode_first(res)
+
     def at(sheet: str, name: str):
         frame = res if sheet == "R" else r
-        if name in _TEXT:
+        if name in _TEXT or (name in _TEXT_COPIED and text_copy):
             return frame[name].to_numpy(dtype=object)[idx] if n else np.zeros(0, dtype=object)
         return to_floats(frame[name])[idx] if n else np.zeros(0)
 
     own["hit_target"] = np.where(np.isnan(hit_row), at("R", "hit_target"), hit_row)  # the Demand row's, else R's
     if n:
-        evaluate(ROW_EQUATIONS, own, at)
+        evaluate(row_equations(res), own, at)
     else:
         own.update({c.name: np.zeros(0) for c in ROW_EQUATIONS if isinstance(c, Col)})
         own.update({SIZING_AS.get(k, k): np.zeros(0) for k in sz.NAMES})

@@ -47,7 +47,7 @@ def period_units(cur: str) -> dict[str, str]:
             "max_batch_fit": "requests"}
 
 
-def row_formulas(me, df=None) -> dict[str, str]:
+def row_formulas(me, df=None, equations=None) -> dict[str, str]:
     """Demand_Calc's formulas of one row (without ``=``), from the declarations
     (:data:`planner.finance.periods.ROW_EQUATIONS`): each column's twin over the row's own
     cells (``me(name)``) and the workload's Resolved/Results cells (``INDEX`` at ``res_row``),
@@ -64,7 +64,7 @@ def row_formulas(me, df=None) -> dict[str, str]:
         return me(a)
 
     out = {"res_row": tb.position.xl(range_name("Resolved", "workload"), me("workload"))}
-    for c in pr.ROW_EQUATIONS:
+    for c in (pr.ROW_EQUATIONS if equations is None else equations):
         if c == pr.SIZING:
             out.update({pr.SIZING_AS.get(k, k): v for k, v in sz.size_xl(lambda n: arg(pr.sizing_input(n))).items()})
             if df is not None:
@@ -151,6 +151,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
             [20, 12] + [12] * (len(pr.CALC_COLS) - 2))
     calc_ws.freeze_panes(1, 2)
     df_pos = _write_df_search(wb, fm, calc, own, plan)   # None without a decode-first row planned open loop
+    eqs = pr.row_equations(plan.resolved)   # the scheduler copied as text when a workload is decode first
     dem = lambda name, r: sheet_ref(schema.DEM, r, dem_pos[name])  # noqa: E731
     for i in range(len(calc)):
         r = i + 1
@@ -158,7 +159,7 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
         d = None if rec["dem"] is None or rec["dem"] != rec["dem"] else int(rec["dem"])  # NaN: a grown row
         me = lambda c: cell(r, own[c], col_abs=True)  # noqa: E731,B023
         df = None if df_pos is None else (lambda c: sheet_ref(DF_SHEET, r, df_pos[c]))  # noqa: E731,B023
-        f = row_formulas(me, df)
+        f = row_formulas(me, df, eqs)
         workload_hit = f["hit_target"] = tb.at_row.xl(range_name("Resolved", "hit_target"), me("res_row"))
         if d is not None:  # a Demand row: its cells, live
             dr = int(d) + 1
