@@ -101,6 +101,13 @@ def test_results_by_hand(built):
     assert math.isnan(float(nt["instances_ttft"]))
     want = dslo.open_ttft_stat_ms(float(nt["load_rps"]), *_law_args(plan, "df-notarget"), 0.0)
     assert float(nt["ttft_load_ms"]) == pytest.approx(float(want), rel=1e-12)
+    # the Tornado's TTFT of such a row is the request-alone queue at its base as at its cases (Tornado_Calc):
+    # hit_target at 0 cannot move down, so its low case is the base
+    t = plan.sens.tornado.set_index(["workload", "driver"])
+    base = float(t.loc[("df-open", "hit_target"), "ttft_load_base"])
+    assert base == pytest.approx(float(df["ttft_ms"] + df["prefill_wait_ms"]), rel=1e-12)
+    assert base == pytest.approx(float(t.loc[("df-open", "hit_target"), "ttft_load_low"]), rel=1e-12)
+    assert float(t.loc[("pf-open", "hit_target"), "ttft_load_base"]) == float(pf["ttft_load_ms"])
     # a fixed concurrency keeps the steady closed loop
     assert float(_row(plan, "df-conc")["ttft_load_ms"]) == float(_row(plan, "df-conc")["ttft_steady_ms"])
 
@@ -257,7 +264,7 @@ def test_libreoffice_recalculates_every_cell_and_a_live_edit(built, recalc, tmp_
     e_out, e_in = edit_output_and_input(out, src, edits, tmp_path)
     got, got_e = recalc(out, e_out)
     # every cell of DF_Search, Results, Fleet and Summary as Python stored it
-    for sheet in ("DF_Search", "Results", "Fleet", "Summary"):
+    for sheet in ("DF_Search", "Results", "Fleet", "Summary", "Tornado"):
         want, _h = _values(out, sheet)
         have, _h = _values(got, sheet)
         for i, (rw, rh) in enumerate(zip(want, have)):

@@ -691,3 +691,28 @@ def open_df_count(closed, scheduler, concurrency, rate_total, prefill, t_fixed, 
     n = search_instances(rate_total, prefill, zero_if_blank(t_fixed), u, budget, s0, s1, osl, slo, zero_if_blank(q),
                          scheduler, concurrency)
     return np.where(open_loop_df(scheduler, concurrency), n, _f(closed))
+
+
+def tornado_ttft_base(searched, ttft_load, prefill, wait):
+    """The Tornado's TTFT at the planned load at the planned value (``ttft_load_base``): the Results'
+    ``ttft_load_ms``, but on a decode-first row planned open loop (``searched``, :func:`searched_row`) the
+    request-alone queue ``P + W`` at the same load, the queue the Tornado's low and high cases read
+    (Tornado_Calc), so that the driver's swing is not the change of law.
+
+    Parameters
+    ----------
+    searched : str or array of str, :func:`searched_row`
+    ttft_load : numeric, Results ttft_load_ms [ms]
+    prefill : numeric, P, Results ttft_ms [ms]
+    wait : numeric, W, Results prefill_wait_ms (the request-alone queue's) [ms]
+
+    Returns
+    -------
+    numeric, TTFT [ms]
+    """
+    return np.where(_searched(searched), _f(prefill) + _f(wait), _f(ttft_load))
+
+
+@excel_twin(tornado_ttft_base)
+def _(searched, ttft_load, prefill, wait):
+    return f'IF({searched}<>"",{prefill}+{wait},{ttft_load})'
