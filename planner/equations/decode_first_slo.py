@@ -156,6 +156,7 @@ def instances_ttft_df(rate_total, prefill, t_fixed, u, budget, s0, s1, osl, slo,
 
     n = np.where(meets(n), n, n + 1)
     n = np.where((n > 1) & meets(np.maximum(n - 1, 1.0)), n - 1, n)
+    n = np.where(R > 0, n, 0.0)          # no demand: no instance (the closed form's ROUNDUP(0) too)
     out = np.where(np.isfinite(lam), n, np.inf)
     return np.where(np.isnan(_f(slo)) | np.isnan(R), np.nan, out)
 
@@ -428,26 +429,28 @@ def _(miss, bit, ttft, slo):
     return f'IF(ISNUMBER({miss}),IF(AND(ISNUMBER({ttft}),N({ttft})<={slo}),{miss},{miss}+{bit}),"")'
 
 
-def search_count(floor, miss):
+def search_count(floor, miss, rate_total):
     """The count the search finds: one above the largest count that misses the target (``miss`` after
-    the last bit); ``inf`` (``unreachable``) where :func:`search_floor` is; NaN (blank) where it is.
+    the last bit), 0 without demand (``Λ = 0``, as the closed form); ``inf`` (``unreachable``) where
+    :func:`search_floor` is; NaN (blank) where it is.
 
     Parameters
     ----------
     floor : numeric, :func:`search_floor` [count]
     miss : numeric, :func:`search_keep` after the last bit [count]
+    rate_total : numeric, Λ [requests/s]
 
     Returns
     -------
     numeric, instances [count]
     """
     f = _f(floor)
-    return np.where(np.isfinite(f), _f(miss) + 1, f)
+    return np.where(np.isfinite(f), np.where(_f(rate_total) > 0, _f(miss) + 1, 0.0), f)
 
 
 @excel_twin(search_count)
-def _(floor, miss):
-    return f'IF(ISNUMBER({floor}),{miss}+1,IF({floor}="unreachable","unreachable",""))'
+def _(floor, miss, rate_total):
+    return f'IF(ISNUMBER({floor}),IF({rate_total}>0,{miss}+1,0),IF({floor}="unreachable","unreachable",""))'
 
 
 def search_instances(rate_total, prefill, t_fixed, u, budget, s0, s1, osl, slo, q, scheduler="decode_first",
@@ -472,7 +475,7 @@ def search_instances(rate_total, prefill, t_fixed, u, budget, s0, s1, osl, slo, 
             b = search_batch(m, bit, rate_total, *args)
             t = search_ttft(m, bit, rate_total, s0, s1, osl, q0, b, service_df_ms(*args[:6], b))
             m = search_keep(m, bit, t, slo)
-    return search_count(floor, m)
+    return search_count(floor, m, rate_total)
 
 
 def load_batch_df(scheduler, concurrency, rate, prefill, t_fixed, u, budget, s0, s1, osl):

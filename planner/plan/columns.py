@@ -623,7 +623,7 @@ def _df_search(sfx: str, prefill: str, tokens: str) -> list[Out]:
         ]
         miss = m
     cols += [
-        out("df_instances_ttft" + sfx, "count", FMT_INT, dslo.search_count, "df_floor" + sfx, miss,
+        out("df_instances_ttft" + sfx, "count", FMT_INT, dslo.search_count, "df_floor" + sfx, miss, "df_rate_total",
             description="instances the TTFT target needs under decode first, open loop: the smallest count whose "
             f"TTFT statistic meets the target{at} (Results instances_ttft{sfx} of this row)"),
     ]
