@@ -25,6 +25,7 @@ import numpy as np
 
 from planner.equations import kvhit as m
 from planner.equations import decode_first as df
+from planner.equations import decode_first_slo as dslo
 from planner.equations import prefill_passes as pp
 from planner.equations import queueing as q
 from planner.equations.fleet import cost_per_hour
@@ -90,7 +91,22 @@ def step(name: str) -> tuple:
     return (func, *args)
 
 
-def size(inputs: Mapping[str, object]) -> dict[str, np.ndarray]:
+def _df_count(prefill: str, tokens: str) -> Callable:
+    """The TTFT count of a decode-first row planned open loop by the search, from a row's values (the
+    closed form elsewhere): :func:`planner.equations.decode_first_slo.open_df_count`."""
+    def count(v, closed):
+        return dslo.open_df_count(closed, v["scheduler"], v["concurrency"], v["demand_rps_open"], v[prefill],
+                                  v["pass_fixed_ms"], v[tokens], v["max_num_batched_tokens"], v["step_weights_ms"],
+                                  v["step_kv_ms"], v["osl"], v["ttft_slo_ms"], v["slo_q"])
+    return count
+
+
+# Demand_Calc's overrides of the closed-form TTFT counts (planner.finance.periods; the DF_Search_Periods sheet)
+DF_OVERRIDE = {"instances_ttft": _df_count("ttft_ms", "burst_new_tokens")}
+DF_OVERRIDE_BASELINE = {"instances_ttft_baseline": _df_count("ttft_ms_baseline", "burst_new_tokens_baseline")}
+
+
+def size(inputs: Mapping[str, object], override: Mapping[str, Callable] | None = None) -> dict[str, np.ndarray]:
     r"""Size demands: every step of :data:`STEPS` from the row inputs, vectorised over rows.
 
     .. math:: n = \max(n_{throughput}, n_{ttft}, n_{tpot}, n_{hbm}, n_{concurrency}),
@@ -109,7 +125,8 @@ def size(inputs: Mapping[str, object]) -> dict[str, np.ndarray]:
     Returns
     -------
     dict, each step's name to its values: counts [count], rates [requests/s], ``binding`` text,
-    cost_per_hour_for_latency [currency/h]
+    cost_per_hour_for_latency [currency/h]. ``override``: a step's name to ``f(values, closed)``, its value
+    in place of the closed form's (:data:`DF_OVERRIDE`)
     """
     missing = [n for n in INPUTS if n not in inputs]
     if missing:
@@ -119,6 +136,8 @@ def size(inputs: Mapping[str, object]) -> dict[str, np.ndarray]:
     for name, func, args in STEPS:
         with np.errstate(divide="ignore", invalid="ignore"):
             out[name] = vals[name] = func(*(vals[a] for a in args))
+            if override and name in override:
+                out[name] = vals[name] = override[name](vals, out[name])
     return out
 
 
@@ -161,7 +180,8 @@ BASELINE_NAMES = tuple(s[0] for s in BASELINE_STEPS)
 _BY_NAME.update({s[0]: s for s in BASELINE_STEPS})
 
 
-def size_baseline(inputs: Mapping[str, object], sized: Mapping[str, object]) -> dict[str, np.ndarray]:
+def size_baseline(inputs: Mapping[str, object], sized: Mapping[str, object],
+                  override: Mapping[str, Callable] | None = None) -> dict[str, np.ndarray]:
     """The chain of :func:`size` at the baseline hit ratio: :data:`BASELINE_STEPS` from the row
     ``inputs`` (each name of :data:`INPUTS` with ``hit_target`` and the request-alone ``ttft_ms`` /
     ``tpm_delivered_target`` replaced by ``hit_baseline`` [fraction], ``ttft_ms_baseline`` [ms] and
@@ -175,6 +195,8 @@ def size_baseline(inputs: Mapping[str, object], sized: Mapping[str, object]) -> 
     for name, func, args in BASELINE_STEPS:
         with np.errstate(divide="ignore", invalid="ignore"):
             out[name] = vals[name] = func(*(vals[a] for a in args))
+            if override and name in override:
+                out[name] = vals[name] = override[name](vals, out[name])
     return out
 
 

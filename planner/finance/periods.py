@@ -76,6 +76,7 @@ class Col:
     args: tuple
 
 
+_TEXT_COPIED = ("scheduler",)  # the copied inputs that are text
 SIZING = "sizing"  # the place of the SLO-bound sizing chain (planner.equations.sizing) among the columns
 # the place of the same chain at the baseline hit ratio (planner.equations.sizing.BASELINE_STEPS): it
 # reads the target's steps (the demand rates) and hit_baseline, ttft_ms_baseline, tpm_delivered_baseline
@@ -107,6 +108,23 @@ ROW_EQUATIONS: tuple = (
     Col("cost_per_hour_baseline", cost_per_hour, ("gpus_baseline", "hourly_cost")),
 )
 _TEXT = ("gpu", "workload", "other_scaling")  # Resolved columns read as objects, not numbers
+# A plan with a decode_first workload copies the scheduler as text (as a number it reads blank, so such a workload
+# at a fixed concurrency was sized here as a prefill-first burst while Results read the steady loop, and one
+# planned open loop could not be told apart); a plan without one keeps the number copy, whose blank reads
+# prefill first as every scheduler of that plan does (so its Demand_Calc is unchanged)
+ROW_EQUATIONS_DF: tuple = tuple(Col(c.name, tb.same, c.args) if isinstance(c, Col) and c.name in _TEXT_COPIED else c
+                                for c in ROW_EQUATIONS)
+
+
+def has_decode_first(resolved) -> bool:
+    """Whether a workload of the plan names the scheduler ``decode_first`` (Demand_Calc then copies it as text)."""
+    return bool((resolved["scheduler"].to_numpy(dtype=object) == "decode_first").any()) if len(resolved) else False
+
+
+def row_equations(resolved) -> tuple:
+    """Demand_Calc's declarations for a plan: :data:`ROW_EQUATIONS_DF` with a decode_first workload, else
+    :data:`ROW_EQUATIONS`."""
+    return ROW_EQUATIONS_DF if has_decode_first(resolved) else ROW_EQUATIONS
 
 
 def sizing_input(name: str) -> str:
@@ -130,11 +148,13 @@ def evaluate(cols, own: dict, at: Callable[[str, str], object]) -> None:
     steps: dict = {}
     for c in cols:
         if c == SIZING:
-            steps = sz.size({name: arg(sizing_input(name)) for name in sz.INPUTS})
+            # a decode_first row planned open loop: its TTFT count by the search (DF_Search_Periods), as Results
+            steps = sz.size({name: arg(sizing_input(name)) for name in sz.INPUTS}, override=sz.DF_OVERRIDE)
             own.update({SIZING_AS.get(k, k): v for k, v in steps.items()})
         elif c == BASELINE:
             names = (*sz.INPUTS, *sz.BASELINE_INPUTS.values())
-            own.update(sz.size_baseline({name: arg(sizing_input(name)) for name in names}, steps))
+            own.update(sz.size_baseline({name: arg(sizing_input(name)) for name in names}, steps,
+                                        override=sz.DF_OVERRIDE_BASELINE))
         else:
             own[c.name] = c.twin(*(arg(a) for a in c.args))
 
@@ -247,15 +267,17 @@ def period_calc(plan) -> pd.DataFrame:
     idx = own["res_row"] - 1
     own["workload"] = res["workload"].to_numpy()[idx] if n else []  # the workload's name as Resolved has it
 
+    text_copy = has_decode_first(res)
+
     def at(sheet: str, name: str):
         frame = res if sheet == "R" else r
-        if name in _TEXT:
+        if name in _TEXT or (name in _TEXT_COPIED and text_copy):
             return frame[name].to_numpy(dtype=object)[idx] if n else np.zeros(0, dtype=object)
         return to_floats(frame[name])[idx] if n else np.zeros(0)
 
     own["hit_target"] = np.where(np.isnan(hit_row), at("R", "hit_target"), hit_row)  # the Demand row's, else R's
     if n:
-        evaluate(ROW_EQUATIONS, own, at)
+        evaluate(row_equations(res), own, at)
     else:
         own.update({c.name: np.zeros(0) for c in ROW_EQUATIONS if isinstance(c, Col)})
         own.update({SIZING_AS.get(k, k): np.zeros(0) for k in sz.NAMES})

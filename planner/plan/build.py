@@ -72,7 +72,11 @@ def hit_grid(step: float) -> np.ndarray:
 
 
 def evaluate_results(resolved: pd.DataFrame) -> pd.DataFrame:
-    return sheets.evaluate(sheets.RESULTS, column_arrays(resolved), len(resolved))
+    # the decode-first open loop's rows read DF_Search's search (planner.plan.columns.RESULTS_DF; every other
+    # row's value is RESULTS' own); a plan without such a row skips the search's 200 helper columns
+    if not sheets.has_open_df(resolved):
+        return sheets.evaluate(sheets.RESULTS, column_arrays(resolved), len(resolved))
+    return sheets.evaluate(sheets.RESULTS_DF, column_arrays(resolved), len(resolved), helpers=sheets.DF_SEARCH)
 
 
 def evaluate_input(p_in: PlanInput):

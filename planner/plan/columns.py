@@ -30,6 +30,7 @@ from planner.equations.kvhit import excel_twin
 from planner.core.refs import defined_name, setting_name
 from planner.core.schema import CHOICE, FMT_INT, FMT_PCT, TEXT
 from planner.equations import decode_first as dfs
+from planner.equations import decode_first_slo as dslo
 from planner.equations import prefill_passes as pp
 from planner.equations import queueing as q
 from planner.equations import sizing as sz
@@ -359,7 +360,8 @@ RESULTS: tuple[Out, ...] = (
         "decode_first, else ttft_burst_slo_ms (a step of instances_ttft)",
         label="TTFT the target is held to at the fixed concurrency"),
     out("instances_ttft", "count", FMT_INT, *sz.step("instances_ttft"),
-        description="instances the TTFT target needs (open loop, M/G/1 prefill queue; unreachable: the target is "
+        description="instances the TTFT target needs (open loop, M/G/1 prefill queue; scheduler decode_first "
+        "without concurrency: the decode-first queue's count, DF_Search df_instances_ttft; unreachable: the target is "
         "below the request-alone TTFT, or the TTFT at the fixed concurrency misses it)",
         label="Instances the TTFT target needs"),
     out("instances_tpot", "count", FMT_INT, *sz.step("instances_tpot"),
@@ -388,7 +390,8 @@ RESULTS: tuple[Out, ...] = (
     out("slo_q", "fraction", FMT_PCT, q.slo_quantile, "slo_percentile",
         description="quantile of slo_percentile (0: the mean)", label="Quantile of the TTFT target"),
     out("prefill_wait_ms", "ms", FMT_MS, q.wait_mean_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms",
-        description="mean wait for the prefill at the load (M/G/1, prefills before decode steps)",
+        description="mean wait for the prefill at the load (M/G/1 with the request-alone prefill, prefills before "
+        "decode steps; under decode_first without concurrency ttft_load_ms reads the decode-first queue instead)",
         label="Mean wait for the prefill at the planned load"),
     out("ttft_steady_ms", "ms", FMT_MS, dfs.steady_mean_for, "scheduler", "ttft_ms", "pass_fixed_ms",
         "burst_new_tokens", "max_num_batched_tokens", "step_weights_ms", "step_kv_ms", "osl", "concurrency",
@@ -402,14 +405,16 @@ RESULTS: tuple[Out, ...] = (
     out("ttft_load_ms", "ms", FMT_MS, dfs.ttft_load_sched_ms, "ttft_ms", "prefill_wait_ms", "concurrency",
         "pass_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", "scheduler", "ttft_steady_ms",
         description="mean TTFT users see at the row's load: wait + the request-alone ttft_ms (at a fixed "
-        "concurrency: the burst, or ttft_steady_ms under decode_first)",
+        "concurrency: the burst, or ttft_steady_ms under decode_first; decode_first without concurrency: the "
+        "decode-first queue, DF_Search df_ttft_load_ms)",
         label="Time to first token at the planned load (mean)"),
     out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms",
         "decode_step_ms", description="90th percentile of the wait for the prefill (exponential tail)",
         label="Wait for the prefill at the planned load, p90"),
     out("ttft_load_p90_ms", "ms", FMT_MS, dfs.ttft_load_p90_sched_ms, "ttft_ms", "prefill_wait_p90_ms",
         "concurrency", "pass_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", "scheduler",
-        "ttft_steady_p90_ms", description="90th percentile TTFT at the row's load",
+        "ttft_steady_p90_ms", description="90th percentile TTFT at the row's load (decode_first without "
+        "concurrency: the decode-first queue, DF_Search df_ttft_load_p90_ms)",
         label="Time to first token at the planned load, p90"),
     out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
         "prefill_wait_ms", "concurrency", "ttft_load_ms", description="mean time per output token at the row's load "
@@ -522,6 +527,150 @@ class Lit:
     @property
     def xl(self) -> str:
         return f'"{self.value}"' if isinstance(self.value, str) else repr(self.value)
+
+
+# --------------------------------------------------------------------------- DF_Search
+# The decode-first open loop (issue 16, "under load"): for a workload with scheduler decode_first planned open
+# loop (no Workloads concurrency), its TTFT at the load and the TTFT target's count are those of the
+# decode-first queue (planner.equations.decode_first_slo), whose count has no closed form. The DF_Search
+# sheet (planner.workbook.df_search), row-aligned with Results and written only when the plan has such a
+# row, holds the count's exact integer search live (a bit descent from the closed-form lower bound), the
+# decode batch and TTFTs at the row's load and the search at hit_baseline; Results' instances_ttft,
+# ttft_load_ms, ttft_load_p90_ms and instances_ttft_baseline of such a row refer to it (RESULTS_DF).
+def _df_search_columns(load: bool = True) -> tuple[Out, ...]:
+    """DF_Search's columns: the row's inputs, the search at hit_target (Results instances_ttft), the load's
+    batch and TTFTs (``load``; not on DF_Search_Periods, whose Demand_Calc rows have no load), then the same
+    search at hit_baseline (Results instances_ttft_baseline)."""
+    cols = [
+        out("df_workload", "", None, dslo.searched_row, "scheduler", "concurrency", "@workload", text=True,
+            description="the workload, on a row with scheduler decode_first and no concurrency (the rows this sheet "
+            "writes and Results read; blank: Results keep the closed form)"),
+        out("df_rate_total", "requests/s", FMT_MS, same, "demand_rps_open",
+            description="Λ: the demand rate the TTFT target sizes for (Results demand_rps_open)"),
+        out("df_prefill", "ms", FMT_MS, same, "ttft_ms", description="P: the request-alone prefill (Results ttft_ms)"),
+        out("df_t_fixed", "ms", FMT_MS, dslo.zero_if_blank, "pass_fixed_ms",
+            description="F: fixed cost per forward pass (Resolved pass_fixed_ms, 0 when blank)"),
+        out("df_new_tokens", "tokens", FMT_INT, same, "burst_new_tokens",
+            description="u: new prompt tokens per request (Results burst_new_tokens)"),
+        out("df_budget", "tokens", FMT_INT, same, "max_num_batched_tokens",
+            description="M: new tokens per step (Resolved max_num_batched_tokens; blank: one prompt a step)"),
+        out("df_s0", "ms", FMT_MS, same, "step_weights_ms", description="s0: decode step, weights part"),
+        out("df_s1", "ms", FMT_RATIO, same, "step_kv_ms", description="s1: decode step per request in decode"),
+        out("df_osl", "tokens", FMT_INT, same, "osl", description="output tokens per request"),
+        out("df_slo", "ms", FMT_MS, same, "ttft_slo_ms", description="the TTFT target (Resolved ttft_slo_ms)"),
+        out("df_q", "fraction", FMT_PCT, dslo.zero_if_blank, "slo_q",
+            description="quantile of the target (Results slo_q; 0: the mean)"),
+    ]
+    cols += _df_search("", "df_prefill", "df_new_tokens")
+    cols += [] if not load else [
+        out("df_load_batch", "requests", FMT_MS, dslo.load_batch_df, "scheduler", "concurrency", "load_rps",
+            "df_prefill", "df_t_fixed", "df_new_tokens", "df_budget", "df_s0", "df_s1", "df_osl",
+            description="decode batch at the row's load (Results load_rps), decode-first open loop"),
+        out("df_load_service_ms", "ms", FMT_MS, dslo.service_df_ms, "df_prefill", "df_t_fixed", "df_new_tokens",
+            "df_budget", "df_s0", "df_s1", "df_load_batch", description="a prompt's time beside that batch, P_df"),
+        out("df_ttft_load_ms", "ms", FMT_MS, dslo.load_ttft_mean_df_ms, "load_rps", "df_s0", "df_s1", "df_osl",
+            "df_load_batch", "df_load_service_ms",
+            description="mean TTFT at the row's load (Results ttft_load_ms of this row)"),
+        out("df_ttft_load_p90_ms", "ms", FMT_MS, dslo.load_ttft_p90_df_ms, "load_rps", "df_s0", "df_s1", "df_osl",
+            "df_load_batch", "df_load_service_ms",
+            description="p90 TTFT at the row's load (Results ttft_load_p90_ms of this row)"),
+    ]
+    cols += [
+        # the baseline chain (instances_baseline) at hit_baseline: its request-alone prefill and new tokens
+        out("df_prefill_baseline", "ms", FMT_MS, same, "ttft_ms_baseline",
+            description="P at hit_baseline (Results ttft_ms_baseline)"),
+        out("df_new_tokens_baseline", "tokens", FMT_INT, same, "burst_new_tokens_baseline",
+            description="u at hit_baseline (Results burst_new_tokens_baseline)"),
+    ]
+    cols += _df_search("_baseline", "df_prefill_baseline", "df_new_tokens_baseline")
+    return tuple(cols)
+
+
+def _df_search(sfx: str, prefill: str, tokens: str) -> list[Out]:
+    """The search of one TTFT count (``sfx`` "" at hit_target, "_baseline" at hit_baseline) with the
+    request-alone prefill ``prefill`` and new tokens ``tokens`` (DF_Search column names)."""
+    at = " at hit_baseline" if sfx else ""
+    cols = [
+        out("df_log_x" + sfx, "", FMT_RATIO, dslo.search_log_x, prefill, "df_slo", "df_q",
+            description=f"ln of the Lambert W argument{at} of the request-alone queue with no decode term (a step of "
+            "df_rho_up; blank for a mean target)"),
+        out("df_rho_up" + sfx, "fraction", FMT_PCT, dslo.search_rho_up, prefill, "df_slo", "df_q", "df_log_x" + sfx,
+            description="utilisation λ_up P at which the request-alone queue with no decode term meets the target: "
+            "an upper bound of the decode-first rate"),
+        out("df_floor" + sfx, "count", FMT_INT, dslo.search_floor, "scheduler", "concurrency", "df_rate_total",
+            prefill, "df_t_fixed", tokens, "df_budget", "df_slo", "df_rho_up" + sfx,
+            description="the search's lower bound n_lo = max(ceil(Λ/λ_up) - 1, 1) (unreachable: the target is not "
+            "above a request alone; blank: not a decode-first row planned open loop with a target and demand)"),
+        out("df_miss_start" + sfx, "count", FMT_INT, dslo.search_start, "df_floor" + sfx,
+            description="the count known to miss the target the search starts from, n_lo - 1"),
+    ]
+    miss = "df_miss_start" + sfx
+    for bit in dslo.SEARCH_BIT_VALUES:
+        j = bit.bit_length() - 1
+        b, p, t, m = (f"df_batch_{j}{sfx}", f"df_service_{j}_ms{sfx}", f"df_ttft_{j}_ms{sfx}",
+                      f"df_miss_{j}{sfx}")
+        cols += [
+            out(b, "requests", FMT_MS, dslo.search_batch, miss, Lit(bit), "df_rate_total", prefill, "df_t_fixed",
+                tokens, "df_budget", "df_s0", "df_s1", "df_osl",
+                description=f"decode batch at the candidate count {miss} + 2^{j} (blank: saturated)"),
+            out(p, "ms", FMT_MS, dslo.service_df_ms, prefill, "df_t_fixed", tokens, "df_budget", "df_s0",
+                "df_s1", b, description="a prompt's time beside that batch, P_df"),
+            out(t, "ms", FMT_MS, dslo.search_ttft, miss, Lit(bit), "df_rate_total", "df_s0", "df_s1", "df_osl", "df_q",
+                b, p, description=f"TTFT statistic of the target at the candidate count {miss} + 2^{j}"),
+            out(m, "count", FMT_INT, dslo.search_keep, miss, Lit(bit), t, "df_slo",
+                description=f"the count known to miss the target after bit 2^{j}: the candidate where it misses, "
+                f"else {miss}"),
+        ]
+        miss = m
+    cols += [
+        out("df_instances_ttft" + sfx, "count", FMT_INT, dslo.search_count, "df_floor" + sfx, miss, "df_rate_total",
+            description="instances the TTFT target needs under decode first, open loop: the smallest count whose "
+            f"TTFT statistic meets the target{at} (Results instances_ttft{sfx} of this row)"),
+    ]
+    return cols
+
+
+DF_SEARCH: tuple[Out, ...] = _df_search_columns()
+DF_SEARCH_SHEET = "DF_Search"
+# the same search for each (workload, period) row of Demand_Calc (planner.workbook.periods_sheet), its names read
+# from the Demand_Calc row (ttft_ms and burst_new_tokens at the period's hit, its demand_rps_open, ...)
+DF_SEARCH_PERIODS: tuple[Out, ...] = _df_search_columns(load=False)
+DF_SEARCH_PERIODS_SHEET = "DF_Search_Periods"
+
+
+def _results_df() -> tuple[Out, ...]:
+    """:data:`RESULTS` with instances_ttft, ttft_load_ms, ttft_load_p90_ms and instances_ttft_baseline of a
+    decode-first row planned open loop taken from DF_Search (the same names, units and order; every other row's formula as before)."""
+    swap = {
+        "instances_ttft": (dslo.instances_ttft_open_df, "df_instances_ttft"),
+        "instances_ttft_baseline": (dslo.instances_ttft_open_df, "df_instances_ttft_baseline"),
+        "ttft_load_ms": (dslo.ttft_load_open_df_ms, "df_ttft_load_ms"),
+        "ttft_load_p90_ms": (dslo.ttft_load_p90_open_df_ms, "df_ttft_load_p90_ms"),
+    }
+    cols = []
+    for c in RESULTS:
+        if c.name in swap:
+            func, extra = swap[c.name]
+            args = c.args + ("df_workload", extra)
+            c = Out(c.name, c.unit, c.fmt, func, args, c.description, c.text, c.label)
+        cols.append(c)
+    return tuple(cols)
+
+
+RESULTS_DF: tuple[Out, ...] = _results_df()
+
+
+def has_open_df(resolved) -> bool:
+    """Whether a plan has a decode-first workload planned open loop (its workbook then holds DF_Search)."""
+    sched = resolved["scheduler"].to_numpy() if "scheduler" in resolved else np.array([], dtype=object)
+    conc = coerced_floats(resolved["concurrency"]) if "concurrency" in resolved else np.array([])
+    return bool(np.any(dslo.open_loop_df(sched, conc))) if len(sched) else False
+
+
+def results_columns(resolved) -> tuple[Out, ...]:
+    """The Results declaration a plan's workbook is written with: :data:`RESULTS_DF` when it has a
+    decode-first row planned open loop, else :data:`RESULTS` (so a plan without one is unchanged)."""
+    return RESULTS_DF if has_open_df(resolved) else RESULTS
 
 
 # --------------------------------------------------------------------------- Resolved
@@ -826,9 +975,10 @@ class Values:
         return self._base[name]
 
 
-def evaluate(cols: tuple[Out, ...], base: dict[str, np.ndarray], n: int) -> pd.DataFrame:
-    """Evaluate every column of ``cols`` over ``base`` (a dict of arrays of length n)."""
-    v = Values(cols, base)
+def evaluate(cols: tuple[Out, ...], base: dict[str, np.ndarray], n: int, helpers: tuple[Out, ...] = ()) -> pd.DataFrame:
+    """Evaluate every column of ``cols`` over ``base`` (a dict of arrays of length n); ``helpers``: columns
+    of another sheet that ``cols`` read (Results reads DF_Search's), evaluated as needed, not returned."""
+    v = Values(helpers + cols, base)
     numeric = [c for c in cols if not c.text]
     # one Fortran-ordered block for the numbers: pandas wraps it without another copy
     block = np.empty((n, len(numeric)), dtype=float, order="F")

@@ -1,11 +1,14 @@
-"""A located note on each decode-first workload planned open loop (issue 16): the Results' latency at load
-(``ttft_load_ms``, ``ttft_load_p90_ms``, ``instances_ttft``) is the M/G/1 prefill queue with the
-request-alone prefill ``P`` for both schedulers, which the independent simulation puts low under decode
-first (median 6-14% at utilisations 0.3-0.7, worst -36%: tests/test_decode_first_open.py,
-tests/test_decode_first_slo.py). The note says what the decode-first queue gives at the same load
-(``planner.equations.decode_first_slo``: the prompt's time beside the decode batch, ``P_df``) and, with
-a TTFT target, the instance count it needs, so that the difference is never silent while the Results'
-formulas cannot hold that count live (docs/model.md, "The scheduler").
+"""A located note on each decode-first workload planned open loop (issue 16): its Results' latency at load
+(``ttft_load_ms``, ``ttft_load_p90_ms``) and the TTFT target's count (``instances_ttft``, hence
+``instances_needed`` and ``binding``; at hit_baseline ``instances_ttft_baseline``, hence
+``instances_baseline`` and the savings) are the decode-first queue (``planner.equations.decode_first_slo``: the
+prompt's time beside the decode batch, ``P_df``; the count by the live search of the DF_Search sheet,
+``planner.workbook.df_search``), not the M/G/1 prefill queue with the request-alone prefill ``P`` that
+prefill first reads, which the independent simulation puts low under decode first (median 6-14% at
+utilisations 0.3-0.7, worst -36%: tests/test_decode_first_open.py, tests/test_decode_first_slo.py). The note
+gives the request-alone queue's figures beside them, and says which tables still read that queue for the
+row (Sensitivity_Hit's hit sweep, the Tornado's TTFT at load), so that neither the
+change nor what is left is silent (docs/model.md, "The scheduler").
 """
 
 from __future__ import annotations
@@ -14,12 +17,17 @@ import numpy as np
 
 from planner.core.errors import Problem
 from planner.core.places import Place
-from planner.equations import decode_first as dfs
 from planner.equations import decode_first_slo as dslo
+from planner.equations import queueing as qu
 
 
 def _f(frame, name) -> np.ndarray:
     return np.asarray(frame[name].to_numpy(), dtype=float)
+
+
+def _count(x) -> str:
+    x = float(x)
+    return "blank" if np.isnan(x) else "unreachable" if np.isinf(x) else f"{x:,.0f}"
 
 
 def warnings(plan) -> list[Problem]:
@@ -27,41 +35,38 @@ def warnings(plan) -> list[Problem]:
     r, res = plan.results, plan.resolved
     sched = res["scheduler"].astype(str).str.strip().str.lower().to_numpy()
     conc, rate = _f(res, "concurrency"), _f(r, "load_rps")
-    pick = (sched == "decode_first") & np.isnan(conc) & np.isfinite(rate) & (rate > 0)
+    pick = dslo.open_loop_df(sched, conc) & np.isfinite(rate) & (rate > 0)
     if not pick.any():
         return []
-    args = (_f(r, "ttft_ms"), np.nan_to_num(_f(res, "pass_fixed_ms"), nan=0.0), _f(r, "burst_new_tokens"),
-            _f(res, "max_num_batched_tokens"), _f(r, "step_weights_ms"), _f(r, "step_kv_ms"), _f(res, "osl"))
+    P = _f(r, "ttft_ms")
     with np.errstate(all="ignore"):
-        b = dfs.open_batch(rate, *args)
-        p_df = dfs.open_prefill_ms(*args[:6], np.nan_to_num(b, nan=0.0))
-        mean = dslo.open_ttft_stat_ms(rate, *args, 0.0)
-        p90 = dslo.open_ttft_stat_ms(rate, *args, 0.9)
-        slo, q = _f(res, "ttft_slo_ms"), _f(r, "slo_q")
-        n_df = dslo.instances_ttft_df(_f(r, "demand_rps_open"), *args, slo, q)
-    n_res = r["instances_ttft"].to_numpy()
+        old_mean, old_p90 = P + _f(r, "prefill_wait_ms"), P + _f(r, "prefill_wait_p90_ms")
+        old_n = qu.instances_for_rho(_f(r, "demand_rps_open"), P, _f(res, "ttft_slo_ms"), _f(r, "ttft_rho_max"))
+        b = dslo.load_batch_df(sched, conc, rate, P, np.nan_to_num(_f(res, "pass_fixed_ms"), nan=0.0),
+                               _f(r, "burst_new_tokens"), _f(res, "max_num_batched_tokens"), _f(r, "step_weights_ms"),
+                               _f(r, "step_kv_ms"), _f(res, "osl"))
+        p_df = dslo.service_df_ms(P, np.nan_to_num(_f(res, "pass_fixed_ms"), nan=0.0), _f(r, "burst_new_tokens"),
+                                  _f(res, "max_num_batched_tokens"), _f(r, "step_weights_ms"), _f(r, "step_kv_ms"), b)
+    slo = _f(res, "ttft_slo_ms")
     rows = plan.input.workloads.rows
     out = []
     for i in np.flatnonzero(pick):
         place = Place.at_row("Workloads", rows[i], r["workload"].iat[i])
-        shown = (f"ttft_load_ms {r['ttft_load_ms'].iat[i]:,.0f} ms and ttft_load_p90_ms "
-                 f"{r['ttft_load_p90_ms'].iat[i]:,.0f} ms")
-        if np.isfinite(mean[i]):
-            df_text = (f"beside the decode batch of that load ({b[i]:,.1f} requests) a prompt takes "
-                       f"{p_df[i]:,.0f} ms, not {args[0][i]:,.0f} ms, and the TTFT is {mean[i]:,.0f} ms mean, "
-                       f"{p90[i]:,.0f} ms p90")
+        mean, p90 = float(r["ttft_load_ms"].iat[i]), float(r["ttft_load_p90_ms"].iat[i])
+        if np.isfinite(b[i]):
+            shown = (f"ttft_load_ms {mean:,.0f} ms and ttft_load_p90_ms {p90:,.0f} ms are the decode-first queue "
+                     f"(beside the decode batch of that load, {b[i]:,.1f} requests, a prompt takes {p_df[i]:,.0f} ms, "
+                     f"not {P[i]:,.0f} ms)")
         else:
-            df_text = "beside the decode batch the prompts saturate the instance at that load (no finite TTFT)"
-        msg = (f"scheduler decode_first, planned open loop: {shown} are the prefill queue with the request-alone "
-               f"prefill, which the simulation puts low under decode first; {df_text} "
-               f"(planner.equations.decode_first_slo)")
-        if np.isfinite(slo[i]) and not np.isnan(n_df[i]):
-            need = "no instance count" if np.isinf(n_df[i]) else f"{n_df[i]:,.0f} instances"
-            try:
-                have = float(n_res[i])
-                have = "unreachable" if np.isinf(have) else f"{have:,.0f}"
-            except (TypeError, ValueError):
-                have = str(n_res[i])
-            msg += f"; the TTFT target {slo[i]:,.6g} ms needs {need} with it (instances_ttft {have})"
+            shown = ("ttft_load_ms and ttft_load_p90_ms are blank: beside the decode batch the prompts saturate the "
+                     "instance at that load")
+        old = (f"the request-alone prefill queue (prefill first's) gives {old_mean[i]:,.0f} ms and "
+               f"{old_p90[i]:,.0f} ms" if np.isfinite(old_mean[i]) else "the request-alone prefill queue saturates")
+        msg = f"information: scheduler decode_first, planned open loop: {shown}; {old}"
+        if np.isfinite(slo[i]):
+            msg += (f"; the TTFT target {slo[i]:,.6g} ms needs instances_ttft {_count(r['instances_ttft'].iat[i])} "
+                    f"under decode first (the DF_Search sheet's search), {_count(old_n[i])} by the request-alone queue")
+        msg += ("; Sensitivity_Hit's hit sweep and the Tornado's TTFT at load still read the request-alone queue "
+                "for this row")
         out.append(Problem(place, msg))
     return out

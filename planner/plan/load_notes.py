@@ -10,6 +10,7 @@ import math
 import numpy as np
 from planner.core.arrays import floats
 from planner.core.places import Place
+from planner.equations import decode_first_slo as dslo
 
 
 _f = floats  # planner.core.arrays
@@ -36,10 +37,15 @@ def findings(plan, limit: int = 4) -> list[dict[str, str]]:
         t = f", TPOT {_ms(tpot[i])}" if not math.isnan(tpot[i]) else ""
         parts.append(f"{r['workload'].iat[i]} {_ms(mean[i])} mean, {_ms(p90[i])} p90 (alone {_ms(alone[i])}{t})")
     if parts:
+        # a decode-first workload planned open loop (scheduler decode_first, no concurrency) reads another queue
+        df_open = dslo.open_loop_df(res["scheduler"].to_numpy(dtype=object), _f(res["concurrency"]))
+        df_text = ("; under decode first without a fixed concurrency (" + ", ".join(
+            str(w) for w in r["workload"][df_open]) + ") a prompt is prefilled in steps beside the decode batch, "
+            "which lengthens its service (the decode-first queue, DF_Search)") if df_open.any() else ""
         out.append({"kind": "latency-at-load", "title": "Latency users see at the planned load",
                     "text": "The TTFT columns of the plan are service times, a request alone on its instance; at "
                             "the planned load each waits for the prefills ahead of it (M/G/1 queue, prefills before "
-                            "decode steps). Largest waits: " + "; ".join(parts) + "."})
+                            "decode steps" + df_text + "). Largest waits: " + "; ".join(parts) + "."})
     saturated = [str(w) for w, m in zip(r["workload"], ok) if not m]
     if saturated:
         out.append({"kind": "saturated", "title": "Prefill saturates the instance",

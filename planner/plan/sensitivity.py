@@ -19,6 +19,8 @@ from planner.equations import kvhit as m
 from planner.plan import columns as sheets
 from planner.equations.constants import C, N
 from planner.plan.frames import column_arrays
+from planner.core.arrays import coerced_floats
+from planner.equations import decode_first_slo as dslo
 from planner.equations.sensitivity import choose, override, rank_in_blocks, swing_of, vary  # the sweep helpers' twins
 from planner.core.schema import FMT_INT, FMT_PCT
 from planner.plan.columns import FMT_MS, Lit, Out, out
@@ -179,7 +181,7 @@ def evaluate_table(t: SweepTable, resolved: pd.DataFrame, results: pd.DataFrame)
     return pd.concat([pd.DataFrame(frame), values], axis=1)
 
 
-def tornado_summary(calc: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
+def tornado_summary(calc: pd.DataFrame, results: pd.DataFrame, resolved: pd.DataFrame | None = None) -> pd.DataFrame:
     """One row per workload x driver: low/high values and TPM, swing and rank (1 = widest;
     ties ranked by driver order), and the mean TTFT at the planned load at the planned value and the
     driver's low/high (the planned instance count held; NaN where the prefills saturate)."""
@@ -198,10 +200,23 @@ def tornado_summary(calc: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
         "tpm_high": high["tpm_delivered_target"].to_numpy(),
         "swing": swing,
         "rank": rank,
-        "ttft_load_base": np.repeat(results["ttft_load_ms"].to_numpy(dtype=float), k),
+        "ttft_load_base": np.repeat(_ttft_base(results, resolved), k),
         "ttft_load_low": low["ttft_load_ms"].to_numpy(dtype=float),
         "ttft_load_high": high["ttft_load_ms"].to_numpy(dtype=float),
     })
+
+
+def _ttft_base(results: pd.DataFrame, resolved: pd.DataFrame | None) -> np.ndarray:
+    """The Tornado's ttft_load_base: Results' ttft_load_ms, the request-alone queue on a decode-first row
+    planned open loop (:func:`planner.equations.decode_first_slo.tornado_ttft_base`; Tornado_Calc's cases
+    read that queue)."""
+    base = results["ttft_load_ms"].to_numpy(dtype=float)
+    if resolved is None:
+        return base
+    searched = dslo.searched_row(resolved["scheduler"].to_numpy(dtype=object), coerced_floats(resolved["concurrency"]),
+                                 resolved["workload"].to_numpy(dtype=object))
+    return np.asarray(dslo.tornado_ttft_base(searched, base, results["ttft_ms"].to_numpy(dtype=float),
+                                             results["prefill_wait_ms"].to_numpy(dtype=float)), dtype=float)
 
 
 class Sensitivities:
@@ -226,12 +241,13 @@ class Sensitivities:
         return evaluate_table(self.table(sheet), self._resolved.iloc[w0:w1], self._results.iloc[w0:w1])
 
     def tornado_block(self, w0: int, w1: int) -> pd.DataFrame:
-        return tornado_summary(self.block("Tornado_Calc", w0, w1), self._results.iloc[w0:w1])
+        return tornado_summary(self.block("Tornado_Calc", w0, w1), self._results.iloc[w0:w1],
+                               self._resolved.iloc[w0:w1])
 
     @property
     def tornado(self) -> pd.DataFrame:
         if self._tornado is None:
-            self._tornado = tornado_summary(self.frames["Tornado_Calc"], self._results)
+            self._tornado = tornado_summary(self.frames["Tornado_Calc"], self._results, self._resolved)
         return self._tornado
 
     def rows(self, sheet: str) -> int:

@@ -50,6 +50,8 @@ class Layout:
             "Resolved": {rc.name: j for j, rc in enumerate(sheets.RESOLVED)},
             "Results": {c.name: j for j, c in enumerate(sheets.RESULTS)},
         }
+        if sheets.has_open_df(plan.resolved):  # the decode-first open loop's search (planner.workbook.df_search)
+            pos[sheets.DF_SEARCH_SHEET] = {c.name: j for j, c in enumerate(sheets.DF_SEARCH)}
         chunks = {}
         for table in plan.sens.tables:
             own = {name: j for j, name in enumerate(table.names)}
@@ -69,9 +71,9 @@ class Layout:
         return sheet_ref(sheet, row, self.pos[sheet][name])
 
     def base(self, name: str, wl_row: int) -> str:
-        """A Resolved or Results cell of the workload on sheet row ``wl_row``."""
-        for other in ("Resolved", "Results"):
-            if name in self.pos[other]:
+        """A Resolved, Results (or, when the plan has it, DF_Search) cell of the workload on sheet row ``wl_row``."""
+        for other in ("Resolved", "Results", sheets.DF_SEARCH_SHEET):
+            if name in self.pos.get(other, ()):
                 return self.other(other, name, wl_row)
         raise KeyError(name)
 
@@ -108,17 +110,19 @@ def column_templates(own: dict[str, int], cols: tuple, base_ref: Callable[[str, 
 
 
 def write_rows(ws, fm: Formats, first_row: int, own: dict[str, int], cols: tuple, frame,
-               base_ref: Callable[[str, int], str], wl_rows=None) -> None:
+               base_ref: Callable[[str, int], str], wl_rows=None, sheet_rows=None) -> None:
     """Write the derived columns ``cols`` of ``frame`` row by row from sheet row
-    ``first_row``; ``wl_rows[i]`` is the Resolved/Results row of row i's workload."""
+    ``first_row``; ``wl_rows[i]`` is the Resolved/Results row of row i's workload; ``sheet_rows[i]``
+    (default ``i``) places row i at sheet row ``first_row + sheet_rows[i]`` (rows left out stay empty)."""
     tmpls = column_templates(own, cols, base_ref)
     jobs = [(own[c.name], t, fm("calc", c.fmt), values_list(frame[c.name].to_numpy(), c.text))
             for c, t in zip(cols, tmpls)]
     n = len(frame)
     wl = range(1, n + 1) if wl_rows is None else wl_rows
+    at = range(n) if sheet_rows is None else sheet_rows
     write = ws.write_vetted
     for i in range(n):
-        r, w = first_row + i, wl[i]
+        r, w = first_row + at[i], wl[i]
         for j, t, fmt, vals in jobs:
             write(r, j, t.fill(r + 1, w + 1), fmt, vals[i])
 

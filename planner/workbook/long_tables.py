@@ -8,6 +8,8 @@ from typing import Callable
 from planner.core import schema
 from planner.workbook.layout import MAX_COLUMNS, MAX_DATA_ROWS, TORNADO_COLS, WRITE_BLOCK, Chunks, Layout, column_templates
 from planner.equations.sensitivity import rank_in_blocks_xl, swing_of
+from planner.equations import decode_first_slo as dslo
+from planner.plan import columns as sheets
 from planner.core.refs import ROW, WL_ROW, RowSlot, cell, cell_range, sheet_ref
 from planner.workbook.xlfast import FastFormulaWorksheet, FormulaTemplate
 from planner.workbook.styles import Formats, write_header, col_width, values_list
@@ -115,6 +117,9 @@ def write_tornado(wb, fm: Formats, layout: Layout, sens, calc: Chunks) -> None:
                 "rank": rank_in_blocks_xl(swing_block, me("swing")),
                 # TTFT at the planned load: the plan's (the calc rows' at the driver's low/high are below)
                 "ttft_load_base": layout.base("ttft_load_ms", WL_ROW)}
+        if "df_workload" in layout.pos.get(sheets.DF_SEARCH_SHEET, ()):  # the request-alone queue, as the cases
+            text["ttft_load_base"] = dslo.tornado_ttft_base.xl(*(layout.base(c, WL_ROW) for c in (
+                "df_workload", "ttft_load_ms", "ttft_ms", "prefill_wait_ms")))
         # FormulaTemplate refuses a formula that needs XlsxWriter's future-function handling,
         # so the cells may be written with write_vetted
         return [FormulaTemplate(text[name]).fill for name, _fmt, _t in plan]

@@ -15,6 +15,11 @@ from planner.workbook.styles import stored_value
 from planner.equations import demand as dm
 from planner.equations import tables as tb
 from planner.equations import sizing as sz
+from planner.equations import decode_first_slo as dslo
+from planner.plan import columns as sheets
+from planner.workbook.layout import write_rows
+from planner.workbook.styles import col_width, write_header
+from planner.workbook.xlfast import FastFormulaWorksheet
 from planner.finance import periods as pr
 from planner.core import schema
 from planner.workbook.fleet_sheets import FMT_INT, FMT_MONEY, FMT_MONEY0, NOTE_GAP, currency_of, header_row, cell_or_blank, side_note
@@ -42,11 +47,13 @@ def period_units(cur: str) -> dict[str, str]:
             "max_batch_fit": "requests"}
 
 
-def row_formulas(me) -> dict[str, str]:
+def row_formulas(me, df=None, equations=None) -> dict[str, str]:
     """Demand_Calc's formulas of one row (without ``=``), from the declarations
     (:data:`planner.finance.periods.ROW_EQUATIONS`): each column's twin over the row's own
     cells (``me(name)``) and the workload's Resolved/Results cells (``INDEX`` at ``res_row``),
-    the sizing chain's steps (:func:`planner.equations.sizing.size_xl`) in its place."""
+    the sizing chain's steps (:func:`planner.equations.sizing.size_xl`) in its place. ``df(name)``: the
+    row's cell of DF_Search_Periods, when the plan has a decode-first row planned open loop: its TTFT counts
+    (target and baseline) are then the search's there, the closed form elsewhere."""
     row = me("res_row")
 
     def arg(a) -> str:
@@ -57,11 +64,19 @@ def row_formulas(me) -> dict[str, str]:
         return me(a)
 
     out = {"res_row": tb.position.xl(range_name("Resolved", "workload"), me("workload"))}
-    for c in pr.ROW_EQUATIONS:
+    for c in (pr.ROW_EQUATIONS if equations is None else equations):
         if c == pr.SIZING:
             out.update({pr.SIZING_AS.get(k, k): v for k, v in sz.size_xl(lambda n: arg(pr.sizing_input(n))).items()})
+            if df is not None:
+                _f, *args = sz.step("instances_ttft")
+                out["instances_ttft"] = dslo.instances_ttft_open_df.xl(
+                    *(arg(pr.sizing_input(a)) for a in args), df("df_workload"), df("df_instances_ttft"))
         elif c == pr.BASELINE:
             out.update(sz.size_baseline_xl(lambda n: arg(pr.sizing_input(n))))
+            if df is not None:
+                _f, *args = sz.step("instances_ttft_baseline")
+                out["instances_ttft_baseline"] = dslo.instances_ttft_open_df.xl(
+                    *(arg(pr.sizing_input(a)) for a in args), df("df_workload"), df("df_instances_ttft_baseline"))
         else:
             out[c.name] = c.twin.xl(*(arg(x) for x in c.args))
     return out
@@ -91,6 +106,39 @@ def _fmt(c: str) -> str | None:
     return FMT_INT
 
 
+DF_SHEET = sheets.DF_SEARCH_PERIODS_SHEET
+
+
+def _write_df_search(wb, fm, calc, own, plan):
+    """The DF_Search_Periods sheet, when a Demand_Calc row is a decode-first workload planned open loop: the
+    search of :data:`planner.plan.columns.DF_SEARCH_PERIODS` on that row's own row (the others empty), its
+    inputs read from the Demand_Calc row (``ttft_ms_baseline`` from Results at the row's workload). Returns
+    its columns' positions, or None (no such row: no sheet, Demand_Calc's formulas as before)."""
+    sched = calc["scheduler"].to_numpy(dtype=object)
+    conc = sheets.coerced_floats(calc["concurrency"])
+    if not len(calc) or not dslo.open_loop_df(sched, conc).any():
+        return None
+    cols = sheets.DF_SEARCH_PERIODS
+    pos = {c.name: j for j, c in enumerate(cols)}
+    ws = wb.add_worksheet(DF_SHEET, worksheet_class=FastFormulaWorksheet)
+    write_header(ws, fm, [c.header for c in cols], [col_width(c.header, c.text) for c in cols])
+
+    def base_ref(name, row):
+        if name == "ttft_ms_baseline":
+            return tb.at_row.xl(range_name("Results", name), sheet_ref("Demand_Calc", row, own["res_row"]))
+        return sheet_ref("Demand_Calc", row, own[name])
+
+    base = {c: calc[c].to_numpy(dtype=object if c in ("workload", "scheduler") else float)
+            for c in calc.columns if c not in ("dem", "period", "gpu", "demand_unit", "binding", "binding_baseline")}
+    res_rows = calc["res_row"].to_numpy(dtype=int) - 1
+    base["ttft_ms_baseline"] = sheets.coerced_floats(plan.results["ttft_ms_baseline"])[res_rows]
+    values = sheets.evaluate(cols, base, len(calc))
+    rows = [i for i, w in enumerate(values["df_workload"]) if w not in ("", None)]
+    write_rows(ws, fm, 1, pos, cols, values.iloc[rows].reset_index(drop=True), base_ref,
+               wl_rows=[i + 1 for i in rows], sheet_rows=rows)
+    return pos
+
+
 def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
     """Demand_Calc (one row per workload and period) and Fleet_By_Period (per period and GPU type)."""
     calc = pr.period_calc(plan)
@@ -102,13 +150,16 @@ def write_by_period(wb, ws, calc_ws, fm, layout, plan) -> None:
     header_row(calc_ws, fm, [f"{c} [{units[c]}]" if c in units else c for c in pr.CALC_COLS],
             [20, 12] + [12] * (len(pr.CALC_COLS) - 2))
     calc_ws.freeze_panes(1, 2)
+    df_pos = _write_df_search(wb, fm, calc, own, plan)   # None without a decode-first row planned open loop
+    eqs = pr.row_equations(plan.resolved)   # the scheduler copied as text when a workload is decode first
     dem = lambda name, r: sheet_ref(schema.DEM, r, dem_pos[name])  # noqa: E731
     for i in range(len(calc)):
         r = i + 1
         rec = calc.iloc[i]
         d = None if rec["dem"] is None or rec["dem"] != rec["dem"] else int(rec["dem"])  # NaN: a grown row
         me = lambda c: cell(r, own[c], col_abs=True)  # noqa: E731,B023
-        f = row_formulas(me)
+        df = None if df_pos is None else (lambda c: sheet_ref(DF_SHEET, r, df_pos[c]))  # noqa: E731,B023
+        f = row_formulas(me, df, eqs)
         workload_hit = f["hit_target"] = tb.at_row.xl(range_name("Resolved", "hit_target"), me("res_row"))
         if d is not None:  # a Demand row: its cells, live
             dr = int(d) + 1

@@ -122,6 +122,8 @@ SPECS: dict[str, PrintSpec] = {
     "Bridge": PrintSpec(fit_pages=(1, 1)),
     "GPU_Changes": PrintSpec(fit_pages=(1, 0)),
     "Demand_Calc": PrintSpec(long=True),
+    "DF_Search": PrintSpec(long=True),   # the decode-first open loop's search (planner.workbook.df_search)
+    "DF_Search_Periods": PrintSpec(long=True),   # the same for Demand_Calc's rows (planner.workbook.periods_sheet)
     "Settings": PrintSpec(title_cols=None),
     "Constants": PrintSpec(title_cols=None),
     "Run": PrintSpec(title_cols=None, gridlines=False),

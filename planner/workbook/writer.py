@@ -44,7 +44,7 @@ from planner.workbook.print_setup import apply_print_setup
 from planner.workbook.run_sheet import write_constants, write_run
 from planner.workbook.xlfast import ROW, FastFormulaWorksheet, FormulaTemplate, RowBuffer
 from planner.workbook.styles import WB_OPTIONS, Formats, col_width, fit_names, values_list, write_header
-from planner.workbook import kv_tiers_sheets, tier_worth
+from planner.workbook import df_search, kv_tiers_sheets, tier_worth
 from planner.plan.trust import filled_run_rows as trust_run_rows, measurements_run_rows as trust_meas_run_rows
 
 
@@ -115,6 +115,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
                           ref_rows={"Models": len(plan.models), "GPUs": len(plan.gpus), "Workloads": n})
     ws_const = RowBuffer(add("Constants"))
     ws_res = add("Resolved")
+    ws_df = add(df_search.SHEET) if df_search.SHEET in pos else None  # decode-first open loop's search
     ws_run = RowBuffer(add("Run"))
 
     # named ranges of the input table columns (Models/GPUs for lookups, Workloads for checks)
@@ -160,12 +161,16 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
         wb.define_name(range_name("Results", c.name), "=" + col_range("Results", pos["Results"][c.name], n))
         if c.description:
             ws_results.write_comment(0, pos["Results"][c.name], c.description, {"x_scale": 1.6})
-    write_rows(ws_results, fm, 1, pos["Results"], sheets.RESULTS, plan.results, lambda name, row: layout.base(name, row))
+    # a plan with a decode-first row planned open loop: that row's TTFT count and TTFTs at load from DF_Search
+    write_rows(ws_results, fm, 1, pos["Results"], sheets.results_columns(plan.resolved), plan.results,
+               lambda name, row: layout.base(name, row))
     ws_results.autofilter(0, 0, n, len(sheets.RESULTS) - 1)
     # printed without the terms of the formulas (planner.plan.columns.sweep_terms: the last columns)
     ws_results.print_area(0, 0, n, len(sheets.without_terms(sheets.RESULTS)) - 1)
     tick(n)
 
+    if ws_df is not None:
+        df_search.write_sheet(ws_df, fm, layout, plan)
     checks_for(plan, layout).write(wb, ws_checks, fm)
     write_explorer(wb, ws_explorer, fm, layout, plan)
     if ws_charts is not None:
