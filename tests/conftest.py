@@ -226,16 +226,72 @@ def header_index(ws) -> dict[str, int]:
 
 def edit_output_and_input(out: Path, src: Path, edits, tmp_path: Path) -> tuple[Path, Path]:
     """The same cell edits, ``(sheet, row, column name, value)``, made in an output workbook and
-    in its input, saved as copies: the output to be recalculated, the input to be planned afresh."""
-    wb_out, wb_in = openpyxl.load_workbook(out), openpyxl.load_workbook(src)
+    in its input, saved as copies: the output to be recalculated (:func:`edit_cells`: its XML
+    edited in place, every other part as the planner wrote it), the input to be planned afresh."""
+    wb_in = openpyxl.load_workbook(src)
+    cells = []
     for sheet, row, name, value in edits:
-        for wb in (wb_out, wb_in):
-            ws = wb[sheet]
-            ws.cell(row, header_index(ws)[name]).value = value
+        ws = wb_in[sheet]
+        ws.cell(row, header_index(ws)[name]).value = value
+        col = header_index(read_only_book(out, data_only=True)[sheet])[name]
+        cells.append((sheet, f"{openpyxl.utils.get_column_letter(col)}{row}", value))
     e_out, e_in = tmp_path / "out-edited.xlsx", tmp_path / "in-edited.xlsx"
-    wb_out.save(e_out)
+    edit_cells(out, e_out, cells)
     wb_in.save(e_in)
     return e_out, e_in
+
+
+def _sheet_parts(z: "zipfile.ZipFile") -> dict[str, str]:
+    """Sheet name -> its zip member, from workbook.xml and its relationships."""
+    import html
+    import re
+
+    wbxml = z.read("xl/workbook.xml").decode()
+    rels = dict(re.findall(r'<Relationship [^>]*?Id="(rId\d+)"[^>]*?Target="([^"]+)"', z.read("xl/_rels/workbook.xml.rels").decode()))
+    out = {}
+    for attrs in re.findall(r"<sheet ([^>]*)/>", wbxml):
+        name, rid = re.search(r'name="([^"]*)"', attrs).group(1), re.search(r'r:id="(rId\d+)"', attrs).group(1)
+        out[html.unescape(name)] = "xl/" + rels[rid].lstrip("/").removeprefix("xl/")
+    return out
+
+
+def edit_cells(src: Path, dest: Path, cells) -> Path:
+    """A copy of the .xlsx ``src`` at ``dest`` with the cells ``(sheet, "T2", value)`` set to a
+    number, a text or blank (None), their style kept: the sheet XML is edited in place, so every
+    other part (cached values, styles, comments, charts) stays as the planner wrote it. openpyxl's
+    load and save of an output does the same edit in 0.4 s CPU for a 3-workload output and 1.4 s for
+    the example (measured) and drops every cached value. Each cell must be written in the sheet
+    (XlsxWriter writes every styled input cell, blank or not); a cell that is not is an error."""
+    import html
+    import re
+    import zipfile
+
+    by_part: dict[str, list] = {}
+    with zipfile.ZipFile(src) as zin:
+        parts = _sheet_parts(zin)
+        for sheet, ref, value in cells:
+            by_part.setdefault(parts[sheet], []).append((ref, value))
+        with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zout:
+            for info in zin.infolist():
+                data = zin.read(info.filename)
+                for ref, value in by_part.get(info.filename, ()):
+                    pat = re.compile(rb'<c r="' + ref.encode() + rb'"((?: [a-z]+="[^"]*")*?)(?:/>|>.*?</c>)', re.S)
+                    m = pat.search(data)
+                    assert m is not None, f"{info.filename}: cell {ref} is not written"
+                    style = re.search(rb' s="\d+"', m.group(1))
+                    s_attr = style.group(0) if style else b""
+                    if value is None:
+                        cell = b'<c r="%s"%s/>' % (ref.encode(), s_attr)
+                    elif isinstance(value, bool):
+                        cell = b'<c r="%s"%s t="b"><v>%d</v></c>' % (ref.encode(), s_attr, int(value))
+                    elif isinstance(value, (int, float)):
+                        cell = b'<c r="%s"%s><v>%s</v></c>' % (ref.encode(), s_attr, repr(float(value)).encode())
+                    else:
+                        cell = b'<c r="%s"%s t="inlineStr"><is><t>%s</t></is></c>' % (
+                            ref.encode(), s_attr, html.escape(str(value), quote=False).encode())
+                    data = data[:m.start()] + cell + data[m.end():]
+                zout.writestr(info, data)
+    return dest
 
 
 _READ_ONLY_BOOKS: "collections.OrderedDict[tuple, openpyxl.Workbook]" = collections.OrderedDict()
