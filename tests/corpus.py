@@ -33,9 +33,11 @@ def col(ws, name: str) -> str:
     raise KeyError(name)
 
 
-def edit(folder: Path, name: str, change: Callable[[openpyxl.Workbook], list[str]]) -> tuple[Path, list[str]]:
-    """Copy the example, apply ``change`` (which returns the expected lines), save."""
-    return edited_example(Path(folder) / f"{name}.xlsx", change)
+def edit(folder: Path, name: str, change: Callable[[openpyxl.Workbook], list[str]],
+         workloads: int | None = None) -> tuple[Path, list[str]]:
+    """Copy the example (cut to its first ``workloads`` workloads when given), apply ``change``
+    (which returns the expected lines), save."""
+    return edited_example(Path(folder) / f"{name}.xlsx", change, workloads=workloads)
 
 
 def setc(wb, sheet: str, name: str, row: int, value) -> str:
@@ -150,8 +152,9 @@ def xml_entities(folder):
                f"attack); save the workbook again from Excel"]
 
 
-def xlsm_with_macros(folder):
-    """An .xlsm with a VBA project: read (values only), nothing run. Not an error."""
+def xlsm_with_macros(folder, source: Path = EXAMPLE):
+    """An .xlsm with a VBA project (a copy of ``source``, the example unless given): read (values
+    only), nothing run. Not an error."""
     p = folder / "macros.xlsm"
 
     def change(name, data):
@@ -160,7 +163,7 @@ def xlsm_with_macros(folder):
                                 b"application/vnd.ms-excel.sheet.macroEnabled.main+xml")
         return data
 
-    rezip(EXAMPLE, p, change, {"xl/vbaProject.bin": b"Attribute VB_Name = \"AutoOpen\"\nShell \"touch /tmp/pwned\"\n"})
+    rezip(source, p, change, {"xl/vbaProject.bin": b"Attribute VB_Name = \"AutoOpen\"\nShell \"touch /tmp/pwned\"\n"})
     return p, []
 
 
@@ -295,14 +298,15 @@ def many_problems(folder):
     return edit(folder, "many-problems", change)
 
 
-def case_and_space_refs(folder):
-    """References differing only in case and surrounding spaces: accepted, said once."""
+def case_and_space_refs(folder, workloads: int | None = None):
+    """References differing only in case and surrounding spaces (rows 2 and 3): accepted, said
+    once. ``workloads``: the example cut to so many workloads first (at least 2)."""
     def change(wb):
         m = wb[W][col(wb[W], "model") + "2"].value
         setc(wb, W, "model", 2, f"  {m.lower()} ")
         setc(wb, W, "gpu", 3, f"{wb[W][col(wb[W], 'gpu') + '3'].value.upper()}  ")
         return []
-    return edit(folder, "case-and-space-refs", change)
+    return edit(folder, "case-and-space-refs", change, workloads=workloads)
 
 
 # --------------------------------------------------------------------------- typing mistakes (issue 13)

@@ -63,7 +63,8 @@ def test_bad_input_exit_2_every_problem_nothing_touched(case, tmp_path):
 
 
 def test_case_and_space_references_accepted_and_said_once(tmp_path):
-    path, _ = corpus.case_and_space_refs(tmp_path)
+    # the example cut to 3 workloads: the two edited references are in its rows 2 and 3
+    path, _ = corpus.case_and_space_refs(tmp_path, workloads=SMALL_WORKLOADS)
     r = planner_here("run", path, "-o", tmp_path / "plan.xlsx", "--no-memo", cwd=tmp_path)
     assert r.returncode == 0, r.stderr
     notes = [line for line in r.stderr.splitlines() if "note:" in line]
@@ -75,11 +76,13 @@ def test_case_and_space_references_accepted_and_said_once(tmp_path):
     assert [got[0]["model"], got[1]["model"]] == names  # written back as the canonical names
 
 
-def test_xlsm_is_read_as_values_and_no_macro_is_carried(tmp_path):
+def test_xlsm_is_read_as_values_and_no_macro_is_carried(tmp_path, small_example):
     # (a "/tmp/pwned not created" check could not fail: nothing in Python runs VBA.) What can
     # go wrong: the .xlsm is refused, its values are read differently, or the VBA project
     # reaches the output.
-    path, _ = corpus.xlsm_with_macros(tmp_path)
+    # made from the example cut to 3 workloads (conftest.small_example): the container and the
+    # values' way through the reader are the same as for the whole example
+    path, _ = corpus.xlsm_with_macros(tmp_path, source=small_example)
     with zipfile.ZipFile(path) as z:                      # the case really is a macro workbook
         assert "xl/vbaProject.bin" in z.namelist()
         assert b"macroEnabled" in z.read("[Content_Types].xml")
@@ -91,7 +94,7 @@ def test_xlsm_is_read_as_values_and_no_macro_is_carried(tmp_path):
         assert b"macroEnabled" not in z.read("[Content_Types].xml")
     from planner.plan.build import build_plan
 
-    expected = build_plan(EXAMPLE).results       # the same cells as the plain example
+    expected = build_plan(small_example).results  # the same cells as the plain workbook it was made from
     got = sheet_values(out, "Results")
     assert [g["workload"] for g in got] == list(expected["workload"])
     assert [g["ttft_ms"] for g in got] == pytest.approx(list(expected["ttft_ms"]), rel=1e-12)

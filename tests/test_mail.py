@@ -15,11 +15,12 @@ import socket
 import subprocess
 from pathlib import Path
 
+import openpyxl
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
-from conftest import EXAMPLE, run_cli
+from conftest import EXAMPLE, SMALL_WORKLOADS, run_cli, trim_workloads
 from planner.memo import mail
 from planner.memo import render as memo
 from planner.plan.build import build_plan
@@ -35,10 +36,31 @@ def planner(*args, cwd: Path, env_extra: dict | None = None) -> subprocess.Compl
     return run_cli(*args, cwd=cwd, env_extra=env_extra, drop=(mail.PASSWORD_ENV,))
 
 
+def small_with_demand(path: Path) -> Path:
+    """The example cut to its first SMALL_WORKLOADS workloads, with their own Demand rows (the
+    example's Demand gives each of them a row in every quarter 2027-Q1..Q4, so the plan's periods
+    stay 2027-Q1–Q4) and no Scenarios sheet (its rows name workloads cut away)."""
+    wb = openpyxl.load_workbook(EXAMPLE)
+    trim_workloads(wb, SMALL_WORKLOADS)
+    kept = {r[0] for r in wb["Workloads"].iter_rows(min_row=2, values_only=True)}
+    ws = wb["Demand"]
+    for r in range(ws.max_row, 1, -1):  # bottom up: the rows above keep their numbers
+        if ws.cell(r, 1).value not in kept:
+            ws.delete_rows(r)
+    assert {(r[0], r[1]) for r in ws.iter_rows(min_row=2, values_only=True)} == {
+        (w, f"2027-Q{q}") for w in kept for q in (1, 2, 3, 4)}
+    del wb["Scenarios"]
+    wb.save(path)
+    return path
+
+
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory) -> Path:
+    """A run with the memo, its charts and an .eml, of the example cut to 3 workloads (every part
+    of the message is there as for the whole example; the whole example's memo: test_memo's goldens)."""
     d = tmp_path_factory.mktemp("mail")
-    r = planner("run", EXAMPLE, "-o", d / "q4.xlsx", "--eml", d / "q4.eml", "--to", TO[0], "--to", TO[1],
+    src = small_with_demand(tmp_path_factory.mktemp("mail-input") / "small.xlsx")
+    r = planner("run", src, "-o", d / "q4.xlsx", "--eml", d / "q4.eml", "--to", TO[0], "--to", TO[1],
                 "--from", SENDER, "--subject", "Capacity plan 2026-Q4 (α, ≥ 99%)", *FIXED, cwd=d)
     assert r.returncode == 0, r.stderr
     assert f"wrote email {d / 'q4.eml'}" in r.stdout and "not sent" in r.stdout

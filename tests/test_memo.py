@@ -390,9 +390,11 @@ def _assert_nothing_written(out_dir: Path, before: dict[str, bytes]) -> None:
     ("a\n{% if %}\n", "syntax error", 2),
     ("{{ self._TemplateReference__context }}", "unsafe", 1),
 ])
-def test_hostile_or_broken_custom_template_is_refused(tmp_path, template, kind, line):
+def test_hostile_or_broken_custom_template_is_refused(tmp_path, template, kind, line, small_example):
     # the first case draws the charts (rendered in memory, then refused: no PNG may be written);
-    # the others are about the template alone, so they skip drawing them (--no-charts)
+    # the others are about the template alone, so they skip drawing them (--no-charts). The
+    # example cut to 3 workloads (conftest.small_example): the template is refused the same way
+    # whatever the rows, and the charts are drawn for it as for the whole example
     charts = [] if "__mro__" in template else ["--no-charts"]
     tpl = _custom(tmp_path, {"memo.html.j2": template})
     out_dir = tmp_path / "out"
@@ -400,7 +402,7 @@ def test_hostile_or_broken_custom_template_is_refused(tmp_path, template, kind, 
     old = {"plan.xlsx": b"old workbook", "plan-memo.md": b"old memo", "plan-memo.html": b"old html"}
     for name, data in old.items():
         (out_dir / name).write_bytes(data)
-    r = planner("run", EXAMPLE, "-o", out_dir / "plan.xlsx", "--templates", tpl, "--eml", out_dir / "p.eml",
+    r = planner("run", small_example, "-o", out_dir / "plan.xlsx", "--templates", tpl, "--eml", out_dir / "p.eml",
                 *charts, cwd=tmp_path)
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert "Traceback" not in r.stderr
@@ -424,7 +426,8 @@ def test_custom_template_overrides_one_and_extends_the_builtin(tmp_path):
                       '{{ fleet.gpus }} GPUs; first {{ rows[0].workload }}{% endblock %}',
         "memo.html.j2": "<p>{{ rows[0].workload }} {{ '<b>' }} {{ rows[0].tpm_delivered_target }}</p>\n",
     })
-    src, _ = edited_example(tmp_path / "in" / "edited.xlsx", lambda wb: set_workload_names(wb, {1: XSS}))
+    # three workloads: the headline's sum of gpus_needed is over the Results rows, whatever their number
+    src, _ = edited_example(tmp_path / "in" / "edited.xlsx", lambda wb: set_workload_names(wb, {1: XSS}), workloads=3)
     out = tmp_path / "out" / "plan.xlsx"
     r = planner("run", src, "-o", out, "--templates", tpl, "--no-charts", cwd=tmp_path)  # charts: not this test's
     assert r.returncode == 0, r.stderr
@@ -510,13 +513,15 @@ def test_chart_curves_meet_the_workbook_at_the_target_hit():
         assert t1[0] == pytest.approx(plan.results["ttft_alpha1_ms"].iat[i], rel=1e-12)
 
 
-def test_chart_text_draws_cjk_names(tmp_path):
+def test_chart_text_draws_cjk_names(tmp_path, small_example):
     """Workload names in Chinese/Japanese are drawn (a CJK font is installed by .ci/run and the
     README's test command): no 'missing glyph' warning, no note in the captions; and the
-    check that would add the note finds nothing missing."""
+    check that would add the note finds nothing missing. On the example cut to 3 workloads
+    (conftest.small_example): the charts show every one of them, the renamed first row too."""
     import warnings
 
-    plan = build_plan(EXAMPLE)
+    plan = build_plan(small_example)
+    assert all(0 in memo_numbers.chart_rows(plan, k) for k in (memo_charts.CHART_TTFT_MAX, memo_charts.CHART_TPM_MAX))
     names = plan.results["workload"].to_numpy(dtype=object).copy()
     names[0] = "聊天-客服 チャット"
     plan.results["workload"] = names
