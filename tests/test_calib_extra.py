@@ -228,7 +228,7 @@ def test_hit_cost_in_the_calibration_sheet_and_resolved_is_live(tmp_path, recalc
     the output moves t_fixed_ms and the TTFT by exactly the edit."""
     import openpyxl
 
-    from conftest import sheet_values
+    from conftest import edit_cells, sheet_values, value_book
     from planner.workbook import calibration_sheet as cs
     from planner.workbook.writer import write_output
 
@@ -240,13 +240,10 @@ def test_hit_cost_in_the_calibration_sheet_and_resolved_is_live(tmp_path, recalc
     lay = cs.CalibrationLayout(plan.calibration)
     # the edit of c_hit_ms in the output (checked at the end) is made first, so that both
     # workbooks are recalculated by one LibreOffice process
-    wb2 = openpyxl.load_workbook(out)
-    wb2[cs.SHEET].cell(lay.param_row[0] + 1, cs.PARAM_COLS.index("c_hit_ms") + 1).value = fit.c_hit_ms + 10.0
-    edited = tmp_path / "edited.xlsx"
-    wb2.save(edited)
+    ref = openpyxl.utils.get_column_letter(cs.PARAM_COLS.index("c_hit_ms") + 1) + str(lay.param_row[0] + 1)
+    edited = edit_cells(out, tmp_path / "edited.xlsx", [(cs.SHEET, ref, fit.c_hit_ms + 10.0)])
     done, done2 = recalc(out, edited)
-    wb = openpyxl.load_workbook(done, data_only=True)
-    ws = wb[cs.SHEET]
+    ws = value_book(done, cs.SHEET)[cs.SHEET]
     assert ws.cell(lay.param_row[0] + 1, cs.PARAM_COLS.index("c_hit_ms") + 1).value == pytest.approx(fit.c_hit_ms)
     lo, hi = lay.point_rows[0]
     pts = fit.points.iloc[cs._order(fit)]
