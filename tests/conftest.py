@@ -241,6 +241,25 @@ def edit_output_and_input(out: Path, src: Path, edits, tmp_path: Path) -> tuple[
     return e_out, e_in
 
 
+def edit_output(out: Path, dest: Path, edit: Callable[[openpyxl.Workbook], Any], *sheets: str) -> Path:
+    """``edit(book)`` run on the named sheets of the output ``out`` as openpyxl sheets of values
+    (:func:`value_book`), and the cells it changed written into a copy at ``dest`` by
+    :func:`edit_cells`: an edit written for an openpyxl workbook of the output, without its load
+    and save (0.4-1.4 s CPU, measured) and without dropping the other cached values."""
+    book = value_book(out, *sheets)
+    before = {s: [list(r) for r in book[s].iter_rows(values_only=True)] for s in sheets}
+    edit(book)
+    cells = []
+    for s in sheets:
+        for i, row in enumerate(book[s].iter_rows(values_only=True)):
+            old = before[s][i] if i < len(before[s]) else []
+            for j, v in enumerate(row):
+                if v != (old[j] if j < len(old) else None):
+                    cells.append((s, f"{openpyxl.utils.get_column_letter(j + 1)}{i + 1}", v))
+    assert cells, "the edit changed no cell"
+    return edit_cells(out, dest, cells)
+
+
 def _sheet_parts(z: "zipfile.ZipFile") -> dict[str, str]:
     """Sheet name -> its zip member, from workbook.xml and its relationships."""
     import html

@@ -19,7 +19,7 @@ import openpyxl
 import pytest
 from openpyxl.utils import range_boundaries
 
-from conftest import same_value, sheet_values
+from conftest import edit_output, same_value, sheet_values
 from planner.core import schema
 from planner.examples.build import example_path
 from planner.plan.build import build_plan
@@ -156,15 +156,17 @@ def _cleared_case(d: Path) -> dict:
     small, _ = edited_example(d / "small.xlsx", lambda wb: trim_workloads(wb, 2, also=(9,)))
     small_out = d / "plan.xlsx"
     write_output(build_plan(small), small_out)
-    wb = openpyxl.load_workbook(small_out)
-    ws = wb["Workloads"]
-    head = {str(c.value).split(" [")[0]: c.column for c in ws[1]}
-    row = next(r for r in range(2, ws.max_row + 1) if isinstance(ws.cell(r, head["t_attn0_ms"]).value, (int, float)))
-    name = ws.cell(row, head["workload"]).value
-    ws.cell(row, head["t_attn0_ms"]).value = None
-    edited = d / "cleared.xlsx"
-    wb.save(edited)
-    return {"small_out": small_out, "edited": edited, "row": row, "name": name}
+    found = {}
+
+    def clear(wb):
+        ws = wb["Workloads"]
+        head = {str(c.value).split(" [")[0]: c.column for c in ws[1]}
+        row = next(r for r in range(2, ws.max_row + 1) if isinstance(ws.cell(r, head["t_attn0_ms"]).value, (int, float)))
+        found.update(row=row, name=ws.cell(row, head["workload"]).value)
+        ws.cell(row, head["t_attn0_ms"]).value = None
+
+    edited = edit_output(small_out, d / "cleared.xlsx", clear, "Workloads")
+    return {"small_out": small_out, "edited": edited, **found}
 
 
 def _mfu_case(d: Path) -> dict:
@@ -175,11 +177,8 @@ def _mfu_case(d: Path) -> dict:
     small, _ = edited_example(d / "small.xlsx", lambda wb: trim_workloads(wb, 2, also=(15,)))
     example_out = d / "plan.xlsx"
     write_output(build_plan(small), example_out)
-    wb = openpyxl.load_workbook(example_out)
-    _set_setting(wb, "prefill_mfu", 0.30)
-    _set_setting(wb, "decode_mbu", 0.5)
-    edited = d / "mfu.xlsx"
-    wb.save(edited)
+    edited = edit_output(example_out, d / "mfu.xlsx",
+                         lambda wb: (_set_setting(wb, "prefill_mfu", 0.30), _set_setting(wb, "decode_mbu", 0.5)), "Settings")
     return {"small": small, "edited": edited}
 
 

@@ -303,7 +303,7 @@ def _settings_case(d: Path) -> dict:
     SETTINGS_EDITS made in a copy of the output and in a copy of the input."""
     import openpyxl
 
-    from conftest import edited_example, trim_workloads
+    from conftest import edit_output, edited_example, trim_workloads
     from planner.plan.build import build_plan
     from planner.workbook.writer import write_output
 
@@ -311,11 +311,11 @@ def _settings_case(d: Path) -> dict:
     out = d / "plan.xlsx"
     write_output(build_plan(small), out)
     edited, src_path = d / "settings-edited.xlsx", d / "in.xlsx"
-    for path, dest in ((out, edited), (small, src_path)):
-        wb = openpyxl.load_workbook(path)
-        for k, v in SETTINGS_EDITS.items():
-            _set_setting(wb, k, v)
-        wb.save(dest)
+    edit_output(out, edited, lambda wb: [_set_setting(wb, k, v) for k, v in SETTINGS_EDITS.items()], "Settings")
+    wb = openpyxl.load_workbook(small)
+    for k, v in SETTINGS_EDITS.items():
+        _set_setting(wb, k, v)
+    wb.save(src_path)
     return {"edited": edited, "src": src_path}
 
 
@@ -324,6 +324,7 @@ def _moe_case(d: Path) -> dict:
     tokens, planned; Settings edited in a copy of the output and of the input."""
     import openpyxl
 
+    from conftest import edit_output
     from planner.plan.build import build_plan
     from planner.workbook.input_sheets import write_input_workbook
     from planner.workbook.writer import write_output
@@ -339,11 +340,11 @@ def _moe_case(d: Path) -> dict:
     write_output(plan, out)
     edits = {"prefill_request_ms": 10.0, "prefill_mfu": 0.6, "prefill_w4a16_eff": 0.5}
     edited, src2 = d / "moe-edited.xlsx", d / "in2.xlsx"
-    for path, dest in ((out, edited), (src, src2)):
-        wb = openpyxl.load_workbook(path)
-        for k, v in edits.items():
-            _set_setting(wb, k, v)
-        wb.save(dest)
+    edit_output(out, edited, lambda wb: [_set_setting(wb, k, v) for k, v in edits.items()], "Settings")
+    wb = openpyxl.load_workbook(src)
+    for k, v in edits.items():
+        _set_setting(wb, k, v)
+    wb.save(src2)
     return {"plan": plan, "out": out, "edited": edited, "src2": src2}
 
 
