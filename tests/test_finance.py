@@ -23,7 +23,7 @@ import pytest
 
 from planner.core import schema
 
-from conftest import run_cli, same_value, sheet_values, value_book
+from conftest import edit_output, run_cli, same_value, sheet_values, value_book
 from planner.finance import demand
 from planner.finance import fleet
 from planner.finance import scenarios
@@ -315,26 +315,28 @@ NEW_DEMAND, NEW_PRICE = 1_000_000, 3.5  # the first live edit: demand_tpm of 'a'
 
 
 def _edit_demand_and_price(out: Path, edited: Path) -> None:
-    wb = openpyxl.load_workbook(out)
-    ws = wb["Workloads"]
-    head = {str(c.value).split(" [")[0]: c.column for c in ws[1]}
-    row = next(r for r in range(2, ws.max_row + 1) if ws.cell(r, head["workload"]).value == "a")
-    ws.cell(row, head["demand_tpm"]).value = NEW_DEMAND
-    ws = wb["GPUs"]
-    head = {str(c.value).split(" [")[0]: c.column for c in ws[1]}
-    row = next(r for r in range(2, ws.max_row + 1) if ws.cell(r, head["gpu"]).value == "G2")
-    ws.cell(row, head["hourly_cost"]).value = NEW_PRICE
-    wb.save(edited)
+    def edit(wb):
+        ws = wb["Workloads"]
+        head = {str(c.value).split(" [")[0]: c.column for c in ws[1]}
+        row = next(r for r in range(2, ws.max_row + 1) if ws.cell(r, head["workload"]).value == "a")
+        ws.cell(row, head["demand_tpm"]).value = NEW_DEMAND
+        ws = wb["GPUs"]
+        head = {str(c.value).split(" [")[0]: c.column for c in ws[1]}
+        row = next(r for r in range(2, ws.max_row + 1) if ws.cell(r, head["gpu"]).value == "G2")
+        ws.cell(row, head["hourly_cost"]).value = NEW_PRICE
+
+    edit_output(out, edited, edit, "Workloads", "GPUs")
 
 
 def _edit_utilisation_and_period_demand(out: Path, edited: Path) -> None:
-    wb = openpyxl.load_workbook(out)
-    ws = wb["Settings"]
-    row = next(r for r in range(2, ws.max_row + 1) if ws.cell(r, 1).value == "target_utilization")
-    ws.cell(row, 2).value = 0.8
-    ws = wb["Demand"]
-    ws.cell(5, 3).value = 2_000_000  # Demand row 5: a, 2027-Q2
-    wb.save(edited)
+    def edit(wb):
+        ws = wb["Settings"]
+        row = next(r for r in range(2, ws.max_row + 1) if ws.cell(r, 1).value == "target_utilization")
+        ws.cell(row, 2).value = 0.8
+        ws = wb["Demand"]
+        ws.cell(5, 3).value = 2_000_000  # Demand row 5: a, 2027-Q2
+
+    edit_output(out, edited, edit, "Settings", "Demand")
 
 
 @pytest.fixture(scope="module")

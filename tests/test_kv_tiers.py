@@ -19,7 +19,7 @@ from pathlib import Path
 import openpyxl
 import pytest
 
-from conftest import run_cli, same_value, sheet_values, value_book
+from conftest import edit_output, run_cli, same_value, sheet_values, value_book
 from planner.workbook.input_sheets import write_input_workbook
 from planner.plan.build import build_plan
 from planner.workbook.writer import write_output
@@ -293,13 +293,13 @@ def test_recalculated_tier_cells_and_live_edit_equal_a_fresh_run(tmp_path, recal
     out = tmp_path / "out.xlsx"
     write_output(build_plan(src), out)
     # the live edit (checked below) is made first: both workbooks in one LibreOffice process
-    wb = openpyxl.load_workbook(out)
-    ws = wb["Tiers"]
-    head = {str(c.value).split(" [")[0]: c.column for c in ws[1]}
-    ws.cell(3, head["capacity_gib"]).value = 1.5 / 512
-    ws.cell(3, head["cost_per_gib_month"]).value = 5.0
-    edited = tmp_path / "edited.xlsx"
-    wb.save(edited)
+    def tier(wb):
+        ws = wb["Tiers"]
+        head = {str(c.value).split(" [")[0]: c.column for c in ws[1]}
+        ws.cell(3, head["capacity_gib"]).value = 1.5 / 512
+        ws.cell(3, head["cost_per_gib_month"]).value = 5.0
+
+    edited = edit_output(out, tmp_path / "edited.xlsx", tier, "Tiers")
     again, live = recalc(out, edited)
     wb_checks = value_book(again, "Checks")["Checks"]
     assert wb_checks["B1"].value == "OK"  # master check recalculated, hit_target blank on the traced row

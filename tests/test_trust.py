@@ -8,7 +8,7 @@ from __future__ import annotations
 import openpyxl
 import pytest
 
-from conftest import run_cli, value_book
+from conftest import edit_output, run_cli, value_book
 from planner.equations.ttft_fit import ttft_law
 from planner.core.errors import InputError
 from planner.workbook.input_sheets import write_input_workbook
@@ -318,12 +318,12 @@ def test_new_cells_recalculate_in_libreoffice(tmp_path, recalc):
     out = tmp_path / "out.xlsx"
     write_output(plan, out)
     # the live edit (checked at the end) is made first: both workbooks in one LibreOffice process
-    wb = openpyxl.load_workbook(out)
-    col = next(c.column_letter for c in wb["Workloads"][1] if str(c.value).startswith("demand_tpm"))
-    wb["Workloads"][f"{col}2"] = 1_000_000
-    wb["Workloads"][f"{col}3"] = 1_000_000
-    edited = tmp_path / "edited.xlsx"
-    wb.save(edited)
+    def demand(wb):
+        col = next(c.column_letter for c in wb["Workloads"][1] if str(c.value).startswith("demand_tpm"))
+        wb["Workloads"][f"{col}2"] = 1_000_000
+        wb["Workloads"][f"{col}3"] = 1_000_000
+
+    edited = edit_output(out, tmp_path / "edited.xlsx", demand, "Workloads")
     again, again_edited = recalc(out, edited)
     stored, fresh = (value_book(p, "Summary", "Checks", "Calibration", "Resolved") for p in (out, again))
     assert fresh["Summary"]["D4"].value == stored["Summary"]["D4"].value == (
