@@ -240,3 +240,18 @@ def test_libreoffice_recalculates_the_sweep_and_a_live_edit(built, recalc, tmp_p
     for i in range(len(ss)):
         for name in NAMES:
             assert same_value(float(ss.loc[i, name]), ex[3 + i][col[name]]), ("split Explorer", i, name)
+
+
+def test_the_explorer_finds_a_block_where_the_layout_puts_it():
+    # block_sheet / block_row (the Explorer's INDEX into DF_Search_Hit) against Chunks.where, split or not
+    from planner.equations.sensitivity import block_row, block_sheet
+    from planner.workbook.layout import Chunks
+
+    for k, n, max_rows in ((5, 7, 16), (11, 3, 16), (21, 40, 100), (21, 5, None)):
+        ch = Chunks.of("S", k, n * k, max_rows)
+        for w in range(n):
+            for i in range(k):
+                name, row = ch.where(w * k + i)
+                sheet = 1 if name == "S" else int(name.split("_")[1])
+                assert int(block_sheet(w + 1, k, ch.per_sheet)) == sheet
+                assert int(block_row(w + 1, k, ch.per_sheet, i + 2)) == row + 1   # Excel's row (where: 0-based + 1)

@@ -16,7 +16,7 @@ from planner.workbook.checks_sheet import wrapped_lines
 from planner.workbook.layout import Layout, write_rows
 from planner.core import refs
 from planner.core.refs import EXPLORER_WORKLOAD, range_name, sheet_ref
-from planner.equations.sensitivity import rank_in_blocks_xl, swing_of
+from planner.equations.sensitivity import block_row, block_sheet, choose, rank_in_blocks_xl, swing_of
 from planner.workbook.styles import Formats, write_header, stored_value, write_cell
 
 FMT_INT_ = schema.FMT_INT
@@ -212,16 +212,14 @@ def helper_ref(layout: Layout, table, searched, idx: str, base_ref: Callable[[st
     parts = chunks.sheets()
     names = [table.helper_sheet + name[len(table.sheet):] for name, _s, _r in parts]
     has = [bool(searched[start // k:(start + rows) // k].any()) for _n, start, rows in parts]
-    slot = refs.WL_ROW.marker
+    at = block_row.xl(idx, k, chunks.per_sheet, refs.WL_ROW.marker)
+    blank = sheets.Lit("").xl
 
     def ref(name, row):
         if name not in hpos:
             return base_ref(name, row)
-        if len(parts) == 1:
-            return tb.at_row.xl(refs.whole_column(names[0], hpos[name]), f"({idx}-1)*{k}+{slot}")
-        at = f"MOD(({idx}-1)*{k},{chunks.per_sheet})+{slot}"
-        pick = [tb.at_row.xl(refs.whole_column(h, hpos[name]), at) if ok else '""' for h, ok in zip(names, has)]
-        return f"CHOOSE(INT(({idx}-1)*{k}/{chunks.per_sheet})+1,{','.join(pick)})"
+        pick = [tb.at_row.xl(refs.whole_column(h, hpos[name]), at) if ok else blank for h, ok in zip(names, has)]
+        return pick[0] if len(parts) == 1 else choose.xl(block_sheet.xl(idx, k, chunks.per_sheet), *pick)
     return ref
 
 
