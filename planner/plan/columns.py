@@ -391,7 +391,8 @@ RESULTS: tuple[Out, ...] = (
         description="quantile of slo_percentile (0: the mean)", label="Quantile of the TTFT target"),
     out("prefill_wait_ms", "ms", FMT_MS, q.wait_mean_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms",
         description="mean wait for the prefill at the load (M/G/1 with the request-alone prefill, prefills before "
-        "decode steps; under decode_first without concurrency ttft_load_ms reads the decode-first queue instead)",
+        "decode steps; under decode_first without concurrency it stays this queue's wait while ttft_load_ms reads "
+        "the decode-first queue, so ttft_load_ms is not ttft_ms + prefill_wait_ms there)",
         label="Mean wait for the prefill at the planned load"),
     out("ttft_steady_ms", "ms", FMT_MS, dfs.steady_mean_for, "scheduler", "ttft_ms", "pass_fixed_ms",
         "burst_new_tokens", "max_num_batched_tokens", "step_weights_ms", "step_kv_ms", "osl", "concurrency",
@@ -409,7 +410,9 @@ RESULTS: tuple[Out, ...] = (
         "decode-first queue, DF_Search df_ttft_load_ms)",
         label="Time to first token at the planned load (mean)"),
     out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms",
-        "decode_step_ms", description="90th percentile of the wait for the prefill (exponential tail)",
+        "decode_step_ms", description="90th percentile of the wait for the prefill (exponential tail; under "
+        "decode_first without concurrency the request-alone queue's, as prefill_wait_ms: ttft_load_p90_ms reads the "
+        "decode-first queue)",
         label="Wait for the prefill at the planned load, p90"),
     out("ttft_load_p90_ms", "ms", FMT_MS, dfs.ttft_load_p90_sched_ms, "ttft_ms", "prefill_wait_p90_ms",
         "concurrency", "pass_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", "scheduler",
@@ -488,7 +491,9 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
         description="SLO-bound instances at this hit (model TPM for throughput)"),
     out("load_rps", "requests/s", FMT_MS, q.load_rate, "demand_tpm", "isl", "osl", "instances_needed", "chip_ms",
         "target_utilization", "concurrency_rps"),
-    out("prefill_wait_ms", "ms", FMT_MS, q.wait_mean_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms"),
+    out("prefill_wait_ms", "ms", FMT_MS, q.wait_mean_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms",
+        description="mean wait for the prefill at this hit's load, the request-alone queue's (a decode_first row "
+        "planned open loop too: its ttft_load_ms is the decode-first queue, DF_Search_Hit, not ttft_ms + this)"),
     out("ttft_steady_ms", "ms", FMT_MS, dfs.steady_mean_for, "scheduler", "ttft_ms", "pass_fixed_ms",
         "burst_new_tokens", "max_num_batched_tokens", "step_weights_ms", "step_kv_ms", "osl", "concurrency"),
     out("ttft_steady_p90_ms", "ms", FMT_MS, dfs.steady_p90_for, "scheduler", "ttft_ms", "pass_fixed_ms",
@@ -496,7 +501,9 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
     out("ttft_load_ms", "ms", FMT_MS, dfs.ttft_load_sched_ms, "ttft_ms", "prefill_wait_ms", "concurrency",
         "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens", "scheduler", "ttft_steady_ms",
         description="mean TTFT at the load this hit plans for"),
-    out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms"),
+    out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms",
+        description="90th percentile of that wait, the request-alone queue's (a decode_first row planned open loop "
+        "too: its ttft_load_p90_ms is the decode-first queue, DF_Search_Hit)"),
     out("ttft_load_p90_ms", "ms", FMT_MS, dfs.ttft_load_p90_sched_ms, "ttft_ms", "prefill_wait_p90_ms",
         "concurrency", "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens", "scheduler", "ttft_steady_p90_ms"),
     out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
