@@ -313,5 +313,6 @@ class _LazyFrames(dict):
 def evaluate_all(resolved: pd.DataFrame, results: pd.DataFrame, grid: np.ndarray,
                  extra_gbps: tuple[float, ...]) -> Sensitivities:
     """The sensitivity tables of a plan (evaluated lazily, see :class:`Sensitivities`)."""
-    tables = [hit_table(grid, sheets.has_open_df(resolved)), alpha_table(), pcie_table(extra_gbps), hit_alpha_table(), tornado_calc_table()]
+    tables = [hit_table(grid, sheets.has_open_df(resolved)), alpha_table(), pcie_table(extra_gbps), hit_alpha_table(),
+              tornado_calc_table()]
     return Sensitivities(tables, resolved, results)
