@@ -43,7 +43,8 @@ def test_the_note_is_on_the_decode_first_open_row_only(tmp_path):
     old_n = float(qu.instances_for_rho(LAM_TOTAL, 400.0, 1000.0, r.loc["df-open", "ttft_rho_max"]))
     assert old_n == float(r.loc["pf-open", "instances_ttft"])
     assert f"gives {old_mean:,.0f} ms" in notes[0] and f"{old_n:,.0f} by the request-alone queue" in notes[0]
-    assert "Sensitivity_Hit's hit sweep and the Tornado's TTFT at load still read the request-alone queue" in notes[0]
+    assert "Sensitivity_Hit's hit sweep reads the decode-first search at each hit (the DF_Search_Hit sheet)" in notes[0]
+    assert "the Tornado's TTFT at load still reads the request-alone queue for this row" in notes[0]
     assert "Demand_Calc" not in notes[0]
     # the decode-first queue is above the request-alone one here, as the simulation says of it
     assert mean > old_mean

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from planner.equations.constants import C, N
-from planner.equations.kvhit import excel_twin
+from planner.equations.kvhit import excel_twin, xl_arg
 
 
 # --------------------------------------------------------------------------- helper quantities
@@ -33,6 +33,54 @@ def choose(k, *values):
 @excel_twin(choose)
 def _(k, *values):
     return f"CHOOSE({k},{','.join(values)})"
+
+
+def block_sheet(index, k, per):
+    r"""The sheet (1-based: the first, ``_2``, ...) of a long table cut into sheets of ``per`` rows that holds the
+    block of the workload at 1-based ``index``, ``k`` rows a workload (planner.workbook.layout.Chunks).
+
+    .. math:: \lfloor (index - 1) k / per \rfloor + 1
+
+    Parameters
+    ----------
+    index : int array, the workload's 1-based row
+    k : int, rows a workload
+    per : int, rows a sheet (a multiple of k)
+
+    Returns
+    -------
+    int array
+    """
+    return np.floor((np.asarray(index, dtype=float) - 1) * k / per).astype(int) + 1
+
+
+@excel_twin(block_sheet)
+def _(index, k, per):
+    return f"INT(({xl_arg(index)}-1)*{xl_arg(k)}/{xl_arg(per)})+1"
+
+
+def block_row(index, k, per, point_row):
+    r"""The sheet row (1-based, header row 1) of a point of that block: ``point_row`` is the point's row within a
+    block that starts at row 2 (2 for the first point).
+
+    .. math:: ((index - 1) k \bmod per) + point\_row
+
+    Parameters
+    ----------
+    index : int array, the workload's 1-based row
+    k, per : int, as :func:`block_sheet`
+    point_row : int array, 2 + the point's 0-based number
+
+    Returns
+    -------
+    int array
+    """
+    return np.mod((np.asarray(index, dtype=int) - 1) * k, per) + np.asarray(point_row, dtype=int)
+
+
+@excel_twin(block_row)
+def _(index, k, per, point_row):
+    return f"MOD(({xl_arg(index)}-1)*{xl_arg(k)},{per})+{xl_arg(point_row)}"
 
 
 def vary(base, direction, swing, upper):

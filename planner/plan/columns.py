@@ -391,7 +391,8 @@ RESULTS: tuple[Out, ...] = (
         description="quantile of slo_percentile (0: the mean)", label="Quantile of the TTFT target"),
     out("prefill_wait_ms", "ms", FMT_MS, q.wait_mean_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms",
         description="mean wait for the prefill at the load (M/G/1 with the request-alone prefill, prefills before "
-        "decode steps; under decode_first without concurrency ttft_load_ms reads the decode-first queue instead)",
+        "decode steps; under decode_first without concurrency it stays this queue's wait while ttft_load_ms reads "
+        "the decode-first queue, so ttft_load_ms is not ttft_ms + prefill_wait_ms there)",
         label="Mean wait for the prefill at the planned load"),
     out("ttft_steady_ms", "ms", FMT_MS, dfs.steady_mean_for, "scheduler", "ttft_ms", "pass_fixed_ms",
         "burst_new_tokens", "max_num_batched_tokens", "step_weights_ms", "step_kv_ms", "osl", "concurrency",
@@ -409,7 +410,9 @@ RESULTS: tuple[Out, ...] = (
         "decode-first queue, DF_Search df_ttft_load_ms)",
         label="Time to first token at the planned load (mean)"),
     out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms",
-        "decode_step_ms", description="90th percentile of the wait for the prefill (exponential tail)",
+        "decode_step_ms", description="90th percentile of the wait for the prefill (exponential tail; under "
+        "decode_first without concurrency the request-alone queue's, as prefill_wait_ms: ttft_load_p90_ms reads the "
+        "decode-first queue)",
         label="Wait for the prefill at the planned load, p90"),
     out("ttft_load_p90_ms", "ms", FMT_MS, dfs.ttft_load_p90_sched_ms, "ttft_ms", "prefill_wait_p90_ms",
         "concurrency", "pass_fixed_ms", "isl", "hit_target", "max_num_batched_tokens", "scheduler",
@@ -488,7 +491,9 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
         description="SLO-bound instances at this hit (model TPM for throughput)"),
     out("load_rps", "requests/s", FMT_MS, q.load_rate, "demand_tpm", "isl", "osl", "instances_needed", "chip_ms",
         "target_utilization", "concurrency_rps"),
-    out("prefill_wait_ms", "ms", FMT_MS, q.wait_mean_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms"),
+    out("prefill_wait_ms", "ms", FMT_MS, q.wait_mean_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms",
+        description="mean wait for the prefill at this hit's load, the request-alone queue's (a decode_first row "
+        "planned open loop too: its ttft_load_ms is the decode-first queue, DF_Search_Hit, not ttft_ms + this)"),
     out("ttft_steady_ms", "ms", FMT_MS, dfs.steady_mean_for, "scheduler", "ttft_ms", "pass_fixed_ms",
         "burst_new_tokens", "max_num_batched_tokens", "step_weights_ms", "step_kv_ms", "osl", "concurrency"),
     out("ttft_steady_p90_ms", "ms", FMT_MS, dfs.steady_p90_for, "scheduler", "ttft_ms", "pass_fixed_ms",
@@ -496,7 +501,9 @@ SENSITIVITY_HIT: tuple[Out, ...] = (
     out("ttft_load_ms", "ms", FMT_MS, dfs.ttft_load_sched_ms, "ttft_ms", "prefill_wait_ms", "concurrency",
         "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens", "scheduler", "ttft_steady_ms",
         description="mean TTFT at the load this hit plans for"),
-    out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms"),
+    out("prefill_wait_p90_ms", "ms", FMT_MS, q.wait_p90_ms, "load_rps", "ttft_ms", "t_decode_ms", "decode_step_ms",
+        description="90th percentile of that wait, the request-alone queue's (a decode_first row planned open loop "
+        "too: its ttft_load_p90_ms is the decode-first queue, DF_Search_Hit)"),
     out("ttft_load_p90_ms", "ms", FMT_MS, dfs.ttft_load_p90_sched_ms, "ttft_ms", "prefill_wait_p90_ms",
         "concurrency", "pass_fixed_ms", "isl", "hit", "max_num_batched_tokens", "scheduler", "ttft_steady_p90_ms"),
     out("tpot_load_ms", "ms", FMT_MS, q.tpot_load_ms, "load_rps", "ttft_ms", "osl", "step_weights_ms", "step_kv_ms",
@@ -537,10 +544,11 @@ class Lit:
 # row, holds the count's exact integer search live (a bit descent from the closed-form lower bound), the
 # decode batch and TTFTs at the row's load and the search at hit_baseline; Results' instances_ttft,
 # ttft_load_ms, ttft_load_p90_ms and instances_ttft_baseline of such a row refer to it (RESULTS_DF).
-def _df_search_columns(load: bool = True) -> tuple[Out, ...]:
+def _df_search_columns(load: bool = True, baseline: bool = True) -> tuple[Out, ...]:
     """DF_Search's columns: the row's inputs, the search at hit_target (Results instances_ttft), the load's
     batch and TTFTs (``load``; not on DF_Search_Periods, whose Demand_Calc rows have no load), then the same
-    search at hit_baseline (Results instances_ttft_baseline)."""
+    search at hit_baseline (Results instances_ttft_baseline; ``baseline``, not on DF_Search_Hit, whose
+    sweep rows have no baseline)."""
     cols = [
         out("df_workload", "", None, dslo.searched_row, "scheduler", "concurrency", "@workload", text=True,
             description="the workload, on a row with scheduler decode_first and no concurrency (the rows this sheet "
@@ -575,6 +583,8 @@ def _df_search_columns(load: bool = True) -> tuple[Out, ...]:
             "df_load_batch", "df_load_service_ms",
             description="p90 TTFT at the row's load (Results ttft_load_p90_ms of this row)"),
     ]
+    if not baseline:
+        return tuple(cols)
     cols += [
         # the baseline chain (instances_baseline) at hit_baseline: its request-alone prefill and new tokens
         out("df_prefill_baseline", "ms", FMT_MS, same, "ttft_ms_baseline",
@@ -636,11 +646,17 @@ DF_SEARCH_SHEET = "DF_Search"
 # from the Demand_Calc row (ttft_ms and burst_new_tokens at the period's hit, its demand_rps_open, ...)
 DF_SEARCH_PERIODS: tuple[Out, ...] = _df_search_columns(load=False)
 DF_SEARCH_PERIODS_SHEET = "DF_Search_Periods"
+# the same search for each row of Sensitivity_Hit's hit sweep (planner.plan.sensitivity.hit_table,
+# planner.workbook.long_tables), its names read from the sweep row where the sweep has them (ttft_ms,
+# burst_new_tokens and load_rps at the row's hit), else from Resolved/Results of the row's workload
+DF_SEARCH_HIT: tuple[Out, ...] = _df_search_columns(baseline=False)
+DF_SEARCH_HIT_SHEET = "DF_Search_Hit"
 
 
-def _results_df() -> tuple[Out, ...]:
-    """:data:`RESULTS` with instances_ttft, ttft_load_ms, ttft_load_p90_ms and instances_ttft_baseline of a
-    decode-first row planned open loop taken from DF_Search (the same names, units and order; every other row's formula as before)."""
+def _swap_df(table: tuple[Out, ...]) -> tuple[Out, ...]:
+    """``table`` (:data:`RESULTS` or :data:`SENSITIVITY_HIT`) with instances_ttft, ttft_load_ms,
+    ttft_load_p90_ms and instances_ttft_baseline of a decode-first row planned open loop taken from its
+    search (DF_Search, DF_Search_Hit: the same names, units and order; every other row's formula as before)."""
     swap = {
         "instances_ttft": (dslo.instances_ttft_open_df, "df_instances_ttft"),
         "instances_ttft_baseline": (dslo.instances_ttft_open_df, "df_instances_ttft_baseline"),
@@ -648,7 +664,7 @@ def _results_df() -> tuple[Out, ...]:
         "ttft_load_p90_ms": (dslo.ttft_load_p90_open_df_ms, "df_ttft_load_p90_ms"),
     }
     cols = []
-    for c in RESULTS:
+    for c in table:
         if c.name in swap:
             func, extra = swap[c.name]
             args = c.args + ("df_workload", extra)
@@ -657,7 +673,10 @@ def _results_df() -> tuple[Out, ...]:
     return tuple(cols)
 
 
-RESULTS_DF: tuple[Out, ...] = _results_df()
+RESULTS_DF: tuple[Out, ...] = _swap_df(RESULTS)
+# the hit sweep of a plan with a decode-first row planned open loop: such a row's instances_ttft, ttft_load_ms and
+# ttft_load_p90_ms at the sweep's hit from DF_Search_Hit (planner.plan.sensitivity.hit_table)
+SENSITIVITY_HIT_DF: tuple[Out, ...] = _swap_df(SENSITIVITY_HIT)
 
 
 def has_open_df(resolved) -> bool:

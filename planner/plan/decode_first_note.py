@@ -6,9 +6,10 @@ prompt's time beside the decode batch, ``P_df``; the count by the live search of
 ``planner.workbook.df_search``), not the M/G/1 prefill queue with the request-alone prefill ``P`` that
 prefill first reads, which the independent simulation puts low under decode first (median 6-14% at
 utilisations 0.3-0.7, worst -36%: tests/test_decode_first_open.py, tests/test_decode_first_slo.py). The note
-gives the request-alone queue's figures beside them, and says which tables still read that queue for the
-row (Sensitivity_Hit's hit sweep, the Tornado's TTFT at load), so that neither the
-change nor what is left is silent (docs/model.md, "The scheduler").
+gives the request-alone queue's figures beside them, and says what still reads that queue for the row (the
+Tornado's TTFT at load, so that a driver's swing is not the change of law; Sensitivity_Hit's hit sweep reads
+the decode-first search at each hit, DF_Search_Hit), so that neither the change nor what is left is silent
+(docs/model.md, "The scheduler").
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def warnings(plan) -> list[Problem]:
         if np.isfinite(slo[i]):
             msg += (f"; the TTFT target {slo[i]:,.6g} ms needs instances_ttft {_count(r['instances_ttft'].iat[i])} "
                     f"under decode first (the DF_Search sheet's search), {_count(old_n[i])} by the request-alone queue")
-        msg += ("; Sensitivity_Hit's hit sweep and the Tornado's TTFT at load still read the request-alone queue "
-                "for this row")
+        msg += ("; Sensitivity_Hit's hit sweep reads the decode-first search at each hit (the DF_Search_Hit "
+                "sheet); the Tornado's TTFT at load still reads the request-alone queue for this row")
         out.append(Problem(place, msg))
     return out

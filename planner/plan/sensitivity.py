@@ -50,6 +50,11 @@ class SweepTable:
     leads: tuple[Lead, ...]
     cols: tuple[Out, ...]
     title: str = ""
+    # columns of a helper sheet the table's columns read, row-aligned with the table (the hit sweep of a plan
+    # with a decode-first row planned open loop: DF_Search_Hit), evaluated with the table, not its columns
+    helpers: tuple[Out, ...] = ()
+    helper_sheet: str = ""
+    plain_cols: tuple[Out, ...] = ()   # the columns of a row the helper sheet does not search (cols: all)
 
     @property
     def k(self) -> int:
@@ -69,9 +74,17 @@ def _results(*names: str) -> tuple[Out, ...]:
     return tuple(by[n] for n in names)
 
 
-def hit_table(grid: np.ndarray) -> SweepTable:
-    return SweepTable("Sensitivity_Hit", (Lead("hit", "hit [fraction]", FMT_PCT, tuple(grid)),),
-                 sheets.SENSITIVITY_HIT, "TTFT and TPM versus hit ratio")
+def hit_table(grid: np.ndarray, open_df: bool = False) -> SweepTable:
+    """The hit sweep; ``open_df`` (the plan has a decode-first row planned open loop,
+    :func:`planner.plan.columns.has_open_df`): such a row's TTFT count and TTFTs at load at each hit from the
+    decode-first search of the DF_Search_Hit sheet (:data:`planner.plan.columns.SENSITIVITY_HIT_DF`), as
+    Results at hit_target; without one the table is as before."""
+    leads = (Lead("hit", "hit [fraction]", FMT_PCT, tuple(grid)),)
+    if not open_df:
+        return SweepTable("Sensitivity_Hit", leads, sheets.SENSITIVITY_HIT, "TTFT and TPM versus hit ratio")
+    return SweepTable("Sensitivity_Hit", leads, sheets.SENSITIVITY_HIT_DF, "TTFT and TPM versus hit ratio",
+                      helpers=sheets.DF_SEARCH_HIT, helper_sheet=sheets.DF_SEARCH_HIT_SHEET,
+                      plain_cols=sheets.SENSITIVITY_HIT)
 
 
 def alpha_table() -> SweepTable:
@@ -165,7 +178,10 @@ def base_arrays(resolved: pd.DataFrame, results: pd.DataFrame, k: int,
             for c, arr in column_arrays(results, resolved).items()}
 
 
-def evaluate_table(t: SweepTable, resolved: pd.DataFrame, results: pd.DataFrame) -> pd.DataFrame:
+def evaluate_table(t: SweepTable, resolved: pd.DataFrame, results: pd.DataFrame,
+                   helpers: bool = False) -> pd.DataFrame:
+    """The table's rows for the workloads of ``resolved``/``results`` (``helpers``: with the columns of
+    its helper sheet, ``t.helpers``, after its own)."""
     n, k = len(resolved), t.k
     base = base_arrays(resolved, results, k)
     frame = {"workload": base["workload"]}
@@ -177,7 +193,8 @@ def evaluate_table(t: SweepTable, resolved: pd.DataFrame, results: pd.DataFrame)
                     vals[j::k] = base[f[1:]][j::k]
         base[ld.name] = vals if ld.text else vals.astype(float)
         frame[ld.name] = base[ld.name]
-    values = sheets.evaluate(t.cols, base, n * k)
+    values = sheets.evaluate(t.cols + t.helpers if helpers else t.cols, base, n * k, helpers=()
+                             if helpers else t.helpers)
     return pd.concat([pd.DataFrame(frame), values], axis=1)
 
 
@@ -240,6 +257,19 @@ class Sensitivities:
         """Rows of table ``sheet`` for workloads w0..w1-1 (0-based, input order)."""
         return evaluate_table(self.table(sheet), self._resolved.iloc[w0:w1], self._results.iloc[w0:w1])
 
+    def helper_block(self, sheet: str, w0: int, w1: int) -> pd.DataFrame:
+        """:meth:`block` with the columns of the table's helper sheet (DF_Search_Hit) after its own."""
+        return evaluate_table(self.table(sheet), self._resolved.iloc[w0:w1], self._results.iloc[w0:w1],
+                              helpers=True)
+
+    def searched(self, sheet: str) -> np.ndarray | None:
+        """Per workload, whether table ``sheet``'s helper sheet searches its rows (a decode-first row planned
+        open loop, :func:`planner.equations.decode_first_slo.searched_row`); None: the table has no helper."""
+        if not self.table(sheet).helpers:
+            return None
+        r = self._resolved
+        return dslo.open_loop_df(r["scheduler"].to_numpy(dtype=object), coerced_floats(r["concurrency"]))
+
     def tornado_block(self, w0: int, w1: int) -> pd.DataFrame:
         return tornado_summary(self.block("Tornado_Calc", w0, w1), self._results.iloc[w0:w1],
                                self._resolved.iloc[w0:w1])
@@ -283,5 +313,6 @@ class _LazyFrames(dict):
 def evaluate_all(resolved: pd.DataFrame, results: pd.DataFrame, grid: np.ndarray,
                  extra_gbps: tuple[float, ...]) -> Sensitivities:
     """The sensitivity tables of a plan (evaluated lazily, see :class:`Sensitivities`)."""
-    tables = [hit_table(grid), alpha_table(), pcie_table(extra_gbps), hit_alpha_table(), tornado_calc_table()]
+    tables = [hit_table(grid, sheets.has_open_df(resolved)), alpha_table(), pcie_table(extra_gbps), hit_alpha_table(),
+              tornado_calc_table()]
     return Sensitivities(tables, resolved, results)

@@ -16,7 +16,7 @@ from planner.workbook.checks_sheet import wrapped_lines
 from planner.workbook.layout import Layout, write_rows
 from planner.core import refs
 from planner.core.refs import EXPLORER_WORKLOAD, range_name, sheet_ref
-from planner.equations.sensitivity import rank_in_blocks_xl, swing_of
+from planner.equations.sensitivity import block_row, block_sheet, choose, rank_in_blocks_xl, swing_of
 from planner.workbook.styles import Formats, write_header, stored_value, write_cell
 
 FMT_INT_ = schema.FMT_INT
@@ -141,7 +141,9 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     frame = plan.sens.block("Sensitivity_Hit", 0, 1)
     for i, h in enumerate(plan.hit_grid):
         ws.write_number(top + 1 + i, left, float(h), fm("const", schema.FMT_PCT))
-    write_rows(ws, fm, top + 1, own, hcols, frame, base_ref)
+    searched = plan.sens.searched("Sensitivity_Hit")  # a decode-first row planned open loop: its DF_Search_Hit rows
+    write_rows(ws, fm, top + 1, own, hcols, frame,
+               base_ref if searched is None else helper_ref(layout, ht, searched, idx, base_ref))
     hit_rows = (top + 1, top + k)
     visible_right = left + len(names) - 1
 
@@ -198,6 +200,27 @@ def write_explorer(wb, ws, fm: Formats, layout: Layout, plan) -> None:
     last_row = max(EXPLORER_INPUTS_TOP + len(inputs), s_top + len(DRIVERS) + 1,
                    chart_rows[1] + rows_for(CHART_H))
     ws.print_area(0, 0, last_row, chart_right - 1)
+
+
+def helper_ref(layout: Layout, table, searched, idx: str, base_ref: Callable[[str, object], str]) -> Callable:
+    """``base_ref`` with the names of the hit sweep's helper sheet (DF_Search_Hit) read at the chosen
+    workload's rows of it: row ``(idx - 1) k + i + 2`` of the sweep's sheets for the sweep's point i (the row
+    slot WL_ROW is i + 2 on the Explorer), on the numbered sheet that row falls on when the sweep is split
+    (CHOOSE; a sheet without a searched workload is not written: blank, the closed form)."""
+    chunks, k = layout.chunks[table.sheet], table.k
+    hpos = {c.name: j for j, c in enumerate(table.helpers)}
+    parts = chunks.sheets()
+    names = [table.helper_sheet + name[len(table.sheet):] for name, _s, _r in parts]
+    has = [bool(searched[start // k:(start + rows) // k].any()) for _n, start, rows in parts]
+    at = block_row.xl(idx, k, chunks.per_sheet, refs.WL_ROW.marker)
+    blank = sheets.Lit("").xl
+
+    def ref(name, row):
+        if name not in hpos:
+            return base_ref(name, row)
+        pick = [tb.at_row.xl(refs.whole_column(h, hpos[name]), at) if ok else blank for h, ok in zip(names, has)]
+        return pick[0] if len(parts) == 1 else choose.xl(block_sheet.xl(idx, k, chunks.per_sheet), *pick)
+    return ref
 
 
 LABEL_WIDTH = 46

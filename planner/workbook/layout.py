@@ -59,6 +59,8 @@ class Layout:
                 raise ValueError(f"{table.sheet}: {len(own)} columns exceed Excel's {MAX_COLUMNS}")
             pos[table.sheet] = own
             chunks[table.sheet] = Chunks.of(table.sheet, table.k, n * table.k, max_rows)
+            if table.helpers:  # its helper sheet (DF_Search_Hit), row-aligned with it (planner.workbook.long_tables)
+                pos[table.helper_sheet] = {c.name: j for j, c in enumerate(table.helpers)}
         pos["Tornado"] = {name: j for j, name in enumerate(TORNADO_COLS)}
         for sheet, table in (("Workloads", p_in.workloads), ("Models", p_in.models), ("GPUs", p_in.gpus)):
             pos[sheet] = sheet_columns(sheet, list(table.extras))

@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Callable
 
 from planner.core import schema
-from planner.workbook.layout import MAX_COLUMNS, MAX_DATA_ROWS, TORNADO_COLS, WRITE_BLOCK, Chunks, Layout, column_templates
+from planner.workbook.layout import (MAX_COLUMNS, MAX_DATA_ROWS, TORNADO_COLS, WRITE_BLOCK, Chunks, Layout,
+                                     column_templates, write_rows)
 from planner.equations.sensitivity import rank_in_blocks_xl, swing_of
 from planner.equations import decode_first_slo as dslo
 from planner.plan import columns as sheets
@@ -35,8 +36,13 @@ def write_long_table(wb, fm: Formats, layout: Layout, table, sens, max_rows: int
     widths = [col_width(h, j == 0 or h in ("driver", "case", "link")) for j, h in enumerate(table.headers)]
     base_ref = lambda name, row: layout.base(name, row)
     wl_tmpl = FormulaTemplate(layout.base("workload", WL_ROW))
+    plain = table.plain_cols or table.cols
     derived = [(own[c.name], t.fill, fm("calc", c.fmt), c.name, c.text)
-               for c, t in zip(table.cols, column_templates(own, table.cols, base_ref))]
+               for c, t in zip(plain, column_templates(own, plain, base_ref))]
+    searched = sens.searched(table.sheet)  # the rows of the helper sheet's workloads (DF_Search_Hit), or None
+    hpos = {c.name: j for j, c in enumerate(table.helpers)}
+    if searched is not None:
+        layout.pos.setdefault(table.helper_sheet, hpos)
     leads = []
     for ld in table.leads:
         forms = None
@@ -50,6 +56,12 @@ def write_long_table(wb, fm: Formats, layout: Layout, table, sens, max_rows: int
         write_header(ws, fm, table.headers, widths)
         wf, wn = ws.write_vetted, ws.write_number
         w_first, w_last = start // k, (start + rows) // k
+        helper = None  # this sheet's helper sheet, when a workload of it is searched (its rows' own templates)
+        if searched is not None and searched[w_first:w_last].any():
+            helper = table.helper_sheet + sheet[len(table.sheet):]   # DF_Search_Hit beside Sensitivity_Hit, _2 ...
+            ref_h = lambda name, row, h=helper: (sheet_ref(h, ROW, hpos[name]) if name in hpos  # noqa: E731
+                                                 else layout.base(name, row))
+            fills_h = [t.fill for t in column_templates(own, table.cols, ref_h)]
         for w0 in range(w_first, w_last, per_block):
             w1 = min(w0 + per_block, w_last)
             frame = sens.block(table.sheet, w0, w1)
@@ -73,12 +85,40 @@ def write_long_table(wb, fm: Formats, layout: Layout, table, sens, max_rows: int
                         ws.write_string(r, j, v, cfmt)
                     else:
                         wn(r, j, v, cfmt)
+                if helper is not None and searched[g // k]:  # its count and TTFTs at load from the helper
+                    for (j, _f, fmt, vals), f in zip(d_vals, fills_h):
+                        wf(r, j, f(rs, ws_), fmt, vals[x])
+                    continue
                 for j, f, fmt, vals in d_vals:
                     wf(r, j, f(rs, ws_), fmt, vals[x])
             if progress is not None:
                 progress(len(frame))
         ws.autofilter(0, 0, rows, len(own) - 1)
+        if helper is not None:
+            _write_helper(wb, fm, layout, table, sens, helper, sheet, own, hpos, searched, start, w_first, w_last)
     return chunks
+
+
+def _write_helper(wb, fm, layout, table, sens, helper, sheet, own, hpos, searched, start, w_first, w_last):
+    """The helper sheet of one sheet of a long table (DF_Search_Hit of the hit sweep's decode-first rows
+    planned open loop): row-aligned with ``sheet``, only the rows of the searched workloads written (the others
+    empty), its columns (``table.helpers``) reading the sweep row's own cells where the sweep has the name
+    (ttft_ms, burst_new_tokens, load_rps at the row's hit), else Resolved/Results of the row's workload."""
+    k = table.k
+    ws = wb.add_worksheet(helper, worksheet_class=FastFormulaWorksheet)
+    cols = table.helpers
+    write_header(ws, fm, [c.header for c in cols], [col_width(c.header, c.text) for c in cols])
+    for c in cols:
+        if c.description:
+            ws.write_comment(0, hpos[c.name], c.description, {"x_scale": 1.6})
+    ref = lambda name, row: (sheet_ref(sheet, ROW, own[name]) if name in own and name != "workload"  # noqa: E731
+                             else layout.base(name, row))
+    for w in range(w_first, w_last):
+        if not searched[w]:
+            continue
+        frame = sens.helper_block(table.sheet, w, w + 1).reset_index(drop=True)
+        write_rows(ws, fm, 1, hpos, cols, frame, ref, wl_rows=[w + 1] * k,
+                   sheet_rows=[w * k + i - start for i in range(k)])
 
 
 

@@ -47,7 +47,7 @@ MAX_SCALE = 85        # largest scale tried for a sheet printed in column groups
 LONG_HEAD_ROWS = 30   # data rows of a long table inside its (default) print area
 DEFAULT_ROW_PX = 20   # default row height (15 pt) [px]
 
-LONG_PREFIXES = ("Sensitivity_", "Tornado", "Resolved")  # the long calculation tables
+LONG_PREFIXES = ("Sensitivity_", "Tornado", "Resolved", "DF_Search_Hit")  # the long calculation tables
 
 
 @dataclass(frozen=True)

@@ -102,7 +102,9 @@ def share_terms(formulas: list[str], keys: list[str | None], refs: list[str]) ->
 def _refuse_cycles(formulas: list[str], refs: list[str]) -> None:
     """Raise if the shared terms made two columns refer to each other (the length rule of
     :func:`share_terms` excludes it; checked, as a circular reference would be a wrong workbook)."""
-    uses = {i: {j for j, r in enumerate(refs) if r is not None and r in f} for i, f in enumerate(formulas)}
+    # a same-row cell, not the same letters of another sheet's cell (DF_Search_Hit's Sensitivity_Hit!$M5 is not $M5)
+    pats = [None if r is None else re.compile(r"(?<![!A-Za-z0-9_$])" + re.escape(r) + r"(?!\d)") for r in refs]
+    uses = {i: {j for j, p in enumerate(pats) if p is not None and p.search(f)} for i, f in enumerate(formulas)}
     state: dict[int, int] = {}
 
     def visit(i: int) -> None:
