@@ -15,7 +15,7 @@ import math
 import openpyxl
 import pytest
 
-from conftest import header_index
+from conftest import edit_output, header_index, value_book
 
 from planner.finance import periods as pr
 from planner.plan.build import build_plan
@@ -35,7 +35,8 @@ WORKLOADS = [
 def built(tmp_path_factory):
     d = tmp_path_factory.mktemp("dfper")
     src = d / "in.xlsx"
-    write_input_workbook(src, MODELS, GPUS, WORKLOADS, {"periods": "2027-Q1"})  # one period at today's demand
+    # one period at today's demand; a coarse hit sweep (5 points: the sweep's search is test_decode_first_sweep's)
+    write_input_workbook(src, MODELS, GPUS, WORKLOADS, {"periods": "2027-Q1", "hit_step": 0.25})
     plan = build_plan(src)
     out = d / "out.xlsx"
     write_output(plan, out)
@@ -66,24 +67,22 @@ def test_a_period_at_todays_demand_is_sized_as_results(built):
 def test_libreoffice_recalculates_demand_calc(built, recalc, tmp_path):
     _plan, out = built
     # a live edit: df-open's target from 500 to 420 ms (Workloads row 4), in the output and in a copy of its input
-    wb = openpyxl.load_workbook(out)
-    ws = wb["Workloads"]
-    col = header_index(ws)["ttft_slo_ms"]
-    assert ws.cell(4, 1).value == "df-open"
-    ws.cell(4, col).value = 420
-    edited = tmp_path / "edited.xlsx"
-    wb.save(edited)
+    def target(wb):
+        ws = wb["Workloads"]
+        assert ws.cell(4, 1).value == "df-open"
+        ws.cell(4, header_index(ws)["ttft_slo_ms"]).value = 420
+
+    edited = edit_output(out, tmp_path / "edited.xlsx", target, "Workloads")
     got, got_e = recalc(out, edited)
     fresh = pr.period_calc(build_plan(edited)).set_index("workload")
-    have = openpyxl.load_workbook(got_e, data_only=True)["Demand_Calc"]
+    have = value_book(got_e, "Demand_Calc")["Demand_Calc"]
     h = header_index(have)
     row = next(r for r in have.iter_rows(min_row=2, values_only=True) if r[h["workload"] - 1] == "df-open")
     for name in ("instances_ttft", "instances", "instances_baseline"):
         assert float(row[h[name] - 1]) == float(fresh.loc["df-open", name]), name
     assert float(fresh.loc["df-open", "instances_ttft"]) > 7
     for sheet in ("Demand_Calc", "Fleet_By_Period", "DF_Search_Periods"):
-        want = openpyxl.load_workbook(out, data_only=True)[sheet]
-        have = openpyxl.load_workbook(got, data_only=True)[sheet]
+        want, have = value_book(out, sheet)[sheet], value_book(got, sheet)[sheet]
         for rw, rh in zip(want.iter_rows(values_only=True), have.iter_rows(values_only=True)):
             for a, b in zip(rw, rh):
                 if isinstance(a, (int, float)) and isinstance(b, (int, float)):

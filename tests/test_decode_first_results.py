@@ -20,7 +20,7 @@ import numpy as np
 import openpyxl
 import pytest
 
-from conftest import EXAMPLE, edit_output_and_input, header_index
+from conftest import EXAMPLE, edit_output_and_input, header_index, value_book
 from planner.equations import decode_first_slo as dslo
 from planner.plan import columns as sheets
 from planner.plan.build import build_plan
@@ -54,6 +54,11 @@ def built(tmp_path_factory):
     d = tmp_path_factory.mktemp("dfres")
     src = d / "in.xlsx"
     write_input(src, MODELS, GPUS, WORKLOADS)
+    # a coarse hit sweep (5 points): the sweep's own search is tests/test_decode_first_sweep.py; at the
+    # default 21 points each decode-first workload adds about 2.3 MB of DF_Search_Hit to every recalculation
+    wb = openpyxl.load_workbook(src)
+    wb["Settings"].append(["hit_step", 0.25])
+    wb.save(src)
     plan = build_plan(src)
     out = d / "out.xlsx"
     write_output(plan, out)
@@ -245,7 +250,7 @@ def test_formulas_stay_short(built):
 
 
 def _values(path, sheet):
-    ws = openpyxl.load_workbook(path, data_only=True)[sheet]
+    ws = value_book(path, sheet)[sheet]  # that sheet's cached values only (a full load parses every sheet)
     return [[c.value for c in row] for row in ws.iter_rows(min_row=2)], header_index(ws)
 
 

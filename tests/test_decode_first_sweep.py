@@ -15,7 +15,7 @@ import numpy as np
 import openpyxl
 import pytest
 
-from conftest import edit_output_and_input, header_index, same_value, sheet_values
+from conftest import edit_cells, edit_output_and_input, header_index, same_value, sheet_values, value_book
 from planner.equations import decode_first_slo as dslo
 from planner.plan import columns as sheets
 from planner.plan.build import build_plan
@@ -167,7 +167,7 @@ def test_a_plan_without_such_a_workload_has_no_sweep_search(tmp_path):
 
 
 def _cells(path, sheet):
-    ws = openpyxl.load_workbook(path, data_only=True)[sheet]
+    ws = value_book(path, sheet)[sheet]  # that sheet's cached values only (a full load parses every sheet)
     return [[c.value for c in row] for row in ws.iter_rows()]
 
 
@@ -192,14 +192,10 @@ def test_libreoffice_recalculates_the_sweep_and_a_live_edit(built, recalc, tmp_p
     # the live edit: df-hit's demand from 10 to 25 requests/s and its target from 500 to 420 ms (Workloads row
     # 3), the Explorer showing df-hit, in the output's input cells and in the input (planned afresh)
     edits = [("Workloads", 3, "demand_tpm", TPM_10 * 2.5), ("Workloads", 3, "ttft_slo_ms", 420)]
-    e_out, e_in = edit_output_and_input(out, src, edits, tmp_path)
-    wb = openpyxl.load_workbook(e_out)
-    wb["Explorer"].cell(EXPLORER_SELECT[0] + 1, EXPLORER_SELECT[1] + 1).value = "df-hit"
-    wb.save(e_out)
-    e_split = d / "split-edited.xlsx"
-    wb = openpyxl.load_workbook(split)
-    wb["Explorer"].cell(EXPLORER_SELECT[0] + 1, EXPLORER_SELECT[1] + 1).value = "df-hit"
-    wb.save(e_split)
+    e_out0, e_in = edit_output_and_input(out, src, edits, tmp_path)
+    pick = openpyxl.utils.get_column_letter(EXPLORER_SELECT[1] + 1) + str(EXPLORER_SELECT[0] + 1)
+    e_out = edit_cells(e_out0, tmp_path / "out-edited-df-hit.xlsx", [("Explorer", pick, "df-hit")])
+    e_split = edit_cells(split, d / "split-edited.xlsx", [("Explorer", pick, "df-hit")])
     got, got_e, got_s, got_se = recalc(out, e_out, split, e_split)
     # every cell as Python stored it
     for path, again, shs in ((out, got, ("Sensitivity_Hit", "DF_Search_Hit", "Explorer", "Results")),
