@@ -288,8 +288,11 @@ def test_grace_part_uses_nvlink_c2c():
 
 
 def test_pyproject_ships_the_data_files():
+    # the data folder is a package of its own (setuptools >= 77 warns of a folder Python can import that the
+    # packages list leaves out), and its JSON files are its package data
     cfg = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    assert "data/*.json" in cfg["tool"]["setuptools"]["package-data"]["planner.catalog"]
+    assert "planner.catalog.data" in cfg["tool"]["setuptools"]["packages"]
+    assert "*.json" in cfg["tool"]["setuptools"]["package-data"]["planner.catalog.data"]
 
 
 def _setuptools_major() -> int:
