@@ -60,27 +60,14 @@ def open_ttft_stat_ms(rate, prefill, t_fixed, u, budget, s0, s1, osl, q, batch=N
     numeric, TTFT [ms]; NaN when the instance saturates
     """
     b = dfs.open_batch(rate, prefill, t_fixed, u, budget, s0, s1, osl) if batch is None else _f(batch)
-    b0 = np.nan_to_num(b, nan=0.0)
-    p_df = dfs.open_prefill_ms(prefill, t_fixed, u, budget, s0, s1, b0)
-    s = dfs.open_step_ms(s0, s1, b0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        d = np.where(b0 > 0, _f(osl) * s / b0, 0.0)
-    qq = np.nan_to_num(_f(q), nan=0.0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        w = np.where(qq > 0, qu.wait_quantile_ms(rate, p_df, d, s, np.where(qq > 0, qq, 0.5)),
-                     qu.wait_mean_ms(rate, p_df, d, s))
-    return np.where(np.isfinite(b), p_df + w, np.nan)
+    p_df = dfs.open_prefill_ms(prefill, t_fixed, u, budget, s0, s1, np.nan_to_num(b, nan=0.0))
+    return ttft_at_service_ms(rate, s0, s1, osl, q, b, p_df)
 
 
 @excel_twin(open_ttft_stat_ms)
 def _(rate, prefill, t_fixed, u, budget, s0, s1, osl, q, batch=None):
     p_df = f"({dfs.open_prefill_ms.xl(prefill, t_fixed, u, budget, s0, s1, batch)})"
-    s = dfs.open_step_ms.xl(s0, s1, batch)
-    d = f"IF({batch}>0,{osl}*{s}/{batch},0)"
-    wq = qu.wait_quantile_ms.xl(rate, p_df, d, s, q)
-    wm = qu.wait_mean_ms.xl(rate, p_df, d, s)
-    w = f"IF(N({q})>0,{wq},{wm})"
-    return f'IF(ISNUMBER({batch}),IF(ISNUMBER({w}),{p_df}+{w},""),"")'
+    return ttft_at_service_ms.xl(rate, s0, s1, osl, q, batch, p_df)
 
 
 def _upper_rate(prefill, slo, q):
