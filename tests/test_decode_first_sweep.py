@@ -251,3 +251,26 @@ def test_the_explorer_finds_a_block_where_the_layout_puts_it():
                 sheet = 1 if name == "S" else int(name.split("_")[1])
                 assert int(block_sheet(w + 1, k, ch.per_sheet)) == sheet
                 assert int(block_row(w + 1, k, ch.per_sheet, i + 2)) == row + 1   # Excel's row (where: 0-based + 1)
+
+
+def test_search_rows_count_towards_zip64(built, tmp_path, monkeypatch):
+    # a DF_Search_Hit row holds about 110 KB of XML against a sweep row's 15 KB: one such sheet passes the
+    # 4 GiB a zip member may hold without ZIP64 at about 39,000 rows, while the plan's rows in all are far
+    # below ZIP64_ROWS; each searched sweep row counts SEARCH_ROW_WEIGHT times in the writer's decision
+    import xlsxwriter
+
+    from planner.workbook import writer
+
+    _src, plan, _out, _names = built
+    k = next(t.k for t in plan.sens.tables if t.sheet == "Sensitivity_Hit")
+    assert k == 5 and list(plan.sens.searched("Sensitivity_Hit")) == [False, True]  # pf-open, df-hit
+    plain = writer.output_rows(plan)
+    assert writer.zip64_rows(plan) == plain + writer.SEARCH_ROW_WEIGHT * 1 * k
+    used = []
+    monkeypatch.setattr(xlsxwriter.Workbook, "use_zip64", lambda self: used.append(True))
+    monkeypatch.setattr(writer, "ZIP64_ROWS", plain)  # the plain rows alone would not switch it on
+    write_output(plan, tmp_path / "a.xlsx")
+    assert used == [True]
+    monkeypatch.setattr(writer, "ZIP64_ROWS", writer.zip64_rows(plan))
+    write_output(plan, tmp_path / "b.xlsx")
+    assert used == [True]

@@ -20,6 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import xlsxwriter
 
 from planner.workbook.chart_text import install as names_are_text
@@ -66,6 +67,21 @@ def output_rows(plan) -> int:
     return 2 * n + sum(plan.sens.rows(t.sheet) for t in plan.sens.tables) + plan.sens.rows("Tornado")
 
 
+SEARCH_ROW_WEIGHT = 8  # a decode-first search row's XML against a sweep row's (about 110 KB against 15 KB)
+
+
+def zip64_rows(plan) -> int:
+    """:func:`output_rows` with each row of a decode-first search helper sheet (DF_Search_Hit beside a
+    sweep) counted :data:`SEARCH_ROW_WEIGHT` times: one such sheet passes 4 GiB at about 39,000 rows,
+    long before the plan's rows in all reach ZIP64_ROWS."""
+    extra = 0
+    for t in plan.sens.tables:
+        searched = plan.sens.searched(t.sheet)
+        if searched is not None:
+            extra += int(np.count_nonzero(searched)) * t.k
+    return output_rows(plan) + SEARCH_ROW_WEIGHT * extra
+
+
 def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_rows: int | None = None,
                  progress: Callable[[int], None] | None = None, tmpdir: str | Path | None = None) -> list[str]:
     """Write the live output workbook of ``plan`` to ``path`` (not atomic: see save_atomic).
@@ -83,7 +99,7 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     layout = Layout.of(plan, max_rows)  # every sheet's columns, before anything is written
     wb = xlsxwriter.Workbook(str(path), {**WB_OPTIONS, "constant_memory": True,
                                          **({"tmpdir": str(tmpdir)} if tmpdir else {})})
-    if output_rows(plan) > ZIP64_ROWS:
+    if zip64_rows(plan) > ZIP64_ROWS:
         wb.use_zip64()  # a sheet's XML can pass 4 GiB (Excel reads ZIP64 workbooks)
     wb.set_properties({"title": f"KV-hit capacity plan {plan.settings.get('quarter') or ''}".strip(),
                        "subject": f"planned from {plan.input.path.name}", "comments": f"planner {__version__}"})
