@@ -308,7 +308,7 @@ def load_rate(demand_tpm, isl, osl, instances, chip, utilization, closed_rate=np
     ----------
     demand_tpm : numeric, delivered tokens/min of the workload, NaN when blank [tokens/min]
     isl, osl : numeric, input / output length [tokens]
-    instances : numeric, instances serving it [count]
+    instances : numeric, instances serving it (0 with a demand of 0: the rate is 0) [count]
     chip : numeric, chip time per request P + D [ms]
     utilization : numeric, target busy fraction u [fraction]
     closed_rate : numeric, X(c) [requests/s], NaN without concurrency
@@ -317,16 +317,19 @@ def load_rate(demand_tpm, isl, osl, instances, chip, utilization, closed_rate=np
     -------
     numeric, requests/s per instance
     """
-    dem = _f(demand_tpm)
+    dem, n = _f(demand_tpm), _f(instances)
+    # no instance (a demand of 0 sizes 0) serves no request: 0, not 0/0 (and an unreachable count, inf, gives 0)
     open_ = np.where(np.isnan(dem), _div(_f(utilization) * C.MS_PER_S, chip),
-                     _div(dem, (_f(isl) + osl) * C.MS_PER_MIN / C.MS_PER_S * _f(instances)))
+                     np.where(n == 0, 0.0, _div(dem, (_f(isl) + osl) * C.MS_PER_MIN / C.MS_PER_S * n)))
     x = _f(closed_rate)
     return np.where(np.isnan(x), open_, x)
 
 
 @excel_twin(load_rate)
 def _(demand_tpm, isl, osl, instances, chip, utilization, closed_rate=None):
-    open_ = (f"IF(ISNUMBER({demand_tpm}),{demand_tpm}/(({isl}+{osl})*{N.MS_PER_MIN}/{N.MS_PER_S}*{instances}),"
+    # no instance (a demand of 0 sizes 0; or an unreachable count, text): no load, 0 as in Python, not #DIV/0!
+    open_ = (f"IF(ISNUMBER({demand_tpm}),IF(N({instances})=0,0,"
+             f"{demand_tpm}/(({isl}+{osl})*{N.MS_PER_MIN}/{N.MS_PER_S}*{instances})),"
              f"{utilization}*{N.MS_PER_S}/{chip})")
     return open_ if closed_rate is None else f"IF(ISNUMBER({closed_rate}),{closed_rate},{open_})"
 
