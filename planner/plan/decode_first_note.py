@@ -49,6 +49,10 @@ def warnings(plan) -> list[Problem]:
         p_df = dslo.service_df_ms(P, np.nan_to_num(_f(res, "pass_fixed_ms"), nan=0.0), _f(r, "burst_new_tokens"),
                                   _f(res, "max_num_batched_tokens"), _f(r, "step_weights_ms"), _f(r, "step_kv_ms"), b)
     slo = _f(res, "ttft_slo_ms")
+    with np.errstate(all="ignore"):     # a request alone, max(P, K F): the target must be above it (search_floor)
+        alone = dslo.open_ttft_stat_ms(0.0, P, np.nan_to_num(_f(res, "pass_fixed_ms"), nan=0.0),
+                                       _f(r, "burst_new_tokens"), _f(res, "max_num_batched_tokens"),
+                                       _f(r, "step_weights_ms"), _f(r, "step_kv_ms"), _f(res, "osl"), 0.0)
     rows = plan.input.workloads.rows
     out = []
     for i in np.flatnonzero(pick):
@@ -65,8 +69,15 @@ def warnings(plan) -> list[Problem]:
                f"{old_p90[i]:,.0f} ms" if np.isfinite(old_mean[i]) else "the request-alone prefill queue saturates")
         msg = f"information: scheduler decode_first, planned open loop: {shown}; {old}"
         if np.isfinite(slo[i]):
-            msg += (f"; the TTFT target {slo[i]:,.6g} ms needs instances_ttft {_count(r['instances_ttft'].iat[i])} "
-                    f"under decode first (the DF_Search sheet's search), {_count(old_n[i])} by the request-alone queue")
+            n_df = float(r["instances_ttft"].iat[i])
+        if np.isinf(n_df) and slo[i] > alone[i]:
+            # above a request alone, yet unreachable: every count the search tries misses the target
+            said = (f"unreachable (more than {dslo.SEARCH_SPAN:,} instances above the search's lower bound: "
+                    f"a count beyond the DF_Search sheet's search)")
+        else:
+            said = f"{_count(n_df)} under decode first (the DF_Search sheet's search)"
+        msg += (f"; the TTFT target {slo[i]:,.6g} ms needs instances_ttft {said}, "
+                f"{_count(old_n[i])} by the request-alone queue")
         msg += ("; Sensitivity_Hit's hit sweep reads the decode-first search at each hit (the DF_Search_Hit "
                 "sheet); the Tornado's TTFT at load still reads the request-alone queue for this row")
         out.append(Problem(place, msg))
