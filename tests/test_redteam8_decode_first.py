@@ -119,3 +119,11 @@ def test_the_note_says_the_count_is_beyond_the_search(beyond):
     plan, _out = beyond
     (note,) = decode_first_note.warnings(plan)
     assert "beyond the DF_Search sheet's search" in note.message and "16,777,215" in note.message
+
+
+def test_the_note_of_a_row_without_a_target(tmp_path):
+    from planner.plan import decode_first_note
+    src = tmp_path / "in.xlsx"
+    write_input_workbook(src, MODELS, GPUS, [dict(workload="df-free", demand_tpm=10 * TPM_1, **BASE)], {"hit_step": 0.25})
+    (note,) = decode_first_note.warnings(build_plan(src))
+    assert "decode-first queue" in note.message and "TTFT target" not in note.message

@@ -70,14 +70,14 @@ def warnings(plan) -> list[Problem]:
         msg = f"information: scheduler decode_first, planned open loop: {shown}; {old}"
         if np.isfinite(slo[i]):
             n_df = float(r["instances_ttft"].iat[i])
-        if np.isinf(n_df) and slo[i] > alone[i]:
-            # above a request alone, yet unreachable: every count the search tries misses the target
-            said = (f"unreachable (more than {dslo.SEARCH_SPAN:,} instances above the search's lower bound: "
-                    f"a count beyond the DF_Search sheet's search)")
-        else:
-            said = f"{_count(n_df)} under decode first (the DF_Search sheet's search)"
-        msg += (f"; the TTFT target {slo[i]:,.6g} ms needs instances_ttft {said}, "
-                f"{_count(old_n[i])} by the request-alone queue")
+            if np.isinf(n_df) and slo[i] > alone[i]:
+                # above a request alone, yet unreachable: every count the search tries misses the target
+                said = (f"unreachable (more than {dslo.SEARCH_SPAN:,} instances above the search's lower bound: "
+                        f"a count beyond the DF_Search sheet's search)")
+            else:
+                said = f"{_count(n_df)} under decode first (the DF_Search sheet's search)"
+            msg += (f"; the TTFT target {slo[i]:,.6g} ms needs instances_ttft {said}, "
+                    f"{_count(old_n[i])} by the request-alone queue")
         msg += ("; Sensitivity_Hit's hit sweep reads the decode-first search at each hit (the DF_Search_Hit "
                 "sheet); the Tornado's TTFT at load still reads the request-alone queue for this row")
         out.append(Problem(place, msg))
