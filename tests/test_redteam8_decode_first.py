@@ -127,3 +127,14 @@ def test_the_note_of_a_row_without_a_target(tmp_path):
     write_input_workbook(src, MODELS, GPUS, [dict(workload="df-free", demand_tpm=10 * TPM_1, **BASE)], {"hit_step": 0.25})
     (note,) = decode_first_note.warnings(build_plan(src))
     assert "decode-first queue" in note.message and "TTFT target" not in note.message
+
+
+def test_the_warnings_and_the_memo_do_not_say_the_target_is_below_a_request_alone(beyond):
+    # 300.01 ms is above the request-alone 300 ms: the count is beyond the search, not a target below P
+    from planner.plan import load_notes
+    plan, _out = beyond
+    texts = [p.message for p in load_notes.warnings(plan)]
+    assert not any("is not above the request-alone TTFT" in t for t in texts), texts
+    assert any("beyond its search" in t for t in texts), texts
+    (un,) = [f for f in load_notes.findings(plan, limit=4) if f["kind"] == "unreachable"]
+    assert "below what one request alone takes" not in un["text"] and "beyond the decode-first search" in un["text"]
