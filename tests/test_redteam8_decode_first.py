@@ -138,3 +138,22 @@ def test_the_warnings_and_the_memo_do_not_say_the_target_is_below_a_request_alon
     assert any("beyond its search" in t for t in texts), texts
     (un,) = [f for f in load_notes.findings(plan, limit=4) if f["kind"] == "unreachable"]
     assert "below what one request alone takes" not in un["text"] and "beyond the decode-first search" in un["text"]
+
+
+def test_a_period_beyond_the_search_is_said(tmp_path):
+    # today 10 requests/s: 81,205 instances; in 2027-Q3 100,000 requests/s: beyond the search, so that
+    # period's count leaves the target out (61,000 by throughput, fewer than today's) -- said, not silent
+    from planner.finance import periods as pr
+    src = tmp_path / "in.xlsx"
+    row = dict(workload="g", demand_tpm=10 * TPM_1, ttft_slo_ms=300.01, slo_percentile="p90", **BASE)
+    dem = [dict(workload="g", period="2027-Q1", demand_tpm=10 * TPM_1),
+           dict(workload="g", period="2027-Q3", demand_tpm=1e5 * TPM_1)]
+    write_input_workbook(src, MODELS, GPUS, [row], {"hit_step": 0.25}, optional={"Demand": dem})
+    from planner.finance.period_notes import with_period_notes
+    plan = with_period_notes(build_plan(src))
+    calc = pr.period_calc(plan).set_index("period")
+    assert float(calc.loc["2027-Q1", "instances_ttft"]) == 81205
+    assert float(calc.loc["2027-Q3", "instances_ttft"]) == np.inf
+    assert float(calc.loc["2027-Q3", "instances"]) < 81205
+    said = [p.message for p in plan.warnings if "2027-Q3" in p.message and "beyond" in p.message]
+    assert len(said) == 1 and "DF_Search_Periods" in said[0], [p.message for p in plan.warnings]

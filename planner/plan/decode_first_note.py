@@ -97,3 +97,4 @@ def warnings(plan) -> list[Problem]:
                 "sheet); the Tornado's TTFT at load still reads the request-alone queue for this row")
         out.append(Problem(place, msg))
     return out
+
