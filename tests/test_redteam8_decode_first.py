@@ -157,3 +157,16 @@ def test_a_period_beyond_the_search_is_said(tmp_path):
     assert float(calc.loc["2027-Q3", "instances"]) < 81205
     said = [p.message for p in plan.warnings if "2027-Q3" in p.message and "beyond" in p.message]
     assert len(said) == 1 and "DF_Search_Periods" in said[0], [p.message for p in plan.warnings]
+
+
+def test_a_baseline_beyond_the_search_is_not_said_to_be_unmeetable_at_any_count(tmp_path):
+    from planner.plan import load_notes
+    src = tmp_path / "in.xlsx"
+    row = dict(workload="bb", demand_tpm=1e5 * TPM_1, ttft_slo_ms=300.01, slo_percentile="p90",
+               **{**BASE, "hit_target": 0.5})
+    write_input_workbook(src, MODELS, GPUS, [row], {"hit_step": 0.25})
+    plan = build_plan(src)
+    r = plan.results.iloc[0]
+    assert np.isfinite(float(r["instances_ttft"])) and float(r["instances_ttft_baseline"]) == np.inf
+    (f,) = [f for f in load_notes.findings(plan) if f["kind"] == "baseline-unreachable"]
+    assert "decode-first search reaches" in f["text"]

@@ -72,10 +72,18 @@ def findings(plan, limit: int = 4) -> list[dict[str, str]]:
     base = [i for i, b in enumerate(r["binding_baseline"]) if str(b).startswith("unreachable")
             and not str(r["binding"].iat[i]).startswith("unreachable")] if "binding_baseline" in r else []
     if base:
+        from planner.plan.decode_first_note import beyond_search
+
+        def beyond_base(rows):
+            far = beyond_search(plan, "_baseline")
+            names = [str(r["workload"].iat[i]) for i in rows if far[i]]
+            return (" (" + ", ".join(names) + ": any count the decode-first search reaches, more than 16.7 million "
+                    "instances; the target is above a request alone at the baseline)") if names else ""
+
         out.append({"kind": "baseline-unreachable", "title": "Latency targets the baseline hit ratio cannot meet",
                     "text": f"{len(base)} workload(s) meet their latency target at the target hit ratio but not at "
                             "the baseline one at any GPU count: " + ", ".join(str(r["workload"].iat[i]) for i in base)
-                            + ". Their baseline count leaves that target out, so the saving of the hit target "
+                            + beyond_base(base) + ". Their baseline count leaves that target out, so the saving of the hit target "
                             "there is understated: without the hits the target is not met at all."})
     has_slo = ~np.isnan(_f(res["ttft_slo_ms"])) | ~np.isnan(_f(res["tpot_slo_ms"])) | \
         ~np.isnan(_f(res["concurrency"]))
