@@ -168,7 +168,7 @@ def instances_ttft_df(rate_total, prefill, t_fixed, u, budget, s0, s1, osl, slo,
 # descent keeps the largest count known to miss the target, m (it starts at n_lo - 1): for each bit 2^j from
 # the top down, the candidate m + 2^j is kept as the new m when it still misses at the rate Λ/(m + 2^j); the
 # count is m + 1 (the TTFT decreases with the count, so every count above n* meets and every one below
-# misses). SEARCH_BITS bits cover n_lo .. n_lo + 2^SEARCH_BITS - 1.
+# misses). SEARCH_BITS bits cover n_lo .. n_lo + 2^SEARCH_BITS - 2 (a count beyond: unreachable, search_count).
 SEARCH_BITS = 24     # 16.7 million instances above the lower bound: beyond any count the planner sizes
 SEARCH_BIT_VALUES = tuple(2 ** j for j in range(SEARCH_BITS - 1, -1, -1))   # the bits, top first
 SEARCH_SPAN = 2 ** SEARCH_BITS - 1   # the last count tried is n_lo - 1 + SEARCH_SPAN
@@ -434,7 +434,7 @@ def search_count(floor, miss, rate_total):
     """The count the search finds: one above the largest count that misses the target (``miss`` after
     the last bit), 0 without demand (``Λ = 0``, as the closed form); ``inf`` (``unreachable``) where
     :func:`search_floor` is, and where every candidate missed (``miss = n_lo - 1 + SEARCH_SPAN``: the count
-    is above ``n_lo + 16,777,215``, beyond the search, and ``miss + 1`` was never tried, so it is not given
+    is at least ``n_lo + 16,777,215``, beyond the search, and ``miss + 1`` was never tried, so it is not given
     as a count); NaN (blank) where it is.
 
     Parameters

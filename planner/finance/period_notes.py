@@ -1,7 +1,7 @@
 """A period of Demand_Calc whose decode-first TTFT count is beyond the search (red team 8).
 
 The closed form's ``unreachable`` does not depend on the demand (a target below a request alone), so the
-Results' warnings cover every period; the decode-first search's does (a count beyond ``n_lo +
+Results' warnings cover every period; the decode-first search's does (a count of at least ``n_lo +
 16,777,215``, :func:`planner.equations.decode_first_slo.search_count`): a period of far more demand than
 today's can leave its target out and need fewer instances than today. Here, above the plan (Demand_Calc is
 :func:`planner.finance.periods.period_calc`), added to the plan's warnings by ``planner run`` and
@@ -54,7 +54,7 @@ def period_beyond_warnings(plan) -> list[Problem]:
             continue          # beyond at today's demand too: the Results row's warning says it
         out.append(Problem(Place.at_row("Workloads", rows[wl_rows[w]], w),
                            f"in {c['period'].iat[i]} (demand_tpm {float(c['demand_tpm'].iat[i]):,.6g}) the TTFT "
-                           f"target {slo[i]:,.6g} ms needs more than {dslo.SEARCH_SPAN:,} instances above the "
+                           f"target {slo[i]:,.6g} ms needs at least {dslo.SEARCH_SPAN:,} instances above the "
                            "search's lower bound under decode first (beyond the DF_Search_Periods sheet's search): "
                            "that period's count leaves the target out (binding unreachable: ttft_slo; Demand_Calc "
                            f"instances {float(c['instances'].iat[i]):,.0f}), though today's demand gets "

@@ -35,7 +35,7 @@ def beyond_search(plan, sfx: str = "") -> np.ndarray:
     """Where a decode-first row planned open loop has its TTFT count ``instances_ttft`` (``sfx``
     "_baseline": at hit_baseline) unreachable though its target is above a request alone (``max(P, K F)``):
     every count the DF_Search sheet's search tries misses the target, i.e. the count is beyond
-    ``n_lo + 16,777,215`` (:func:`planner.equations.decode_first_slo.search_count`), not a target below
+    at least ``n_lo + 16,777,215`` (:func:`planner.equations.decode_first_slo.search_count`), not a target below
     what one request alone takes."""
     r, res = plan.results, plan.resolved
     sched = res["scheduler"].astype(str).str.strip().str.lower().to_numpy()
@@ -87,7 +87,7 @@ def warnings(plan) -> list[Problem]:
             n_df = float(r["instances_ttft"].iat[i])
             if beyond[i]:
                 # above a request alone, yet unreachable: every count the search tries misses the target
-                said = (f"unreachable (more than {dslo.SEARCH_SPAN:,} instances above the search's lower bound: "
+                said = (f"unreachable (at least {dslo.SEARCH_SPAN:,} instances above the search's lower bound: "
                         f"a count beyond the DF_Search sheet's search)")
             else:
                 said = f"{_count(n_df)} under decode first (the DF_Search sheet's search)"

@@ -183,7 +183,7 @@ def warnings(plan) -> list:
         b = str(r["binding"].iat[i])
         if "ttft_slo" in b and b.startswith("unreachable") and np.isnan(conc[i]) and beyond[i]:
             out.append(Problem(place, f"ttft_slo_ms {t_slo[i]:,.6g} is above the request-alone TTFT "
-                                      f"{alone[i]:,.1f} ms, but under decode first it needs more than "
+                                      f"{alone[i]:,.1f} ms, but under decode first it needs at least "
                                       f"{dslo.SEARCH_SPAN:,} instances above the DF_Search sheet's lower bound "
                                       "(beyond its search): no count is given (left out of instances_needed)"))
         elif "ttft_slo" in b and b.startswith("unreachable") and np.isnan(conc[i]):
