@@ -164,6 +164,9 @@ def cmd_run(args) -> int:
     from planner.finance.validation import read_checked
 
     plan = build_plan(read_checked(src))
+    from planner.finance.period_notes import with_period_notes
+
+    plan = with_period_notes(plan)   # red team 8: a period's decode-first count beyond the search
     plan = fix_provenance(plan, args)
     from planner.memo.render import memo_paths
 
@@ -234,6 +237,9 @@ def cmd_validate(args) -> int:
     from planner.finance.validation import read_checked
 
     plan = build_plan(read_checked(args.input))
+    from planner.finance.period_notes import with_period_notes
+
+    plan = with_period_notes(plan)   # red team 8: a period's decode-first count beyond the search
     _print_warnings(plan)
     print(f"planner: {args.input} is valid ({len(plan.results)} workloads, {len(plan.models)} models, "
           f"{len(plan.gpus)} GPUs, {len(plan.warnings)} warnings)")

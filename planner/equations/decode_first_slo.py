@@ -155,9 +155,10 @@ def instances_ttft_df(rate_total, prefill, t_fixed, u, budget, s0, s1, osl, slo,
 # descent keeps the largest count known to miss the target, m (it starts at n_lo - 1): for each bit 2^j from
 # the top down, the candidate m + 2^j is kept as the new m when it still misses at the rate Λ/(m + 2^j); the
 # count is m + 1 (the TTFT decreases with the count, so every count above n* meets and every one below
-# misses). SEARCH_BITS bits cover n_lo .. n_lo + 2^SEARCH_BITS - 1.
+# misses). SEARCH_BITS bits cover n_lo .. n_lo + 2^SEARCH_BITS - 2 (a count beyond: unreachable, search_count).
 SEARCH_BITS = 24     # 16.7 million instances above the lower bound: beyond any count the planner sizes
 SEARCH_BIT_VALUES = tuple(2 ** j for j in range(SEARCH_BITS - 1, -1, -1))   # the bits, top first
+SEARCH_SPAN = 2 ** SEARCH_BITS - 1   # the last count tried is n_lo - 1 + SEARCH_SPAN
 
 
 def open_loop_df(scheduler, concurrency):
@@ -419,7 +420,9 @@ def _(miss, bit, ttft, slo):
 def search_count(floor, miss, rate_total):
     """The count the search finds: one above the largest count that misses the target (``miss`` after
     the last bit), 0 without demand (``Λ = 0``, as the closed form); ``inf`` (``unreachable``) where
-    :func:`search_floor` is; NaN (blank) where it is.
+    :func:`search_floor` is, and where every candidate missed (``miss = n_lo - 1 + SEARCH_SPAN``: the count
+    is at least ``n_lo + 16,777,215``, beyond the search, and ``miss + 1`` was never tried, so it is not given
+    as a count); NaN (blank) where it is.
 
     Parameters
     ----------
@@ -431,13 +434,16 @@ def search_count(floor, miss, rate_total):
     -------
     numeric, instances [count]
     """
-    f = _f(floor)
-    return np.where(np.isfinite(f), np.where(_f(rate_total) > 0, _f(miss) + 1, 0.0), f)
+    f, m = _f(floor), _f(miss)
+    beyond = m >= f + SEARCH_SPAN - 1          # every candidate missed: the count is beyond the search
+    n = np.where(beyond, np.inf, m + 1)
+    return np.where(np.isfinite(f), np.where(_f(rate_total) > 0, n, 0.0), f)
 
 
 @excel_twin(search_count)
 def _(floor, miss, rate_total):
-    return f'IF(ISNUMBER({floor}),IF({rate_total}>0,{miss}+1,0),IF({floor}="unreachable","unreachable",""))'
+    n = f'IF({miss}>={floor}+{SEARCH_SPAN - 1},"unreachable",{miss}+1)'
+    return f'IF(ISNUMBER({floor}),IF({rate_total}>0,{n},0),IF({floor}="unreachable","unreachable",""))'
 
 
 def search_instances(rate_total, prefill, t_fixed, u, budget, s0, s1, osl, slo, q, scheduler="decode_first",

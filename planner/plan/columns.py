@@ -635,7 +635,9 @@ def _df_search(sfx: str, prefill: str, tokens: str) -> list[Out]:
     cols += [
         out("df_instances_ttft" + sfx, "count", FMT_INT, dslo.search_count, "df_floor" + sfx, miss, "df_rate_total",
             description="instances the TTFT target needs under decode first, open loop: the smallest count whose "
-            f"TTFT statistic meets the target{at} (Results instances_ttft{sfx} of this row)"),
+            f"TTFT statistic meets the target{at} (Results instances_ttft{sfx} of this row); unreachable where the "
+            "target is not above a request alone, or every count tried misses it (the count is at least df_floor + "
+            "16,777,215, beyond the search's reach)"),
     ]
     return cols
 

@@ -31,6 +31,24 @@ def _count(x) -> str:
     return "blank" if np.isnan(x) else "unreachable" if np.isinf(x) else f"{x:,.0f}"
 
 
+def beyond_search(plan, sfx: str = "") -> np.ndarray:
+    """Where a decode-first row planned open loop has its TTFT count ``instances_ttft`` (``sfx``
+    "_baseline": at hit_baseline) unreachable though its target is above a request alone (``max(P, K F)``):
+    every count the DF_Search sheet's search tries misses the target, i.e. the count is beyond
+    at least ``n_lo + 16,777,215`` (:func:`planner.equations.decode_first_slo.search_count`), not a target below
+    what one request alone takes."""
+    r, res = plan.results, plan.resolved
+    sched = res["scheduler"].astype(str).str.strip().str.lower().to_numpy()
+    P = _f(r, "ttft_ms" + sfx) if "ttft_ms" + sfx in r else _f(r, "ttft_ms")
+    with np.errstate(all="ignore"):
+        u = _f(r, "burst_new_tokens" + sfx) if "burst_new_tokens" + sfx in r else _f(r, "burst_new_tokens")
+        alone = dslo.open_ttft_stat_ms(0.0, P, np.nan_to_num(_f(res, "pass_fixed_ms"), nan=0.0), u,
+                                       _f(res, "max_num_batched_tokens"), _f(r, "step_weights_ms"),
+                                       _f(r, "step_kv_ms"), _f(res, "osl"), 0.0)
+    n = _f(r, "instances_ttft" + sfx)
+    return dslo.open_loop_df(sched, _f(res, "concurrency")) & np.isinf(n) & (_f(res, "ttft_slo_ms") > alone)
+
+
 def warnings(plan) -> list[Problem]:
     """One Problem per decode-first workload without a fixed concurrency and with a load to plan."""
     r, res = plan.results, plan.resolved
@@ -49,6 +67,7 @@ def warnings(plan) -> list[Problem]:
         p_df = dslo.service_df_ms(P, np.nan_to_num(_f(res, "pass_fixed_ms"), nan=0.0), _f(r, "burst_new_tokens"),
                                   _f(res, "max_num_batched_tokens"), _f(r, "step_weights_ms"), _f(r, "step_kv_ms"), b)
     slo = _f(res, "ttft_slo_ms")
+    beyond = beyond_search(plan)
     rows = plan.input.workloads.rows
     out = []
     for i in np.flatnonzero(pick):
@@ -65,9 +84,17 @@ def warnings(plan) -> list[Problem]:
                f"{old_p90[i]:,.0f} ms" if np.isfinite(old_mean[i]) else "the request-alone prefill queue saturates")
         msg = f"information: scheduler decode_first, planned open loop: {shown}; {old}"
         if np.isfinite(slo[i]):
-            msg += (f"; the TTFT target {slo[i]:,.6g} ms needs instances_ttft {_count(r['instances_ttft'].iat[i])} "
-                    f"under decode first (the DF_Search sheet's search), {_count(old_n[i])} by the request-alone queue")
+            n_df = float(r["instances_ttft"].iat[i])
+            if beyond[i]:
+                # above a request alone, yet unreachable: every count the search tries misses the target
+                said = (f"unreachable (at least {dslo.SEARCH_SPAN:,} instances above the search's lower bound: "
+                        f"a count beyond the DF_Search sheet's search)")
+            else:
+                said = f"{_count(n_df)} under decode first (the DF_Search sheet's search)"
+            msg += (f"; the TTFT target {slo[i]:,.6g} ms needs instances_ttft {said}, "
+                    f"{_count(old_n[i])} by the request-alone queue")
         msg += ("; Sensitivity_Hit's hit sweep reads the decode-first search at each hit (the DF_Search_Hit "
                 "sheet); the Tornado's TTFT at load still reads the request-alone queue for this row")
         out.append(Problem(place, msg))
     return out
+

@@ -55,10 +55,13 @@ def findings(plan, limit: int = 4) -> list[dict[str, str]]:
     if unreach:
         what = {"ttft_slo": "the TTFT target", "tpot_slo": "the TPOT target", "hbm": "the HBM fit"}
         conc = _f(res["concurrency"])
+        from planner.plan.decode_first_note import beyond_search
+        beyond = beyond_search(plan)
 
         def why(i):
             names = [what.get(n.strip(), n.strip()) for n in str(r["binding"].iat[i]).split(":", 1)[1].split(",")]
             at = (f"at its fixed concurrency {conc[i]:,.0f}" if not np.isnan(conc[i]) else
+                  "beyond the decode-first search's reach, more than 16.7 million instances" if beyond[i] else
                   "below what one request alone takes")
             return f"{r['workload'].iat[i]} ({' and '.join(names)}, {at})"
         out.append({"kind": "unreachable", "title": "Latency targets no instance count meets",
@@ -69,10 +72,18 @@ def findings(plan, limit: int = 4) -> list[dict[str, str]]:
     base = [i for i, b in enumerate(r["binding_baseline"]) if str(b).startswith("unreachable")
             and not str(r["binding"].iat[i]).startswith("unreachable")] if "binding_baseline" in r else []
     if base:
+        from planner.plan.decode_first_note import beyond_search
+
+        def beyond_base(rows):
+            far = beyond_search(plan, "_baseline")
+            names = [str(r["workload"].iat[i]) for i in rows if far[i]]
+            return (" (" + ", ".join(names) + ": any count the decode-first search reaches, more than 16.7 million "
+                    "instances; the target is above a request alone at the baseline)") if names else ""
+
         out.append({"kind": "baseline-unreachable", "title": "Latency targets the baseline hit ratio cannot meet",
                     "text": f"{len(base)} workload(s) meet their latency target at the target hit ratio but not at "
                             "the baseline one at any GPU count: " + ", ".join(str(r["workload"].iat[i]) for i in base)
-                            + ". Their baseline count leaves that target out, so the saving of the hit target "
+                            + beyond_base(base) + ". Their baseline count leaves that target out, so the saving of the hit target "
                             "there is understated: without the hits the target is not met at all."})
     has_slo = ~np.isnan(_f(res["ttft_slo_ms"])) | ~np.isnan(_f(res["tpot_slo_ms"])) | \
         ~np.isnan(_f(res["concurrency"]))
@@ -154,9 +165,12 @@ def warnings(plan) -> list:
     from planner.equations.prefill_passes import burst_ttft_ms
     from planner.equations.queueing import tpot_load_ms
 
+    from planner.plan.decode_first_note import beyond_search
+
     r, res = plan.results, plan.resolved
     rows = plan.input.workloads.rows
     out = []
+    beyond = beyond_search(plan)
     alone, mean = _f(r["ttft_ms"]), _f(r["ttft_load_ms"])
     conc, fit = _f(res["concurrency"]), _f(r["max_batch_fit"])
     t_slo, p_slo, dem = _f(res["ttft_slo_ms"]), _f(res["tpot_slo_ms"]), _f(res["demand_tpm"])
@@ -167,7 +181,12 @@ def warnings(plan) -> list:
     for i in range(len(r)):
         place = Place.at_row("Workloads", rows[i], r['workload'].iat[i])
         b = str(r["binding"].iat[i])
-        if "ttft_slo" in b and b.startswith("unreachable") and np.isnan(conc[i]):
+        if "ttft_slo" in b and b.startswith("unreachable") and np.isnan(conc[i]) and beyond[i]:
+            out.append(Problem(place, f"ttft_slo_ms {t_slo[i]:,.6g} is above the request-alone TTFT "
+                                      f"{alone[i]:,.1f} ms, but under decode first it needs at least "
+                                      f"{dslo.SEARCH_SPAN:,} instances above the DF_Search sheet's lower bound "
+                                      "(beyond its search): no count is given (left out of instances_needed)"))
+        elif "ttft_slo" in b and b.startswith("unreachable") and np.isnan(conc[i]):
             out.append(Problem(place, f"ttft_slo_ms {t_slo[i]:,.6g} is not above the request-alone TTFT "
                                       f"{alone[i]:,.1f} ms: no instance count meets it (left out of instances_needed)"
                                       + _in_seconds("ttft_slo_ms", t_slo[i], alone[i])))
