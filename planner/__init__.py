@@ -41,9 +41,13 @@ def build_plan(source):
     """Evaluate the model: a :class:`~planner.plan.build.Plan` from a :func:`read_input` input, or
     from a path (read with every check, as :func:`read_input` reads it)."""
     from planner.finance import validation
+    from planner.finance.period_notes import with_period_notes
     from planner.plan import build
 
-    return build.build_plan(source if isinstance(source, build.PlanInput) else validation.read_checked(source))
+    # the warnings `planner run` and `planner validate` give (a period's decode-first count beyond the search
+    # is said above the plan: planner.finance.period_notes)
+    return with_period_notes(build.build_plan(source if isinstance(source, build.PlanInput)
+                                              else validation.read_checked(source)))
 
 
 def write_workbook(plan_, path: str | Path) -> Path:

@@ -157,6 +157,10 @@ def test_a_period_beyond_the_search_is_said(tmp_path):
     assert float(calc.loc["2027-Q3", "instances"]) < 81205
     said = [p.message for p in plan.warnings if "2027-Q3" in p.message and "beyond" in p.message]
     assert len(said) == 1 and "DF_Search_Periods" in said[0], [p.message for p in plan.warnings]
+    # the library's build_plan says it too, as planner run and validate do
+    import planner
+
+    assert [p.message for p in planner.build_plan(src).warnings if "2027-Q3" in p.message] == said
 
 
 def test_a_baseline_beyond_the_search_is_not_said_to_be_unmeetable_at_any_count(tmp_path):
