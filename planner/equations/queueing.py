@@ -327,10 +327,11 @@ def load_rate(demand_tpm, isl, osl, instances, chip, utilization, closed_rate=np
 
 @excel_twin(load_rate)
 def _(demand_tpm, isl, osl, instances, chip, utilization, closed_rate=None):
-    # no instance (a demand of 0 sizes 0; or an unreachable count, text): no load, 0 as in Python, not #DIV/0!
-    open_ = (f"IF(ISNUMBER({demand_tpm}),IF(N({instances})=0,0,"
-             f"{demand_tpm}/(({isl}+{osl})*{N.MS_PER_MIN}/{N.MS_PER_S}*{instances})),"
-             f"{utilization}*{N.MS_PER_S}/{chip})")
+    # no instance (a demand of 0 sizes 0): no load, 0 as in Python, not #DIV/0!; an unreachable count (text;
+    # inf in Python) 0 as Python's demand / inf; a blank count blank (no N() over a blank: #NUM! in Gnumeric)
+    per = f"{demand_tpm}/(({isl}+{osl})*{N.MS_PER_MIN}/{N.MS_PER_S}*{instances})"
+    open_ = (f'IF(ISNUMBER({demand_tpm}),IF(ISNUMBER({instances}),IF({instances}=0,0,{per}),'
+             f'IF(ISTEXT({instances}),0,"")),{utilization}*{N.MS_PER_S}/{chip})')
     return open_ if closed_rate is None else f"IF(ISNUMBER({closed_rate}),{closed_rate},{open_})"
 
 
