@@ -148,6 +148,17 @@ def recalculate_many(srcs, out_dir: Path, profile: Path | None = None, timeout: 
     return results
 
 
+def print_pdf(src: Path, out: Path, profile: Path, timeout: float = 300) -> Path | None:
+    """``src`` printed to the PDF ``out`` by this process's running LibreOffice (:class:`_Bridge`; the
+    filter ``soffice --convert-to pdf`` uses, charts and all), or None without the bridge (the caller
+    then starts its own LibreOffice). Saves a LibreOffice start per PDF (about 2-3 s CPU)."""
+    binary = soffice()
+    if binary is None or not _Bridge.usable():
+        return None
+    _Bridge.for_profile(binary, profile).convert(src, out, timeout, "calc_pdf_Export")
+    return out
+
+
 SYSTEM_PYTHON = "/usr/bin/python3"  # Debian's, the one python3-uno is built for
 
 
@@ -205,12 +216,15 @@ class _Bridge:
             raise RuntimeError(f"LibreOffice bridge ended (exit {self.proc.poll()})")
         return json.loads(line)
 
-    def convert(self, src: Path, out: Path, timeout: float) -> None:
+    def convert(self, src: Path, out: Path, timeout: float, filter_name: str | None = None) -> None:
         import json
 
         if out.exists():
             out.unlink()
-        self.proc.stdin.write(json.dumps({"src": str(Path(src).resolve()), "out": str(out.resolve())}) + "\n")
+        req = {"src": str(Path(src).resolve()), "out": str(out.resolve())}
+        if filter_name:
+            req["filter"] = filter_name
+        self.proc.stdin.write(json.dumps(req) + "\n")
         self.proc.stdin.flush()
         answer = self._answer(timeout)
         if not answer.get("ok") or not out.exists():

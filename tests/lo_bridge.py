@@ -5,9 +5,10 @@ which has LibreOffice's ``uno`` module: Debian's python3-uno; started by tests/l
 
 starts ``SOFFICE`` headless on a private pipe with the forced-recalculation profile at
 ``PROFILE_DIR`` (tests/libreoffice.py ``make_profile``), then reads one JSON request a line on
-stdin, ``{"src": path, "out": path}``, and for each: loads ``src`` hidden (the profile makes
-LibreOffice recalculate every formula on load, as for ``soffice --convert-to``), recalculates
-once more (``calculateAll``), stores it as .xlsx at ``out`` (the filter ``--convert-to`` uses)
+stdin, ``{"src": path, "out": path}`` (and ``"filter"``: ``calc_pdf_Export`` for a PDF), and for each:
+loads ``src`` hidden (the profile makes LibreOffice recalculate every formula on load, as for ``soffice
+--convert-to``), recalculates once more (``calculateAll``), stores it as .xlsx at ``out`` (the filter
+``--convert-to`` uses; or the request's)
 and closes it, answering one JSON line, ``{"ok": true}`` or ``{"error": text}``. At the end of
 stdin (or ``{"quit": true}``) LibreOffice is terminated and the script exits.
 
@@ -73,7 +74,9 @@ def main(soffice: str, profile: str) -> int:
                     raise RuntimeError(f"LibreOffice could not load {req['src']}")
                 try:
                     doc.calculateAll()
-                    doc.storeToURL(_url(req["out"]), _props(FilterName="Calc MS Excel 2007 XML", Overwrite=True))
+                    # the filter --convert-to uses for .xlsx, or for .pdf ("calc_pdf_Export", as `--convert-to pdf`)
+                    doc.storeToURL(_url(req["out"]), _props(FilterName=req.get("filter", "Calc MS Excel 2007 XML"),
+                                                            Overwrite=True))
                 finally:
                     doc.close(True)
                 print(json.dumps({"ok": True}), flush=True)

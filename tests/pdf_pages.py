@@ -63,10 +63,17 @@ def pages_per_sheet(pdf: bytes) -> dict[str, int]:
     return out
 
 
-def to_pdf(xlsx: Path, out_dir: Path | None = None, timeout: float = 300) -> bytes:
-    """``xlsx`` printed to PDF by LibreOffice headless (own profile); the PDF's bytes."""
-    from libreoffice import make_profile, soffice
+def to_pdf(xlsx: Path, out_dir: Path | None = None, timeout: float = 300, profile: Path | None = None) -> bytes:
+    """``xlsx`` printed to PDF by LibreOffice headless; the PDF's bytes. With a ``profile`` (the tests'
+    session profile) by the test process's running LibreOffice (libreoffice.print_pdf), else by a
+    LibreOffice of its own (own profile)."""
+    from libreoffice import make_profile, print_pdf, soffice
 
+    if profile is not None:
+        with tempfile.TemporaryDirectory(prefix="planner-pdf-") as tmp:
+            dest = Path(out_dir or tmp) / (xlsx.stem + ".pdf")
+            if print_pdf(xlsx, dest, profile, timeout) is not None:
+                return dest.read_bytes()
     binary = soffice()
     if binary is None:
         raise RuntimeError("LibreOffice (soffice) is not installed")

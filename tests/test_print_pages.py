@@ -71,8 +71,8 @@ def example_out(example_output) -> Path:
 
 
 @pytest.fixture(scope="module")
-def example_pdf(example_out) -> bytes:
-    return to_pdf(example_out)  # LibreOffice, once for the module (~30 s)
+def example_pdf(example_out, lo_profile) -> bytes:
+    return to_pdf(example_out, profile=lo_profile)  # LibreOffice (this worker's), once for the module
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +119,7 @@ def test_diff_sheets_carry_units_and_the_print_setup(diff_out):
 
 
 @pytest.mark.libreoffice
-def test_pdf_pages_and_the_readme(example_pdf, diff_out):
+def test_pdf_pages_and_the_readme(example_pdf, diff_out, lo_profile):
     pdf = example_pdf
     # (was tests/test_print.py::test_pdf_pages, which printed the same workbook a second time)
     # The whole example output printed by LibreOffice: 151 pages before the print set-up (12
@@ -132,7 +132,7 @@ def test_pdf_pages_and_the_readme(example_pdf, diff_out):
     assert pages["Summary"] == 1 and pages["Fleet_By_Period"] == 1 and pages["Scenario_Compare"] == 1
     readme = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
     assert readme_sentence(pages) in readme, readme_sentence(pages)
-    diff_pages = pages_per_sheet(to_pdf(diff_out))
+    diff_pages = pages_per_sheet(to_pdf(diff_out, profile=lo_profile))
     assert diff_pages["Bridge"] == 1  # the waterfall on one page (31 portrait pages before)
     assert sum(diff_pages.values()) <= 10, diff_pages
 
