@@ -19,6 +19,7 @@ from planner.core.places import Place
 from planner.equations import decode_first_slo as dslo
 from planner.finance import periods as pr
 from planner.plan.columns import has_open_df
+from planner.plan.decode_first_note import beyond_rows
 
 
 def _f(frame, name) -> np.ndarray:
@@ -37,13 +38,8 @@ def period_beyond_warnings(plan) -> list[Problem]:
     if calc is None or len(calc) == 0 or "instances_ttft" not in calc:
         return []
     c = calc
-    sched = c["scheduler"].astype(str).str.strip().str.lower().to_numpy()
-    with np.errstate(all="ignore"):
-        alone = dslo.open_ttft_stat_ms(0.0, _f(c, "ttft_ms"), np.nan_to_num(_f(c, "pass_fixed_ms"), nan=0.0),
-                                       _f(c, "burst_new_tokens"), _f(c, "max_num_batched_tokens"),
-                                       _f(c, "step_weights_ms"), _f(c, "step_kv_ms"), _f(c, "osl"), 0.0)
-    n, slo = _f(c, "instances_ttft"), _f(c, "ttft_slo_ms")
-    pick = dslo.open_loop_df(sched, _f(c, "concurrency")) & np.isinf(n) & (slo > alone)
+    slo = _f(c, "ttft_slo_ms")
+    pick = beyond_rows(c, c)  # Demand_Calc holds the Results and Resolved columns the test reads
     today = plan.results.set_index("workload")["instances_ttft"]
     wl_rows = {w: i for i, w in enumerate(plan.results["workload"])}
     rows = plan.input.workloads.rows

@@ -37,7 +37,12 @@ def beyond_search(plan, sfx: str = "") -> np.ndarray:
     every count the DF_Search sheet's search tries misses the target, i.e. the count is beyond
     at least ``n_lo + 16,777,215`` (:func:`planner.equations.decode_first_slo.search_count`), not a target below
     what one request alone takes."""
-    r, res = plan.results, plan.resolved
+    return beyond_rows(plan.results, plan.resolved, sfx)
+
+
+def beyond_rows(r, res, sfx: str = "") -> np.ndarray:
+    """:func:`beyond_search` on any frames that hold the Results (``r``) and Resolved (``res``) columns it
+    reads: also Demand_Calc for both (:mod:`planner.finance.period_notes`)."""
     sched = res["scheduler"].astype(str).str.strip().str.lower().to_numpy()
     P = _f(r, "ttft_ms" + sfx) if "ttft_ms" + sfx in r else _f(r, "ttft_ms")
     with np.errstate(all="ignore"):
