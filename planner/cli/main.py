@@ -146,7 +146,7 @@ def _progress(plan, quiet: bool):
 
 
 def cmd_run(args) -> int:
-    from planner.plan.build import build_plan
+    from planner import build_plan  # every check, and the period notes above the plan (planner.finance.period_notes)
     from planner.workbook.writer import write_output
 
     src = args.input
@@ -161,13 +161,7 @@ def cmd_run(args) -> int:
         raise InputError([missing_problem(src)])
     check_output_path(src, out)
     memo_options(args, src, out)
-    from planner.finance.validation import read_checked
-
-    plan = build_plan(read_checked(src))
-    from planner.finance.period_notes import with_period_notes
-
-    plan = with_period_notes(plan)   # red team 8: a period's decode-first count beyond the search
-    plan = fix_provenance(plan, args)
+    plan = fix_provenance(build_plan(src), args)
     from planner.memo.render import memo_paths
 
     make_memo = None
@@ -230,16 +224,11 @@ def cmd_template(args) -> int:
 
 
 def cmd_validate(args) -> int:
+    from planner import build_plan  # every check, and the period notes above the plan (planner.finance.period_notes)
     from planner.cli.options import check_file_name
-    from planner.plan.build import build_plan
 
     check_file_name(args.input, "input")
-    from planner.finance.validation import read_checked
-
-    plan = build_plan(read_checked(args.input))
-    from planner.finance.period_notes import with_period_notes
-
-    plan = with_period_notes(plan)   # red team 8: a period's decode-first count beyond the search
+    plan = build_plan(args.input)
     _print_warnings(plan)
     print(f"planner: {args.input} is valid ({len(plan.results)} workloads, {len(plan.models)} models, "
           f"{len(plan.gpus)} GPUs, {len(plan.warnings)} warnings)")
