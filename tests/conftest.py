@@ -17,7 +17,27 @@ from typing import Any, Callable
 import openpyxl
 import pytest
 
+import libreoffice
 from libreoffice import make_profile, recalculate, recalculate_many, soffice
+
+_LOAD_WORKBOOK = openpyxl.load_workbook
+
+
+def load_workbook(filename, read_only=False, keep_vba=False, data_only=False, keep_links=True, rich_text=False):
+    """``openpyxl.load_workbook`` (installed in its place for every test), which also opens a
+    values-only recalculated copy (tests/libreoffice.py ``recalculate_many``, ``store`` False) as
+    the workbook of the values LibreOffice computed; such a copy has no formulas, styles or file,
+    so opening it without ``data_only`` is refused with what to do instead."""
+    if libreoffice.is_values_copy(filename):
+        if not data_only:
+            raise AssertionError(f"{filename} is a values-only recalculated copy: open it with data_only=True, "
+                                 "or recalculate with store=True to read its formulas, styles or package")
+        return libreoffice.recalculated_book(filename)
+    return _LOAD_WORKBOOK(filename, read_only=read_only, keep_vba=keep_vba, data_only=data_only,
+                          keep_links=keep_links, rich_text=rich_text)
+
+
+openpyxl.load_workbook = openpyxl.reader.excel.load_workbook = load_workbook
 
 # CI (CI=true, as .ci/run is run) draws the same property-test examples every time, so a landing
 # is judged on the examples the developer ran; tests/fuzz_long.sh draws new ones.
@@ -206,11 +226,11 @@ def recalc(lo_profile, tmp_path):
     start is paid once: 0.2-1.5 s CPU and 1-3 s wall saved per workbook, measured)"""
     counter = iter(range(1000))
 
-    def run(path: Path, *more: Path):
+    def run(path: Path, *more: Path, store: bool = False):
         out_dir = tmp_path / f"recalc-{next(counter)}"
         if not more:
-            return recalculate(Path(path), out_dir, profile=lo_profile)
-        return recalculate_many([path, *more], out_dir, profile=lo_profile)
+            return recalculate(Path(path), out_dir, profile=lo_profile, store=store)
+        return recalculate_many([path, *more], out_dir, profile=lo_profile, store=store)
 
     return run
 
@@ -325,7 +345,12 @@ def read_only_book(path: Path, data_only: bool) -> openpyxl.Workbook:
     kept is only the opened package. The key is the file's identity and state (inode, size,
     mtime and ctime in ns): a file replaced (a new inode) or written again (a new ctime) is a new
     key, loaded afresh. Shared: read it, never close it (the cache does, at eviction and at the
-    end of the session)."""
+    end of the session). A values-only recalculated copy is kept the same way."""
+    if libreoffice.is_values_copy(path):
+        key = (os.path.realpath(path), "values")
+        wb = _READ_ONLY_BOOKS.pop(key, None) or libreoffice.recalculated_book(path)
+        _READ_ONLY_BOOKS[key] = wb
+        return wb
     st = os.stat(path)
     key = (os.path.realpath(path), data_only, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     wb = _READ_ONLY_BOOKS.pop(key, None)

@@ -104,9 +104,13 @@ def recalculated(tmp_path_factory, lo_profile, example_output) -> dict:
              "live": _live_edit_case(d / "live")}
     # the feature workbook keeps its charts and comments (LibreOffice opens and saves them: checked below);
     # the others go without (libreoffice.without_charts: nothing a formula reads is in them; the example's
-    # 66 charts cost LibreOffice about 2.5 s more to load and store)
-    again = (recalculate_many([cases["example"]["edited"]], d / "recalc", profile=lo_profile)
-             + recalculate_many([cases["features"]["out"]], d / "recalc", profile=lo_profile, charts=True)
+    # 66 charts cost LibreOffice about 2.5 s more to load and store). The example and the feature workbook
+    # are stored AND read as values (values_too), so that the values-only copies every other recalculation
+    # of the suite reads are held to what openpyxl reads from LibreOffice's store (test_values_copy_...).
+    again = (recalculate_many([cases["example"]["edited"]], d / "recalc", profile=lo_profile, store=True,
+                              values_too=True)
+             + recalculate_many([cases["features"]["out"]], d / "recalc", profile=lo_profile, charts=True,
+                                values_too=True)
              + recalculate_many([cases["live"]["edited_out"]], d / "recalc", profile=lo_profile))
     for case, done in zip(cases.values(), again):
         case["again"] = done
@@ -137,6 +141,104 @@ def _example_case(d: Path, example_output: Path) -> dict:
     rewrite_cell_xml(edited, sheet_xml(edited, "Explorer"), rf'(<c r="{pick}"[^>]*><is><t>)[^<]*(</t>)',
                      rf"\g<1>{plan.results['workload'].iat[EXPLORER_PICK]}\g<2>")
     return {"plan": plan, "out": out, "edited": edited, "canary": canary}
+
+
+def _rows(ws) -> list[tuple]:
+    """A sheet's cells as rows of (value, data_type) of equal length, without trailing blank rows
+    and columns."""
+    rows = [[(c.value, c.data_type) for c in r] for r in ws.iter_rows()]
+    width = max((max((j + 1 for j, v in enumerate(r) if v[0] is not None), default=0) for r in rows), default=0)
+    rows = [tuple(r[:width]) + ((None, "n"),) * (width - len(r[:width])) for r in rows]
+    while rows and all(v[0] is None for v in rows[-1]):
+        rows.pop()
+    return rows
+
+
+def assert_same_cells(stored: Path, values: Path) -> int:
+    """Every cell of the values-only copy ``values`` (tests/libreoffice.py ``recalculated_book``) is
+    what openpyxl reads from LibreOffice's .xlsx store ``stored`` of the same recalculation: the same
+    sheets in the same order, the same type (bool, int, float, str, datetime, None), the same cell
+    data type (a text "#N/A" is a text, an error is an error) and the same value, exactly (each
+    number as the store's 15-digit text reads back). Returns the cells compared."""
+    import libreoffice
+
+    real = openpyxl.load_workbook(stored, data_only=True, read_only=True)
+    mine = libreoffice.recalculated_book(values)
+    assert mine.sheetnames == real.sheetnames
+    bad, n = [], 0
+    for name in real.sheetnames:
+        a, b = _rows(real[name]), _rows(mine[name])
+        assert len(a) == len(b), f"{name}: {len(b)} rows in the values copy, {len(a)} in the store"
+        for r, (ra, rb) in enumerate(zip(a, b), start=1):
+            assert len(ra) == len(rb), f"{name} row {r}: {len(rb)} columns in the values copy, {len(ra)} in the store"
+            for c, ((x, tx), (y, ty)) in enumerate(zip(ra, rb), start=1):
+                n += 1
+                if type(x) is not type(y) or x != y or (x is not None and tx != ty):
+                    bad.append(f"{name}!{openpyxl.utils.get_column_letter(c)}{r}: store {x!r} ({tx}), "
+                               f"values copy {y!r} ({ty})")
+    real.close()
+    assert not bad, f"{len(bad)} of {n} cells differ:\n" + "\n".join(bad[:30])
+    return n
+
+
+def test_values_copy_is_what_openpyxl_reads_from_the_store(recalculated):
+    """The suite's recalculations read LibreOffice's values over UNO instead of storing an .xlsx and
+    reading it back (about half of each recalculation). That shortcut must give, cell for cell, what
+    the store gives: checked here on the whole example (numbers, texts, booleans, blanks; its 63,675
+    cells) and on the feature workbook (charts, comments, every optional sheet)."""
+    import libreoffice
+
+    n = 0
+    for case, key in (("example", "again"), ("features", "again")):
+        stored = recalculated[case][key]
+        n += assert_same_cells(stored, libreoffice.values_twin(stored))
+    assert n > 60_000
+
+
+def test_values_copy_errors_booleans_and_dates(tmp_path, lo_profile):
+    """What the whole example does not hold: an error of every kind LibreOffice's export names
+    (#DIV/0!, #N/A, #VALUE! from Err:502 and Err:519, #NUM!, #NAME?, #REF!, and Err:523, which
+    it writes as #N/A), a circular reference, a boolean formula and cell, a date, a date-time and a time, an empty text
+    result, a text that looks like a number, an error code or a formula, a text with a comma, a
+    quote and a line break, numbers at the edges of the store's 15 digits, a percentage and a
+    thousands format: the values-only copy reads each as the store does."""
+    import datetime
+
+    import xlsxwriter
+
+    from libreoffice import recalculate_many, values_twin
+
+    src = tmp_path / "kinds.xlsx"
+    wb = xlsxwriter.Workbook(src)
+    ws = wb.add_worksheet("T")
+    formulas = ["=1/0", "=NA()", "=SQRT(-1)", "=10^400", '=VALUE("x")', "=FOOBAR(1)", "=INDEX(B1:B2,5)",
+                '="a"+1', "=MATCH(9,B1:B2,0)", "=IRR(B1:B2)", "=1>0", '=IF(1,"")', '="1"', "=ISERROR(1/0)", "=B1/3",
+                "=2^60", "=B1*1E20", "=A18", '="a,b"&CHAR(10)&"c""d"', "=B8*1E-7", "=1E15", "=1E14+0.5",
+                "=-0.000123456789012345678", "=B1/7", "=12345678901234567", "=1E17"]
+    for r, f in enumerate(formulas):
+        ws.write_formula(r, 0, f)
+    ws.write_number(0, 1, 1)
+    ws.write_number(1, 1, 2)
+    ws.write_boolean(2, 1, False)
+    ws.write_datetime(3, 1, datetime.datetime(2026, 12, 2, 13, 30), wb.add_format({"num_format": "yyyy-mm-dd hh:mm"}))
+    ws.write_datetime(4, 1, datetime.datetime(2026, 12, 2), wb.add_format({"num_format": "yyyy-mm-dd"}))
+    ws.write_formula(5, 1, "=B4+1", wb.add_format({"num_format": "yyyy-mm-dd"}))
+    ws.write_string(6, 1, "0.5")
+    ws.write_number(7, 1, 0.1 + 0.2)
+    ws.write_string(8, 1, "#N/A")
+    ws.write_string(9, 1, "=not a formula")
+    ws.write_number(10, 1, 164360.3005535795)  # the store rounds its shortest text half up: ...35795 -> ...3558
+    ws.write_formula(11, 1, "=B1/7", wb.add_format({"num_format": "0.00%"}))  # a percentage: the CSV's text is not enough
+    ws.write_number(12, 1, 1234567.891, wb.add_format({"num_format": "#,##0"}))
+    wb.add_worksheet("Empty")
+    wb.close()
+    stored = recalculate_many([src], tmp_path / "recalc", profile=lo_profile, store=True, values_too=True)[0]
+    assert_same_cells(stored, values_twin(stored))
+    got = value_book(values_twin(stored), "T")["T"]
+    assert [got.cell(r, 1).value for r in range(1, 11)] == [
+        "#DIV/0!", "#N/A", "#VALUE!", "#NUM!", "#VALUE!", "#NAME?", "#VALUE!", "#VALUE!", "#N/A", "#N/A"]
+    assert got["A11"].value is True and got["A12"].value is None and got["A13"].value == "1"
+    assert got["B4"].value == datetime.datetime(2026, 12, 2, 13, 30)
 
 
 def test_example_values_before_and_after_recalculation(example_recalc):
