@@ -74,7 +74,7 @@ def _names_upstream_call(formula: str) -> bool:
         s, tok = m.start(), m.group()[:-1]
         if tok in names and (s == 0 or not _WORD.match(formula[s - 1])):
             return True
-        if any(tok[i - 1] == "." and tok[i:] in names for i in range(1, len(tok))):
+        if "." in tok and any(tok[i - 1] == "." and tok[i:] in names for i in range(1, len(tok))):
             return True
     return False
 
