@@ -18,5 +18,9 @@ def floats(x) -> np.ndarray:
 
 def coerced_floats(x) -> np.ndarray:
     """``x`` (a sequence or a Series, of any values) as a float array, NaN where a value is no
-    number (a blank cell, a text): :func:`pandas.to_numeric` with ``errors="coerce"``."""
+    number (a blank cell, a text): :func:`pandas.to_numeric` with ``errors="coerce"``. A Series of
+    numbers already (a NumPy bool, integer or float dtype) has nothing to coerce: its values, copied, as
+    the coercion would give them, without the round trip through objects."""
+    if isinstance(x, pd.Series) and isinstance(x.dtype, np.dtype) and x.dtype.kind in "biuf":
+        return np.array(x.to_numpy(), dtype=float)
     return pd.to_numeric(pd.Series(x, dtype=object), errors="coerce").to_numpy(dtype=float)

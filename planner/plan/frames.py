@@ -16,7 +16,6 @@ def column_arrays(*frames: pd.DataFrame) -> dict[str, np.ndarray]:
     """
     out: dict[str, np.ndarray] = {}
     for frame in frames:
-        for c in frame.columns:
-            col = frame[c]
+        for c, col in frame.items():  # column by column without frame[c]'s lookup of the name
             out[c] = col.to_numpy(dtype=float) if pd.api.types.is_numeric_dtype(col) else col.to_numpy()
     return out

@@ -11,6 +11,7 @@ shadows that input for the row's formulas: that is how a sweep varies one input.
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 import numpy as np
 import pandas as pd
@@ -172,18 +173,19 @@ def tornado_calc_table() -> SweepTable:
 
 # --------------------------------------------------------------------------- Python evaluation
 def base_arrays(resolved: pd.DataFrame, results: pd.DataFrame, k: int,
-                rows: np.ndarray | None = None) -> dict[str, np.ndarray]:
-    """Resolved and Results columns, each value repeated for the k points of a sweep."""
+                rows: np.ndarray | None = None, columns: dict[str, np.ndarray] | None = None) -> dict[str, np.ndarray]:
+    """Resolved and Results columns, each value repeated for the k points of a sweep (``columns``: their
+    :func:`column_arrays`, when the caller has them already)."""
     return {c: np.repeat(arr if rows is None else arr[rows], k)
-            for c, arr in column_arrays(results, resolved).items()}
+            for c, arr in (columns if columns is not None else column_arrays(results, resolved)).items()}
 
 
 def evaluate_table(t: SweepTable, resolved: pd.DataFrame, results: pd.DataFrame,
-                   helpers: bool = False) -> pd.DataFrame:
+                   helpers: bool = False, columns: dict[str, np.ndarray] | None = None) -> pd.DataFrame:
     """The table's rows for the workloads of ``resolved``/``results`` (``helpers``: with the columns of
-    its helper sheet, ``t.helpers``, after its own)."""
+    its helper sheet, ``t.helpers``, after its own; ``columns``: as :func:`base_arrays`)."""
     n, k = len(resolved), t.k
-    base = base_arrays(resolved, results, k)
+    base = base_arrays(resolved, results, k, columns=columns)
     frame = {"workload": base["workload"]}
     for ld in t.leads:
         vals = np.tile(np.array(ld.values, dtype=object if ld.text else float), n)
@@ -249,18 +251,42 @@ class Sensitivities:
         self._resolved, self._results = resolved, results
         self.frames = _LazyFrames(self)
         self._tornado: pd.DataFrame | None = None
+        self._keep = False  # inside kept_columns()
+        self._columns: tuple[tuple[int, int], dict[str, np.ndarray]] | None = None
+
+    @contextlib.contextmanager
+    def kept_columns(self):
+        """Within: :meth:`columns` keeps the arrays of the last block asked (the writer evaluates every
+        table on the same blocks of workloads, and the frames do not change while it writes); outside,
+        every block reads the frames afresh, as a caller may have changed them in between."""
+        self._keep, self._columns = True, None
+        try:
+            yield self
+        finally:
+            self._keep, self._columns = False, None
+
+    def columns(self, w0: int, w1: int) -> dict[str, np.ndarray]:
+        """:func:`column_arrays` of the Results and Resolved rows w0..w1-1 (within :meth:`kept_columns`:
+        kept for the last range asked; one block, so memory stays flat)."""
+        if self._columns is not None and self._columns[0] == (w0, w1):
+            return self._columns[1]
+        arrays = column_arrays(self._results.iloc[w0:w1], self._resolved.iloc[w0:w1])
+        if self._keep:
+            self._columns = ((w0, w1), arrays)
+        return arrays
 
     def table(self, sheet: str) -> SweepTable:
         return next(t for t in self.tables if t.sheet == sheet)
 
     def block(self, sheet: str, w0: int, w1: int) -> pd.DataFrame:
         """Rows of table ``sheet`` for workloads w0..w1-1 (0-based, input order)."""
-        return evaluate_table(self.table(sheet), self._resolved.iloc[w0:w1], self._results.iloc[w0:w1])
+        return evaluate_table(self.table(sheet), self._resolved.iloc[w0:w1], self._results.iloc[w0:w1],
+                              columns=self.columns(w0, w1))
 
     def helper_block(self, sheet: str, w0: int, w1: int) -> pd.DataFrame:
         """:meth:`block` with the columns of the table's helper sheet (DF_Search_Hit) after its own."""
         return evaluate_table(self.table(sheet), self._resolved.iloc[w0:w1], self._results.iloc[w0:w1],
-                              helpers=True)
+                              helpers=True, columns=self.columns(w0, w1))
 
     def searched(self, sheet: str) -> np.ndarray | None:
         """Per workload, whether table ``sheet``'s helper sheet searches its rows (a decode-first row planned

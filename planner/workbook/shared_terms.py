@@ -104,7 +104,9 @@ def _refuse_cycles(formulas: list[str], refs: list[str]) -> None:
     :func:`share_terms` excludes it; checked, as a circular reference would be a wrong workbook)."""
     # a same-row cell, not the same letters of another sheet's cell (DF_Search_Hit's Sensitivity_Hit!$M5 is not $M5)
     pats = [None if r is None else re.compile(r"(?<![!A-Za-z0-9_$])" + re.escape(r) + r"(?!\d)") for r in refs]
-    uses = {i: {j for j, p in enumerate(pats) if p is not None and p.search(f)} for i, f in enumerate(formulas)}
+    # the plain ``in`` first: the pattern can only match where the cell's text occurs (most pairs: it does not)
+    uses = {i: {j for j, p in enumerate(pats) if p is not None and refs[j] in f and p.search(f)}
+            for i, f in enumerate(formulas)}
     state: dict[int, int] = {}
 
     def visit(i: int) -> None:

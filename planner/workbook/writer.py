@@ -93,6 +93,13 @@ def write_output(plan, path: str | Path, *, run_info: dict | None = None, max_ro
     folder of XlsxWriter's constant-memory temporary files (the run's staging folder,
     :mod:`planner.cli.transaction`; default: the system's). Returns the sheet names.
     """
+    with plan.sens.kept_columns():  # the sensitivity blocks read the Results and Resolved arrays once per block
+        return _write(plan, path, run_info=run_info, max_rows=max_rows, progress=progress, tmpdir=tmpdir)
+
+
+def _write(plan, path: str | Path, *, run_info: dict | None, max_rows: int | None,
+           progress: Callable[[int], None] | None, tmpdir: str | Path | None) -> list[str]:
+    """:func:`write_output`'s body."""
     tick = progress or (lambda rows: None)
     names_are_text()  # chart titles and series names stay text (planner.workbook.chart_text)
     n = len(plan.results)
