@@ -111,7 +111,7 @@ def test_run_without_input_plans_the_example_into_out(tmp_path):
     assert "example.xlsx" in r.stdout  # and what it read
     assert EXAMPLE.read_bytes() == example_before
 
-    wb = openpyxl.load_workbook(out)
+    wb = openpyxl.load_workbook(out, read_only=True)  # the sheet names only: no sheet parsed (0.8 s less)
     assert OUTPUT_SHEETS <= set(wb.sheetnames), wb.sheetnames
     wb.close()
     results = sheet_rows(out, "Results")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import email
+import functools
 import math
 import random
 from pathlib import Path
@@ -33,8 +34,15 @@ def write(path: Path, models, gpus, workloads, settings, optional=None) -> Path:
     return path
 
 
+@functools.cache
+def _example_input():
+    """read_input(EXAMPLE) once for this module (an unchanged file; 14 callers): read only, copied below."""
+    return read_input(EXAMPLE)
+
+
 def example_records():
-    p = read_input(EXAMPLE)
+    """Fresh copies of the example's records and settings, which each caller may change."""
+    p = _example_input()
     return (copy.deepcopy(p.models.records), copy.deepcopy(p.gpus.records), copy.deepcopy(p.workloads.records),
             dict(p.settings))
 

@@ -457,34 +457,45 @@ def test_no_memo_writes_only_the_workbook(tmp_path, small_example):
     assert "wrote memo" not in r.stdout
 
 
-def test_no_charts_writes_the_memo_without_them(tmp_path, example_run):
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory, small_example):
+    """``planner run`` of the example cut to 3 workloads (conftest.small_example) with the memo and
+    its charts, time and hash fixed, over an older p-memo.md: (its folder, the run). Read-only:
+    the umask test checks its files, the --no-charts test compares its own memo with its memo."""
+    d = tmp_path_factory.mktemp("small-run")
+    (d / "p-memo.md").write_text("old")
+    r = planner("run", small_example, "-o", d / "p.xlsx", *FIXED, cwd=d)
+    assert r.returncode == 0, r.stderr
+    return d, r
+
+
+def test_no_charts_writes_the_memo_without_them(tmp_path, small_example, small_run):
     """``--no-charts`` (build_memo(charts=False)): no PNG, no image in the Markdown, the HTML or
     the email, and otherwise the same memo as the charted run of the same plan (every line of it
-    is a line of that memo, in the same order; only the chart sections are gone)."""
+    is a line of that memo, in the same order; only the chart sections are gone). On the example
+    cut to 3 workloads, as its charted run (``small_run``): the same memo paths as the whole example."""
     d = tmp_path / "out"
-    r = planner("run", EXAMPLE, "-o", d / "plan.xlsx", "--no-charts", "--eml", d / "plan.eml", "--to",
+    r = planner("run", small_example, "-o", d / "p.xlsx", "--no-charts", "--eml", d / "plan.eml", "--to",
                 "cap@example.org", "--from", "planner@example.org", *FIXED, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    assert sorted(os.listdir(d)) == ["plan-memo.html", "plan-memo.md", "plan.eml", "plan.xlsx"]
-    assert f"wrote memo {d / 'plan-memo.md'} and {d / 'plan-memo.html'}, no charts" in r.stdout
-    md = (d / "plan-memo.md").read_text(encoding="utf-8")
-    html = (d / "plan-memo.html").read_text(encoding="utf-8")
+    assert sorted(os.listdir(d)) == ["p-memo.html", "p-memo.md", "p.xlsx", "plan.eml"]
+    assert f"wrote memo {d / 'p-memo.md'} and {d / 'p-memo.html'}, no charts" in r.stdout
+    md = (d / "p-memo.md").read_text(encoding="utf-8")
+    html = (d / "p-memo.html").read_text(encoding="utf-8")
     assert ".png" not in md and "<img" not in html
     msg = email.message_from_bytes((d / "plan.eml").read_bytes(), policy=email.policy.default)
     assert not [p for p in msg.walk() if p.get_content_maintype() == "image"]
-    charted = (example_run / "plan-memo.md").read_text(encoding="utf-8").splitlines()
+    charted = (small_run[0] / "p-memo.md").read_text(encoding="utf-8").splitlines()
     it = iter(charted)
     assert all(any(line == c for c in it) for line in md.splitlines())  # an ordered sub-list
     gone = [c for c in charted if c not in md.splitlines()]
-    assert any("](plan-ttft.png)" in c for c in gone) and any("](plan-tpm.png)" in c for c in gone)
+    assert any("](p-ttft.png)" in c for c in gone) and any("](p-tpm.png)" in c for c in gone)
 
 
-def test_memo_files_follow_the_umask_and_replace_old_ones(tmp_path, small_example):
+def test_memo_files_follow_the_umask_and_replace_old_ones(small_run):
     umask = os.umask(0)
     os.umask(umask)
-    (tmp_path / "p-memo.md").write_text("old")
-    r = planner("run", small_example, "-o", tmp_path / "p.xlsx", cwd=tmp_path)
-    assert r.returncode == 0, r.stderr
+    tmp_path, r = small_run  # run over an older p-memo.md
     assert sorted(os.listdir(tmp_path)) == ["p-memo.html", "p-memo.md", "p-tpm.png", "p-ttft.png", "p.xlsx"]
     assert (tmp_path / "p-memo.md").read_text(encoding="utf-8").startswith("# KV-cache capacity plan")
     for name in os.listdir(tmp_path):
@@ -492,8 +503,14 @@ def test_memo_files_follow_the_umask_and_replace_old_ones(tmp_path, small_exampl
     assert f"wrote memo {tmp_path / 'p-memo.md'}" in r.stdout
 
 
-def test_charts_show_the_workloads_with_the_largest_demand():
-    plan = build_plan(EXAMPLE)
+@pytest.fixture(scope="module")
+def example_plan():
+    """``build_plan(EXAMPLE)`` once for the chart tests below, which read it and change nothing."""
+    return build_plan(EXAMPLE)
+
+
+def test_charts_show_the_workloads_with_the_largest_demand(example_plan):
+    plan = example_plan
     rows = memo_numbers.chart_rows(plan, 6)
     demand = plan.resolved["demand_tpm"].to_numpy(dtype=float)
     assert len(rows) == min(6, len(demand))
@@ -502,10 +519,10 @@ def test_charts_show_the_workloads_with_the_largest_demand():
     assert memo_numbers.chart_rows(plan, 100) == sorted(range(len(demand)), key=lambda i: (-demand[i], i))
 
 
-def test_chart_curves_meet_the_workbook_at_the_target_hit():
+def test_chart_curves_meet_the_workbook_at_the_target_hit(example_plan):
     import numpy as np
 
-    plan = build_plan(EXAMPLE)
+    plan = example_plan
     for i in range(len(plan.results)):
         h = np.array([plan.resolved["hit_target"].iat[i]])
         t0, t1 = memo_charts.ttft_curves(plan, i, h)
