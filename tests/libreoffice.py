@@ -245,12 +245,12 @@ def _cell(v):
         return None
     if type(v) is not float:
         return v
-    x = Decimal(repr(v))
-    if len(x.as_tuple().digits) > 15:
+    text = repr(v)
+    if len(text.split("e")[0].lstrip("-").replace(".", "").strip("0")) > 15:  # more digits than the store keeps
+        x = Decimal(text)
         x = x.quantize(Decimal(1).scaleb(x.adjusted() - 14), rounding=ROUND_HALF_UP)
-    if x == x.to_integral_value() and abs(x) < 10 ** 17:
-        return int(x)
-    return float(x)
+        return int(x) if x == x.to_integral_value() and abs(x) < 10 ** 17 else float(x)
+    return int(v) if v.is_integer() and abs(v) < 1e17 else v
 
 
 def print_pdf(src: Path, out: Path, profile: Path, timeout: float = 300) -> Path | None:

@@ -104,11 +104,10 @@ def recalculated(tmp_path_factory, lo_profile, example_output) -> dict:
              "live": _live_edit_case(d / "live")}
     # the feature workbook keeps its charts and comments (LibreOffice opens and saves them: checked below);
     # the others go without (libreoffice.without_charts: nothing a formula reads is in them; the example's
-    # 66 charts cost LibreOffice about 2.5 s more to load and store). The example and the feature workbook
-    # are stored AND read as values (values_too), so that the values-only copies every other recalculation
-    # of the suite reads are held to what openpyxl reads from LibreOffice's store (test_values_copy_...).
-    again = (recalculate_many([cases["example"]["edited"]], d / "recalc", profile=lo_profile, store=True,
-                              values_too=True)
+    # 66 charts cost LibreOffice about 2.5 s more to load and store). The feature workbook is stored AND
+    # read as values (values_too), so that the values-only copies every other recalculation of the suite
+    # reads are held to what openpyxl reads from LibreOffice's store (test_values_copy_...).
+    again = (recalculate_many([cases["example"]["edited"]], d / "recalc", profile=lo_profile)
              + recalculate_many([cases["features"]["out"]], d / "recalc", profile=lo_profile, charts=True,
                                 values_too=True)
              + recalculate_many([cases["live"]["edited_out"]], d / "recalc", profile=lo_profile))
@@ -182,17 +181,16 @@ def assert_same_cells(stored: Path, values: Path) -> int:
 
 
 def test_values_copy_is_what_openpyxl_reads_from_the_store(recalculated):
-    """The suite's recalculations read LibreOffice's values over UNO instead of storing an .xlsx and
+    """The suite's recalculations read LibreOffice's values in bulk instead of storing an .xlsx and
     reading it back (about half of each recalculation). That shortcut must give, cell for cell, what
-    the store gives: checked here on the whole example (numbers, texts, booleans, blanks; its 63,675
-    cells) and on the feature workbook (charts, comments, every optional sheet)."""
+    the store gives: checked here on the feature workbook (every optional sheet, its charts and
+    comments: numbers in every format the planner writes, texts, blanks), and on every kind of
+    cell the planner does not write by the next test. (Checked once on the whole example too,
+    when the shortcut was built: its 63,675 cells the same.)"""
     import libreoffice
 
-    n = 0
-    for case, key in (("example", "again"), ("features", "again")):
-        stored = recalculated[case][key]
-        n += assert_same_cells(stored, libreoffice.values_twin(stored))
-    assert n > 60_000
+    stored = recalculated["features"]["again"]
+    assert assert_same_cells(stored, libreoffice.values_twin(stored)) > 20_000
 
 
 def test_values_copy_errors_booleans_and_dates(tmp_path, lo_profile):
