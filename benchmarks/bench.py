@@ -161,7 +161,7 @@ def libreoffice_seconds(path: Path) -> float:
     with tempfile.TemporaryDirectory() as tmp:
         profile = make_profile(Path(tmp) / "profile")
         t = time.perf_counter()
-        recalculate(path, Path(tmp) / "out", profile=profile, timeout=3600)
+        recalculate(path, Path(tmp) / "out", profile=profile, timeout=3600, store=True)
         return time.perf_counter() - t
 
 

@@ -2,8 +2,10 @@
 
 LibreOffice normally trusts the values cached in an .xlsx. A private profile whose
 ``registrymodifications.xcu`` sets ``OOXMLRecalcMode`` to 0 ("always recalculate")
-forces every formula to be computed on load; converting the file to .xlsx again then
-stores LibreOffice's own values, which the caller reads back with openpyxl.
+forces every formula to be computed on load. The tests then read LibreOffice's own values:
+in bulk from the running LibreOffice (a values-only copy, :func:`recalculate_many`), or,
+with ``store=True`` (and without python3-uno), from the .xlsx LibreOffice stores again,
+read back with openpyxl.
 """
 
 from __future__ import annotations
