@@ -155,6 +155,10 @@ def recalculate_many(srcs, out_dir: Path, profile: Path | None = None, timeout: 
             bridge.convert(src, out if stored else None, timeout, values=values)
             _VALUES[os.path.realpath(values_twin(out) if stored else out)] = values
         return results
+    if values_too:
+        raise RuntimeError("values_too reads the values through the running LibreOffice (tests/lo_bridge.py), which "
+                           "needs a profile and LibreOffice's uno module for /usr/bin/python3 (Debian's python3-uno, "
+                           "which README.md's test command installs)")
     own_profile = profile is None
     if own_profile:
         profile = make_profile(Path(tempfile.mkdtemp(prefix="lo-profile-")))
