@@ -100,7 +100,9 @@ SAVED = (26 - 11 + 10 - 9) * PRICE * HOURS                       # 27,375 + 1,82
 def built(tmp_path_factory):
     d = tmp_path_factory.mktemp("baseline")
     src = d / "in.xlsx"
-    write_input_workbook(src, MODELS, GPUS_PRICED, WORKLOADS, {"periods": "2027-Q1"})  # one period: Demand_Calc
+    # one period: Demand_Calc; hit_step 0.5: no test of this output reads the hit sweep (Sensitivity_Hit:
+    # 3 rows a workload, not 21); the LibreOffice test reads Results and Demand_Calc
+    write_input_workbook(src, MODELS, GPUS_PRICED, WORKLOADS, {"periods": "2027-Q1", "hit_step": 0.5})
     plan = build_plan(src)
     out = d / "out.xlsx"
     write_output(plan, out)

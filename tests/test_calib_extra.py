@@ -216,7 +216,9 @@ def _hit_cost_plan(tmp_path):
     wl = [{"workload": "w", "model": "Llama-3.1-70B", "gpu": "H100 SXM", "tp": 4, "isl": 8000, "osl": 100,
            "hit_target": 0.5, "t_decode_ms": 0, "alpha": 0.6}]
     path = tmp_path / "c.xlsx"
-    write_input_workbook(path, models, gpus, wl, {}, optional={"Measurements": meas})
+    # hit_step 0.5: no test of this workbook reads the hit sweep (Sensitivity_Hit: 3 rows, not 21); the
+    # LibreOffice test reads Calibration, Resolved and Results
+    write_input_workbook(path, models, gpus, wl, {"hit_step": 0.5}, optional={"Measurements": meas})
     return path, build_plan(path)
 
 

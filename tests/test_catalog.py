@@ -29,10 +29,13 @@ CATALOG_FILL = "FFE2EFDA"  # the writer's "catalog" style: light green, italic
 INPUT_FILL = "FFFFF2CC"    # typed inputs: yellow
 
 
-def workbook(path, models: list[list], gpus: list[list], workloads: list[list]) -> None:
-    """A minimal input workbook: only the columns given (first list of each = header row)."""
+def workbook(path, models: list[list], gpus: list[list], workloads: list[list],
+             settings: list[list] | None = None) -> None:
+    """A minimal input workbook: only the columns given (first list of each = header row); a
+    Settings sheet only when ``settings`` rows are given."""
     wb = openpyxl.Workbook()
-    for title, rows in (("Models", models), ("GPUs", gpus), ("Workloads", workloads)):
+    sheets = (("Models", models), ("GPUs", gpus), ("Workloads", workloads))
+    for title, rows in sheets + ((("Settings", settings),) if settings else ()):
         ws = wb.active if title == "Models" else wb.create_sheet(title)
         ws.title = title
         for r in rows:
@@ -146,8 +149,12 @@ def named(tmp_path_factory):
              [WL_HEAD,
               ["chat", "Llama-3.1-70B", "h100-sxm", 4, 8000, 500, 0.5, 120, 300],
               ["r1", "team-r1", "h100-sxm", 8, 8000, 500, 0.5, 120, 300],
-              ["short", "llama-short", "big-h100", 4, 8000, 500, 0.5, 120, 300]])
+              ["short", "llama-short", "big-h100", 4, 8000, 500, 0.5, 120, 300]],
+             # hit_step 0.5: no test of this output reads the hit sweep (Sensitivity_Hit: 3 rows a
+             # workload, not 21); the LibreOffice test reads Results, Resolved and Models
+             [["key", "value"], ["hit_step", 0.5]])
     plan = build_plan(src)
+    assert len(plan.sens.frames["Sensitivity_Hit"]) == 3 * 3  # hit 0, 0.5, 1 for each workload
     out = d / "named-plan.xlsx"
     write_output(plan, out)
     return src, plan, out

@@ -35,8 +35,9 @@ WORKLOADS = [
 def built(tmp_path_factory):
     d = tmp_path_factory.mktemp("dfper")
     src = d / "in.xlsx"
-    # one period at today's demand; a coarse hit sweep (5 points: the sweep's search is test_decode_first_sweep's)
-    write_input_workbook(src, MODELS, GPUS, WORKLOADS, {"periods": "2027-Q1", "hit_step": 0.25})
+    # one period at today's demand; a coarse hit sweep (3 points, hit 0, 0.5, 1: the sweep's search is
+    # test_decode_first_sweep's; no test here reads Sensitivity_Hit or DF_Search_Hit)
+    write_input_workbook(src, MODELS, GPUS, WORKLOADS, {"periods": "2027-Q1", "hit_step": 0.5})
     plan = build_plan(src)
     out = d / "out.xlsx"
     write_output(plan, out)

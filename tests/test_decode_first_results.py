@@ -54,10 +54,12 @@ def built(tmp_path_factory):
     d = tmp_path_factory.mktemp("dfres")
     src = d / "in.xlsx"
     write_input(src, MODELS, GPUS, WORKLOADS)
-    # a coarse hit sweep (5 points): the sweep's own search is tests/test_decode_first_sweep.py; at the
-    # default 21 points each decode-first workload adds about 2.3 MB of DF_Search_Hit to every recalculation
+    # a coarse hit sweep (3 points: hit 0, 0.5, 1): the sweep's own search is tests/test_decode_first_sweep.py
+    # and no test here reads Sensitivity_Hit or DF_Search_Hit; at the default 21 points each decode-first
+    # workload adds about 2.3 MB of DF_Search_Hit to every recalculation (at 5 points they were 5,240 of the
+    # workbook's 16,815 formulas, recalculated twice below)
     wb = openpyxl.load_workbook(src)
-    wb["Settings"].append(["hit_step", 0.25])
+    wb["Settings"].append(["hit_step", 0.5])
     wb.save(src)
     plan = build_plan(src)
     out = d / "out.xlsx"

@@ -153,7 +153,9 @@ def _cleared_case(d: Path) -> dict:
     measured t_attn0_ms cleared in a copy of the output."""
     from conftest import edited_example, trim_workloads
 
-    small, _ = edited_example(d / "small.xlsx", lambda wb: trim_workloads(wb, 2, also=(9,)))
+    # hit_step 0.5: the test reads Checks, not the hit sweep (Sensitivity_Hit: 3 rows a workload, not 21)
+    small, _ = edited_example(d / "small.xlsx",
+                              lambda wb: (trim_workloads(wb, 2, also=(9,)), _set_setting(wb, "hit_step", 0.5)))
     small_out = d / "plan.xlsx"
     write_output(build_plan(small), small_out)
     found = {}
@@ -174,7 +176,9 @@ def _mfu_case(d: Path) -> dict:
     planned, and Settings prefill_mfu 0.45 -> 0.30, decode_mbu 0.6 -> 0.5 in a copy of the output."""
     from conftest import edited_example, trim_workloads
 
-    small, _ = edited_example(d / "small.xlsx", lambda wb: trim_workloads(wb, 2, also=(15,)))
+    # hit_step 0.5: the test reads Resolved and Results, not the hit sweep (3 rows a workload, not 21)
+    small, _ = edited_example(d / "small.xlsx",
+                              lambda wb: (trim_workloads(wb, 2, also=(15,)), _set_setting(wb, "hit_step", 0.5)))
     example_out = d / "plan.xlsx"
     write_output(build_plan(small), example_out)
     edited = edit_output(example_out, d / "mfu.xlsx",

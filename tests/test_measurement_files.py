@@ -35,12 +35,13 @@ ROWS = [{"file": "results/vllm_bench_serve.json", "gpu": "H100 SXM", "tp": 1, "h
 
 
 def _book(tmp_path: Path, meas: list[dict], files=("vllm_bench_serve.json", "sglang_bench_serving.jsonl",
-                                                    "guidellm_benchmarks.json"), name="in.xlsx") -> Path:
+                                                    "guidellm_benchmarks.json"), name="in.xlsx",
+          settings: dict | None = None) -> Path:
     (tmp_path / "results").mkdir(exist_ok=True)
     for f in files:
         shutil.copy(DATA / f, tmp_path / "results" / f)
     p = tmp_path / name
-    write_input_workbook(p, MODELS, GPUS, WL, {s.key: s.default for s in schema.SETTING_KEYS},
+    write_input_workbook(p, MODELS, GPUS, WL, {**{s.key: s.default for s in schema.SETTING_KEYS}, **(settings or {})},
                          optional={"Measurements": meas})
     return p
 
@@ -224,7 +225,8 @@ def test_libreoffice_recalculation_of_rows_filled_from_files(tmp_path, recalc):
     from conftest import same_value, sheet_values
     from planner.workbook.writer import write_output
 
-    plan = build_plan(_book(tmp_path, ROWS))
+    # hit_step 0.5: the test reads Calibration, Resolved and Results, not the hit sweep (3 rows, not 21)
+    plan = build_plan(_book(tmp_path, ROWS, settings={"hit_step": 0.5}))
     out = tmp_path / "out.xlsx"
     write_output(plan, out)
     again = recalc(out)

@@ -34,7 +34,9 @@ def wild_input(path):
     patterns would match ('H100-SXM', 'Qwen2.5-72B'), and a workload named with all three
     characters that uses both; their own numbers differ, so a wrong match changes results.
     Of the example's workloads only the first three are kept (they use both names the patterns
-    would match, H100-SXM and Qwen2.5-72B): a small workbook for LibreOffice."""
+    would match, H100-SXM and Qwen2.5-72B), and the hit sweep is coarse (hit_step 0.25: 5 rows
+    a workload on Sensitivity_Hit, not 21; at 0.05 it was a third of the workbook's formulas):
+    a small workbook for LibreOffice."""
     models, gpus, wls = (copy.deepcopy(x) for x in (ed.MODELS, ed.GPUS, ed.WORKLOADS[:3]))
     gpus.append({**gpus[0], "gpu": "H*", "catalog": "H100 SXM", "hourly_cost": 9.99, "pcie_gbps": 7.0})
     models.append({**models[1], "model": "Qwen2.5-7?B", "catalog": "Qwen2.5-7B", "layers": 99})
@@ -42,7 +44,7 @@ def wild_input(path):
     wls.append({**wls[1], "workload": "~tilde", "gpu": "H100-SXM"})
     kept = {w["workload"] for w in wls}
     demand = [d for d in ed.DEMAND if d["workload"] in kept] + [{"workload": "wild-?*~", "period": p, "demand_tpm": 1e6} for p in ed.PERIODS]
-    write_input_workbook(path, models, gpus, wls, example._settings(ed.SETTINGS),
+    write_input_workbook(path, models, gpus, wls, {**example._settings(ed.SETTINGS), "hit_step": 0.25},
                          optional={"Measurements": ed.MEASUREMENTS, "Demand": demand})
 
 
@@ -94,9 +96,17 @@ def _rows_added_case(d: Path) -> dict:
     appended to Models, in the output."""
     from conftest import edited_example, trim_workloads
 
-    # three workloads: the checks count rows of any table; the whole example proves nothing more
-    src, _ = edited_example(d / "in.xlsx", lambda wb: trim_workloads(wb, 3))
+    def edit(wb):
+        # three workloads: the checks count rows of any table; the whole example proves nothing more;
+        # hit_step 0.5: the test reads the Checks sheet, not the hit sweep (3 rows a workload, not 21)
+        trim_workloads(wb, 3)
+        for row in wb["Settings"].iter_rows(min_row=2):
+            if row[0].value == "hit_step":
+                row[1].value = 0.5
+
+    src, _ = edited_example(d / "in.xlsx", edit)
     plan = build_plan(src)
+    assert len(plan.sens.frames["Sensitivity_Hit"]) == 3 * 3  # hit 0, 0.5, 1 for each workload
     out = d / "plan.xlsx"
     write_output(plan, out)
     n = len(plan.results)
@@ -130,7 +140,12 @@ def recalculated(lo_profile, tmp_path_factory) -> dict:
 
 def test_wildcard_names_recalculate_to_python(recalculated):
     plan, stored, again = (recalculated["wild"][k] for k in ("plan", "stored", "again"))
-    assert compare_all(again, plan) > 6_000  # 6,835 cells with these 5 workloads (10,000+ with all 16)
+    # every cell of Results, Resolved, each sensitivity table and the Tornado (compare_sheet
+    # holds each sheet to its frame's row count); the hit sweep: 5 workloads x hit 0, 0.25, .., 1
+    assert len(plan.results) == 5 and len(plan.sens.frames["Sensitivity_Hit"]) == 5 * 5
+    frames = [plan.results, plan.resolved.drop(columns=["model_row", "gpu_row"]), *plan.sens.frames.values(),
+              plan.sens.tornado]
+    assert compare_all(again, plan) == sum(f.size for f in frames)
     # the finance sheets' SUMIFS/MATCH over names find the wildcard-named GPU's own rows
     for sheet, before in stored.items():
         after = _values(again, sheet)

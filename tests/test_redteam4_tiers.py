@@ -80,7 +80,9 @@ def tiers(tmp_path_factory):
     with gzip.open(tmp / "bailian.jsonl.gz", "wt") as f:
         f.write("\n".join(_bailian()) + "\n")
     src = tmp / "in.xlsx"
-    write_input_workbook(src, [MODEL], [GPU], [WL], {"trace_warmup": 0.0}, optional={"Tiers": TIERS})
+    # hit_step 0.5: no test of this output reads the hit sweep (Sensitivity_Hit: 3 rows, not 21)
+    write_input_workbook(src, [MODEL], [GPU], [WL], {"trace_warmup": 0.0, "hit_step": 0.5},
+                         optional={"Tiers": TIERS})
     out = tmp / "out.xlsx"
     r = run_cli("run", src, "-o", out, "--no-charts", cwd=tmp)  # the memo is read, not its charts
     assert r.returncode == 0, r.stderr
@@ -130,9 +132,9 @@ def test_tier_sheets_summary_and_memo(tiers):
 
 
 @pytest.mark.libreoffice
-def test_tier_sheets_recalculated_equal_stored(tiers, recalc):
+def test_tier_sheets_recalculated_equal_stored(tiers, recalculated):
     _src, out, _r = tiers
-    done = recalc(out)
+    done = recalculated["tiers"]
     for sheet in ("Tier_Hits", "Tier_Worth", "Tier_Value"):
         stored, live = sheet_values(out, sheet), sheet_values(done, sheet)
         assert len(stored) == len(live) > 0, sheet
@@ -176,9 +178,10 @@ def pool_out(tmp_path_factory):
     with gzip.open(tmp / "bailian.jsonl.gz", "wt") as f:
         f.write("\n".join(_bailian()) + "\n")
     src = tmp / "in.xlsx"
-    write_input_workbook(src, [MODEL], [GPU], [WL, dict(WL, workload="chat2")], {"trace_warmup": 0.0},
-                         optional={"Tiers": POOL})
-    out = tmp / "out.xlsx"
+    # hit_step 0.5: no test of this output reads the hit sweep (Sensitivity_Hit: 3 rows a workload, not 21)
+    write_input_workbook(src, [MODEL], [GPU], [WL, dict(WL, workload="chat2")],
+                         {"trace_warmup": 0.0, "hit_step": 0.5}, optional={"Tiers": POOL})
+    out = tmp / "pool-out.xlsx"  # the names of one LibreOffice batch differ
     r = run_cli("run", src, "-o", out, "--no-memo", cwd=tmp)
     assert r.returncode == 0, r.stderr
     return out
@@ -204,9 +207,20 @@ def test_a_pool_shared_by_two_workloads_is_bought_once_in_the_total(pool_out):
     assert tot["break_even_cost_per_gib_month"] == pytest.approx(2920 / (2 * GIB_BLOCK))
 
 
+@pytest.fixture(scope="module")
+def recalculated(tiers, pool_out, lo_profile, tmp_path_factory) -> dict:
+    """The outputs of :func:`tiers` and :func:`pool_out` recalculated by ONE call
+    (libreoffice.recalculate_many), for the two LibreOffice tests of this file."""
+    from libreoffice import recalculate_many
+
+    d = tmp_path_factory.mktemp("recalc4")
+    done = recalculate_many([tiers[1], pool_out], d / "recalc", profile=lo_profile)
+    return dict(zip(("tiers", "pool"), done))
+
+
 @pytest.mark.libreoffice
-def test_the_pool_total_recalculated_equals_stored(pool_out, recalc):
-    done = recalc(pool_out)
+def test_the_pool_total_recalculated_equals_stored(pool_out, recalculated):
+    done = recalculated["pool"]
     stored, live = sheet_values(pool_out, "Tier_Value"), sheet_values(done, "Tier_Value")
     assert len(stored) == len(live) > 0
     for a, b in zip(stored, live):

@@ -24,7 +24,8 @@ HAND = 2 / 512 * 3 * 4
 def out(tmp_path_factory):
     d = tmp_path_factory.mktemp("rt6tiersum")
     o = d / "out.xlsx"
-    write_output(build_plan(make(d)), o)
+    # hit_step 0.5: the tests read the Summary, not the hit sweep (Sensitivity_Hit: 3 rows, not 21)
+    write_output(build_plan(make(d, settings={"hit_step": 0.5})), o)
     return o
 
 

@@ -63,7 +63,8 @@ def test_a_tier_holds_whole_blocks(tmp_path, dram_blocks, held):
 
 @pytest.mark.libreoffice
 def test_live_edit_to_part_of_a_block_recalculates_to_the_whole_blocks(tmp_path, recalc):
-    src = make(tmp_path)
+    # hit_step 0.5: the test reads Tier_Hits, Resolved and Tier_Worth, not the hit sweep (3 rows, not 21)
+    src = make(tmp_path, settings={"hit_step": 0.5})
     out = tmp_path / "out.xlsx"
     write_output(build_plan(src), out)
     wb = openpyxl.load_workbook(out)

@@ -307,7 +307,9 @@ def _settings_case(d: Path) -> dict:
     from planner.plan.build import build_plan
     from planner.workbook.writer import write_output
 
-    small, _ = edited_example(d / "small.xlsx", lambda wb: trim_workloads(wb, 2, also=(15,)))
+    # hit_step 0.5: the test reads Resolved and Results, not the hit sweep (3 rows a workload, not 21)
+    small, _ = edited_example(d / "small.xlsx",
+                              lambda wb: (trim_workloads(wb, 2, also=(15,)), _set_setting(wb, "hit_step", 0.5)))
     out = d / "plan.xlsx"
     write_output(build_plan(small), out)
     edited, src_path = d / "settings-edited.xlsx", d / "in.xlsx"
@@ -334,7 +336,8 @@ def _moe_case(d: Path) -> dict:
     wl = [{"workload": f"r1-{n}", "model": "DeepSeek-R1", "gpu": "H100 SXM", "tp": 8, "isl": n, "osl": 100,
            "hit_target": 0.5} for n in (500, 4000)]
     src = d / "in.xlsx"
-    write_input_workbook(src, models, gpus, wl, {})
+    # hit_step 0.5: the test reads Resolved and Results, not the hit sweep (3 rows a workload, not 21)
+    write_input_workbook(src, models, gpus, wl, {"hit_step": 0.5})
     plan = build_plan(src)
     out = d / "moe-plan.xlsx"  # the names of one LibreOffice batch differ
     write_output(plan, out)

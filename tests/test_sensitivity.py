@@ -195,26 +195,30 @@ def test_no_per_workload_charts_beyond_twenty(tmp_path):
 # ----------------------------------------------------------------------------- sheet size
 @pytest.mark.libreoffice
 def test_tables_continue_on_numbered_sheets(tmp_path, recalc):
-    # five workloads: 105 Sensitivity_Hit rows still take three numbered sheets, and LibreOffice
-    # recalculates a small workbook instead of the whole example
+    # three workloads at 25 rows a sheet: 63 Sensitivity_Hit rows take three numbered sheets (one
+    # workload each), Alpha, HitAlpha and Tornado_Calc continue on numbered sheets too, and LibreOffice
+    # recalculates a small workbook instead of the whole example (five workloads at 50 rows a sheet split
+    # Hit and Tornado_Calc alike, with two thirds more formulas)
     from conftest import edited_example, trim_workloads
 
-    src, _ = edited_example(tmp_path / "in.xlsx", lambda wb: trim_workloads(wb, 5))
+    src, _ = edited_example(tmp_path / "in.xlsx", lambda wb: trim_workloads(wb, 3))
     PLAN = build_plan(src)
-    assert len(PLAN.results) == 5
+    assert len(PLAN.results) == 3
     out = tmp_path / "split.xlsx"
-    write_output(PLAN, out, max_rows=50)  # 21 rows per workload: 42 rows a sheet
+    write_output(PLAN, out, max_rows=25)  # 21 rows per workload: 21 rows a sheet
     wb = openpyxl.load_workbook(out, read_only=True)
     names = wb.sheetnames
     n = len(PLAN.results)
     hit_sheets = [s for s in names if s == "Sensitivity_Hit" or s.startswith("Sensitivity_Hit_")]
-    per_sheet = lambda k: -(-n // (50 // k))  # sheets of a table of k rows a workload  # noqa: E731
+    per_sheet = lambda k: -(-n // (25 // k))  # sheets of a table of k rows a workload  # noqa: E731
     assert hit_sheets == ["Sensitivity_Hit"] + [f"Sensitivity_Hit_{i}" for i in range(2, per_sheet(21) + 1)]
+    assert per_sheet(21) == 3 and per_sheet(11) == 2 and per_sheet(16) == 3 and per_sheet(5) == 1
     long_tables = [s for s in names if s.startswith(("Sensitivity", "Tornado_Calc"))]
-    # at most 50 rows a sheet: Hit 21 rows a workload (2 a sheet), Alpha and HitAlpha 11 (4 a sheet),
-    # PCIe 5 (10 a sheet), Tornado_Calc 16 (3 a sheet)
+    # at most 25 rows a sheet: Hit 21 rows a workload (1 a sheet), Alpha and HitAlpha 11 (2 a sheet),
+    # PCIe 5 (5 a sheet), Tornado_Calc 16 (1 a sheet)
     assert len(long_tables) == per_sheet(21) + 2 * per_sheet(11) + per_sheet(5) + per_sheet(16)
-    assert all(wb[s].max_row <= 51 for s in long_tables)
+    assert "Tornado_Calc_3" in names and "Sensitivity_Alpha_2" in names
+    assert all(wb[s].max_row <= 26 for s in long_tables)
     wb.close()
     again = recalc(out)
     # stitched together, the numbered sheets equal the Python table

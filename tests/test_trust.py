@@ -23,9 +23,11 @@ ROW = {"workload": "chat", "model": "Llama-3.1-8B", "gpu": "H100 SXM", "tp": 1, 
        "hit_target": 0.5, "t_attn0_ms": 10, "t_ffn0_ms": 90, "t_decode_ms": 1000, "demand_tpm": 1_000_000}
 
 
-def _book(tmp_path, workloads=None, models=None, gpus=None, optional=None, name="in.xlsx", edit=None):
+def _book(tmp_path, workloads=None, models=None, gpus=None, optional=None, name="in.xlsx", edit=None,
+          settings=None):
     path = tmp_path / name
-    write_input_workbook(path, models or MODELS, gpus or GPUS, workloads or [dict(ROW)], {}, optional=optional)
+    write_input_workbook(path, models or MODELS, gpus or GPUS, workloads or [dict(ROW)], settings or {},
+                         optional=optional)
     if edit is not None:
         wb = openpyxl.load_workbook(path)
         edit(wb)
@@ -313,7 +315,9 @@ def test_new_cells_recalculate_in_libreoffice(tmp_path, recalc):
     wl = [dict(ROW, demand_tpm=None),
           {"workload": "w70", "model": "Llama-3.1-70B", "gpu": "H100 SXM", "tp": 4, "isl": 8000, "osl": 100,
            "hit_target": 0.5, "t_decode_ms": 0}]
-    plan = build_plan(_book(tmp_path, wl, optional={"Measurements": meas}))
+    # hit_step 0.5: the test reads Summary, Checks, Calibration and Resolved, not the hit sweep
+    # (Sensitivity_Hit: 3 rows a workload, not 21)
+    plan = build_plan(_book(tmp_path, wl, optional={"Measurements": meas}, settings={"hit_step": 0.5}))
     assert plan.calibration.fits[0].alpha_fit is not None
     out = tmp_path / "out.xlsx"
     write_output(plan, out)
