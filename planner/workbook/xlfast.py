@@ -17,6 +17,7 @@ through the model's formula builders), and fills in the real rows per cell.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Callable
 
@@ -27,46 +28,29 @@ from planner.core.refs import ROW, WL_ROW, RowTemplate
 __all__ = ["ROW", "WL_ROW", "FastFormulaWorksheet", "FormulaTemplate", "RowBuffer", "needs_upstream"]
 
 # every function name XlsxWriter 3.x prefixes with _xlfn. (dynamic arrays and, with
-# use_future_functions, the 2010+ "future" functions): one pattern, matched before any
+# use_future_functions, the 2010+ "future" functions): one set, looked up before any
 # '(' so that names are recognised as function calls only.
-_UPSTREAM_NAMES = None
-
-
-def _upstream_names() -> re.Pattern:
-    """The names in upstream's substitutions, read from its source once."""
-    global _UPSTREAM_NAMES
-    if _UPSTREAM_NAMES is None:
-        import inspect
-
-        src = inspect.getsource(Worksheet._prepare_formula)
-        names = set(re.findall(r're\.sub\(\s*r"\\[bS]?([A-Z0-9_.]+)\\\(', src))
-        names |= {"SINGLE"}
-        # upstream matches at a word boundary (\bIFS\(), so SUMIFS( is not IFS(; its one \S pattern
-        # (\SINGLE\() matches any character before INGLE(, kept without a boundary
-        bounded = sorted(map(re.escape, names - {"INGLE"}), key=len, reverse=True)
-        _UPSTREAM_NAMES = re.compile(r"(?:\b(?:%s)|INGLE)\(" % "|".join(bounded))
-    return _UPSTREAM_NAMES
-
-
-_UPSTREAM_SET: frozenset[str] | None = None
 _CALL = re.compile(r"[A-Z0-9_.]+\(")  # a run of the names' characters before a '(' (every name is such a run)
 _WORD = re.compile(r"\w")
 
 
+@functools.cache
 def _upstream_set() -> frozenset[str]:
-    """The names of :func:`_upstream_names` (its pattern's alternatives, the bounded ones)."""
-    global _UPSTREAM_SET
-    if _UPSTREAM_SET is None:
-        body = _upstream_names().pattern[len(r"(?:\b(?:"):-len(r")|INGLE)\(")]
-        _UPSTREAM_SET = frozenset(n.replace("\\.", ".") for n in body.split("|"))
-    return _UPSTREAM_SET
+    r"""The function names upstream's ``_prepare_formula`` substitutes (``re.sub(r"\bNAME\(", ...)``),
+    read from its source once; its one ``\S`` pattern (``\SINGLE\(``) is :func:`_names_upstream_call`'s
+    INGLE( test."""
+    import inspect
+
+    src = inspect.getsource(Worksheet._prepare_formula)
+    return frozenset(set(re.findall(r're\.sub\(\s*r"\\[bS]?([A-Z0-9_.]+)\\\(', src)) - {"INGLE"} | {"SINGLE"})
 
 
 def _names_upstream_call(formula: str) -> bool:
-    """``_upstream_names().search(formula)``, found without trying the long alternation at every
-    position: a name matches where it ends a run of name characters just before a '(' and starts at a
-    word boundary (the run's start after a non-word character or the formula's start, or just after a
-    '.' of the run; every name starts with a letter); INGLE( anywhere."""
+    r"""Whether ``formula`` calls a name of :func:`_upstream_set` as upstream's patterns find it: at a word
+    boundary (``\bIFS\(``, so SUMIFS( is not IFS(), that is where the name ends a run of name characters
+    just before a '(' and starts the run after a non-word character or the formula's start, or just
+    after a '.' of the run (every name starts with a letter); INGLE( anywhere. Set lookups, not the
+    155-name alternation tried at every position of every formula."""
     if "INGLE(" in formula:
         return True
     names = _upstream_set()
