@@ -221,7 +221,8 @@ def lo_profile(tmp_path_factory) -> Path:
 
 @pytest.fixture
 def recalc(lo_profile, tmp_path):
-    """recalc(path) -> path of a copy recalculated by LibreOffice headless; recalc(a, b, ...) ->
+    """recalc(path) -> path of a copy recalculated by LibreOffice headless (values-only, opened with
+    data_only=True; ``store=True`` for an .xlsx LibreOffice stores); recalc(a, b, ...) ->
     their copies, in order, from ONE LibreOffice process (libreoffice.recalculate_many: the
     start is paid once: 0.2-1.5 s CPU and 1-3 s wall saved per workbook, measured)"""
     counter = iter(range(1000))

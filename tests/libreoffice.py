@@ -49,7 +49,8 @@ def make_profile(folder: Path) -> Path:
 
 def recalculate(src: Path, out_dir: Path, profile: Path | None = None, timeout: float = 300,
                 charts: bool = False, comments: bool = False, store: bool = False) -> Path:
-    """Load ``src`` in LibreOffice with forced recalculation and save it as .xlsx in ``out_dir``.
+    """Load ``src`` in LibreOffice with forced recalculation; its copy in ``out_dir`` is values-only
+    (with the bridge) or an .xlsx LibreOffice stores (``store=True``, or without the bridge).
 
     Returns the path of the recalculated copy (same file name). ``src`` is not modified.
     ``charts``, ``comments``, ``store``: as :func:`recalculate_many`.
